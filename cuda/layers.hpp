@@ -1,0 +1,20 @@
+// GPU backend: Layer<float> objects whose forward and backward passes are CUDA kernels.
+#pragma once
+
+#include <memory>
+
+#include "layers/layer.hpp"
+#include "net/config.hpp"
+#include "net/topology.hpp"
+
+namespace lenet5 {
+
+// Whether this build can run the network on a GPU at all (false until every layer has kernels).
+bool gpu_layers_available();
+
+// Same contract as make_cpu_layer, with every pointer in device memory.
+std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetConfig& config,
+                                             float* weight, float* weight_grad, float* bias,
+                                             float* bias_grad, const float* c3_mask);
+
+}  // namespace lenet5

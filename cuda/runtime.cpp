@@ -1,0 +1,70 @@
+#include "cuda/runtime.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include "cuda/check.hpp"
+
+namespace lenet5 {
+
+void throw_cuda_error(cudaError_t status, const char* expression, const char* file, int line) {
+  throw Error(fmt::format("CUDA error {} ({}) in {} at {}:{}", cudaGetErrorName(status),
+                          cudaGetErrorString(status), expression, file, line));
+}
+
+void throw_cublas_error(cublasStatus_t status, const char* expression, const char* file,
+                        int line) {
+  throw Error(fmt::format("cuBLAS error {} ({}) in {} at {}:{}", cublasGetStatusName(status),
+                          cublasGetStatusString(status), expression, file, line));
+}
+
+namespace cuda {
+
+int device_count() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    // No driver, no device or a driver too old: all mean "no usable GPU" here. Clear the sticky
+    // error so later runtime calls do not report it again.
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::string device_description(int device) {
+  cudaDeviceProp properties{};
+  CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return fmt::format("{} (sm_{}{}, {:.1f} GiB)", properties.name, properties.major,
+                     properties.minor, properties.totalGlobalMem / double(1ull << 30));
+}
+
+void* allocate(std::size_t bytes) {
+  void* pointer = nullptr;
+  if (bytes > 0) CUDA_CHECK(cudaMalloc(&pointer, bytes));
+  return pointer;
+}
+
+void release(void* pointer) noexcept {
+  if (pointer) (void)cudaFree(pointer);  // a destructor must not throw; nothing useful to do
+}
+
+void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+}
+
+void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
+}
+
+void copy_device_to_device(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+
+void fill_zero(void* device_pointer, std::size_t bytes) {
+  if (bytes > 0) CUDA_CHECK(cudaMemset(device_pointer, 0, bytes));
+}
+
+void synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+}  // namespace cuda
+}  // namespace lenet5

@@ -1,0 +1,60 @@
+// lenet5 classify --checkpoint F IMAGE... [--json] [--top K] [--invert auto|yes|no]
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "train/evaluate.hpp"
+
+namespace lenet5::cli {
+
+Command add_classify_command(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("classify", "recognise the digit in image files (PNG, JPEG, BMP, ...)");
+  cmd->fallthrough();
+  struct Options {
+    std::string checkpoint, device = "auto", invert = "auto", save;
+    std::vector<std::string> images;
+    bool json = false;
+    int top = 1;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--checkpoint", o->checkpoint, "checkpoint file (.safetensors)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("images", o->images, "image files")->required();
+  cmd->add_flag("--json", o->json, "print a JSON array, one object per image");
+  cmd->add_option("--top", o->top, "also list the K most likely digits")
+      ->check(CLI::Range(1, 10))
+      ->capture_default_str();
+  cmd->add_option("--invert", o->invert,
+                  "auto: invert dark-on-light images (MNIST digits are light on dark); yes; no")
+      ->check(CLI::IsMember({"auto", "yes", "no"}))
+      ->capture_default_str();
+  cmd->add_option("--save-preprocessed", o->save,
+                  "write the 28x28 image the network saw (a file; a folder for several images)");
+  cmd->add_option("--device", o->device, "auto|gpu|cpu")->capture_default_str();
+  cmd->parse_complete_callback([o] { g_json_output = o->json; });
+  return {cmd, [o]() {
+            ClassifyOptions options;
+            options.invert = parse_invert_mode(o->invert);
+            options.save_preprocessed = o->save;
+            if (!o->save.empty() && o->images.size() > 1)
+              std::filesystem::create_directories(o->save);
+            const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
+            const auto engine = engine_for(checkpoint, o->device);
+            const auto results = classify_images(*engine, o->images, options);
+            int failures = 0;
+            for (const auto& r : results) {
+              if (!r.error.empty()) {
+                ++failures;
+                spdlog::error("{}", r.error);
+              }
+              if (!o->json && r.error.empty())
+                std::fputs(format_classification(r, o->top).c_str(), stdout);
+            }
+            if (o->json) std::fputs(format_classifications_json(results, o->top).c_str(), stdout);
+            return failures == 0 ? 0 : 1;
+          }};
+}
+
+}  // namespace lenet5::cli

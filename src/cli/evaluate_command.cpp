@@ -1,0 +1,36 @@
+// lenet5 evaluate --checkpoint F [--data D] [--device ...] [--json]
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "data/mnist.hpp"
+#include "train/evaluate.hpp"
+
+namespace lenet5::cli {
+
+Command add_evaluate_command(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("evaluate", "test accuracy, loss and confusion matrix of a checkpoint");
+  cmd->fallthrough();
+  struct Options {
+    std::string checkpoint, data, device = "auto";
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--checkpoint", o->checkpoint, "checkpoint file (.safetensors)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--data", o->data, "MNIST folder (default: $LENET5_DATA or data/mnist)");
+  cmd->add_option("--device", o->device, "auto|gpu|cpu")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print one JSON object instead of tables");
+  cmd->parse_complete_callback([o] { g_json_output = o->json; });
+  return {cmd, [o]() {
+            const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
+            const Mnist data = load_mnist(resolve_data_dir(o->data));
+            const Evaluation result = engine_for(checkpoint, o->device)->evaluate(data.test);
+            const std::string text = o->json ? format_evaluation_json(result, o->checkpoint)
+                                             : format_evaluation(result);
+            std::fputs(text.c_str(), stdout);
+            return 0;
+          }};
+}
+
+}  // namespace lenet5::cli

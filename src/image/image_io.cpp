@@ -1,0 +1,202 @@
+// Decoding goes through stb_image's FILE* interface so the file is opened once: the header is
+// checked with stbi_info_from_file (which restores the position) and only then decoded.
+//
+// Binary PGM/PPM (P5/P6) are read here instead: stb_image 2.27, the version Debian ships, copies
+// 16-bit PNM samples in file order without the big-endian conversion the format requires
+// (nothings/stb#1710), ignores maxval and reads a truncated raster without noticing.
+#include "image/image_io.hpp"
+
+#include <stb_image.h>
+#include <stb_image_write.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace lenet5 {
+namespace {
+
+using FilePtr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+std::string quoted(const std::filesystem::path& file) {
+  return "'" + file.string() + "'";
+}
+
+FilePtr open_for_reading(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    throw Error("cannot read image " + quoted(file) + ": it is a directory, not a file");
+  }
+  FilePtr f(std::fopen(file.c_str(), "rb"), &std::fclose);
+  if (!f) {
+    throw Error("cannot open image " + quoted(file) + ": " + std::strerror(errno));
+  }
+  if (std::filesystem::file_size(file, ec) == 0 && !ec) {
+    throw Error("cannot read image " + quoted(file) + ": the file is empty (0 bytes)");
+  }
+  return f;
+}
+
+[[noreturn]] void throw_undecodable(const std::filesystem::path& file, const std::string& why) {
+  throw Error("cannot decode image " + quoted(file) + ": " + why +
+              " (supported: PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PNM; 8 or 16 bit)");
+}
+
+// Called with the header's size before any pixel is decoded, so a huge or crafted file costs
+// nothing.
+void check_size(int width, int height, const std::filesystem::path& file) {
+  if (width <= 0 || height <= 0) {
+    throw Error("cannot read image " + quoted(file) + ": it has zero size (" +
+                std::to_string(width) + "x" + std::to_string(height) + ")");
+  }
+  if (width > kMaxImageSide || height > kMaxImageSide) {
+    throw Error("cannot read image " + quoted(file) + ": image is " + std::to_string(width) + "x" +
+                std::to_string(height) + "; the largest accepted is " +
+                std::to_string(kMaxImageSide) + "x" + std::to_string(kMaxImageSide) +
+                " (scale it down first)");
+  }
+}
+
+// Rec.601 luma on the stored (gamma-encoded) values, as every image tool computes "grey".
+// Alpha is composited on white: c' = a*c + (1 - a)*1.
+template <typename Sample>
+GrayImage to_gray(const Sample* data, int width, int height, int channels, float max_value) {
+  GrayImage image{width, height, {}};
+  const std::size_t n_pixels = static_cast<std::size_t>(width) * static_cast<std::size_t>(height);
+  image.pixels.resize(n_pixels);
+  const bool has_alpha = channels == 2 || channels == 4;
+  const bool has_colour = channels >= 3;
+  for (std::size_t i = 0; i < n_pixels; ++i) {
+    const Sample* p = data + i * static_cast<std::size_t>(channels);
+    float grey = p[0] / max_value;
+    if (has_colour) grey = (0.299f * p[0] + 0.587f * p[1] + 0.114f * p[2]) / max_value;
+    if (has_alpha) {
+      const float alpha = p[channels - 1] / max_value;
+      grey = alpha * grey + (1.0f - alpha);
+    }
+    image.pixels[i] = grey < 0.0f ? 0.0f : (grey > 1.0f ? 1.0f : grey);
+  }
+  return image;
+}
+
+// ---- binary PGM / PPM
+// ----------------------------------------------------------------------------
+
+bool starts_with_binary_pnm(std::FILE* f) {
+  char magic[2] = {0, 0};
+  const std::size_t n = std::fread(magic, 1, 2, f);
+  std::rewind(f);
+  return n == 2 && magic[0] == 'P' && (magic[1] == '5' || magic[1] == '6');
+}
+
+// Header fields are decimal numbers separated by whitespace, with '#' comments to end of line.
+int read_pnm_number(std::FILE* f, const std::filesystem::path& file) {
+  int c = std::fgetc(f);
+  while (c == '#' || std::isspace(c)) {
+    if (c == '#') {
+      while (c != '\n' && c != EOF) c = std::fgetc(f);
+    }
+    c = std::fgetc(f);
+  }
+  if (!std::isdigit(c)) throw_undecodable(file, "malformed PNM header");
+  long value = 0;
+  for (; std::isdigit(c); c = std::fgetc(f)) {
+    value = value * 10 + (c - '0');
+    if (value > 1000000) throw_undecodable(file, "PNM header number out of range");
+  }
+  // Exactly one whitespace byte ends each field; after maxval the raster starts right after it.
+  if (!std::isspace(c)) throw_undecodable(file, "malformed PNM header");
+  return static_cast<int>(value);
+}
+
+template <typename Sample>
+GrayImage read_pnm_raster(std::FILE* f, const std::filesystem::path& file, int width, int height,
+                          int channels, int maxval) {
+  const std::size_t n_samples = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) *
+                                static_cast<std::size_t>(channels);
+  std::vector<Sample> samples(n_samples);
+  if (std::fread(samples.data(), sizeof(Sample), n_samples, f) != n_samples) {
+    throw_undecodable(file, "PNM pixel data is truncated");
+  }
+  if (sizeof(Sample) == 2) {
+    // Samples are big-endian in the file; reading the bytes as they lie in memory makes this
+    // independent of the host's byte order.
+    for (Sample& s : samples) {
+      const auto* b = reinterpret_cast<const unsigned char*>(&s);
+      s = static_cast<Sample>((b[0] << 8) | b[1]);
+    }
+  }
+  return to_gray(samples.data(), width, height, channels, static_cast<float>(maxval));
+}
+
+GrayImage load_binary_pnm(std::FILE* f, const std::filesystem::path& file) {
+  std::fgetc(f);
+  const int channels = std::fgetc(f) == '5' ? 1 : 3;
+  const int width = read_pnm_number(f, file);
+  const int height = read_pnm_number(f, file);
+  const int maxval = read_pnm_number(f, file);
+  check_size(width, height, file);
+  if (maxval < 1 || maxval > 65535) {
+    throw_undecodable(file, "PNM maxval " + std::to_string(maxval) + " is outside 1..65535");
+  }
+  if (maxval < 256) {
+    return read_pnm_raster<std::uint8_t>(f, file, width, height, channels, maxval);
+  }
+  return read_pnm_raster<std::uint16_t>(f, file, width, height, channels, maxval);
+}
+
+// ---- everything else, through stb_image
+// ----------------------------------------------------------
+
+template <typename Sample>
+GrayImage decode(std::FILE* f, const std::filesystem::path& file, int channels,
+                 Sample* (*load)(std::FILE*, int*, int*, int*, int), float max_value) {
+  int width = 0, height = 0, channels_in_file = 0;
+  std::unique_ptr<Sample, void (*)(void*)> data(
+      load(f, &width, &height, &channels_in_file, channels), &stbi_image_free);
+  if (!data) throw_undecodable(file, stbi_failure_reason());
+  return to_gray(data.get(), width, height, channels, max_value);
+}
+
+GrayImage load_with_stb(std::FILE* f, const std::filesystem::path& file) {
+  int width = 0, height = 0, channels = 0;
+  if (!stbi_info_from_file(f, &width, &height, &channels)) {
+    throw_undecodable(file, stbi_failure_reason());
+  }
+  check_size(width, height, file);
+  // 16-bit PNG goes through the 16-bit loader so that precision is kept; everything else (HDR
+  // included, which stb tone-maps with its default gamma) through the 8-bit one.
+  if (stbi_is_16_bit_from_file(f)) {
+    return decode<stbi_us>(f, file, channels, &stbi_load_from_file_16, 65535.0f);
+  }
+  return decode<stbi_uc>(f, file, channels, &stbi_load_from_file, 255.0f);
+}
+
+}  // namespace
+
+GrayImage load_gray_image(const std::filesystem::path& file) {
+  FilePtr f = open_for_reading(file);
+  if (starts_with_binary_pnm(f.get())) return load_binary_pnm(f.get(), file);
+  return load_with_stb(f.get(), file);
+}
+
+void write_gray_png(const std::filesystem::path& file, int width, int height,
+                    const std::vector<std::uint8_t>& pixels) {
+  if (width <= 0 || height <= 0 ||
+      pixels.size() != static_cast<std::size_t>(width) * static_cast<std::size_t>(height)) {
+    throw Error("cannot write " + quoted(file) + ": " + std::to_string(pixels.size()) +
+                " pixels do not make a " + std::to_string(width) + "x" + std::to_string(height) +
+                " image");
+  }
+  if (!stbi_write_png(file.c_str(), width, height, 1, pixels.data(), width)) {
+    throw Error("cannot write PNG " + quoted(file) +
+                ": check that its folder exists and is writable");
+  }
+}
+
+}  // namespace lenet5

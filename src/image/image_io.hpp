@@ -1,0 +1,30 @@
+// Reading any image stb_image understands as one grey channel, and writing 8-bit grey PNGs.
+// Pixels are row-major floats in [0, 1] (0 = black, 1 = white), the photographic convention;
+// preprocess.hpp turns them into MNIST's convention (0 = background, 255 = ink).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace lenet5 {
+
+// Images larger than this on either side are refused before decoding: a 16384x16384 RGBA
+// 16-bit image already needs 2 GiB, and no digit needs more.
+inline constexpr int kMaxImageSide = 16384;
+
+struct GrayImage {
+  int width = 0, height = 0;
+  std::vector<float> pixels;  // (height, width), row-major, 0 = black, 1 = white
+};
+
+// PNG, JPEG, BMP, GIF (first frame), TGA, PSD, HDR or PNM; 8 or 16 bit (16-bit PNG and PNM
+// keep their precision); 1 to 4 channels. Colour becomes Rec.601 luma; alpha is composited on
+// white, so a transparent background reads as white paper. Throws lenet5::Error naming the file.
+GrayImage load_gray_image(const std::filesystem::path& file);
+
+// Writes an 8-bit grey PNG; pixels are (height, width), row-major. Throws lenet5::Error.
+void write_gray_png(const std::filesystem::path& file, int width, int height,
+                    const std::vector<std::uint8_t>& pixels);
+
+}  // namespace lenet5

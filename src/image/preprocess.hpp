@@ -1,0 +1,31 @@
+// Turning an arbitrary digit image into a 28x28 digit prepared the way MNIST's were:
+// polarity -> crop to the ink -> scale the longer side to 20 px (area averaging) -> place in a
+// 28x28 field with the centre of mass at (14, 14). Normalising and padding to 32x32 happen in
+// the network's input code, exactly as for the training set.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "image/image_io.hpp"
+
+namespace lenet5 {
+
+enum class InvertMode { automatic, yes, no };
+
+// "auto" | "yes" | "no" (the --invert values); anything else throws lenet5::UsageError.
+InvertMode parse_invert_mode(const std::string& text);
+
+struct Digit28 {
+  std::array<std::uint8_t, 28 * 28> pixels;  // (28, 28), row-major, 0 = background, 255 = ink
+  bool inverted;                             // whether the input was dark ink on light paper
+};
+
+// In automatic mode the image is inverted when its border is lighter than its centre.
+// Throws lenet5::Error "<name> is blank: no digit found" when nothing stands out from the
+// background; name_for_errors is used only in messages.
+Digit28 preprocess_digit(const GrayImage& image, InvertMode invert,
+                         const std::string& name_for_errors);
+
+}  // namespace lenet5

@@ -1,0 +1,98 @@
+// Sequential CPU versions of every layer: the book's Figures 16.4, 16.5, 16.8, 16.9 and 16.10 with
+// the errata of the printed code fixed (see the comments at each function), plus fully connected,
+// activation and softmax cross-entropy. They are the oracle for every GPU kernel and the real
+// backend of --device cpu. Templated on float (training) and double (gradient checks).
+//
+// Layout NCHW throughout. Index convention (textbook-figures.md §0.2):
+//   X[((n*C + c)*H + h)*W + w], W[((m*C + c)*K + p)*K + q], Y[((n*M + m)*H_out + h)*W_out + w].
+// Parallelism (OpenMP) is over samples or over output channels only, each output element is
+// written by exactly one thread, and every sum runs in a fixed order: results do not depend on
+// the number of threads.
+//
+// Every backward function OVERWRITES its outputs (never accumulates).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "net/config.hpp"
+
+namespace lenet5 {
+
+// Valid, stride-1 cross-correlation: C input maps of H x W, M output maps of H_out x W_out.
+struct ConvShape {
+  int n = 1, c = 1, h = 1, w = 1, m = 1, k = 1;
+  int h_out() const { return h - k + 1; }
+  int w_out() const { return w - k + 1; }
+};
+
+// Fig 16.4 / 16.10 (mini-batch): Y[n,m,h,w] = sum_{c,p,q} X[n,c,h+p,w+q] * W[m,c,p,q] (+ bias[m]).
+// Errata fixed: E01 (A's "Y += Y + ..." doubled the running sum), E02 (the int width W and the
+// filter pointer W shared a name: the filters are `weight` here), E09 (stray brace).
+// bias may be null (C1 and C3 take their bias in the following subsampling layer, Fig 16.5).
+template <class T>
+void conv_forward_cpu(const ConvShape& s, const T* x, const T* weight, const T* bias, T* y);
+
+// Fig 16.8: dE/dX[c, h+p, w+q] += dE/dY[m,h,w] * W[m,c,p,q] after zeroing dE/dX (scatter form, as
+// printed; correct as sequential code). Samples are independent.
+template <class T>
+void conv_backward_input_cpu(const ConvShape& s, const T* dL_dy, const T* weight, T* dL_dx);
+
+// Fig 16.9 summed over the mini-batch: dE/dW[m,c,p,q] = sum_{n,h,w} X[n,c,h+p,w+q] * dE/dY[n,m,h,w].
+// Erratum E08 fixed: the printed dE_dY[m, c, h, w] has a channel index that dE/dY does not have.
+// dL_dbias (may be null) gets sum_{n,h,w} dE/dY[n,m,h,w].
+template <class T>
+void conv_backward_weights_cpu(const ConvShape& s, const T* x, const T* dL_dy, T* dL_dweight,
+                               T* dL_dbias);
+
+// Subsampling of K x K windows (stride K) plus a per-map bias, Fig 16.5 without its activation
+// (which is a layer of its own here): S[n,c,h,w] = pool(Y[n,c,K*h+p,K*w+q]) + b[c].
+// Errata fixed: E03-E07 (undeclared loop variables, the doubled sum "S += S + ...", the bias and
+// sigmoid statement placed outside the loops in rendering B, the missing b parameter).
+struct PoolShape {
+  int n = 1, c = 1, h = 1, w = 1, k = 2;
+  int h_out() const { return h / k; }
+  int w_out() const { return w / k; }
+};
+template <class T>
+void subsample_forward_cpu(const PoolShape& s, Subsampling kind, const T* x, const T* bias, T* y);
+// Average: each input of a window receives dE/dS / K^2. Max: the window's first maximum (in
+// row-major order) receives dE/dS, the others 0.
+template <class T>
+void subsample_backward_input_cpu(const PoolShape& s, Subsampling kind, const T* x,
+                                  const T* dL_dy, T* dL_dx);
+template <class T>
+void subsample_backward_bias_cpu(const PoolShape& s, const T* dL_dy, T* dL_dbias);
+
+template <class T>
+void activation_forward_cpu(Activation kind, const T* x, T* y, std::size_t count);
+template <class T>
+void activation_backward_cpu(Activation kind, const T* y, const T* dL_dy, T* dL_dx,
+                             std::size_t count);
+
+// Fully connected, Y = W X + b for each sample: W is (out, in), row-major, as F6's 84 x 120
+// (the text's "120 x 84", erratum T02, has it transposed).
+struct FcShape {
+  int n = 1, in = 1, out = 1;
+};
+template <class T>
+void fc_forward_cpu(const FcShape& s, const T* x, const T* weight, const T* bias, T* y);
+// Figs 16.6/16.7: dE/dX = W^T dE/dY, dE/dW = dE/dY X^T (summed over the batch), dE/db = dE/dY.
+template <class T>
+void fc_backward_input_cpu(const FcShape& s, const T* dL_dy, const T* weight, T* dL_dx);
+template <class T>
+void fc_backward_weights_cpu(const FcShape& s, const T* x, const T* dL_dy, T* dL_dweight,
+                             T* dL_dbias);
+
+// Softmax cross-entropy over `classes` logits per sample, mean over the batch. Writes
+// dL/dlogits = (softmax - onehot) / n when dL_dlogits is not null (the 1/n is the book's
+// "average gradient over the mini-batch"), and argmax predictions when predictions is not null.
+struct LossStats {
+  double loss_sum = 0;  // sum over the batch of -log p(label)
+  int correct = 0;
+};
+template <class T>
+LossStats softmax_cross_entropy_cpu(const T* logits, const std::uint8_t* labels, int n,
+                                    int classes, T* dL_dlogits, int* predictions);
+
+}  // namespace lenet5

@@ -1,0 +1,35 @@
+// The network's settings. The topology is fixed (book Fig 16.2); these choose its parts, with the
+// book's choices as defaults.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lenet5 {
+
+enum class Activation { tanh, sigmoid, scaled_tanh, relu };
+enum class Subsampling { average, max };
+enum class C3Table { full, lecun };
+
+struct NetConfig {
+  Activation activation = Activation::tanh;
+  Subsampling subsampling = Subsampling::average;
+  C3Table c3_table = C3Table::full;
+};
+
+const char* to_string(Activation value);
+const char* to_string(Subsampling value);
+const char* to_string(C3Table value);
+// Each throws UsageError listing the accepted names.
+Activation parse_activation(const std::string& name);
+Subsampling parse_subsampling(const std::string& name);
+C3Table parse_c3_table(const std::string& name);
+
+const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
+const std::vector<std::string>& subsampling_names();  // "average", "max"
+const std::vector<std::string>& c3_table_names();     // "full", "lecun"
+
+// LeCun et al. 1998, Table I: which of S2's 6 maps feed each of C3's 16 maps.
+bool lecun_c3_connected(int output_map, int input_map);
+
+}  // namespace lenet5

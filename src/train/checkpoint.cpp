@@ -1,0 +1,151 @@
+#include "train/checkpoint.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <cstdlib>
+#include <exception>
+
+#include "core/error.hpp"
+#include "io/safetensors.hpp"
+#include "net/layout.hpp"
+
+namespace lenet5 {
+namespace {
+
+const char* const kMomentumSuffix = ".momentum";
+
+Metadata checkpoint_metadata(const Checkpoint& c) {
+  const TrainingPosition& p = c.position;
+  return {
+      {"format", kCheckpointFormat},
+      {"format_version", std::to_string(kCheckpointVersion)},
+      {"lenet5_version", LENET5_VERSION},
+      {"activation", to_string(c.net.activation)},
+      {"subsampling", to_string(c.net.subsampling)},
+      {"c3_table", to_string(c.net.c3_table)},
+      {"config", c.config_toml},
+      {"epoch", std::to_string(p.epoch)},
+      {"step", std::to_string(p.step)},
+      {"partial_loss_sum", fmt::format("{:.17g}", p.partial.loss_sum)},
+      {"partial_correct", std::to_string(p.partial.correct)},
+      {"partial_seen", std::to_string(p.partial.seen)},
+      {"best_accuracy", fmt::format("{:.17g}", p.best_accuracy)},
+      {"learning_rate", fmt::format("{:.17g}", c.learning_rate)},
+      {"seed", std::to_string(c.seed)},
+      // The epoch permutations are a pure function of (seed, epoch): that pair is the RNG state.
+      {"rng", fmt::format("splitmix64 seed={} next_epoch={}", c.seed, p.epoch)},
+      {"test_accuracy", fmt::format("{:.17g}", c.test_accuracy)},
+      {"train_images_crc32", std::to_string(c.data.train_images)},
+      {"train_labels_crc32", std::to_string(c.data.train_labels)},
+      {"test_images_crc32", std::to_string(c.data.test_images)},
+      {"test_labels_crc32", std::to_string(c.data.test_labels)},
+  };
+}
+
+const std::string& required(const Metadata& metadata, const std::string& key) {
+  const auto it = metadata.find(key);
+  if (it == metadata.end()) throw Error("metadata key '" + key + "' is missing");
+  return it->second;
+}
+
+template <class Number>
+Number number(const Metadata& metadata, const std::string& key) {
+  const std::string& text = required(metadata, key);
+  try {
+    std::size_t used = 0;
+    Number value;
+    if constexpr (std::is_floating_point_v<Number>)
+      value = Number(std::stod(text, &used));
+    else
+      value = Number(std::stoll(text, &used));
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw Error("metadata key '" + key + "' is not a number: '" + text + "'");
+}
+
+std::vector<float> flat_tensors(const SafetensorsFile& file, const ParamLayout& layout,
+                                const std::string& suffix) {
+  std::vector<float> flat(layout.buffer_floats, 0.0f);
+  for (const ParamSpec& spec : layout.tensors) {
+    const std::string name = spec.name + suffix;
+    const auto it = file.tensors.find(name);
+    if (it == file.tensors.end()) throw Error("tensor '" + name + "' is missing");
+    if (it->second.shape != spec.shape)
+      throw Error(fmt::format("tensor '{}' has shape [{}], expected [{}]", name,
+                              fmt::join(it->second.shape, ","), fmt::join(spec.shape, ",")));
+    std::copy(it->second.values.begin(), it->second.values.end(), flat.begin() + spec.offset);
+  }
+  return flat;
+}
+
+Checkpoint decode_checkpoint(const SafetensorsFile& file) {
+  const Metadata& m = file.metadata;
+  if (m.count("format") == 0 || m.at("format") != kCheckpointFormat)
+    throw Error("not a lenet5 checkpoint (metadata 'format' is not '" +
+                std::string(kCheckpointFormat) + "')");
+  if (number<int>(m, "format_version") != kCheckpointVersion)
+    throw Error("checkpoint format version " + m.at("format_version") + " is not supported (this "
+                "lenet5 reads version " + std::to_string(kCheckpointVersion) + ")");
+  Checkpoint c;
+  try {
+    c.net.activation = parse_activation(required(m, "activation"));
+    c.net.subsampling = parse_subsampling(required(m, "subsampling"));
+    c.net.c3_table = parse_c3_table(required(m, "c3_table"));
+  } catch (const UsageError& e) {
+    throw Error(std::string("network settings: ") + e.what());
+  }
+  c.config_toml = required(m, "config");
+  c.position.epoch = number<int>(m, "epoch");
+  c.position.step = number<int>(m, "step");
+  c.position.partial = {number<double>(m, "partial_loss_sum"),
+                        number<std::int64_t>(m, "partial_correct"),
+                        number<std::int64_t>(m, "partial_seen")};
+  c.position.best_accuracy = number<double>(m, "best_accuracy");
+  c.learning_rate = number<double>(m, "learning_rate");
+  c.seed = std::uint64_t(std::stoull(required(m, "seed")));
+  c.test_accuracy = number<double>(m, "test_accuracy");
+  c.data = {number<std::uint32_t>(m, "train_images_crc32"),
+            number<std::uint32_t>(m, "train_labels_crc32"),
+            number<std::uint32_t>(m, "test_images_crc32"),
+            number<std::uint32_t>(m, "test_labels_crc32")};
+  if (c.position.epoch < 0 || c.position.step < 0)
+    throw Error("negative epoch or step in the metadata");
+
+  const ParamLayout layout = lenet5_layout(c.net);
+  c.parameters = flat_tensors(file, layout, "");
+  const bool has_momentum = file.tensors.count(layout.tensors.front().name + kMomentumSuffix) > 0;
+  if (has_momentum) c.velocity = flat_tensors(file, layout, kMomentumSuffix);
+  const std::size_t expected = layout.tensors.size() * (has_momentum ? 2 : 1);
+  if (file.tensors.size() != expected)
+    throw Error(fmt::format("holds {} tensors, expected {} (unknown extra tensors)",
+                            file.tensors.size(), expected));
+  return c;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
+  const ParamLayout layout = lenet5_layout(c.net);
+  if (c.parameters.size() != layout.buffer_floats ||
+      !(c.velocity.empty() || c.velocity.size() == layout.buffer_floats))
+    throw Error("internal: checkpoint buffers do not match the network layout");
+  std::vector<TensorView> tensors;
+  for (const ParamSpec& spec : layout.tensors)
+    tensors.push_back({spec.name, spec.shape, c.parameters.data() + spec.offset});
+  if (!c.velocity.empty())
+    for (const ParamSpec& spec : layout.tensors)
+      tensors.push_back({spec.name + kMomentumSuffix, spec.shape, c.velocity.data() + spec.offset});
+  write_safetensors(file, tensors, checkpoint_metadata(c));
+}
+
+Checkpoint load_checkpoint(const std::filesystem::path& file) {
+  const SafetensorsFile contents = read_safetensors(file);  // structural checks, names the file
+  try {
+    return decode_checkpoint(contents);
+  } catch (const Error& e) {
+    throw Error("checkpoint " + file.string() + ": " + e.what());
+  }
+}
+
+}  // namespace lenet5

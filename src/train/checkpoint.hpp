@@ -1,0 +1,51 @@
+// Checkpoints: safetensors files holding every parameter tensor by name (net/layout.hpp), the
+// momentum buffers as "<name>.momentum" when momentum is used, and in __metadata__ everything a
+// resumed run needs to continue exactly where this one stopped.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "net/config.hpp"
+#include "train/engine.hpp"
+
+namespace lenet5 {
+
+constexpr const char* kCheckpointFormat = "lenet5-checkpoint";
+constexpr int kCheckpointVersion = 1;
+
+struct TrainingPosition {
+  int epoch = 0;  // completed epochs
+  int step = 0;   // steps already taken in epoch `epoch` (0 at an epoch boundary)
+  EpochTotals partial;  // train loss/accuracy sums of those steps
+  double best_accuracy = -1;  // best test accuracy so far (fraction), -1: none yet
+};
+
+struct DataChecksums {
+  std::uint32_t train_images = 0, train_labels = 0, test_images = 0, test_labels = 0;
+  bool operator==(const DataChecksums& o) const {
+    return train_images == o.train_images && train_labels == o.train_labels &&
+           test_images == o.test_images && test_labels == o.test_labels;
+  }
+};
+
+struct Checkpoint {
+  NetConfig net;
+  std::string config_toml;       // the run's effective settings
+  std::vector<float> parameters;  // flat, layout().buffer_floats
+  std::vector<float> velocity;    // flat, same length, or empty when momentum is 0
+  TrainingPosition position;
+  double learning_rate = 0;      // rate of the last step taken
+  std::uint64_t seed = 0;
+  double test_accuracy = -1;     // of this checkpoint's weights, -1: not evaluated
+  DataChecksums data;
+};
+
+// Atomic (temporary file, fsync, rename): never leaves a half-written checkpoint.
+void save_checkpoint(const std::filesystem::path& file, const Checkpoint& checkpoint);
+// Strict: refuses a file that is not a complete lenet5 checkpoint, naming the problem.
+Checkpoint load_checkpoint(const std::filesystem::path& file);
+
+}  // namespace lenet5

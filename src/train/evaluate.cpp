@@ -1,0 +1,149 @@
+#include "train/evaluate.hpp"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "image/image_io.hpp"
+#include "train/report.hpp"
+
+namespace lenet5 {
+namespace fs = std::filesystem;
+namespace {
+
+struct ClassRates {
+  double precision = 0, recall = 0;
+};
+
+ClassRates class_rates(const Evaluation& e, int digit) {
+  std::int64_t predicted = 0, actual = 0;
+  for (int k = 0; k < 10; ++k) {
+    predicted += e.confusion[k][digit];
+    actual += e.confusion[digit][k];
+  }
+  const double hits = double(e.confusion[digit][digit]);
+  return {predicted ? hits / double(predicted) : 0.0, actual ? hits / double(actual) : 0.0};
+}
+
+std::vector<int> ranked_digits(const std::vector<float>& probabilities) {
+  std::vector<int> order(probabilities.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return probabilities[a] > probabilities[b]; });
+  return order;
+}
+
+// --save-preprocessed: for one image the named file, for several a folder of <stem>.png files.
+fs::path preprocessed_path(const ClassifyOptions& options, const std::string& file,
+                           bool several) {
+  if (!several) return options.save_preprocessed;
+  return options.save_preprocessed / (fs::path(file).stem().string() + ".28x28.png");
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, const std::string& device) {
+  auto engine = make_engine(resolve_device(device), checkpoint.net, SgdSettings{}, 1);
+  engine->set_state(checkpoint.parameters, std::vector<float>(checkpoint.parameters.size(), 0.0f));
+  return engine;
+}
+
+std::string format_evaluation(const Evaluation& e) {
+  std::string out = fmt::format("test accuracy {}% ({}/{})\nmean loss {:.6f}\n\n",
+                                format_percent(e.correct, e.count), e.correct, e.count,
+                                e.mean_loss());
+  out += "confusion matrix (rows: true digit, columns: predicted digit)\n      ";
+  for (int k = 0; k < 10; ++k) out += fmt::format("{:>6}", k);
+  out += "\n";
+  for (int t = 0; t < 10; ++t) {
+    out += fmt::format("{:>6}", t);
+    for (int k = 0; k < 10; ++k) out += fmt::format("{:>6}", e.confusion[t][k]);
+    out += "\n";
+  }
+  out += "\ndigit  precision  recall\n";
+  for (int d = 0; d < 10; ++d) {
+    const ClassRates rates = class_rates(e, d);
+    out += fmt::format("{:>5}  {:>8.2f}%  {:>5.2f}%\n", d, 100 * rates.precision, 100 * rates.recall);
+  }
+  return out;
+}
+
+std::string format_evaluation_json(const Evaluation& e, const std::string& checkpoint) {
+  nlohmann::json json;
+  json["checkpoint"] = checkpoint;
+  json["images"] = e.count;
+  json["correct"] = e.correct;
+  json["accuracy"] = e.accuracy();
+  json["accuracy_percent"] = format_percent(e.correct, e.count);
+  json["mean_loss"] = e.mean_loss();
+  json["confusion"] = e.confusion;
+  for (int d = 0; d < 10; ++d) {
+    const ClassRates rates = class_rates(e, d);
+    json["precision"].push_back(rates.precision);
+    json["recall"].push_back(rates.recall);
+  }
+  return json.dump() + "\n";
+}
+
+int Classification::digit() const {
+  return int(std::max_element(probabilities.begin(), probabilities.end()) - probabilities.begin());
+}
+
+std::vector<Classification> classify_images(Engine& engine, const std::vector<std::string>& files,
+                                            const ClassifyOptions& options) {
+  std::vector<Classification> results;
+  for (const std::string& file : files) {
+    Classification result;
+    result.file = file;
+    try {
+      const Digit28 digit = preprocess_digit(load_gray_image(file), options.invert, file);
+      result.inverted = digit.inverted;
+      if (!options.save_preprocessed.empty())
+        write_gray_png(preprocessed_path(options, file, files.size() > 1), 28, 28,
+                       std::vector<std::uint8_t>(digit.pixels.begin(), digit.pixels.end()));
+      result.probabilities = engine.probabilities(digit.pixels.data(), 1);
+    } catch (const Error& e) {
+      result.error = e.what();
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+std::string format_classification(const Classification& r, int top) {
+  if (!r.error.empty()) return fmt::format("{}: error: {}\n", r.file, r.error);
+  const std::vector<int> order = ranked_digits(r.probabilities);
+  std::string line = fmt::format("{}: {} ({:.1f}%)", r.file, order[0], 100 * r.probabilities[order[0]]);
+  if (top > 1) {
+    line += "  top:";
+    for (int i = 0; i < std::min<int>(top, 10); ++i)
+      line += fmt::format(" {} {:.1f}%", order[i], 100 * r.probabilities[order[i]]);
+  }
+  return line + "\n";
+}
+
+std::string format_classifications_json(const std::vector<Classification>& results, int top) {
+  nlohmann::json json = nlohmann::json::array();
+  for (const Classification& r : results) {
+    nlohmann::json item{{"file", r.file}};
+    if (!r.error.empty()) {
+      item["error"] = r.error;
+    } else {
+      item["digit"] = r.digit();
+      item["probability"] = r.probabilities[r.digit()];
+      item["inverted"] = r.inverted;
+      const std::vector<int> order = ranked_digits(r.probabilities);
+      for (int i = 0; i < std::min<int>(std::max(top, 1), 10); ++i)
+        item["top"].push_back({{"digit", order[i]}, {"probability", r.probabilities[order[i]]}});
+      item["probabilities"] = r.probabilities;
+    }
+    json.push_back(item);
+  }
+  return json.dump() + "\n";
+}
+
+}  // namespace lenet5

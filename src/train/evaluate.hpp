@@ -1,0 +1,41 @@
+// `lenet5 evaluate` and `lenet5 classify`: what a checkpoint says about the test set and about
+// the user's own images.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "image/preprocess.hpp"
+#include "train/checkpoint.hpp"
+#include "train/engine.hpp"
+
+namespace lenet5 {
+
+// An engine holding a checkpoint's weights, on the requested device.
+std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, const std::string& device);
+
+// Test accuracy, mean loss, confusion matrix; text for people, one JSON object for scripts.
+std::string format_evaluation(const Evaluation& evaluation);
+std::string format_evaluation_json(const Evaluation& evaluation, const std::string& checkpoint);
+
+struct Classification {
+  std::string file;
+  std::string error;                // empty on success
+  bool inverted = false;
+  std::vector<float> probabilities;  // (10)
+  int digit() const;
+};
+
+struct ClassifyOptions {
+  InvertMode invert = InvertMode::automatic;
+  std::filesystem::path save_preprocessed;  // one image: that file; several: a folder
+};
+
+// Every image is tried: one that cannot be read gets its error and the others go on.
+std::vector<Classification> classify_images(Engine& engine, const std::vector<std::string>& files,
+                                            const ClassifyOptions& options);
+std::string format_classification(const Classification& result, int top);
+std::string format_classifications_json(const std::vector<Classification>& results, int top);
+
+}  // namespace lenet5

@@ -1,0 +1,32 @@
+// Learning-rate schedules. The rate is a pure function of the training position (fractional
+// epochs done), so a resumed run recomputes exactly the rate an uninterrupted run would use.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lenet5 {
+
+enum class ScheduleKind { constant, step, exponential, cosine, one_cycle };
+
+const std::vector<std::string>& schedule_names();  // constant, step, exponential, cosine, one-cycle
+ScheduleKind parse_schedule(const std::string& name);  // UsageError on an unknown name
+const char* to_string(ScheduleKind kind);
+
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::constant;
+  double lr = 0.01;            // base (peak for one-cycle) learning rate
+  double gamma = 0.1;          // step: factor every step_epochs; exponential: factor per epoch
+  double step_epochs = 1;      // step: epochs between decays
+  double min_lr = 0;           // cosine and one-cycle: final rate
+  double warmup_epochs = 0;    // linear warm-up from 0 (any schedule but one-cycle, which has its own)
+  double one_cycle_start = 0.25;  // one-cycle: fraction of training spent rising from lr/25 to lr
+  int total_epochs = 1;
+
+  // Throws UsageError for values that make no sense (negative rates, gamma <= 0, ...).
+  void validate() const;
+  // Rate for the step that starts at `epochs_done` (e.g. 2.5 = halfway through the third epoch).
+  double rate(double epochs_done) const;
+};
+
+}  // namespace lenet5

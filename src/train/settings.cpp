@@ -1,0 +1,45 @@
+#include "train/settings.hpp"
+
+#include "core/error.hpp"
+
+namespace lenet5 {
+
+NetConfig TrainSettings::net_config() const {
+  NetConfig config;
+  config.activation = parse_activation(activation);
+  config.subsampling = parse_subsampling(subsampling);
+  config.c3_table = parse_c3_table(c3_table);
+  return config;
+}
+
+Schedule TrainSettings::schedule_config() const {
+  Schedule s;
+  s.kind = parse_schedule(schedule);
+  s.lr = lr;
+  s.gamma = lr_gamma;
+  s.step_epochs = lr_step_epochs;
+  s.min_lr = min_lr;
+  s.warmup_epochs = warmup_epochs;
+  s.one_cycle_start = one_cycle_start;
+  s.total_epochs = epochs;
+  s.validate();
+  return s;
+}
+
+SgdSettings TrainSettings::sgd() const {
+  if (!(momentum >= 0 && momentum < 1)) throw UsageError("--momentum must be in [0, 1)");
+  if (!(weight_decay >= 0)) throw UsageError("--weight-decay must not be negative");
+  if (nesterov && momentum == 0) throw UsageError("nesterov needs --momentum above 0");
+  return {momentum, nesterov, weight_decay};
+}
+
+void TrainSettings::validate() const {
+  net_config();
+  schedule_config();
+  sgd();
+  if (batch_size < 1 || batch_size > 60000)
+    throw UsageError("--batch-size must be between 1 and 60000");
+  if (train_limit < 0) throw UsageError("--train-limit must not be negative");
+}
+
+}  // namespace lenet5

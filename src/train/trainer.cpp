@@ -1,0 +1,302 @@
+#include "train/trainer.hpp"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "data/mnist.hpp"
+#include "io/atomic_file.hpp"
+#include "train/progress.hpp"
+#include "train/report.hpp"
+
+namespace lenet5 {
+namespace fs = std::filesystem;
+namespace {
+
+// ---- stopping on SIGINT / SIGTERM: finish the step, save, exit -------------------------------
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal_number) {
+  if (g_stop_signal) {  // a second signal: the user insists, stop at once
+    std::signal(signal_number, SIG_DFL);
+    std::raise(signal_number);
+  }
+  g_stop_signal = signal_number;
+}
+
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    m_previous_int = std::signal(SIGINT, on_stop_signal);
+    m_previous_term = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, m_previous_int);
+    std::signal(SIGTERM, m_previous_term);
+  }
+  bool requested() const { return g_stop_signal != 0; }
+
+ private:
+  void (*m_previous_int)(int);
+  void (*m_previous_term)(int);
+};
+
+// ---- the run folder ---------------------------------------------------------------------------
+fs::path default_run_dir() {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  fs::path dir = fs::path("runs") / stamp;
+  for (int i = 2; fs::exists(dir); ++i) dir = fs::path("runs") / fmt::format("{}-{}", stamp, i);
+  return dir;
+}
+
+fs::path prepare_run_dir(const TrainSettings& settings, const fs::path& resume_file) {
+  fs::path dir = !settings.out.empty()      ? fs::path(settings.out)
+                 : !resume_file.empty()     ? resume_file.parent_path()
+                                            : default_run_dir();
+  if (dir.empty()) dir = ".";
+  if (resume_file.empty() && fs::exists(dir / "last.safetensors"))
+    throw UsageError(fmt::format("run folder {} already holds a run: continue it with --resume "
+                                 "{} or choose another --out",
+                                 dir.string(), (dir / "last.safetensors").string()));
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw Error("cannot create run folder " + dir.string() + ": " + error.message());
+  return dir;
+}
+
+// runs/latest -> the newest run folder (replaced atomically), for scripts and the README.
+void point_latest_at(const fs::path& dir) {
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  const fs::path link = parent / "latest", temporary = parent / ".latest.tmp";
+  std::error_code error;
+  fs::remove(temporary, error);
+  fs::create_directory_symlink(dir.filename(), temporary, error);
+  if (!error) fs::rename(temporary, link, error);
+  if (error) spdlog::debug("could not update {}: {}", link.string(), error.message());
+}
+
+// Adds train.log in the run folder to the default logger for the lifetime of the object.
+class RunLog {
+ public:
+  explicit RunLog(const fs::path& file)
+      : m_sink(std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string())) {
+    m_sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+    spdlog::default_logger()->sinks().push_back(m_sink);
+  }
+  ~RunLog() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), m_sink), sinks.end());
+  }
+
+ private:
+  spdlog::sink_ptr m_sink;
+};
+
+// metrics.csv, rewritten atomically after every epoch; a resumed run keeps the rows up to its
+// checkpoint's epoch.
+class MetricsFile {
+ public:
+  MetricsFile(fs::path file, int keep_epochs) : m_file(std::move(file)) {
+    std::ifstream in(m_file);
+    std::string line;
+    if (keep_epochs > 0 && std::getline(in, line))
+      while (std::getline(in, line))
+        if (std::stoi(line) <= keep_epochs) m_rows += line + "\n";
+  }
+  void add(const std::string& row) {
+    m_rows += row + "\n";
+    write_file_atomically(m_file, std::string(kHeader) + m_rows);
+  }
+
+ private:
+  static constexpr const char* kHeader =
+      "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s\n";
+  fs::path m_file;
+  std::string m_rows;
+};
+
+// ---- the data ---------------------------------------------------------------------------------
+void limit_training_set(Dataset& train, int limit) {
+  if (limit == 0 || limit >= train.count) return;
+  train.count = limit;
+  train.images.resize(std::size_t(limit) * kImageSide * kImageSide);
+  train.labels.resize(std::size_t(limit));
+}
+
+DataChecksums checksums(const Mnist& data) {
+  return {data.train.images_crc32, data.train.labels_crc32, data.test.images_crc32,
+          data.test.labels_crc32};
+}
+
+EpochTotals operator+(const EpochTotals& a, const EpochTotals& b) {
+  return {a.loss_sum + b.loss_sum, a.correct + b.correct, a.seen + b.seen};
+}
+
+// ---- one training run ---------------------------------------------------------------------------
+class Run {
+ public:
+  Run(const TrainSettings& settings, const std::string& config_toml, const fs::path& dir,
+      Device device, Mnist data)
+      : m_settings(settings), m_config_toml(config_toml), m_dir(dir), m_data(std::move(data)),
+        m_net(settings.net_config()), m_schedule(settings.schedule_config()),
+        m_engine(make_engine(device, m_net, settings.sgd(), settings.batch_size)) {
+    m_engine->set_training_data(m_data.train);
+  }
+
+  void start_fresh() { m_engine->initialise(m_settings.seed); }
+
+  void resume_from(const Checkpoint& checkpoint) {
+    std::vector<float> velocity = checkpoint.velocity;
+    if (velocity.empty()) velocity.assign(checkpoint.parameters.size(), 0.0f);
+    m_engine->set_state(checkpoint.parameters, velocity);
+    m_position = checkpoint.position;
+    m_last_lr = checkpoint.learning_rate;
+    if (!(checkpoint.data == checksums(m_data)))
+      spdlog::warn("the checkpoint was trained on different data files than {} (CRC-32 differ)",
+                   resolve_data_dir(m_settings.data_dir).string());
+    spdlog::info("resuming at epoch {} step {}", m_position.epoch + 1, m_position.step);
+  }
+
+  TrainOutcome run() {
+    StopSignals stop;
+    MetricsFile metrics(m_dir / "metrics.csv", m_position.epoch);
+    const int n = m_data.train.count, batch = m_settings.batch_size;
+    const int steps = (n + batch - 1) / batch;
+    for (int epoch = m_position.epoch; epoch < m_settings.epochs; ++epoch) {
+      const bool continuing = epoch == m_position.epoch && m_position.step > 0;
+      const int first_step = continuing ? m_position.step : 0;
+      const EpochTotals carried = continuing ? m_position.partial : EpochTotals{};
+      m_engine->begin_epoch(epoch_permutation(m_settings.seed, epoch, n));
+      ProgressBar progress(progress_wanted());
+      const auto start = std::chrono::steady_clock::now();
+      for (int step = first_step; step < steps; ++step) {
+        if (stop.requested()) return interrupt(epoch, step, carried);
+        m_last_lr = m_schedule.rate(epoch + double(step) / steps);
+        m_engine->train_step(step * batch, std::min(batch, n - step * batch), float(m_last_lr));
+        progress.update(step + 1, steps, fmt::format("epoch {}/{}", epoch + 1, m_settings.epochs));
+      }
+      const EpochTotals fresh = m_engine->take_epoch_totals();  // the epoch's one synchronisation
+      const double seconds = seconds_since(start);
+      progress.clear();
+      finish_epoch(epoch, carried + fresh, fresh.seen, seconds, metrics);
+    }
+    return {m_dir, m_position.epoch, m_position.best_accuracy, false};
+  }
+
+ private:
+  static double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  void finish_epoch(int epoch, const EpochTotals& totals, std::int64_t trained, double seconds,
+                    MetricsFile& metrics) {
+    std::optional<Evaluation> test;
+    if (m_settings.evaluate_every_epoch) test = m_engine->evaluate(m_data.test);
+    const double images_per_s = seconds > 0 ? double(trained) / seconds : 0;
+    const std::string train_acc = format_percent(totals.correct, totals.seen);
+    const std::string test_acc = test ? format_percent(test->correct, test->count) : "";
+    metrics.add(fmt::format("{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr,
+                            totals.loss_sum / std::max<std::int64_t>(totals.seen, 1), train_acc,
+                            test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc,
+                            seconds, images_per_s));
+    spdlog::info("epoch {}/{} | loss {:.4f} | train {}% | test {} | {:.2f} s | {} img/s",
+                 epoch + 1, m_settings.epochs,
+                 totals.loss_sum / std::max<std::int64_t>(totals.seen, 1), train_acc,
+                 test ? test_acc + "%" : "-", seconds, format_rate(images_per_s));
+    m_position = {epoch + 1, 0, {}, m_position.best_accuracy};
+    const double accuracy = test ? test->accuracy() : -1;
+    const bool improved = test && accuracy > m_position.best_accuracy;
+    if (improved) m_position.best_accuracy = accuracy;
+    const Checkpoint checkpoint = make_checkpoint(accuracy);
+    save_checkpoint(m_dir / "last.safetensors", checkpoint);
+    if (improved) save_checkpoint(m_dir / "best.safetensors", checkpoint);
+  }
+
+  TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried) {
+    m_position = {epoch, step, carried + m_engine->take_epoch_totals(), m_position.best_accuracy};
+    save_checkpoint(m_dir / "last.safetensors", make_checkpoint(-1));
+    spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
+                 int(g_stop_signal), epoch + 1, step, (m_dir / "last.safetensors").string(),
+                 (m_dir / "last.safetensors").string());
+    return {m_dir, epoch, m_position.best_accuracy, true};
+  }
+
+  Checkpoint make_checkpoint(double test_accuracy) const {
+    Checkpoint c;
+    c.net = m_net;
+    c.config_toml = m_config_toml;
+    c.parameters = m_engine->parameters();
+    if (m_settings.momentum > 0) c.velocity = m_engine->velocity();
+    c.position = m_position;
+    c.learning_rate = m_last_lr;
+    c.seed = m_settings.seed;
+    c.test_accuracy = test_accuracy;
+    c.data = checksums(m_data);
+    return c;
+  }
+
+  const TrainSettings& m_settings;
+  const std::string& m_config_toml;
+  fs::path m_dir;
+  Mnist m_data;
+  NetConfig m_net;
+  Schedule m_schedule;
+  std::unique_ptr<Engine> m_engine;
+  TrainingPosition m_position;
+  double m_last_lr = 0;
+};
+
+void check_resume_matches(const TrainSettings& settings, const Checkpoint& checkpoint) {
+  const NetConfig net = settings.net_config();
+  if (net.activation != checkpoint.net.activation ||
+      net.subsampling != checkpoint.net.subsampling || net.c3_table != checkpoint.net.c3_table)
+    throw UsageError("the network settings (activation, subsampling, c3-table) differ from the "
+                     "checkpoint's; a resumed run must use the checkpoint's network");
+  if (settings.seed != checkpoint.seed)
+    spdlog::warn("--seed {} differs from the checkpoint's {}: the shuffling order changes",
+                 settings.seed, checkpoint.seed);
+  if (checkpoint.position.epoch >= settings.epochs)
+    spdlog::warn("the checkpoint has already trained {} of {} epochs: nothing to do (raise "
+                 "--epochs to train longer)",
+                 checkpoint.position.epoch, settings.epochs);
+}
+
+}  // namespace
+
+TrainOutcome train(const TrainSettings& settings, const std::string& config_toml,
+                   const std::optional<Checkpoint>& resume, const fs::path& resume_file) {
+  settings.validate();
+  if (resume) check_resume_matches(settings, *resume);
+  const Device device = resolve_device(settings.device);
+  Mnist data = load_mnist(resolve_data_dir(settings.data_dir));
+  limit_training_set(data.train, settings.train_limit);
+
+  const fs::path dir = prepare_run_dir(settings, resume_file);
+  RunLog log(dir / "train.log");
+  write_file_atomically(dir / "config.toml", config_toml);
+  point_latest_at(dir);
+  spdlog::info("run folder {}: training on {} images for {} epochs, batch {}, on the {}",
+               dir.string(), data.train.count, settings.epochs, settings.batch_size,
+               to_string(device));
+
+  Run run(settings, config_toml, dir, device, std::move(data));
+  if (resume)
+    run.resume_from(*resume);
+  else
+    run.start_fresh();
+  return run.run();
+}
+
+}  // namespace lenet5

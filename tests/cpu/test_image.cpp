@@ -1,0 +1,483 @@
+// Image loading (every format stb writes, plus hand-made 16-bit PNG and PGM) and the MNIST-style
+// preparation of a digit. Test images are generated in a temporary folder, so the suite needs
+// no fixtures on disk; the MNIST round trip runs only where data/mnist has been fetched.
+#include <gtest/gtest.h>
+#include <stb_image_write.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "image/image_io.hpp"
+#include "image/preprocess.hpp"
+
+namespace lenet5 {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- making test images ------------------------------------------------------------------------
+
+// 8-bit pixels, row-major (height, width, channels).
+struct Canvas {
+  int width, height, channels;
+  std::vector<std::uint8_t> px;
+  Canvas(int w, int h, int c, std::uint8_t fill)
+      : width(w), height(h), channels(c), px(static_cast<std::size_t>(w * h * c), fill) {}
+  std::uint8_t* at(int x, int y) {
+    return &px[static_cast<std::size_t>((y * width + x) * channels)];
+  }
+  void fill_rect(int x0, int y0, int x1, int y1, std::uint8_t value) {
+    for (int y = y0; y < y1; ++y) {
+      for (int x = x0; x < x1; ++x) {
+        for (int c = 0; c < channels; ++c) at(x, y)[c] = value;
+      }
+    }
+  }
+};
+
+// A "0": an elliptic ring, ink where the pixel centre lies between 0.55 and 1 of the radii.
+Canvas ring_digit(std::uint8_t paper, std::uint8_t ink) {
+  Canvas canvas(60, 80, 1, paper);
+  for (int y = 0; y < canvas.height; ++y) {
+    for (int x = 0; x < canvas.width; ++x) {
+      const double u = (x + 0.5 - 30.0) / 18.0, v = (y + 0.5 - 40.0) / 28.0;
+      const double r2 = u * u + v * v;
+      if (r2 > 0.55 * 0.55 && r2 < 1.0) *canvas.at(x, y) = ink;
+    }
+  }
+  return canvas;
+}
+
+void write_bytes(const fs::path& file, const std::string& bytes) {
+  std::ofstream out(file, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+void append_u32(std::string& s, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) s += static_cast<char>((v >> shift) & 0xFF);
+}
+
+void append_chunk(std::string& png, const std::string& type, const std::string& data) {
+  append_u32(png, static_cast<std::uint32_t>(data.size()));
+  const std::string body = type + data;
+  png += body;
+  append_u32(png, static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()),
+                                                   static_cast<uInt>(body.size()))));
+}
+
+std::string png_header(std::uint32_t width, std::uint32_t height, int bit_depth) {
+  std::string png = "\x89PNG\r\n\x1a\n";
+  std::string ihdr;
+  append_u32(ihdr, width);
+  append_u32(ihdr, height);
+  ihdr += static_cast<char>(bit_depth);
+  ihdr += std::string(4, '\0');  // grey, deflate, adaptive filtering, no interlace
+  append_chunk(png, "IHDR", ihdr);
+  return png;
+}
+
+// stb_image_write has no 16-bit output, so this writes the smallest valid 16-bit grey PNG:
+// one IDAT with every row under filter 0 and samples big-endian.
+std::string png16(int width, int height, const std::vector<std::uint16_t>& px) {
+  std::string raw;
+  for (int y = 0; y < height; ++y) {
+    raw += '\0';
+    for (int x = 0; x < width; ++x) {
+      const std::uint16_t v = px[static_cast<std::size_t>(y * width + x)];
+      raw += static_cast<char>(v >> 8);
+      raw += static_cast<char>(v & 0xFF);
+    }
+  }
+  uLongf n_packed = compressBound(static_cast<uLong>(raw.size()));
+  std::string packed(n_packed, '\0');
+  compress(reinterpret_cast<Bytef*>(packed.data()), &n_packed,
+           reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()));
+  packed.resize(n_packed);
+  std::string png =
+      png_header(static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height), 16);
+  append_chunk(png, "IDAT", packed);
+  append_chunk(png, "IEND", "");
+  return png;
+}
+
+std::string pgm16(int width, int height, const std::vector<std::uint16_t>& px) {
+  std::string pgm = "P5\n" + std::to_string(width) + " " + std::to_string(height) + "\n65535\n";
+  for (std::uint16_t v : px) {
+    pgm += static_cast<char>(v >> 8);
+    pgm += static_cast<char>(v & 0xFF);
+  }
+  return pgm;
+}
+
+// ---- measuring a 28x28 result ------------------------------------------------------------------
+
+struct Box {
+  int width = 0, height = 0;
+  int longer() const { return std::max(width, height); }
+};
+
+Box ink_box(const Digit28& d) {
+  int x0 = 28, y0 = 28, x1 = -1, y1 = -1;
+  for (int y = 0; y < 28; ++y) {
+    for (int x = 0; x < 28; ++x) {
+      if (d.pixels[static_cast<std::size_t>(y * 28 + x)] == 0) continue;
+      x0 = std::min(x0, x), y0 = std::min(y0, y), x1 = std::max(x1, x), y1 = std::max(y1, y);
+    }
+  }
+  return x1 < 0 ? Box{} : Box{x1 - x0 + 1, y1 - y0 + 1};
+}
+
+// In 0-based pixel indices, the convention in which MNIST's own mean centre of mass is (14, 14).
+std::pair<double, double> centre_of_mass(const Digit28& d) {
+  double mass = 0, mx = 0, my = 0;
+  for (int y = 0; y < 28; ++y) {
+    for (int x = 0; x < 28; ++x) {
+      const double v = d.pixels[static_cast<std::size_t>(y * 28 + x)];
+      mass += v, mx += v * x, my += v * y;
+    }
+  }
+  return {mx / mass, my / mass};
+}
+
+template <typename A, typename B>
+double pearson(const A& a, const B& b) {
+  const double n = static_cast<double>(a.size());
+  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i], y = b[i];
+    sa += x, sb += y, saa += x * x, sbb += y * y, sab += x * y;
+  }
+  return (sab - sa * sb / n) / std::sqrt((saa - sa * sa / n) * (sbb - sb * sb / n));
+}
+
+std::uint8_t pixel(const Digit28& d, int x, int y) {
+  return d.pixels[static_cast<std::size_t>(y * 28 + x)];
+}
+
+// What every prepared digit must look like, whatever it came from.
+void expect_mnist_like(const Digit28& d) {
+  EXPECT_EQ(*std::max_element(d.pixels.begin(), d.pixels.end()), 255) << "ink stretched to 255";
+  EXPECT_EQ(pixel(d, 0, 0), 0);
+  EXPECT_EQ(pixel(d, 27, 27), 0);
+  // The scaled digit spans exactly 20 px, but an edge row whose footprint holds only a sliver of
+  // faint ink can round to byte 0, so the measured box may come out one pixel short.
+  EXPECT_NEAR(ink_box(d).longer(), 20, 1);
+  // Shifting by a whole number of pixels leaves up to 0.5 px, and byte rounding a little more.
+  const auto [cx, cy] = centre_of_mass(d);
+  EXPECT_NEAR(cx, 14.0, 1.0);
+  EXPECT_NEAR(cy, 14.0, 1.0);
+}
+
+// Expects a lenet5::Error whose message contains every one of the given pieces.
+template <typename F>
+void expect_error_mentioning(F&& f, const std::vector<std::string>& pieces) {
+  try {
+    f();
+    ADD_FAILURE() << "expected lenet5::Error";
+  } catch (const Error& e) {
+    for (const auto& piece : pieces) {
+      EXPECT_NE(std::string(e.what()).find(piece), std::string::npos)
+          << "'" << e.what() << "' lacks '" << piece << "'";
+    }
+  }
+}
+
+class ImageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("lenet5_test_image_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path file(const std::string& name) const { return dir_ / name; }
+
+  fs::path write_png(const std::string& name, const Canvas& c) const {
+    const fs::path p = file(name);
+    EXPECT_TRUE(stbi_write_png(p.c_str(), c.width, c.height, c.channels, c.px.data(),
+                               c.width * c.channels));
+    return p;
+  }
+
+  fs::path dir_;
+};
+
+// ---- loading -----------------------------------------------------------------------------------
+
+TEST_F(ImageTest, PngLoadsExactGreyLevels) {
+  Canvas c(3, 2, 1, 0);
+  const std::uint8_t levels[] = {0, 1, 127, 128, 254, 255};
+  for (int i = 0; i < 6; ++i) c.px[static_cast<std::size_t>(i)] = levels[i];
+  const GrayImage image = load_gray_image(write_png("levels.png", c));
+  ASSERT_EQ(image.width, 3);
+  ASSERT_EQ(image.height, 2);
+  for (int i = 0; i < 6; ++i) {
+    // k/255 computed in float both ways, so only the last bit can differ.
+    EXPECT_NEAR(image.pixels[static_cast<std::size_t>(i)], levels[i] / 255.0f, 1e-6f);
+  }
+}
+
+TEST_F(ImageTest, ColourBecomesRec601Luma) {
+  Canvas c(3, 1, 3, 0);
+  c.at(0, 0)[0] = 255, c.at(1, 0)[1] = 255, c.at(2, 0)[2] = 255;
+  const GrayImage image = load_gray_image(write_png("rgb.png", c));
+  // Float arithmetic on exact weights: a few ulps at most.
+  EXPECT_NEAR(image.pixels[0], 0.299f, 1e-6f);
+  EXPECT_NEAR(image.pixels[1], 0.587f, 1e-6f);
+  EXPECT_NEAR(image.pixels[2], 0.114f, 1e-6f);
+}
+
+TEST_F(ImageTest, TransparentBackgroundIsWhitePaper) {
+  Canvas c(40, 40, 4, 0);  // black and fully transparent everywhere
+  c.fill_rect(15, 8, 25, 32, 0);
+  for (int y = 8; y < 32; ++y) {
+    for (int x = 15; x < 25; ++x) c.at(x, y)[3] = 255;  // an opaque black bar
+  }
+  c.at(0, 0)[3] = 128;  // half-transparent black: halfway to white
+  const fs::path p = write_png("rgba.png", c);
+  const GrayImage image = load_gray_image(p);
+  EXPECT_EQ(image.pixels[1], 1.0f) << "transparent black must read as white";
+  EXPECT_EQ(image.pixels[static_cast<std::size_t>(20 * 40 + 20)], 0.0f);
+  EXPECT_NEAR(image.pixels[0], 1.0f - 128.0f / 255.0f, 1e-6f);  // float rounding only
+
+  const Digit28 d = preprocess_digit(image, InvertMode::automatic, p.string());
+  EXPECT_TRUE(d.inverted);
+  expect_mnist_like(d);
+}
+
+// 1000 and 65534 are not multiples of 257, so an 8-bit decode would change them by up to 1/510.
+const std::vector<std::uint16_t> kDeepLevels = {0, 1000, 32768, 65534, 65535, 12345};
+
+void expect_deep_levels(const GrayImage& image) {
+  ASSERT_EQ(image.width, 3);
+  ASSERT_EQ(image.height, 2);
+  for (std::size_t i = 0; i < kDeepLevels.size(); ++i) {
+    // k/65535 in float carries a relative error of 6e-8, far below the 8-bit error of 2e-3.
+    EXPECT_NEAR(image.pixels[i], kDeepLevels[i] / 65535.0f, 1e-6f) << "sample " << i;
+  }
+}
+
+TEST_F(ImageTest, SixteenBitPngKeepsPrecision) {
+  write_bytes(file("deep.png"), png16(3, 2, kDeepLevels));
+  expect_deep_levels(load_gray_image(file("deep.png")));
+}
+
+TEST_F(ImageTest, SixteenBitPgmKeepsPrecision) {
+  write_bytes(file("deep.pgm"), pgm16(3, 2, kDeepLevels));
+  expect_deep_levels(load_gray_image(file("deep.pgm")));
+}
+
+TEST_F(ImageTest, PnmMaxvalAndCommentsAreHonoured) {
+  // stb_image 2.27 ignores maxval; a 4-bit PGM must still span 0..1.
+  write_bytes(file("four_bit.pgm"),
+              std::string("P5\n# a comment\n3 1\n15\n") + '\0' + '\x07' + '\x0f');
+  const GrayImage four_bit = load_gray_image(file("four_bit.pgm"));
+  ASSERT_EQ(four_bit.pixels.size(), 3u);
+  EXPECT_EQ(four_bit.pixels[0], 0.0f);
+  EXPECT_NEAR(four_bit.pixels[1], 7.0f / 15.0f, 1e-6f);  // float rounding only
+  EXPECT_EQ(four_bit.pixels[2], 1.0f);
+
+  write_bytes(file("red.ppm"), std::string("P6 1 1 255\n") + '\xff' + '\0' + '\0');
+  EXPECT_NEAR(load_gray_image(file("red.ppm")).pixels[0], 0.299f, 1e-6f);
+}
+
+TEST_F(ImageTest, TruncatedPnmIsRefused) {
+  write_bytes(file("short.pgm"), "P5\n4 4\n65535\nabc");
+  expect_error_mentioning([&] { load_gray_image(file("short.pgm")); }, {"short.pgm", "truncated"});
+}
+
+TEST_F(ImageTest, OtherFormatsGiveTheSameDigitAsPng) {
+  const Canvas c = ring_digit(255, 0);
+  const fs::path png = write_png("ring.png", c);
+  const fs::path bmp = file("ring.bmp"), tga = file("ring.tga"), hdr = file("ring.hdr"),
+                 jpg = file("ring.jpg");
+  ASSERT_TRUE(stbi_write_bmp(bmp.c_str(), c.width, c.height, 1, c.px.data()));
+  ASSERT_TRUE(stbi_write_tga(tga.c_str(), c.width, c.height, 1, c.px.data()));
+  ASSERT_TRUE(stbi_write_jpg(jpg.c_str(), c.width, c.height, 1, c.px.data(), 95));
+  std::vector<float> radiance(c.px.begin(), c.px.end());
+  for (float& v : radiance) v /= 255.0f;
+  ASSERT_TRUE(stbi_write_hdr(hdr.c_str(), c.width, c.height, 1, radiance.data()));
+
+  const GrayImage reference = load_gray_image(png);
+  EXPECT_EQ(load_gray_image(bmp).pixels, reference.pixels) << "BMP is lossless";
+  EXPECT_EQ(load_gray_image(tga).pixels, reference.pixels) << "TGA is lossless";
+  // 0 and 1 are exact in RGBE and fixed points of stb's gamma tone mapping.
+  EXPECT_EQ(load_gray_image(hdr).pixels, reference.pixels) << "HDR of pure black and white";
+
+  const Digit28 from_png = preprocess_digit(reference, InvertMode::automatic, "ring.png");
+  const Digit28 from_jpg =
+      preprocess_digit(load_gray_image(jpg), InvertMode::automatic, "ring.jpg");
+  EXPECT_TRUE(from_jpg.inverted);
+  expect_mnist_like(from_jpg);
+  // JPEG rings around sharp edges, which moves grey levels but not the shape.
+  EXPECT_GT(pearson(from_png.pixels, from_jpg.pixels), 0.95);
+}
+
+// ---- refusing bad files ------------------------------------------------------------------------
+
+TEST_F(ImageTest, MissingFileIsNamed) {
+  expect_error_mentioning([&] { load_gray_image(file("absent.png")); },
+                          {"absent.png", "No such file"});
+}
+
+TEST_F(ImageTest, EmptyFileIsNamed) {
+  write_bytes(file("empty.png"), "");
+  expect_error_mentioning([&] { load_gray_image(file("empty.png")); }, {"empty.png", "empty"});
+}
+
+TEST_F(ImageTest, TextFileNamedPngIsNamed) {
+  write_bytes(file("notes.png"), "this is not an image\n");
+  expect_error_mentioning([&] { load_gray_image(file("notes.png")); },
+                          {"notes.png", "cannot decode"});
+}
+
+TEST_F(ImageTest, HugeImageIsRefusedFromItsHeader) {
+  // Only a header: decoding would fail on the missing IDAT with another message, so seeing the
+  // size message proves the refusal came from stbi_info before any decoding.
+  std::string png = png_header(20000, 20000, 8);
+  append_chunk(png, "IEND", "");
+  write_bytes(file("huge.png"), png);
+  expect_error_mentioning([&] { load_gray_image(file("huge.png")); },
+                          {"huge.png", "image is 20000x20000", "largest accepted is 16384x16384"});
+  write_bytes(file("huge.pgm"), "P5\n20000 20000\n255\n");
+  expect_error_mentioning([&] { load_gray_image(file("huge.pgm")); },
+                          {"huge.pgm", "image is 20000x20000"});
+}
+
+TEST_F(ImageTest, WriteGrayPngRoundTrips) {
+  std::vector<std::uint8_t> px(28 * 28);
+  for (std::size_t i = 0; i < px.size(); ++i) px[i] = static_cast<std::uint8_t>(i % 256);
+  write_gray_png(file("out.png"), 28, 28, px);
+  const GrayImage image = load_gray_image(file("out.png"));
+  ASSERT_EQ(image.pixels.size(), px.size());
+  for (std::size_t i = 0; i < px.size(); ++i) {
+    EXPECT_EQ(std::lround(image.pixels[i] * 255.0f), px[i]) << "pixel " << i;
+  }
+  expect_error_mentioning([&] { write_gray_png(file("bad.png"), 28, 27, px); }, {"bad.png"});
+  expect_error_mentioning([&] { write_gray_png(dir_ / "no_such_dir" / "x.png", 28, 28, px); },
+                          {"x.png", "writable"});
+}
+
+// ---- preparing digits --------------------------------------------------------------------------
+
+TEST_F(ImageTest, BlackOnWhiteIsInvertedCroppedScaledAndCentred) {
+  const fs::path p = write_png("ring.png", ring_digit(255, 0));
+  const Digit28 d = preprocess_digit(load_gray_image(p), InvertMode::automatic, p.string());
+  EXPECT_TRUE(d.inverted);
+  expect_mnist_like(d);
+  EXPECT_EQ(ink_box(d).height, 20) << "the ring is taller than wide";
+  // 36/56 of 20 px = 12.9, give or take the edge rounding of expect_mnist_like.
+  EXPECT_NEAR(ink_box(d).width, 13, 1);
+  EXPECT_EQ(pixel(d, 14, 14), 0) << "the ring's hole is background";
+}
+
+TEST_F(ImageTest, WhiteOnBlackIsNotInverted) {
+  const fs::path p = write_png("ring.png", ring_digit(0, 255));
+  const Digit28 d = preprocess_digit(load_gray_image(p), InvertMode::automatic, p.string());
+  EXPECT_FALSE(d.inverted);
+  expect_mnist_like(d);
+  EXPECT_EQ(pixel(d, 14, 14), 0);
+}
+
+TEST_F(ImageTest, PolarityCanBeForced) {
+  // Grey paper with a light vertical bar and a dark horizontal one: --invert no takes the light
+  // bar as the digit, --invert yes the dark one.
+  Canvas c(60, 60, 1, 128);
+  c.fill_rect(10, 10, 16, 50, 255);
+  c.fill_rect(25, 40, 55, 46, 0);
+  const GrayImage image = load_gray_image(write_png("bars.png", c));
+
+  const Digit28 light = preprocess_digit(image, InvertMode::no, "bars.png");
+  EXPECT_FALSE(light.inverted);
+  EXPECT_EQ(ink_box(light).height, 20);
+  EXPECT_EQ(ink_box(light).width, 3);  // 6 * 20/40
+
+  const Digit28 dark = preprocess_digit(image, InvertMode::yes, "bars.png");
+  EXPECT_TRUE(dark.inverted);
+  EXPECT_EQ(ink_box(dark).width, 20);
+  EXPECT_EQ(ink_box(dark).height, 4);  // 6 * 20/30
+}
+
+TEST_F(ImageTest, WrongForcedPolarityFindsNoDigit) {
+  const GrayImage image = load_gray_image(write_png("ring.png", ring_digit(0, 255)));
+  // Inverted, the paper becomes the brightest thing in the picture: nothing is lighter than it.
+  expect_error_mentioning([&] { preprocess_digit(image, InvertMode::yes, "ring.png"); },
+                          {"ring.png is blank", "--invert"});
+}
+
+TEST_F(ImageTest, TinyImageIsUpscaled) {
+  Canvas c(5, 7, 1, 0);  // a "1": a full-height stroke with a flag
+  c.fill_rect(2, 0, 3, 7, 255);
+  *c.at(1, 1) = 255;
+  const GrayImage image = load_gray_image(write_png("tiny.png", c));
+  const Digit28 d = preprocess_digit(image, InvertMode::automatic, "tiny.png");
+  EXPECT_FALSE(d.inverted);
+  // Every output row's footprint lies in a source row with full-strength ink, so no edge row
+  // fades to 0: the height is exactly 20.
+  EXPECT_EQ(ink_box(d).height, 20);
+  EXPECT_EQ(ink_box(d).width, 6);  // 2 * 20/7 = 5.7
+  expect_mnist_like(d);
+}
+
+TEST_F(ImageTest, BlankImagesAreRefused) {
+  GrayImage white{30, 30, std::vector<float>(900, 1.0f)};
+  expect_error_mentioning([&] { preprocess_digit(white, InvertMode::automatic, "white.png"); },
+                          {"white.png is blank: no digit found"});
+  // A speck 10 grey levels off the paper is noise, not a digit.
+  GrayImage faint{30, 30, std::vector<float>(900, 200.0f / 255.0f)};
+  faint.pixels[465] = 190.0f / 255.0f;
+  expect_error_mentioning([&] { preprocess_digit(faint, InvertMode::automatic, "faint.png"); },
+                          {"faint.png is blank"});
+}
+
+TEST(InvertMode, ParsesTheThreeValuesAndRejectsOthers) {
+  EXPECT_EQ(parse_invert_mode("auto"), InvertMode::automatic);
+  EXPECT_EQ(parse_invert_mode("yes"), InvertMode::yes);
+  EXPECT_EQ(parse_invert_mode("no"), InvertMode::no);
+  EXPECT_THROW(parse_invert_mode("maybe"), UsageError);
+  EXPECT_THROW(parse_invert_mode("Auto"), UsageError);
+}
+
+// An MNIST digit printed black on white and prepared again must come back as itself.
+TEST_F(ImageTest, MnistDigitSurvivesARoundTrip) {
+  const fs::path idx = fs::path(LENET5_SOURCE_DIR) / "data/mnist/t10k-images-idx3-ubyte";
+  if (!fs::exists(idx)) {
+    GTEST_SKIP() << idx.string() << " not found (run scripts/fetch_mnist.sh to enable this test)";
+  }
+  std::ifstream in(idx, std::ios::binary);
+  unsigned char header[16];
+  std::array<std::uint8_t, 28 * 28> original{};
+  in.read(reinterpret_cast<char*>(header), 16);
+  in.read(reinterpret_cast<char*>(original.data()), original.size());
+  ASSERT_TRUE(in) << "short read from " << idx.string();
+  ASSERT_EQ(header[3], 0x03) << "not an IDX image file (magic 0x00000803)";
+
+  std::vector<std::uint8_t> printed(original.size());
+  for (std::size_t i = 0; i < printed.size(); ++i) printed[i] = 255 - original[i];
+  write_gray_png(file("mnist0.png"), 28, 28, printed);
+  const Digit28 d =
+      preprocess_digit(load_gray_image(file("mnist0.png")), InvertMode::automatic, "mnist0.png");
+  EXPECT_TRUE(d.inverted);
+  expect_mnist_like(d);
+  // Cropping at the half-ink threshold, rescaling and re-centring resample the digit, so the
+  // bytes cannot match exactly; a correct pipeline keeps the shape and its place, which keeps
+  // the correlation high, while a digit shifted by 2 px or scaled by 20% falls well below 0.9.
+  EXPECT_GT(pearson(original, d.pixels), 0.9);
+}
+
+}  // namespace
+}  // namespace lenet5
