@@ -10,7 +10,7 @@ namespace lenet5 {
 
 const char* to_string(Device device) { return device == Device::gpu ? "gpu" : "cpu"; }
 
-Device resolve_device(const std::string& request) {
+Device resolve_device(const std::string& request, bool warn_on_cpu_fallback) {
   if (request == "cpu") return Device::cpu;
   if (request != "auto" && request != "gpu")
     throw UsageError("--device must be auto, gpu or cpu, not '" + request + "'");
@@ -20,8 +20,9 @@ Device resolve_device(const std::string& request) {
   if (request == "gpu" && !gpu_layers_available())
     throw Error("--device gpu: this build has no CUDA kernels for the network; use --device cpu");
   if (!have_gpu || !gpu_layers_available()) {
-    spdlog::warn("{}: running on the CPU (slow; pass --device cpu to silence this)",
-                 have_gpu ? "this build has no CUDA kernels for the network" : "no usable CUDA device");
+    spdlog::log(warn_on_cpu_fallback ? spdlog::level::warn : spdlog::level::debug,
+                "{}: running on the CPU (slow; pass --device cpu to silence this)",
+                have_gpu ? "this build has no CUDA kernels for the network" : "no usable CUDA device");
     return Device::cpu;
   }
   spdlog::info("device: {}", cuda::device_description());

@@ -9,8 +9,8 @@ enum class Device { cpu, gpu };
 
 const char* to_string(Device device);
 
-// Resolves --device auto|gpu|cpu. "auto" picks the GPU when one is usable, else the CPU with a
-// warning; "gpu" without a usable GPU is an error that says so.
-Device resolve_device(const std::string& request);
+// Resolves --device auto|gpu|cpu. "auto" picks the GPU when one is usable, else the CPU (with a
+// warning when slowness matters, i.e. for training); "gpu" without a usable GPU is an error.
+Device resolve_device(const std::string& request, bool warn_on_cpu_fallback = true);
 
 }  // namespace lenet5

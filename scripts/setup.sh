@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Prepares a fresh machine for lenet5: installs the Debian/Ubuntu packages it needs (idempotent),
+# checks for the CUDA toolkit, configures and builds into build/, and fetches MNIST into data/mnist.
+#
+#   scripts/setup.sh            everything
+#   scripts/setup.sh --no-data  skip fetching MNIST
+#   scripts/setup.sh --help
+#
+# Environment: BUILD_DIR (default build), CMAKE_ARGS (extra cmake arguments, for example
+# -DCMAKE_CUDA_ARCHITECTURES=80), LENET5_MNIST_MIRROR (a local folder holding the MNIST files).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+say() { echo "setup: $*" >&2; }
+
+fetch_data=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-data) fetch_data=0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) say "unknown argument '$arg' (see --help)"; exit 2 ;;
+  esac
+done
+
+packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libstb-dev
+          zlib1g-dev nlohmann-json3-dev libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  say "installing ${missing[*]}"
+  $sudo apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
+    { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "${missing[@]}" >/dev/null; } ||
+    { say "could not install ${missing[*]}: install them with apt-get and run again"; exit 1; }
+fi
+
+if ! command -v nvcc >/dev/null 2>&1; then
+  for dir in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
+    [ -x "$dir/nvcc" ] && export PATH="$dir:$PATH" && break
+  done
+fi
+if ! command -v nvcc >/dev/null 2>&1; then
+  say "nvcc (the CUDA toolkit) was not found on PATH or in /usr/local/cuda*/bin."
+  say "lenet5 needs the CUDA toolkit to build, even to run on the CPU: install it from"
+  say "https://developer.nvidia.com/cuda-downloads (or your distribution's nvidia-cuda-toolkit) and run again."
+  exit 1
+fi
+
+build_dir=${BUILD_DIR:-build}
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  # shellcheck disable=SC2086
+  cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >&2
+fi
+cmake --build "$build_dir" -j "$(nproc)" >&2
+say "built $build_dir/lenet5"
+
+if [ "$fetch_data" -eq 1 ]; then
+  scripts/fetch_mnist.sh
+fi

@@ -1,0 +1,143 @@
+// Checkpoints: what is written is read back exactly, and anything that is not a complete lenet5
+// checkpoint is refused with the file and the problem named.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "io/safetensors.hpp"
+#include "net/layout.hpp"
+#include "test_util.hpp"
+#include "train/checkpoint.hpp"
+
+namespace lenet5 {
+namespace {
+
+using testing::TempDir;
+
+Checkpoint sample_checkpoint(bool with_momentum) {
+  Checkpoint c;
+  c.net.activation = Activation::relu;
+  c.net.subsampling = Subsampling::max;
+  c.net.c3_table = C3Table::lecun;
+  const ParamLayout layout = lenet5_layout(c.net);
+  c.parameters.resize(layout.buffer_floats);
+  initialise_parameters(layout, c.net, 7, c.parameters.data());
+  if (with_momentum)
+    for (float p : c.parameters) c.velocity.push_back(0.5f * p);
+  c.config_toml = "[train]\nepochs=3\nlr=0.05\n";
+  c.position = {2, 17, {12.5, 1000, 1088}, 0.9871};
+  c.learning_rate = 0.0123456789;
+  c.seed = 18446744073709551615ull;  // the largest seed must survive the round trip
+  c.test_accuracy = 0.9871;
+  c.data = {1, 2, 3, 4294967295u};
+  return c;
+}
+
+std::string error_of(const std::filesystem::path& file) {
+  try {
+    load_checkpoint(file);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Checkpoint, RoundTripKeepsEverything) {
+  TempDir dir;
+  for (bool momentum : {false, true}) {
+    const Checkpoint saved = sample_checkpoint(momentum);
+    save_checkpoint(dir / "c.safetensors", saved);
+    const Checkpoint loaded = load_checkpoint(dir / "c.safetensors");
+    EXPECT_EQ(loaded.parameters, saved.parameters);
+    EXPECT_EQ(loaded.velocity, saved.velocity);
+    EXPECT_EQ(loaded.net.activation, Activation::relu);
+    EXPECT_EQ(loaded.net.subsampling, Subsampling::max);
+    EXPECT_EQ(loaded.net.c3_table, C3Table::lecun);
+    EXPECT_EQ(loaded.config_toml, saved.config_toml);
+    EXPECT_EQ(loaded.position.epoch, 2);
+    EXPECT_EQ(loaded.position.step, 17);
+    EXPECT_EQ(loaded.position.partial.loss_sum, 12.5);
+    EXPECT_EQ(loaded.position.partial.correct, 1000);
+    EXPECT_EQ(loaded.position.partial.seen, 1088);
+    EXPECT_EQ(loaded.position.best_accuracy, 0.9871);
+    EXPECT_EQ(loaded.learning_rate, 0.0123456789);  // printed with 17 digits: exact
+    EXPECT_EQ(loaded.seed, saved.seed);
+    EXPECT_TRUE(loaded.data == saved.data);
+  }
+}
+
+TEST(Checkpoint, IsAStandardSafetensorsFileWithTheDocumentedTensors) {
+  TempDir dir;
+  save_checkpoint(dir / "c.safetensors", sample_checkpoint(true));
+  const SafetensorsFile file = read_safetensors(dir / "c.safetensors");
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected{
+      {"c1.weight", {6, 1, 5, 5}}, {"s2.bias", {6}},          {"c3.weight", {16, 6, 5, 5}},
+      {"s4.bias", {16}},           {"c5.weight", {120, 16, 5, 5}}, {"c5.bias", {120}},
+      {"f6.weight", {84, 120}},    {"f6.bias", {84}},         {"output.weight", {10, 84}},
+      {"output.bias", {10}}};
+  for (const auto& [name, shape] : expected) {
+    ASSERT_TRUE(file.tensors.count(name)) << name;
+    EXPECT_EQ(file.tensors.at(name).shape, shape) << name;
+    ASSERT_TRUE(file.tensors.count(name + ".momentum")) << name;
+  }
+  EXPECT_EQ(file.tensors.size(), 2 * expected.size());
+  EXPECT_EQ(file.metadata.at("format"), "lenet5-checkpoint");
+  EXPECT_EQ(file.metadata.at("epoch"), "2");
+}
+
+TEST(Checkpoint, RefusesFilesThatAreNotCompleteCheckpoints) {
+  TempDir dir;
+  const Checkpoint good = sample_checkpoint(false);
+  const ParamLayout layout = lenet5_layout(good.net);
+  save_checkpoint(dir / "good.safetensors", good);
+  const SafetensorsFile original = read_safetensors(dir / "good.safetensors");
+
+  // Rewrites the good file with one change and returns the loader's complaint.
+  auto complaint = [&](const std::function<void(std::map<std::string, Tensor32>&, Metadata&)>& edit) {
+    std::map<std::string, Tensor32> tensors = original.tensors;
+    Metadata metadata = original.metadata;
+    edit(tensors, metadata);
+    std::vector<TensorView> views;
+    for (const auto& [name, t] : tensors) views.push_back({name, t.shape, t.values.data()});
+    write_safetensors(dir / "bad.safetensors", views, metadata);
+    return error_of(dir / "bad.safetensors");
+  };
+  using Tensors = std::map<std::string, Tensor32>;
+  EXPECT_NE(complaint([](Tensors& t, Metadata&) { t.erase("f6.bias"); }).find("'f6.bias' is missing"),
+            std::string::npos);
+  EXPECT_NE(complaint([](Tensors& t, Metadata&) { t["c1.weight"].shape = {6, 25}; })
+                .find("'c1.weight' has shape [6,25], expected [6,1,5,5]"),
+            std::string::npos);
+  EXPECT_NE(complaint([](Tensors& t, Metadata&) { t["extra"] = {{1}, {1.0f}}; }).find("extra tensors"),
+            std::string::npos);
+  EXPECT_NE(complaint([](Tensors&, Metadata& m) { m.erase("format"); }).find("not a lenet5 checkpoint"),
+            std::string::npos);
+  EXPECT_NE(complaint([](Tensors&, Metadata& m) { m["format_version"] = "99"; }).find("version 99"),
+            std::string::npos);
+  EXPECT_NE(complaint([](Tensors&, Metadata& m) { m["epoch"] = "three"; }).find("'epoch' is not a number"),
+            std::string::npos);
+  EXPECT_NE(complaint([](Tensors&, Metadata& m) { m.erase("seed"); }).find("'seed' is missing"),
+            std::string::npos);
+  EXPECT_NE(complaint([](Tensors&, Metadata& m) { m["activation"] = "softplus"; }).find("softplus"),
+            std::string::npos);
+  // Every complaint names the file.
+  EXPECT_NE(complaint([](Tensors& t, Metadata&) { t.erase("s2.bias"); }).find("bad.safetensors"),
+            std::string::npos);
+  (void)layout;
+}
+
+TEST(Checkpoint, TruncatedFileIsRefusedAndTheOldFileSurvivesAFailedSave) {
+  TempDir dir;
+  save_checkpoint(dir / "c.safetensors", sample_checkpoint(false));
+  const std::string bytes = testing::read_text(dir / "c.safetensors");
+  {
+    std::ofstream out(dir / "cut.safetensors", std::ios::binary);
+    out.write(bytes.data(), std::streamsize(bytes.size() / 2));
+  }
+  EXPECT_NE(error_of(dir / "cut.safetensors").find("cut.safetensors"), std::string::npos);
+  // Saving into a folder that does not exist fails cleanly and leaves nothing behind.
+  EXPECT_THROW(save_checkpoint(dir / "missing" / "c.safetensors", sample_checkpoint(false)), Error);
+  EXPECT_FALSE(std::filesystem::exists(dir / "missing"));
+}
+
+}  // namespace
+}  // namespace lenet5

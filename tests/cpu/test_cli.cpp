@@ -1,0 +1,121 @@
+// The command line as users and scripts meet it: exit codes (0 success, 1 runtime failure,
+// 2 usage error), one-line messages that name the problem, settings from TOML files.
+#include <gtest/gtest.h>
+
+#include "test_util.hpp"
+
+namespace lenet5 {
+namespace {
+
+using testing::run_lenet5;
+using testing::TempDir;
+
+bool mentions(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+TEST(Cli, HelpListsEveryCommandAndVersionPrintsIt) {
+  TempDir dir;
+  const auto help = run_lenet5("--help", dir);
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* command : {"train", "evaluate", "classify"}) EXPECT_TRUE(mentions(help.out, command));
+  const auto train_help = run_lenet5("train --help", dir);
+  EXPECT_EQ(train_help.exit_code, 0);
+  for (const char* flag : {"--epochs", "--batch-size", "--lr", "--schedule", "--momentum",
+                           "--weight-decay", "--seed", "--device", "--out", "--resume",
+                           "--train-limit", "--data"})
+    EXPECT_TRUE(mentions(train_help.out, flag)) << flag;
+  const auto version = run_lenet5("--version", dir);
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(mentions(version.out, "lenet5 " LENET5_VERSION));
+}
+
+TEST(Cli, UsageErrorsExitWithTwo) {
+  TempDir dir;
+  struct Case {
+    const char* arguments;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"", "subcommand"},
+      {"train --no-such-flag", "--no-such-flag"},
+      {"train --epochs many", "--epochs"},
+      {"train --device tpu --train-limit 10", "--device must be auto, gpu or cpu"},
+      {"train --schedule sometimes --device cpu", "unknown schedule 'sometimes'"},
+      {"train --activation softplus --device cpu", "unknown activation 'softplus'"},
+      {"train --batch-size 0 --device cpu", "--batch-size"},
+      {"train --momentum 1.5 --device cpu", "--momentum"},
+      {"evaluate", "--checkpoint"},
+      {"evaluate --checkpoint /no/such/file.safetensors", "/no/such/file.safetensors"},
+      {"classify --checkpoint /no/such/file.safetensors x.png", "/no/such/file.safetensors"},
+      {"--config /no/such/config.toml train", "/no/such/config.toml"},
+  };
+  for (const Case& c : cases) {
+    const auto result = run_lenet5(c.arguments, dir);
+    EXPECT_EQ(result.exit_code, 2) << c.arguments << "\n" << result.err;
+    EXPECT_TRUE(mentions(result.err, c.message)) << c.arguments << "\n" << result.err;
+  }
+}
+
+TEST(Cli, UnknownConfigKeysAreErrors) {
+  TempDir dir;
+  {
+    std::ofstream(dir / "typo.toml") << "[train]\nepochs = 1\nlearning-rate = 0.1\n";
+  }
+  const auto result = run_lenet5("--config '" + (dir / "typo.toml").string() + "' train", dir);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(mentions(result.err, "learning-rate")) << result.err;
+}
+
+TEST(Cli, RuntimeFailuresExitWithOneAndSayHowToFix) {
+  TempDir dir;
+  const auto no_data = run_lenet5("train --device cpu --data '" + (dir / "empty").string() + "'", dir);
+  EXPECT_EQ(no_data.exit_code, 1) << no_data.err;
+  EXPECT_TRUE(mentions(no_data.err, "fetch_mnist.sh")) << no_data.err;
+
+  {
+    std::ofstream(dir / "junk.safetensors") << "this is not a checkpoint";
+  }
+  const auto junk = run_lenet5("evaluate --device cpu --checkpoint '" + (dir / "junk.safetensors").string() + "'", dir);
+  EXPECT_EQ(junk.exit_code, 1) << junk.err;
+  EXPECT_TRUE(mentions(junk.err, "junk.safetensors")) << junk.err;
+}
+
+TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const std::string run = (dir / "run").string();
+  const auto trained = run_lenet5("--config '" + (testing::source_dir() / "configs" / "quick.toml").string() +
+                                      "' train --train-limit 500 --device cpu --seed 5 --out '" + run +
+                                      "' --data '" + testing::mnist_dir().string() + "'",
+                                  dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const std::string config = testing::read_text(dir / "run" / "config.toml");
+  EXPECT_TRUE(mentions(config, "train-limit=500")) << config;  // the flag overrides the file
+  EXPECT_TRUE(mentions(config, "seed=5")) << config;
+  EXPECT_TRUE(mentions(config, "epochs=1")) << config;          // from quick.toml
+
+  const std::string checkpoint = run + "/best.safetensors";
+  const auto evaluated = run_lenet5("evaluate --json --device cpu --checkpoint '" + checkpoint +
+                                        "' --data '" + testing::mnist_dir().string() + "'",
+                                    dir);
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
+  EXPECT_TRUE(mentions(evaluated.out, "\"accuracy\"")) << evaluated.out;
+  EXPECT_TRUE(mentions(evaluated.out, "\"confusion\"")) << evaluated.out;
+
+  // One unreadable image among good ones: the others are still classified, the exit code is 1.
+  {
+    std::ofstream(dir / "broken.png") << "not a png";
+  }
+  const auto classified = run_lenet5("classify --device cpu --checkpoint '" + checkpoint + "' '" +
+                                         (dir / "broken.png").string() + "' '" +
+                                         (testing::source_dir() / "tests" / "data" / "digit7.pgm").string() +
+                                         "' --top 3",
+                                     dir);
+  EXPECT_EQ(classified.exit_code, 1);
+  EXPECT_TRUE(mentions(classified.err, "broken.png")) << classified.err;
+  EXPECT_TRUE(mentions(classified.out, "digit7.pgm: ")) << classified.out;
+}
+
+}  // namespace
+}  // namespace lenet5

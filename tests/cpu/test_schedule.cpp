@@ -1,0 +1,93 @@
+// Learning-rate schedules: the documented shapes, and refusal of settings that make no sense.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "train/schedule.hpp"
+#include "train/settings.hpp"
+
+namespace lenet5 {
+namespace {
+
+Schedule schedule(ScheduleKind kind) {
+  Schedule s;
+  s.kind = kind;
+  s.lr = 0.1;
+  s.total_epochs = 10;
+  return s;
+}
+
+// Rates are computed in double from exact inputs; 1e-12 only absorbs the last bits of pow/cos.
+constexpr double kTight = 1e-12;
+
+TEST(Schedule, ConstantStepAndExponential) {
+  EXPECT_NEAR(schedule(ScheduleKind::constant).rate(7.3), 0.1, kTight);
+  Schedule step = schedule(ScheduleKind::step);
+  step.gamma = 0.5;
+  step.step_epochs = 3;
+  EXPECT_NEAR(step.rate(2.99), 0.1, kTight);
+  EXPECT_NEAR(step.rate(3.0), 0.05, kTight);
+  EXPECT_NEAR(step.rate(6.5), 0.025, kTight);
+  Schedule exponential = schedule(ScheduleKind::exponential);
+  exponential.gamma = 0.9;
+  EXPECT_NEAR(exponential.rate(0.5), 0.1, kTight);
+  EXPECT_NEAR(exponential.rate(2.0), 0.1 * 0.81, kTight);
+}
+
+TEST(Schedule, CosineAndOneCycle) {
+  Schedule cosine = schedule(ScheduleKind::cosine);
+  cosine.min_lr = 0.001;
+  EXPECT_NEAR(cosine.rate(0), 0.1, kTight);
+  EXPECT_NEAR(cosine.rate(5), 0.001 + 0.099 / 2, kTight);
+  EXPECT_NEAR(cosine.rate(10), 0.001, kTight);
+  Schedule cycle = schedule(ScheduleKind::one_cycle);
+  cycle.one_cycle_start = 0.3;
+  EXPECT_NEAR(cycle.rate(0), 0.1 / 25, kTight);
+  EXPECT_NEAR(cycle.rate(3), 0.1, kTight);  // the peak at 30 % of training
+  EXPECT_LT(cycle.rate(1.5), cycle.rate(2.9));
+  EXPECT_LT(cycle.rate(9), cycle.rate(4));
+  EXPECT_NEAR(cycle.rate(10), 0.0, kTight);
+}
+
+TEST(Schedule, WarmupRisesLinearly) {
+  Schedule s = schedule(ScheduleKind::constant);
+  s.warmup_epochs = 2;
+  EXPECT_NEAR(s.rate(0), 0.0, kTight);
+  EXPECT_NEAR(s.rate(0.5), 0.025, kTight);
+  EXPECT_NEAR(s.rate(2), 0.1, kTight);
+}
+
+TEST(Schedule, NamesParseAndNonsenseIsRefused) {
+  for (const std::string& name : schedule_names())
+    EXPECT_EQ(to_string(parse_schedule(name)), name);
+  EXPECT_THROW(parse_schedule("linear"), UsageError);
+  Schedule s = schedule(ScheduleKind::cosine);
+  s.lr = -1;
+  EXPECT_THROW(s.validate(), UsageError);
+  s = schedule(ScheduleKind::step);
+  s.gamma = 0;
+  EXPECT_THROW(s.validate(), UsageError);
+  s = schedule(ScheduleKind::cosine);
+  s.min_lr = 1;
+  EXPECT_THROW(s.validate(), UsageError);
+}
+
+TEST(TrainSettings, DefaultsAreValidAndBadValuesAreUsageErrors) {
+  TrainSettings settings;
+  EXPECT_NO_THROW(settings.validate());
+  TrainSettings bad = settings;
+  bad.batch_size = 0;
+  EXPECT_THROW(bad.validate(), UsageError);
+  bad = settings;
+  bad.nesterov = true;
+  bad.momentum = 0;
+  EXPECT_THROW(bad.validate(), UsageError);
+  bad = settings;
+  bad.c3_table = "sparse";
+  EXPECT_THROW(bad.validate(), UsageError);
+  bad = settings;
+  bad.train_limit = -5;
+  EXPECT_THROW(bad.validate(), UsageError);
+}
+
+}  // namespace
+}  // namespace lenet5

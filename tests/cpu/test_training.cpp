@@ -1,0 +1,172 @@
+// Training on the CPU, end to end: it learns, resuming is exact, the run folder is complete, and
+// `evaluate` agrees with what training recorded.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <chrono>
+#include <thread>
+
+#include "core/error.hpp"
+#include "io/safetensors.hpp"
+#include "test_util.hpp"
+#include "train/checkpoint.hpp"
+#include "train/evaluate.hpp"
+#include "train/report.hpp"
+#include "train/trainer.hpp"
+
+namespace lenet5 {
+namespace {
+
+using testing::TempDir;
+
+TrainSettings small_run(const TempDir& dir, int images, int epochs) {
+  TrainSettings s;
+  s.data_dir = testing::mnist_dir().string();
+  s.train_limit = images;
+  s.epochs = epochs;
+  s.device = "cpu";
+  s.out = (dir / "run").string();
+  return s;
+}
+
+std::vector<float> final_parameters(const std::filesystem::path& run) {
+  return load_checkpoint(run / "last.safetensors").parameters;
+}
+
+TEST(Training, ShortCpuRunLearns) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const TrainSettings settings = small_run(dir, 2000, 1);
+  const TrainOutcome outcome = train(settings, "[train]\n");
+  // Chance is 10 %. One pass over 2,000 images reaches about 85 % with the default settings; a
+  // wrong gradient sign, a broken layer or a shuffled label stays near chance. 60 % leaves room
+  // for other seeds while still catching all of those.
+  EXPECT_GT(outcome.best_accuracy, 0.60);
+  EXPECT_FALSE(outcome.interrupted);
+  EXPECT_EQ(outcome.epochs_done, 1);
+  for (const char* file : {"config.toml", "metrics.csv", "train.log", "last.safetensors",
+                           "best.safetensors"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "run" / file)) << file;
+}
+
+TEST(Training, EvaluateReportsTheAccuracyRecordedInMetrics) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  train(small_run(dir, 1000, 1), "[train]\n");
+  const std::string metrics = testing::read_text(dir / "run" / "metrics.csv");
+  const Checkpoint checkpoint = load_checkpoint(dir / "run" / "best.safetensors");
+  const Mnist data = load_mnist(testing::mnist_dir());
+  const Evaluation evaluation = engine_for(checkpoint, "cpu")->evaluate(data.test);
+  // The test_acc column of epoch 1, printed with the same formatter.
+  const std::string row = metrics.substr(metrics.find('\n') + 1);
+  std::vector<std::string> fields;
+  std::stringstream stream(row);
+  for (std::string field; std::getline(stream, field, ',');) fields.push_back(field);
+  ASSERT_EQ(fields.size(), 8u) << row;
+  EXPECT_EQ(fields[5], format_percent(evaluation.correct, evaluation.count));
+  EXPECT_DOUBLE_EQ(checkpoint.test_accuracy, evaluation.accuracy());
+}
+
+TEST(Training, ResumingAfterAnEpochGivesIdenticalWeights) {
+  LENET5_REQUIRE_MNIST();
+  TempDir straight, split;
+  // A constant schedule so that a one-epoch run is exactly the first half of a two-epoch run;
+  // momentum so that the momentum buffers must be restored too.
+  TrainSettings settings = small_run(straight, 640, 2);
+  settings.schedule = "constant";
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+
+  TrainSettings first = settings;
+  first.out = (split / "run").string();
+  first.epochs = 1;
+  train(first, "[train]\n");
+  const std::filesystem::path checkpoint_file = split / "run" / "last.safetensors";
+  TrainSettings second = first;
+  second.epochs = 2;
+  train(second, "[train]\n", load_checkpoint(checkpoint_file), checkpoint_file);
+
+  EXPECT_EQ(final_parameters(straight / "run"), final_parameters(split / "run"));
+  EXPECT_EQ(load_checkpoint(checkpoint_file).position.epoch, 2);
+}
+
+// Sends SIGINT once the trainer has installed its handler and training has started.
+void interrupt_when_training(std::chrono::milliseconds delay) {
+  for (;;) {
+    struct sigaction current {};
+    sigaction(SIGINT, nullptr, &current);
+    if (current.sa_handler != SIG_IGN && current.sa_handler != SIG_DFL) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(delay);
+  kill(getpid(), SIGINT);
+}
+
+TEST(Training, ASignalSavesMidEpochAndResumingFinishesIdentically) {
+  LENET5_REQUIRE_MNIST();
+  TempDir straight, split;
+  TrainSettings settings = small_run(straight, 3200, 1);
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+
+  settings.out = (split / "run").string();
+  // While the test waits for the trainer, SIGINT must not kill the test process.
+  std::signal(SIGINT, SIG_IGN);
+  std::thread interrupter(interrupt_when_training, std::chrono::milliseconds(300));
+  const TrainOutcome stopped = train(settings, "[train]\n");
+  interrupter.join();
+  std::signal(SIGINT, SIG_DFL);
+  ASSERT_TRUE(stopped.interrupted) << "training finished before the signal arrived";
+  const std::filesystem::path file = split / "run" / "last.safetensors";
+  const Checkpoint saved = load_checkpoint(file);
+  EXPECT_EQ(saved.position.epoch, 0);
+  EXPECT_GT(saved.position.step, 0);
+  // Wherever the signal landed, the resumed run must end exactly where the uninterrupted one did.
+  train(settings, "[train]\n", saved, file);
+  EXPECT_EQ(final_parameters(straight / "run"), final_parameters(split / "run"));
+}
+
+TEST(Training, SameSeedGivesIdenticalCheckpointsAndAnotherSeedDoesNot) {
+  LENET5_REQUIRE_MNIST();
+  TempDir a, b, c;
+  TrainSettings settings = small_run(a, 320, 1);
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+  settings.out = (b / "run").string();
+  train(settings, "[train]\n");
+  settings.out = (c / "run").string();
+  settings.seed = 2;
+  train(settings, "[train]\n");
+  EXPECT_EQ(testing::read_text(a / "run" / "last.safetensors"),
+            testing::read_text(b / "run" / "last.safetensors"));
+  EXPECT_NE(final_parameters(a / "run"), final_parameters(c / "run"));
+}
+
+TEST(Training, RefusesToOverwriteAnExistingRun) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  TrainSettings settings = small_run(dir, 64, 1);
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+  try {
+    train(settings, "[train]\n");
+    FAIL() << "a second run into the same folder was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Training, ResumeRefusesADifferentNetwork) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  TrainSettings settings = small_run(dir, 64, 1);
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+  const auto file = dir / "run" / "last.safetensors";
+  settings.activation = "relu";
+  settings.epochs = 2;
+  EXPECT_THROW(train(settings, "[train]\n", load_checkpoint(file), file), UsageError);
+}
+
+}  // namespace
+}  // namespace lenet5

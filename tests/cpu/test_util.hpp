@@ -1,0 +1,74 @@
+// Helpers shared by the CPU tests: temporary folders, the MNIST folder, running the lenet5 binary.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace lenet5::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system's temporary directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    m_path = fs::temp_directory_path() /
+             ("lenet5-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(m_path);
+    fs::create_directories(m_path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(m_path, ignored);
+  }
+  const fs::path& path() const { return m_path; }
+  fs::path operator/(const std::string& name) const { return m_path / name; }
+
+ private:
+  fs::path m_path;
+};
+
+inline fs::path source_dir() { return fs::path(LENET5_SOURCE_DIR); }
+inline fs::path mnist_dir() { return source_dir() / "data" / "mnist"; }
+inline bool have_mnist() { return fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte") ||
+                                  fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte.gz"); }
+#define LENET5_REQUIRE_MNIST()                                                       \
+  ASSERT_TRUE(::lenet5::testing::have_mnist())                                       \
+      << "MNIST is not in " << ::lenet5::testing::mnist_dir()                        \
+      << ": run scripts/fetch_mnist.sh (scripts/setup.sh does it)"
+
+inline std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `lenet5 <arguments>` (a shell fragment) with stdout and stderr captured.
+inline CommandResult run_lenet5(const std::string& arguments, const TempDir& scratch) {
+  const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+  const std::string command = std::string("'") + LENET5_BINARY + "' " + arguments + " >'" +
+                              out.string() + "' 2>'" + err.string() + "'";
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = read_text(out);
+  result.err = read_text(err);
+  return result;
+}
+
+}  // namespace lenet5::testing
