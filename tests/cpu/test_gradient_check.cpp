@@ -1,0 +1,362 @@
+// Finite-difference gradient checks, in double, of every CPU reference layer and of the whole
+// network (textbook-figures.md §1.6, §1.8; house style: "finite-difference gradient checks").
+//
+// Each layer's backward pass is tested through the scalar L = sum(r * y) with a fixed random r:
+// then dL/dy = r, so the layer's backward applied to r must equal the central differences
+// (L(v + h) - L(v - h)) / 2h of every input, weight and bias element v.
+//
+// Tolerance: relative error |analytic - numeric| / max(|analytic|, |numeric|, kFloor) < 1e-6.
+// In double with h = 1e-6 the truncation error of central differences is O(h^2 f''') ~ 1e-12 for
+// these smooth functions (the linear layers have none at all), and the rounding error of L
+// (a few 1e-15 for |L| ~ 1-10, summed over hundreds of terms) divided by 2h is ~1e-9 absolute
+// (measured: at most 1.1e-9 absolute and 6e-8 relative over every check in this file). kFloor =
+// 1e-2 keeps the test meaningful where a gradient element happens to be near 0: there it becomes
+// an absolute check at 1e-8, still about 10x that noise.
+// A wrong index (erratum E08), a missing term or a wrong factor gives errors of order 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/rng.hpp"
+#include "data/batch.hpp"
+#include "layers/reference_cpu.hpp"
+#include "net/config.hpp"
+#include "net/layout.hpp"
+#include "net/network.hpp"
+#include "net/topology.hpp"
+
+namespace {
+
+using lenet5::Activation;
+using lenet5::Subsampling;
+using Doubles = std::vector<double>;
+
+constexpr double kStep = 1e-6;
+constexpr double kTolerance = 1e-6;
+constexpr double kFloor = 1e-2;
+
+Doubles random_doubles(std::size_t count, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  lenet5::SplitMix64 rng(seed);
+  Doubles out(count);
+  for (auto& v : out) v = lo + (hi - lo) * rng.uniform();
+  return out;
+}
+
+double weighted_sum(const Doubles& r, const Doubles& y) {
+  double sum = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) sum += r[i] * y[i];
+  return sum;
+}
+
+double relative_error(double analytic, double numeric) {
+  const double scale = std::max({std::abs(analytic), std::abs(numeric), kFloor});
+  return std::abs(analytic - numeric) / scale;
+}
+
+// Central difference of loss() with respect to *value.
+double central_difference(const std::function<double()>& loss, double* value) {
+  const double saved = *value;
+  *value = saved + kStep;
+  const double up = loss();
+  *value = saved - kStep;
+  const double down = loss();
+  *value = saved;
+  return (up - down) / (2 * kStep);
+}
+
+// Compares every element of `analytic` with central differences of loss() in `values`.
+void expect_gradient(const std::string& what, const std::function<double()>& loss, Doubles& values,
+                     const Doubles& analytic) {
+  ASSERT_EQ(values.size(), analytic.size()) << what;
+  double largest = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double numeric = central_difference(loss, &values[i]);
+    EXPECT_LT(relative_error(analytic[i], numeric), kTolerance)
+        << what << "[" << i << "]: analytic " << analytic[i] << ", numeric " << numeric;
+    largest = std::max(largest, std::abs(analytic[i]));
+  }
+  // A gradient of zeros would pass against a function that ignores its input; make sure not.
+  EXPECT_GT(largest, 10 * kFloor) << what << " is (nearly) zero everywhere";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers.
+
+// C = 3 and N = 2: with C = 1 the E08 index dE_dY[m, c, h, w] would coincide with the correct one
+// (§1.8); with C >= 2 and N >= 2 any mix-up of the n, m, c strides changes the result.
+TEST(GradientCheck, ConvolutionInputWeightsAndBias) {
+  const lenet5::ConvShape s{2, 3, 6, 6, 2, 3};
+  const std::size_t y_count = std::size_t(s.n) * s.m * s.h_out() * s.w_out();
+  Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 1);
+  Doubles w = random_doubles(std::size_t(s.m) * s.c * s.k * s.k, 2);
+  Doubles b = random_doubles(std::size_t(s.m), 3);
+  const Doubles r = random_doubles(y_count, 4);
+  const auto loss = [&] {
+    Doubles y(y_count);
+    lenet5::conv_forward_cpu(s, x.data(), w.data(), b.data(), y.data());
+    return weighted_sum(r, y);
+  };
+  Doubles dx(x.size()), dw(w.size()), db(b.size());
+  lenet5::conv_backward_input_cpu(s, r.data(), w.data(), dx.data());
+  lenet5::conv_backward_weights_cpu(s, x.data(), r.data(), dw.data(), db.data());
+  expect_gradient("conv dL/dx", loss, x, dx);
+  expect_gradient("conv dL/dweight", loss, w, dw);
+  expect_gradient("conv dL/dbias", loss, b, db);
+}
+
+// 7 rows: the last row lies outside every 2x2 window, so both gradients must be 0 there.
+TEST(GradientCheck, AverageSubsamplingInputAndBias) {
+  const lenet5::PoolShape s{2, 3, 7, 6, 2};
+  const std::size_t y_count = std::size_t(s.n) * s.c * s.h_out() * s.w_out();
+  Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 5);
+  Doubles b = random_doubles(std::size_t(s.c), 6);
+  const Doubles r = random_doubles(y_count, 7);
+  const auto loss = [&] {
+    Doubles y(y_count);
+    lenet5::subsample_forward_cpu(s, Subsampling::average, x.data(), b.data(), y.data());
+    return weighted_sum(r, y);
+  };
+  Doubles dx(x.size()), db(b.size());
+  lenet5::subsample_backward_input_cpu(s, Subsampling::average, x.data(), r.data(), dx.data());
+  lenet5::subsample_backward_bias_cpu(s, r.data(), db.data());
+  expect_gradient("average subsampling dL/dx", loss, x, dx);
+  expect_gradient("subsampling dL/dbias", loss, b, db);
+}
+
+// Max is not differentiable where two window elements tie; random doubles are distinct, and the
+// test first asserts that the two largest of every window are more than 100 h apart, so no
+// perturbation of +-h can change which one is the maximum.
+TEST(GradientCheck, MaxSubsamplingInputAndBias) {
+  const lenet5::PoolShape s{2, 3, 6, 6, 2};
+  const std::size_t y_count = std::size_t(s.n) * s.c * s.h_out() * s.w_out();
+  Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 8);
+  Doubles b = random_doubles(std::size_t(s.c), 9);
+  const Doubles r = random_doubles(y_count, 10);
+  for (int map = 0; map < s.n * s.c; ++map)
+    for (int h = 0; h < s.h; h += 2)
+      for (int w = 0; w < s.w; w += 2) {
+        const double* window = x.data() + (std::size_t(map) * s.h + h) * s.w + w;
+        Doubles v = {window[0], window[1], window[s.w], window[s.w + 1]};
+        std::sort(v.begin(), v.end());
+        ASSERT_GT(v[3] - v[2], 100 * kStep) << "near-tie in window " << map << "," << h << "," << w;
+      }
+  const auto loss = [&] {
+    Doubles y(y_count);
+    lenet5::subsample_forward_cpu(s, Subsampling::max, x.data(), b.data(), y.data());
+    return weighted_sum(r, y);
+  };
+  Doubles dx(x.size()), db(b.size());
+  lenet5::subsample_backward_input_cpu(s, Subsampling::max, x.data(), r.data(), dx.data());
+  lenet5::subsample_backward_bias_cpu(s, r.data(), db.data());
+  expect_gradient("max subsampling dL/dx", loss, x, dx);
+  expect_gradient("subsampling dL/dbias", loss, b, db);
+}
+
+// The backward pass gets only the forward OUTPUT y (activation_math.hpp) and must still give
+// f'(x). ReLU's kink at 0 is avoided: every |x| > 1e-3 >> h is asserted first.
+TEST(GradientCheck, EveryActivation) {
+  for (Activation kind :
+       {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu}) {
+    SCOPED_TRACE(lenet5::to_string(kind));
+    Doubles x = random_doubles(64, 11, -3.0, 3.0);
+    for (double v : x) ASSERT_GT(std::abs(v), 1e-3);
+    const Doubles r = random_doubles(x.size(), 12);
+    const auto loss = [&] {
+      Doubles y(x.size());
+      lenet5::activation_forward_cpu(kind, x.data(), y.data(), x.size());
+      return weighted_sum(r, y);
+    };
+    Doubles y(x.size()), dx(x.size());
+    lenet5::activation_forward_cpu(kind, x.data(), y.data(), x.size());
+    lenet5::activation_backward_cpu(kind, y.data(), r.data(), dx.data(), x.size());
+    expect_gradient(std::string(lenet5::to_string(kind)) + " dL/dx", loss, x, dx);
+  }
+}
+
+TEST(GradientCheck, FullyConnectedInputWeightsAndBias) {
+  const lenet5::FcShape s{3, 7, 5};
+  Doubles x = random_doubles(std::size_t(s.n) * s.in, 13);
+  Doubles w = random_doubles(std::size_t(s.out) * s.in, 14);
+  Doubles b = random_doubles(std::size_t(s.out), 15);
+  const Doubles r = random_doubles(std::size_t(s.n) * s.out, 16);
+  const auto loss = [&] {
+    Doubles y(r.size());
+    lenet5::fc_forward_cpu(s, x.data(), w.data(), b.data(), y.data());
+    return weighted_sum(r, y);
+  };
+  Doubles dx(x.size()), dw(w.size()), db(b.size());
+  lenet5::fc_backward_input_cpu(s, r.data(), w.data(), dx.data());
+  lenet5::fc_backward_weights_cpu(s, x.data(), r.data(), dw.data(), db.data());
+  expect_gradient("fc dL/dx", loss, x, dx);
+  expect_gradient("fc dL/dweight", loss, w, dw);
+  expect_gradient("fc dL/dbias", loss, b, db);
+}
+
+// dL_dlogits is the gradient of the MEAN loss, loss_sum / n (the 1/n of reference_cpu.hpp).
+TEST(GradientCheck, SoftmaxCrossEntropyOfTheMeanLoss) {
+  constexpr int n = 4, classes = 10;
+  Doubles logits = random_doubles(n * classes, 17, -3.0, 3.0);
+  const std::vector<std::uint8_t> labels = {0, 9, 4, 4};
+  const auto loss = [&] {
+    return lenet5::softmax_cross_entropy_cpu(logits.data(), labels.data(), n, classes,
+                                             static_cast<double*>(nullptr),
+                                             static_cast<int*>(nullptr))
+               .loss_sum /
+           n;
+  };
+  Doubles grad(logits.size());
+  lenet5::softmax_cross_entropy_cpu(logits.data(), labels.data(), n, classes, grad.data(),
+                                    static_cast<int*>(nullptr));
+  expect_gradient("softmax cross-entropy dL/dlogits", loss, logits, grad);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole network: Network<double> on the CPU, mean softmax cross-entropy of a batch of 3.
+
+constexpr int kBatch = 3;
+constexpr int kSamplesPerTensor = 8;  // random indices, plus the first and the last element
+
+lenet5::NetConfig make_config(Activation activation, Subsampling subsampling,
+                              lenet5::C3Table table) {
+  lenet5::NetConfig config;
+  config.activation = activation;
+  config.subsampling = subsampling;
+  config.c3_table = table;
+  return config;
+}
+
+// Inputs spread over the range of normalised MNIST pixels, black to white.
+Doubles random_input(std::uint64_t seed) {
+  return random_doubles(std::size_t(kBatch) * lenet5::kInputSide * lenet5::kInputSide, seed,
+                        lenet5::normalise_pixel(0), lenet5::normalise_pixel(255));
+}
+
+// Distance to the nearest kink of the forward pass: the smallest |input| of a ReLU and the
+// smallest gap between the two largest elements of a max window. Runs the network's own layers.
+double kink_margin(const lenet5::Network<double>& network, const Doubles& input) {
+  const auto& topology = lenet5::lenet5_topology();
+  const lenet5::NetConfig& config = network.config();
+  double margin = std::numeric_limits<double>::infinity();
+  Doubles x = input, y;
+  for (std::size_t i = 0; i < topology.size(); ++i) {
+    const lenet5::LayerSpec& spec = topology[i];
+    if (spec.kind == lenet5::LayerKind::activation && config.activation == Activation::relu)
+      for (double v : x) margin = std::min(margin, std::abs(v));
+    if (spec.kind == lenet5::LayerKind::subsampling && config.subsampling == Subsampling::max) {
+      const int k = spec.kernel, side = spec.in.w;
+      for (int map = 0; map < kBatch * spec.in.c; ++map)
+        for (int h = 0; h + k <= spec.in.h; h += k)
+          for (int w = 0; w + k <= side; w += k) {
+            Doubles window;
+            for (int p = 0; p < k; ++p)
+              for (int q = 0; q < k; ++q)
+                window.push_back(x[(std::size_t(map) * spec.in.h + h + p) * side + w + q]);
+            std::sort(window.begin(), window.end());
+            margin = std::min(margin, window[window.size() - 1] - window[window.size() - 2]);
+          }
+    }
+    y.assign(spec.out.size() * kBatch, 0.0);
+    network.layers()[i]->forward(x.data(), y.data(), kBatch);
+    x.swap(y);
+  }
+  return margin;
+}
+
+void check_network_gradients(const lenet5::NetConfig& config, std::uint64_t seed) {
+  lenet5::Network<double> network(config, lenet5::Device::cpu, kBatch);
+  network.initialise(seed);
+  const Doubles input = random_input(seed + 100);
+  const std::vector<std::uint8_t> labels = {3, 7, 1};
+  const auto loss = [&] {
+    network.forward(input.data(), kBatch);
+    return lenet5::softmax_cross_entropy_cpu(network.logits(), labels.data(), kBatch,
+                                             lenet5::kClasses, static_cast<double*>(nullptr),
+                                             static_cast<int*>(nullptr))
+               .loss_sum /
+           kBatch;
+  };
+
+  // Piecewise-linear parts (ReLU, max) have kinks; a perturbation of h moves any intermediate
+  // value by at most h times its sensitivity to one parameter (of order 1 here: weights below
+  // 0.5, inputs below 3), so a margin of 100 h means no kink is crossed.
+  if (config.activation == Activation::relu || config.subsampling == Subsampling::max) {
+    ASSERT_GT(kink_margin(network, input), 100 * kStep) << "pick another seed";
+  }
+
+  network.forward(input.data(), kBatch);
+  Doubles dL_dlogits(std::size_t(kBatch) * lenet5::kClasses);
+  lenet5::softmax_cross_entropy_cpu(network.logits(), labels.data(), kBatch, lenet5::kClasses,
+                                    dL_dlogits.data(), static_cast<int*>(nullptr));
+  network.backward(dL_dlogits.data(), kBatch);
+  const Doubles analytic = network.gradients().to_vector();
+
+  const std::vector<float> mask = lenet5::c3_weight_mask(config);
+  double* params = network.parameters().data();
+  lenet5::SplitMix64 pick(seed + 200);
+  for (const lenet5::ParamSpec& spec : network.layout().tensors) {
+    const bool is_c3 = spec.name == "c3.weight";
+    std::vector<std::size_t> indices = {0, spec.count - 1};
+    while (indices.size() < 2 + kSamplesPerTensor) {
+      const std::size_t i = pick.below(std::uint32_t(spec.count));
+      if (is_c3 && mask[i] == 0.0f) continue;  // disconnected: checked exactly below
+      indices.push_back(i);
+    }
+    double largest = 0;
+    for (std::size_t i : indices) {
+      if (is_c3 && mask[i] == 0.0f) continue;
+      const double numeric = central_difference(loss, params + spec.offset + i);
+      const double a = analytic[spec.offset + i];
+      EXPECT_LT(relative_error(a, numeric), kTolerance)
+          << spec.name << "[" << i << "]: analytic " << a << ", numeric " << numeric;
+      largest = std::max(largest, std::abs(a));
+    }
+    // Every tensor must actually receive gradient (a layer skipped by backward would give 0).
+    EXPECT_GT(largest, 0.0) << spec.name << " got no gradient";
+  }
+
+  // LeCun's C3 table: weights the table disconnects get exactly zero gradient, so SGD keeps them
+  // at their initial 0.
+  const lenet5::ParamSpec& c3 = network.layout().find("c3.weight");
+  std::size_t disconnected = 0;
+  for (std::size_t i = 0; i < c3.count; ++i)
+    if (mask[i] == 0.0f) {
+      ++disconnected;
+      EXPECT_EQ(analytic[c3.offset + i], 0.0) << "disconnected c3.weight[" << i << "]";
+      EXPECT_EQ(params[c3.offset + i], 0.0) << "disconnected c3.weight[" << i << "]";
+    }
+  EXPECT_EQ(disconnected, config.c3_table == lenet5::C3Table::lecun ? 900u : 0u);
+}
+
+TEST(NetworkGradientCheck, TanhAverageFullTable) {
+  check_network_gradients(
+      make_config(Activation::tanh, Subsampling::average, lenet5::C3Table::full), 1);
+}
+
+// Seed 6 puts every ReLU input and every max-window gap at least 3.7e-4 (370 h) from a kink;
+// about half of all seeds come closer than 100 h, which kink_margin() would report.
+TEST(NetworkGradientCheck, ReluMaxFullTable) {
+  check_network_gradients(make_config(Activation::relu, Subsampling::max, lenet5::C3Table::full),
+                          6);
+}
+
+TEST(NetworkGradientCheck, TanhAverageLeCunTable) {
+  check_network_gradients(
+      make_config(Activation::tanh, Subsampling::average, lenet5::C3Table::lecun), 3);
+}
+
+TEST(NetworkGradientCheck, SigmoidAndScaledTanh) {
+  check_network_gradients(
+      make_config(Activation::sigmoid, Subsampling::average, lenet5::C3Table::full), 4);
+  check_network_gradients(
+      make_config(Activation::scaled_tanh, Subsampling::average, lenet5::C3Table::full), 5);
+}
+
+}  // namespace
