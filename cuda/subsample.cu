@@ -1,0 +1,179 @@
+// Subsampling kernels, version 1: K x K windows with stride K, average (Fig 16.5, corrected) or max
+// (Exercise 1), plus a per-map bias; and their backward passes. The activation that Fig 16.5
+// applies is a layer of its own here.
+//
+// Layout NCHW, float32:
+//   x (N, C, H, W)          S2: (N, 6, 28, 28)  S4: (N, 16, 10, 10)
+//   y (N, C, H/K, W/K)      S2: (N, 6, 14, 14)  S4: (N, 16, 5, 5)
+//   bias (C)
+// Rows and columns beyond the last full window (odd H or W) are ignored by the forward pass and get
+// zero gradient. Every result matches subsample_*_cpu (layers/subsample_cpu.cpp) exactly: the same
+// operations in the same order, and no atomics; tests/gpu/test_subsample_kernels.cpp checks it.
+#include <algorithm>
+#include <cstddef>
+
+#include "cuda/check.hpp"
+#include "cuda/subsample.cuh"
+
+namespace lenet5::cuda {
+namespace {
+
+struct PoolDims {
+  int N, C, H, W, K, H_out, W_out;
+};
+
+PoolDims dims_of(const PoolShape& s) {
+  return PoolDims{s.n, s.c, s.h, s.w, s.k, s.h_out(), s.w_out()};
+}
+
+constexpr int kThreads = 256;        // element-wise kernels: threads per block
+constexpr int kReduceThreads = 256;  // reduction kernel: a power of two (tree below)
+constexpr int kMaxBlocks = 1 << 20;  // grid-stride loops cover anything beyond
+
+int blocks_for(std::size_t count) {
+  return int(std::min<std::size_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
+}
+
+// Row-major index p*K + q of the first maximum of the K x K window whose top-left element is
+// `window` (rows `row_stride` apart): the same strict '>' scan as the CPU's first_max_in_window, so
+// ties go to the earliest element in both, and forward and backward agree on the winner.
+__device__ int first_max_in_window(const float* window, int row_stride, int K) {
+  int best = 0;
+  float best_value = window[0];
+  for (int p = 0; p < K; ++p)
+    for (int q = 0; q < K; ++q) {
+      const float v = window[p * row_stride + q];
+      if (v > best_value) {
+        best = p * K + q;
+        best_value = v;
+      }
+    }
+  return best;
+}
+
+// Sum of one value per thread over a block of exactly kReduceThreads threads, in a fixed tree
+// (stride 128, 64, ..., 1): the result depends only on the values, never on timing. Every thread of
+// the block must call it; the total is returned to all of them.
+__device__ float block_sum(float value) {
+  __shared__ float partial[kReduceThreads];
+  const int t = threadIdx.x;
+  partial[t] = value;
+  __syncthreads();
+  for (int stride = kReduceThreads / 2; stride > 0; stride /= 2) {
+    if (t < stride) partial[t] += partial[t + stride];
+    __syncthreads();
+  }
+  return partial[0];
+}
+
+// S[n,c,h,w] = pool_{p,q} X[n,c,K*h+p,K*w+q] + bias[c]; pool = average (sum over p, then q, divided
+// by K*K: the CPU's order, so integer inputs give identical results) or the first maximum.
+// One thread per output element, 1-D grid-stride loop over i = ((n*C + c)*H_out + h)*W_out + w
+// (S2: N*1,176 threads).
+__global__ void subsample_forward_kernel1(PoolDims d, Subsampling kind, const float* __restrict__ x,
+                                          const float* __restrict__ bias, float* __restrict__ y) {
+  const std::size_t count = std::size_t(d.N) * d.C * d.H_out * d.W_out;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const int w = int(i % d.W_out);
+    const int h = int(i / d.W_out % d.H_out);
+    const std::size_t map = i / (std::size_t(d.W_out) * d.H_out);  // n*C + c
+    const int c = int(map % d.C);
+    const float* window = x + (map * d.H + std::size_t(d.K) * h) * d.W + std::size_t(d.K) * w;
+    float pooled;
+    if (kind == Subsampling::max) {
+      const int best = first_max_in_window(window, d.W, d.K);
+      pooled = window[(best / d.K) * d.W + best % d.K];
+    } else {
+      float sum = 0.0f;
+      for (int p = 0; p < d.K; ++p)
+        for (int q = 0; q < d.K; ++q) sum += window[p * d.W + q];
+      pooled = sum / float(d.K * d.K);
+    }
+    y[i] = pooled + bias[c];
+  }
+}
+
+// dL/dX[n,c,h,w] for the window (h/K, w/K) that holds the element: average: dL/dS / (K*K);
+// max: dL/dS if the element is its window's first maximum, else 0; 0 for elements beyond the last
+// full window (h >= H_out*K or w >= W_out*K). Gather form: one thread per INPUT element, which
+// finds its own window, so every element is written exactly once (no zero-fill pass, no races).
+// 1-D grid-stride loop over i = ((n*C + c)*H + h)*W + w (S2: N*4,704 threads).
+__global__ void subsample_backward_input_kernel1(PoolDims d, Subsampling kind,
+                                                 const float* __restrict__ x,
+                                                 const float* __restrict__ dL_dy,
+                                                 float* __restrict__ dL_dx) {
+  const std::size_t count = std::size_t(d.N) * d.C * d.H * d.W;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const int w = int(i % d.W);
+    const int h = int(i / d.W % d.H);
+    const std::size_t map = i / (std::size_t(d.W) * d.H);  // n*C + c
+    const int h_out = h / d.K, w_out = w / d.K;
+    float grad = 0.0f;
+    if (h_out < d.H_out && w_out < d.W_out) {
+      const float dy = dL_dy[(map * d.H_out + h_out) * d.W_out + w_out];
+      if (kind == Subsampling::max) {
+        const float* window =
+            x + (map * d.H + std::size_t(d.K) * h_out) * d.W + std::size_t(d.K) * w_out;
+        const int best = first_max_in_window(window, d.W, d.K);
+        const int mine = (h - d.K * h_out) * d.K + (w - d.K * w_out);
+        grad = best == mine ? dy : 0.0f;
+      } else {
+        grad = dy / float(d.K * d.K);
+      }
+    }
+    dL_dx[i] = grad;
+  }
+}
+
+// dL/dbias[c] = sum_n sum_h sum_w dL/dS[n,c,h,w]. One block of kReduceThreads threads per channel
+// (blockIdx.x = c; S2: 6 blocks, S4: 16). Thread t sums the terms t, t + 256, ... of the
+// N*H_out*W_out terms (term j = n*H_out*W_out + (h*W_out + w)), then block_sum adds the partial
+// sums in a fixed tree: bit-identical from run to run. Overwrites.
+__global__ void subsample_backward_bias_kernel1(PoolDims d, const float* __restrict__ dL_dy,
+                                                float* __restrict__ dL_dbias) {
+  const int c = blockIdx.x;
+  const int per_map = d.H_out * d.W_out;
+  const int n_terms = d.N * per_map;
+  float acc = 0.0f;
+  for (int j = threadIdx.x; j < n_terms; j += kReduceThreads) {
+    const int n = j / per_map;
+    acc += dL_dy[(std::size_t(n) * d.C + c) * per_map + j % per_map];
+  }
+  const float sum = block_sum(acc);
+  if (threadIdx.x == 0) dL_dbias[c] = sum;
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------------------------
+
+void subsample_forward(const PoolShape& s, Subsampling kind, const float* x, const float* bias,
+                       float* y, cudaStream_t stream) {
+  const PoolDims d = dims_of(s);
+  const std::size_t count = std::size_t(d.N) * d.C * d.H_out * d.W_out;
+  if (count == 0) return;
+  subsample_forward_kernel1<<<blocks_for(count), kThreads, 0, stream>>>(d, kind, x, bias, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+void subsample_backward_input(const PoolShape& s, Subsampling kind, const float* x,
+                              const float* dL_dy, float* dL_dx, cudaStream_t stream) {
+  const PoolDims d = dims_of(s);
+  const std::size_t count = std::size_t(d.N) * d.C * d.H * d.W;
+  if (count == 0) return;
+  subsample_backward_input_kernel1<<<blocks_for(count), kThreads, 0, stream>>>(d, kind, x, dL_dy,
+                                                                               dL_dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+void subsample_backward_bias(const PoolShape& s, const float* dL_dy, float* dL_dbias,
+                             cudaStream_t stream) {
+  const PoolDims d = dims_of(s);
+  if (d.C <= 0) return;
+  subsample_backward_bias_kernel1<<<d.C, kReduceThreads, 0, stream>>>(d, dL_dy, dL_dbias);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lenet5::cuda

@@ -1,0 +1,147 @@
+// Shared helpers of the GPU suite: skip without a device, move vectors to and from the GPU, poison
+// outputs with NaN before a launch, make integer and float test data, and compare results with
+// messages that count NaNs (unwritten outputs) and mismatches.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "core/device.hpp"
+#include "cuda/check.hpp"
+#include "cuda/runtime.hpp"
+
+namespace lenet5::test {
+
+// Why there is no usable GPU ("" when there is one): the runtime's own words for the failure.
+inline std::string gpu_absence_reason() {
+  if (cuda::device_count() > 0) return "";
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();  // clear the sticky error, as cuda::device_count() does
+  if (status != cudaSuccess)
+    return std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
+  return "cudaGetDeviceCount reports 0 devices";
+}
+
+}  // namespace lenet5::test
+
+// First statement of every GPU test: without a device the test is reported as skipped, with the
+// reason, instead of failing (CTest treats "[  SKIPPED ]" as a skip, see tests/CMakeLists.txt).
+#define LENET5_REQUIRE_GPU()                                                      \
+  do {                                                                            \
+    if (::lenet5::cuda::device_count() == 0)                                      \
+      GTEST_SKIP() << "no CUDA device: " << ::lenet5::test::gpu_absence_reason(); \
+  } while (0)
+
+namespace lenet5::test {
+
+inline Buffer<float> upload(const std::vector<float>& host) {
+  Buffer<float> device(Device::gpu, host.size());
+  device.copy_from_host(host.data());
+  return device;
+}
+
+// Waits for the launches before it (and reports their errors as lenet5::Error), then copies.
+inline std::vector<float> download(const Buffer<float>& device) {
+  cuda::synchronize();
+  return device.to_vector();
+}
+
+// Fills a device buffer with NaN (all bytes 0xFF is a quiet NaN in float32), so that any output a
+// kernel forgets to write shows up as NaN.
+inline void poison(Buffer<float>& device) {
+  if (device.bytes() > 0) CUDA_CHECK(cudaMemset(device.data(), 0xFF, device.bytes()));
+}
+
+// A device buffer of `count` floats, all NaN: an output about to be written.
+inline Buffer<float> poisoned(std::size_t count) {
+  Buffer<float> device(Device::gpu, count);
+  poison(device);
+  return device;
+}
+
+// Integers in [lo, hi] stored as float: products and sums of a few thousand of them stay far below
+// 2^24, so every partial sum is exact in float32 and any summation order gives the same bits.
+inline std::vector<float> random_integers(std::size_t count, int lo, int hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<float> values(count);
+  for (float& v : values) v = float(dist(rng));
+  return values;
+}
+
+inline std::vector<float> random_floats(std::size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = dist(rng);
+  return values;
+}
+
+inline std::vector<float> absolute(std::vector<float> values) {
+  for (float& v : values) v = std::fabs(v);
+  return values;
+}
+
+inline std::size_t count_nans(const std::vector<float>& values) {
+  std::size_t nans = 0;
+  for (float v : values) nans += std::isnan(v) ? 1 : 0;
+  return nans;
+}
+
+// Exact equality, element by element, and no NaN. The message gives the NaN count, the mismatch
+// count and the first mismatch.
+inline testing::AssertionResult all_equal(const std::vector<float>& actual,
+                                          const std::vector<float>& expected) {
+  if (actual.size() != expected.size())
+    return testing::AssertionFailure()
+           << "size " << actual.size() << ", expected " << expected.size();
+  const std::size_t nans = count_nans(actual);
+  std::size_t mismatches = 0, first = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i)
+    if (!(actual[i] == expected[i]) && mismatches++ == 0) first = i;
+  if (nans == 0 && mismatches == 0) return testing::AssertionSuccess();
+  std::ostringstream message;
+  message << nans << " NaN (unwritten) and " << mismatches << " of " << actual.size()
+          << " elements differ";
+  if (mismatches > 0)
+    message << "; first at [" << first << "]: " << actual[first] << ", expected "
+            << expected[first];
+  return testing::AssertionFailure() << message.str();
+}
+
+// |actual - expected| <= rel * scale for every element, and no NaN. `scale` is the sum of the
+// absolute values of the terms that make each element (the same computation on |inputs|): the
+// rounding error of a float sum in any order is bounded by a small multiple of it, whatever the
+// cancellation, so a fixed `rel` works for every element.
+inline testing::AssertionResult all_close(const std::vector<float>& actual,
+                                          const std::vector<float>& expected,
+                                          const std::vector<float>& scale, double rel) {
+  if (actual.size() != expected.size() || scale.size() != expected.size())
+    return testing::AssertionFailure() << "size " << actual.size() << ", expected "
+                                       << expected.size() << ", scale " << scale.size();
+  const std::size_t nans = count_nans(actual);
+  std::size_t mismatches = 0, first = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double error = std::fabs(double(actual[i]) - double(expected[i]));
+    if (!(error <= rel * double(scale[i])) && mismatches++ == 0) first = i;
+  }
+  if (nans == 0 && mismatches == 0) return testing::AssertionSuccess();
+  std::ostringstream message;
+  message << nans << " NaN (unwritten) and " << mismatches << " of " << actual.size()
+          << " elements outside rel " << rel << " x scale";
+  if (mismatches > 0)
+    message << "; first at [" << first << "]: " << actual[first] << ", expected " << expected[first]
+            << ", scale " << scale[first];
+  return testing::AssertionFailure() << message.str();
+}
+
+}  // namespace lenet5::test
