@@ -1,14 +1,144 @@
-#include "cuda/layers.hpp"
-
+// GPU backend: Layer<float> objects around the CUDA launchers, one class per layer kind, the
+// same constructor arguments as the CPU classes of layers/cpu_layers.cpp. Every pointer is device
+// memory (views into Network's flat parameter and gradient buffers); every launch goes on
+// cuda::kDefaultStream, the stream the engine and lenet5::Buffer's copies use too.
 #include "core/error.hpp"
+#include "cuda/conv.cuh"
+#include "cuda/dense.cuh"
+#include "cuda/layers.hpp"
+#include "cuda/subsample.cuh"
 
 namespace lenet5 {
+namespace {
 
-bool gpu_layers_available() { return false; }
+// C1 (N,1,32,32) -> (N,6,28,28), C3 (N,6,14,14) -> (N,16,10,10), C5 (N,16,5,5) -> (N,120,1,1):
+// the book's direct kernel (conv.cuh, version 1).
+class ConvolutionGpu final : public Layer<float> {
+ public:
+  ConvolutionGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
+                 float* bias_grad, const float* mask)
+      : Layer<float>(spec.name, spec.in, spec.out),
+        m_k(spec.kernel),
+        m_weight(weight),
+        m_weight_grad(weight_grad),
+        m_bias(bias),
+        m_bias_grad(bias_grad),
+        m_mask(mask) {}
 
-std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetConfig&, float*,
-                                             float*, float*, float*, const float*) {
-  throw Error("layer " + spec.name + ": this build has no CUDA kernels yet; use --device cpu");
+  void forward(const float* x, float* y, int n) override {
+    cuda::conv_forward1(shape(n), x, m_weight, m_bias, y, cuda::kDefaultStream);
+  }
+  void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    cuda::conv_backward_input1(shape(n), dL_dy, m_weight, dL_dx, cuda::kDefaultStream);
+  }
+  void backward_weights(const float* x, const float* dL_dy, int n) override {
+    cuda::conv_backward_weights1(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
+                                 cuda::kDefaultStream);
+  }
+
+ private:
+  ConvShape shape(int n) const { return {n, in().c, in().h, in().w, out().c, m_k}; }
+  int m_k;
+  float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
+  const float* m_mask;
+};
+
+// S2 (N,6,28,28) -> (N,6,14,14), S4 (N,16,10,10) -> (N,16,5,5), with a per-map bias.
+class SubsamplingGpu final : public Layer<float> {
+ public:
+  SubsamplingGpu(const LayerSpec& spec, Subsampling kind, float* bias, float* bias_grad)
+      : Layer<float>(spec.name, spec.in, spec.out),
+        m_kind(kind),
+        m_k(spec.kernel),
+        m_bias(bias),
+        m_bias_grad(bias_grad) {}
+
+  void forward(const float* x, float* y, int n) override {
+    cuda::subsample_forward(shape(n), m_kind, x, m_bias, y, cuda::kDefaultStream);
+  }
+  void backward_input(const float* x, const float*, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    cuda::subsample_backward_input(shape(n), m_kind, x, dL_dy, dL_dx, cuda::kDefaultStream);
+  }
+  void backward_weights(const float*, const float* dL_dy, int n) override {
+    cuda::subsample_backward_bias(shape(n), dL_dy, m_bias_grad, cuda::kDefaultStream);
+  }
+
+ private:
+  PoolShape shape(int n) const { return {n, in().c, in().h, in().w, m_k}; }
+  Subsampling m_kind;
+  int m_k;
+  float *m_bias, *m_bias_grad;
+};
+
+class ActivationGpu final : public Layer<float> {
+ public:
+  ActivationGpu(const LayerSpec& spec, Activation kind)
+      : Layer<float>(spec.name, spec.in, spec.out), m_kind(kind) {}
+
+  void forward(const float* x, float* y, int n) override {
+    cuda::activation_forward(m_kind, x, y, in().size() * n, cuda::kDefaultStream);
+  }
+  void backward_input(const float*, const float* y, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    cuda::activation_backward(m_kind, y, dL_dy, dL_dx, in().size() * n, cuda::kDefaultStream);
+  }
+
+ private:
+  Activation m_kind;
+};
+
+// F6 (N,120) -> (N,84) and output (N,84) -> (N,10) on cuBLAS, through the process's handle
+// (bound to kDefaultStream).
+class FullyConnectedGpu final : public Layer<float> {
+ public:
+  FullyConnectedGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
+                    float* bias_grad)
+      : Layer<float>(spec.name, spec.in, spec.out),
+        m_cublas(cuda::default_cublas_handle()),
+        m_weight(weight),
+        m_weight_grad(weight_grad),
+        m_bias(bias),
+        m_bias_grad(bias_grad) {}
+
+  void forward(const float* x, float* y, int n) override {
+    cuda::fc_forward(m_cublas, shape(n), x, m_weight, m_bias, y);
+  }
+  void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    cuda::fc_backward_input(m_cublas, shape(n), dL_dy, m_weight, dL_dx);
+  }
+  void backward_weights(const float* x, const float* dL_dy, int n) override {
+    cuda::fc_backward_weights(m_cublas, shape(n), x, dL_dy, m_weight_grad, m_bias_grad);
+  }
+
+ private:
+  FcShape shape(int n) const { return {n, int(in().size()), int(out().size())}; }
+  const cuda::CublasHandle& m_cublas;
+  float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
+};
+
+}  // namespace
+
+bool gpu_layers_available() {
+  return true;
+}
+
+std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetConfig& config,
+                                             float* weight, float* weight_grad, float* bias,
+                                             float* bias_grad, const float* c3_mask) {
+  switch (spec.kind) {
+    case LayerKind::convolution:
+      return std::make_unique<ConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad, c3_mask);
+    case LayerKind::subsampling:
+      return std::make_unique<SubsamplingGpu>(spec, config.subsampling, bias, bias_grad);
+    case LayerKind::activation:
+      return std::make_unique<ActivationGpu>(spec, config.activation);
+    case LayerKind::fully_connected:
+      return std::make_unique<FullyConnectedGpu>(spec, weight, weight_grad, bias, bias_grad);
+  }
+  throw Error("internal: unknown layer kind for " + spec.name);
 }
 
 }  // namespace lenet5

@@ -192,7 +192,7 @@ class Run {
       progress.clear();
       finish_epoch(epoch, carried + fresh, fresh.seen, seconds, metrics);
     }
-    return {m_dir, m_position.epoch, m_position.best_accuracy, false};
+    return {m_dir, m_reports, m_position.epoch, m_position.best_accuracy, false};
   }
 
  private:
@@ -205,15 +205,19 @@ class Run {
     std::optional<Evaluation> test;
     if (m_settings.evaluate_every_epoch) test = m_engine->evaluate(m_data.test);
     const double images_per_s = seconds > 0 ? double(trained) / seconds : 0;
+    const double train_loss = totals.loss_sum / double(std::max<std::int64_t>(totals.seen, 1));
+    m_reports.push_back({epoch + 1, m_last_lr, train_loss,
+                         double(totals.correct) / double(std::max<std::int64_t>(totals.seen, 1)),
+                         test ? test->mean_loss() : -1, test ? test->accuracy() : -1, seconds,
+                         images_per_s});
     const std::string train_acc = format_percent(totals.correct, totals.seen);
     const std::string test_acc = test ? format_percent(test->correct, test->count) : "";
     metrics.add(fmt::format("{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr,
-                            totals.loss_sum / std::max<std::int64_t>(totals.seen, 1), train_acc,
+                            train_loss, train_acc,
                             test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc,
                             seconds, images_per_s));
     spdlog::info("epoch {}/{} | loss {:.4f} | train {}% | test {} | {:.2f} s | {} img/s",
-                 epoch + 1, m_settings.epochs,
-                 totals.loss_sum / std::max<std::int64_t>(totals.seen, 1), train_acc,
+                 epoch + 1, m_settings.epochs, train_loss, train_acc,
                  test ? test_acc + "%" : "-", seconds, format_rate(images_per_s));
     m_position = {epoch + 1, 0, {}, m_position.best_accuracy};
     const double accuracy = test ? test->accuracy() : -1;
@@ -230,7 +234,7 @@ class Run {
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  int(g_stop_signal), epoch + 1, step, (m_dir / "last.safetensors").string(),
                  (m_dir / "last.safetensors").string());
-    return {m_dir, epoch, m_position.best_accuracy, true};
+    return {m_dir, m_reports, epoch, m_position.best_accuracy, true};
   }
 
   Checkpoint make_checkpoint(double test_accuracy) const {
@@ -256,6 +260,7 @@ class Run {
   std::unique_ptr<Engine> m_engine;
   TrainingPosition m_position;
   double m_last_lr = 0;
+  std::vector<EpochReport> m_reports;
 };
 
 void check_resume_matches(const TrainSettings& settings, const Checkpoint& checkpoint) {

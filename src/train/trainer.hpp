@@ -6,14 +6,24 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "train/checkpoint.hpp"
 #include "train/settings.hpp"
 
 namespace lenet5 {
 
+// One row of metrics.csv.
+struct EpochReport {
+  int epoch = 0;  // 1-based
+  double lr = 0, train_loss = 0, train_accuracy = 0;
+  double test_loss = -1, test_accuracy = -1;  // -1: not evaluated
+  double seconds = 0, images_per_s = 0;       // training only: evaluation is not timed
+};
+
 struct TrainOutcome {
   std::filesystem::path run_dir;
+  std::vector<EpochReport> epochs;  // the epochs this call trained
   int epochs_done = 0;
   double best_accuracy = -1;  // fraction, -1 when never evaluated
   bool interrupted = false;   // stopped by a signal after saving last.safetensors

@@ -1,0 +1,22 @@
+// Gathering a training batch on the device: MNIST bytes -> the network's (N, 1, 32, 32) input.
+// Contract: exactly gather_batch_cpu of data/batch.hpp (same normalisation, same padding, bit for
+// bit), plus the labels, on device pointers.
+//
+// Version 1, gather_batch_kernel1: one block per sample, threads over the 32x32 field.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace lenet5::cuda {
+
+// out (n, 1, 32, 32) <- images[indices[i]] (each 28*28 bytes), normalised and padded by 2;
+// labels_out (n) <- labels[indices[i]] when both label pointers are non-null. indices null means
+// 0..n-1 (offset the image and label pointers instead). The engine passes the device-resident
+// permutation at offset `first`, so a training step reads the data set without a host copy.
+void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
+                  const std::int32_t* indices, int n, float* out, std::uint8_t* labels_out,
+                  cudaStream_t stream);
+
+}  // namespace lenet5::cuda

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Verifies lenet5 on a machine with a CUDA GPU, in one go: build for the GPU, run every test
+# (CPU and GPU), compute-sanitizer (memcheck, racecheck) on the GPU tests, same-seed determinism,
+# GPU <-> CPU checkpoint equivalence, classify on the GPU, and the training benchmark.
+# Logs go to LOG_DIR (default gpu-check/); a summary is printed last.
+#
+#   scripts/check_gpu.sh [--quick]      --quick: 2 seeds x 2 epochs instead of 5 x 10
+#
+# Environment: CUDA_ARCH (default 90), CMAKE_PREFIX_PATH (extra prefixes, e.g. for stb headers),
+# LENET5_MNIST_MIRROR (local MNIST folder), LENET5_GIT_COMMIT (when the tree has no .git).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+log=${LOG_DIR:-gpu-check}
+mkdir -p "$log"
+seeds=1,2,3,4,5 epochs=10
+[ "${1:-}" = "--quick" ] && seeds=1,2 epochs=2
+summary=()
+note() { summary+=("$*"); echo "== $*" >&2; }
+step() {  # step NAME COMMAND...: runs, logs, records PASS/FAIL
+  local name=$1; shift
+  if "$@" >"$log/$name.log" 2>&1; then note "PASS $name"; else note "FAIL $name (see $log/$name.log)"; fi
+}
+
+build=build-gpu
+commit_arg=()
+[ -n "${LENET5_GIT_COMMIT:-}" ] && commit_arg=(-DLENET5_GIT_COMMIT="$LENET5_GIT_COMMIT")
+step configure cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" "${commit_arg[@]}"
+step build cmake --build $build -j "$(nproc)"
+step fetch_mnist scripts/fetch_mnist.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv >"$log/gpu.txt" 2>&1
+step ctest ctest --test-dir $build --output-on-failure -j 4
+grep -E "tests passed|Skipped|Not Run|Failed" "$log/ctest.log" | tail -5 >&2
+
+gpu_tests=$build/tests/lenet5_gpu_tests
+step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu_tests"
+step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
+  "$gpu_tests" --gtest_filter='*Conv*:*Subsample*:*Dense*:*Loss*'
+
+lenet5=$build/lenet5
+tmp=$(mktemp -d)
+determinism() {
+  for run in a b; do
+    $lenet5 -q train --config configs/lenet5.toml --device gpu --epochs 2 --out "$tmp/$run" || return 1
+  done
+  cmp "$tmp/a/last.safetensors" "$tmp/b/last.safetensors"
+}
+step determinism determinism
+equivalence() {
+  local gpu cpu
+  gpu=$($lenet5 -q evaluate --device gpu --json --checkpoint "$tmp/a/last.safetensors") || return 1
+  cpu=$($lenet5 -q evaluate --device cpu --json --checkpoint "$tmp/a/last.safetensors") || return 1
+  echo "gpu: $gpu"; echo "cpu: $cpu"
+  [ "$(echo "$gpu" | grep -o '"correct":[0-9]*')" = "$(echo "$cpu" | grep -o '"correct":[0-9]*')" ]
+}
+step gpu_cpu_equivalence equivalence
+step classify_gpu $lenet5 classify --device gpu --top 3 --checkpoint "$tmp/a/last.safetensors" tests/data/digit7.pgm
+safetensors_reader() {
+  python3 - "$tmp/a/last.safetensors" <<'PY'
+import sys
+try:
+    from safetensors.torch import load_file
+except ImportError:
+    import torch
+    load_file = None
+path = sys.argv[1]
+if load_file is not None:
+    tensors = load_file(path)
+    reader = "safetensors.torch.load_file"
+else:
+    raise SystemExit("python safetensors package not installed")
+assert tuple(tensors["c1.weight"].shape) == (6, 1, 5, 5), tensors["c1.weight"].shape
+assert tuple(tensors["output.weight"].shape) == (10, 84)
+print(reader, "opened", len(tensors), "tensors:", ", ".join(sorted(tensors)))
+PY
+}
+step safetensors_reader safetensors_reader
+
+step bench $lenet5 bench --config configs/lenet5.toml --device gpu --epochs $epochs --seeds $seeds
+grep '"event":"seed"\|"event":"summary"' "$log/bench.log" >&2
+rm -rf "$tmp"
+
+echo
+echo "summary ($(head -2 "$log/gpu.txt" | tail -1)):"
+printf '  %s\n' "${summary[@]}"
+! printf '%s\n' "${summary[@]}" | grep -q '^FAIL'

@@ -1,0 +1,13 @@
+// The options of `lenet5 train` (and `lenet5 bench`, which trains with the same settings):
+// every field of TrainSettings declared once, with its help text and default.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "train/settings.hpp"
+
+namespace lenet5::cli {
+
+void bind_train_settings(CLI::App& cmd, TrainSettings& settings);
+
+}  // namespace lenet5::cli
