@@ -68,6 +68,9 @@ CublasHandle::CublasHandle(cudaStream_t stream) : m_stream(stream) {
     // for small-integer inputs). Our GEMMs are at most (N x 120) x (120 x 84): far too small for
     // the faster modes to matter.
     CUBLAS_CHECK(cublasSetMathMode(m_handle, CUBLAS_PEDANTIC_MATH));
+    constexpr std::size_t kWorkspaceBytes = 4u << 20;  // ample for GEMMs this small
+    m_workspace = Buffer<std::uint8_t>(Device::gpu, kWorkspaceBytes);
+    CUBLAS_CHECK(cublasSetWorkspace(m_handle, m_workspace.data(), m_workspace.size()));
   } catch (...) {
     (void)cublasDestroy(m_handle);
     throw;

@@ -22,14 +22,17 @@
 #include <cstddef>
 
 #include "layers/reference_cpu.hpp"
+#include "core/buffer.hpp"
 #include "net/config.hpp"
 
 namespace lenet5::cuda {
 
-// Every layer, the loss, the optimiser and the engine launch on the legacy default stream. It also
-// carries the cudaMemcpy / cudaMemset calls of lenet5::Buffer (cuda/runtime.cpp), so uploads,
-// kernels and downloads are ordered among themselves without events or extra synchronisation.
-inline constexpr cudaStream_t kDefaultStream = nullptr;
+// Every layer, the loss, the optimiser and the engine launch on the per-thread default stream.
+// Unlike the legacy default stream it can be captured into a CUDA graph (the GPU engine replays a
+// whole epoch as one graph), and it still synchronises with the legacy stream that carries the
+// cudaMemcpy / cudaMemset calls of lenet5::Buffer, so uploads, kernels and downloads stay ordered
+// without events.
+inline const cudaStream_t kDefaultStream = cudaStreamPerThread;
 
 // An owned cuBLAS handle bound to one stream, in FP32 pedantic math (see dense.cu for why).
 class CublasHandle {
@@ -45,6 +48,8 @@ class CublasHandle {
  private:
   cublasHandle_t m_handle = nullptr;
   cudaStream_t m_stream = kDefaultStream;
+  // cuBLAS's workspace, given explicitly so that no allocation happens while a graph is captured.
+  Buffer<std::uint8_t> m_workspace;
 };
 
 // The process's one handle on kDefaultStream, created on first use (the GPU layers are built by

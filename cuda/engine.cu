@@ -2,6 +2,13 @@
 // loss statistics accumulated on the device. A training step is five launch sequences on one
 // stream (gather, forward, loss, backward, SGD) with no host synchronisation and no copy; the
 // host waits once per epoch, in take_epoch_totals().
+//
+// A whole epoch of steps is captured once into a CUDA graph and replayed every epoch: launching
+// ~30 small kernels per step costs more host time than the GPU needs to run them, and a graph
+// removes that overhead. Replaying is valid because every argument of every launch is the same
+// each epoch: the buffers keep their addresses, the permutation and the per-step learning rates
+// are uploaded into the same buffers at the start of each epoch, and each step's rate is read
+// from memory by the SGD kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -9,6 +16,7 @@
 #include "core/buffer.hpp"
 #include "core/error.hpp"
 #include "cuda/batch.cuh"
+#include "cuda/check.hpp"
 #include "cuda/dense.cuh"
 #include "cuda/engine.hpp"
 #include "cuda/loss.cuh"
@@ -55,10 +63,47 @@ EpochTotals sum_slots(const Buffer<cuda::StepStats>& slots) {
   return totals;
 }
 
+// An instantiated CUDA graph, destroyed with its owner.
+class GraphExec {
+ public:
+  GraphExec() = default;
+  ~GraphExec() { reset(); }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  explicit operator bool() const { return m_exec != nullptr; }
+  void reset() {
+    if (m_exec) (void)cudaGraphExecDestroy(m_exec);  // never throws from a destructor
+    m_exec = nullptr;
+  }
+  // Records everything `enqueue` launches on `stream` (nothing runs) and instantiates it.
+  template <class Enqueue>
+  void capture(cudaStream_t stream, Enqueue&& enqueue) {
+    reset();
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    cudaGraph_t graph = nullptr;
+    try {
+      enqueue();
+    } catch (...) {
+      (void)cudaStreamEndCapture(stream, &graph);
+      if (graph) (void)cudaGraphDestroy(graph);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    const cudaError_t status = cudaGraphInstantiate(&m_exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    CUDA_CHECK(status);
+  }
+  void launch(cudaStream_t stream) { CUDA_CHECK(cudaGraphLaunch(m_exec, stream)); }
+
+ private:
+  cudaGraphExec_t m_exec = nullptr;
+};
+
 class GpuEngine final : public Engine {
  public:
-  GpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size)
+  GpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size, bool use_graphs)
       : m_sgd(sgd),
+        m_use_graphs(use_graphs),
         m_batch(batch_size),
         m_network(net, Device::gpu, std::max(batch_size, kEvalBatch)),
         m_velocity(Device::gpu, m_network.layout().buffer_floats),
@@ -88,43 +133,71 @@ class GpuEngine final : public Engine {
 
   void set_training_data(const Dataset& train) override { m_train.upload(train); }
 
-  // The epoch's one upload: the permutation; and fresh statistics slots, one per step.
-  void begin_epoch(const std::vector<std::int32_t>& permutation) override {
+  // The epoch's uploads: the permutation and the rates; and fresh statistics slots, one per step.
+  void begin_epoch(const std::vector<std::int32_t>& permutation,
+                   const std::vector<float>& learning_rates) override {
     for (const std::int32_t index : permutation)
       if (index < 0 || index >= m_train.count)
         throw Error("internal: permutation index " + std::to_string(index) + " outside the " +
                     std::to_string(m_train.count) + " training images");
-    if (m_permutation.size() != permutation.size())
-      m_permutation = Buffer<std::int32_t>(Device::gpu, permutation.size());
-    m_permutation.copy_from_host(permutation.data());
     const std::size_t steps = (permutation.size() + m_batch - 1) / m_batch;
-    if (m_step_stats.size() != steps)
+    if (learning_rates.size() != steps)
+      throw Error("internal: " + std::to_string(learning_rates.size()) + " learning rates for " +
+                  std::to_string(steps) + " steps");
+    if (m_permutation.size() != permutation.size() || m_step_stats.size() != steps) {
+      m_epoch_graph.reset();  // its launches point into the buffers replaced here
+      m_permutation = Buffer<std::int32_t>(Device::gpu, permutation.size());
+      m_learning_rates = Buffer<float>(Device::gpu, steps);
       m_step_stats = Buffer<cuda::StepStats>(Device::gpu, steps);
-    else
+    } else {
       m_step_stats.zero();
+    }
+    m_permutation.copy_from_host(permutation.data());
+    m_learning_rates.copy_from_host(learning_rates.data());
     m_seen = 0;
   }
 
-  // gather -> forward -> loss (gradient and slot first / batch) -> backward -> SGD, all queued on
-  // kDefaultStream. The checks are on host values only; nothing waits for the device.
-  void train_step(int first, int count, float lr) override {
-    if (count < 1 || count > m_batch || first < 0 || first % m_batch != 0 ||
-        std::size_t(first) + count > m_permutation.size())
-      throw Error("internal: train_step(" + std::to_string(first) + ", " + std::to_string(count) +
-                  ") does not fit batch " + std::to_string(m_batch) + " and a permutation of " +
-                  std::to_string(m_permutation.size()));
-    cuda::gather_batch(m_train.images.data(), m_train.labels.data(), m_permutation.data() + first,
-                       count, m_input.data(), m_labels.data(), cuda::kDefaultStream);
-    m_network.forward(m_input.data(), count);
-    cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
-                                nullptr, m_step_stats.data() + first / m_batch,
-                                cuda::kDefaultStream);
-    m_network.backward(m_dL_dlogits.data(), count);
-    cuda::sgd_step(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
-                   m_velocity.data(), m_velocity.size(), cuda::kDefaultStream);
-    m_seen += count;
+  void train_steps(int first_step, int end_step) override {
+    const int steps = int(m_step_stats.size());
+    if (first_step < 0 || end_step > steps || first_step > end_step)
+      throw Error("internal: steps [" + std::to_string(first_step) + ", " +
+                  std::to_string(end_step) + ") outside an epoch of " + std::to_string(steps));
+    if (m_use_graphs && first_step == 0 && end_step == steps) {
+      if (!m_epoch_graph)
+        m_epoch_graph.capture(cuda::kDefaultStream, [&] { enqueue_steps(0, steps); });
+      m_epoch_graph.launch(cuda::kDefaultStream);
+    } else {
+      enqueue_steps(first_step, end_step);
+    }
+    const int n = int(m_permutation.size());
+    m_seen += std::min(n, end_step * m_batch) - first_step * m_batch;
   }
 
+  int preferred_steps_per_call(int steps_in_epoch) const override {
+    return m_use_graphs ? steps_in_epoch : 1;
+  }
+
+ private:
+  // Step s: gather -> forward -> loss (gradient and statistics slot s) -> backward -> SGD with
+  // the rate learning_rates[s], all queued on kDefaultStream. Nothing waits for the device.
+  void enqueue_steps(int first_step, int end_step) {
+    const int n = int(m_permutation.size());
+    for (int step = first_step; step < end_step; ++step) {
+      const int first = step * m_batch, count = std::min(m_batch, n - first);
+      cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
+                         m_permutation.data() + first, count, m_input.data(), m_labels.data(),
+                         cuda::kDefaultStream);
+      m_network.forward(m_input.data(), count);
+      cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
+                                  nullptr, m_step_stats.data() + step, cuda::kDefaultStream);
+      m_network.backward(m_dL_dlogits.data(), count);
+      cuda::sgd_step(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
+                     m_network.parameters().data(), m_velocity.data(), m_velocity.size(),
+                     cuda::kDefaultStream);
+    }
+  }
+
+ public:
   // The epoch's one synchronisation: the copy of the slots waits for the last step.
   EpochTotals take_epoch_totals() override {
     EpochTotals totals = sum_slots(m_step_stats);
@@ -139,6 +212,7 @@ class GpuEngine final : public Engine {
   const DeviceDataset& device_copy(const Dataset& data);
 
   SgdSettings m_sgd;
+  bool m_use_graphs;
   int m_batch;
   Network<float> m_network;
   Buffer<float> m_velocity, m_input;
@@ -146,6 +220,8 @@ class GpuEngine final : public Engine {
   Buffer<float> m_dL_dlogits;
   DeviceDataset m_train;
   Buffer<std::int32_t> m_permutation;
+  Buffer<float> m_learning_rates;  // (steps per epoch)
+  GraphExec m_epoch_graph;
   Buffer<cuda::StepStats> m_step_stats;  // (steps per epoch)
   std::int64_t m_seen = 0;
   DeviceDataset m_eval;  // the last evaluated data set (the test set, in practice)
@@ -211,9 +287,9 @@ std::vector<float> GpuEngine::probabilities(const std::uint8_t* images, int n) {
 }  // namespace
 
 std::unique_ptr<Engine> make_gpu_engine(const NetConfig& net, const SgdSettings& sgd,
-                                        int batch_size) {
+                                        int batch_size, bool use_graphs) {
   if (batch_size < 1) throw UsageError("batch size must be at least 1");
-  return std::make_unique<GpuEngine>(net, sgd, batch_size);
+  return std::make_unique<GpuEngine>(net, sgd, batch_size, use_graphs);
 }
 
 }  // namespace lenet5

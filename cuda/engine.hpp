@@ -8,7 +8,9 @@
 
 namespace lenet5 {
 
+// use_graphs: replay whole epochs as one captured CUDA graph (the default; off only to compare
+// against launching every kernel directly).
 std::unique_ptr<Engine> make_gpu_engine(const NetConfig& net, const SgdSettings& sgd,
-                                        int batch_size);
+                                        int batch_size, bool use_graphs = true);
 
 }  // namespace lenet5

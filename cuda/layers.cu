@@ -11,8 +11,8 @@
 namespace lenet5 {
 namespace {
 
-// C1 (N,1,32,32) -> (N,6,28,28), C3 (N,6,14,14) -> (N,16,10,10), C5 (N,16,5,5) -> (N,120,1,1):
-// the book's direct kernel (conv.cuh, version 1).
+// C1 (N,1,32,32) -> (N,6,28,28), C3 (N,6,14,14) -> (N,16,10,10): the book's direct kernel
+// (conv.cuh, version 1).
 class ConvolutionGpu final : public Layer<float> {
  public:
   ConvolutionGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
@@ -119,6 +119,36 @@ class FullyConnectedGpu final : public Layer<float> {
   float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
 };
 
+// C5 (N,16,5,5) -> (N,120,1,1): a 5x5 convolution whose input is 5x5 has a 1x1 output, so it is
+// exactly a fully connected layer over the C*K*K = 400 inputs of each sample, with the same
+// memory layout: x (N,16,5,5) is x (N,400), W (120,16,5,5) is W (120,400) and y (N,120,1,1) is
+// y (N,120), all row-major. cuBLAS computes the same sums as the direct kernel (in another
+// order); the direct kernel would run one thread per output with 400 serial multiply-adds, and
+// its weight gradient one block per weight for 48,000 weights.
+class ConvolutionAsGemmGpu final : public Layer<float> {
+ public:
+  ConvolutionAsGemmGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
+                       float* bias_grad)
+      : Layer<float>(spec.name, spec.in, spec.out),
+        m_fc(spec, weight, weight_grad, bias, bias_grad) {}
+  void forward(const float* x, float* y, int n) override { m_fc.forward(x, y, n); }
+  void backward_input(const float* x, const float* y, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    m_fc.backward_input(x, y, dL_dy, dL_dx, n);
+  }
+  void backward_weights(const float* x, const float* dL_dy, int n) override {
+    m_fc.backward_weights(x, dL_dy, n);
+  }
+
+ private:
+  FullyConnectedGpu m_fc;  // in().size() = 400 and out().size() = 120 are the GEMM's sizes
+};
+
+bool whole_input_convolution(const LayerSpec& spec) {
+  return spec.kind == LayerKind::convolution && spec.in.h == spec.kernel &&
+         spec.in.w == spec.kernel;
+}
+
 }  // namespace
 
 bool gpu_layers_available() {
@@ -130,6 +160,8 @@ std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetCon
                                              float* bias_grad, const float* c3_mask) {
   switch (spec.kind) {
     case LayerKind::convolution:
+      if (whole_input_convolution(spec) && !c3_mask)
+        return std::make_unique<ConvolutionAsGemmGpu>(spec, weight, weight_grad, bias, bias_grad);
       return std::make_unique<ConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad, c3_mask);
     case LayerKind::subsampling:
       return std::make_unique<SubsamplingGpu>(spec, config.subsampling, bias, bias_grad);

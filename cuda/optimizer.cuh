@@ -17,5 +17,9 @@ namespace lenet5::cuda {
 // when settings.momentum is 0 (it is then never touched).
 void sgd_step(const SgdSettings& settings, float lr, const float* gradients, float* params,
               float* velocity, std::size_t count, cudaStream_t stream);
+// The same, with the learning rate read on the device from *lr (a captured CUDA graph replays
+// its launches with fixed arguments, so a rate that changes every epoch must live in memory).
+void sgd_step(const SgdSettings& settings, const float* lr, const float* gradients, float* params,
+              float* velocity, std::size_t count, cudaStream_t stream);
 
 }  // namespace lenet5::cuda

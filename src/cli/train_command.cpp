@@ -31,7 +31,7 @@ TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoi
     throw Error(std::string("the checkpoint's stored settings cannot be read: ") + e.what());
   }
   for (const CLI::Option* option : given.get_options()) {
-    if (option->count() == 0 || !option->get_configurable()) continue;
+    if (option->count() == 0 || option->check_name("--resume")) continue;
     CLI::Option* target = cmd->get_option_no_throw(option->get_name());
     if (!target) continue;
     target->clear();

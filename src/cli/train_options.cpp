@@ -36,7 +36,10 @@ void bind_train_settings(CLI::App& cmd, TrainSettings& s) {
   cmd.add_option("--weight-decay", s.weight_decay, "L2 weight decay");
   cmd.add_option("--seed", s.seed, "seed of the initial weights and of every epoch's shuffle");
   cmd.add_option("--device", s.device, "auto|gpu|cpu");
-  cmd.add_option("--out", s.out, "run folder (default: runs/<date-time>; runs/latest points at the newest)");
+  // Where a run is written is not a training setting: kept out of config.toml and checkpoints, so
+  // that same-seed runs into different folders write byte-identical checkpoints.
+  cmd.add_option("--out", s.out, "run folder (default: runs/<date-time>; runs/latest points at the newest)")
+      ->configurable(false);
   cmd.add_option("--evaluate", s.evaluate_every_epoch, "evaluate on the test set after each epoch");
 }
 

@@ -41,12 +41,23 @@ class CpuEngine final : public Engine {
   }
 
   void set_training_data(const Dataset& train) override { m_train = &train; }
-  void begin_epoch(const std::vector<std::int32_t>& permutation) override {
+  void begin_epoch(const std::vector<std::int32_t>& permutation,
+                   const std::vector<float>& learning_rates) override {
     m_permutation = permutation;
+    m_learning_rates = learning_rates;
     m_totals = {};
   }
 
-  void train_step(int first, int count, float lr) override {
+  void train_steps(int first_step, int end_step) override {
+    const int n = int(m_permutation.size());
+    for (int step = first_step; step < end_step; ++step)
+      train_step(step * m_batch, std::min(m_batch, n - step * m_batch), m_learning_rates.at(step));
+  }
+  int preferred_steps_per_call(int) const override { return 1; }
+  EpochTotals take_epoch_totals() override { return m_totals; }
+
+ private:
+  void train_step(int first, int count, float lr) {
     const std::int32_t* indices = m_permutation.data() + first;
     gather_batch_cpu(m_train->images.data(), indices, count, m_input.data());
     for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
@@ -60,8 +71,8 @@ class CpuEngine final : public Engine {
     m_totals.correct += stats.correct;
     m_totals.seen += count;
   }
-  EpochTotals take_epoch_totals() override { return m_totals; }
 
+ public:
   Evaluation evaluate(const Dataset& data) override {
     Evaluation result;
     std::vector<int> predictions(kEvalBatch);
@@ -109,6 +120,7 @@ class CpuEngine final : public Engine {
   std::vector<std::uint8_t> m_labels;
   const Dataset* m_train = nullptr;
   std::vector<std::int32_t> m_permutation;
+  std::vector<float> m_learning_rates;
   EpochTotals m_totals;
 };
 

@@ -47,9 +47,15 @@ class Engine {
 
   // The dataset must outlive the engine's use of it (the GPU engine keeps a device copy).
   virtual void set_training_data(const Dataset& train) = 0;
-  virtual void begin_epoch(const std::vector<std::int32_t>& permutation) = 0;
-  // One SGD step on the samples permutation[first, first + count).
-  virtual void train_step(int first, int count, float lr) = 0;
+  // An epoch: the order of the training samples and the learning rate of each step (step s
+  // trains on permutation[s * batch, min((s + 1) * batch, n)) with learning_rates[s]).
+  virtual void begin_epoch(const std::vector<std::int32_t>& permutation,
+                           const std::vector<float>& learning_rates) = 0;
+  // Runs steps [first_step, end_step) of the current epoch, in order.
+  virtual void train_steps(int first_step, int end_step) = 0;
+  // How many steps the trainer should hand over per call: 1 gives the finest progress and
+  // interruption; the GPU engine prefers whole epochs, which it replays as one CUDA graph.
+  virtual int preferred_steps_per_call(int steps_in_epoch) const = 0;
   virtual EpochTotals take_epoch_totals() = 0;
 
   virtual Evaluation evaluate(const Dataset& data) = 0;

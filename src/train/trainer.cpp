@@ -178,14 +178,17 @@ class Run {
       const bool continuing = epoch == m_position.epoch && m_position.step > 0;
       const int first_step = continuing ? m_position.step : 0;
       const EpochTotals carried = continuing ? m_position.partial : EpochTotals{};
-      m_engine->begin_epoch(epoch_permutation(m_settings.seed, epoch, n));
+      const std::vector<float> rates = learning_rates(epoch, steps);
+      m_engine->begin_epoch(epoch_permutation(m_settings.seed, epoch, n), rates);
       ProgressBar progress(progress_wanted());
+      const int chunk = std::max(1, m_engine->preferred_steps_per_call(steps));
       const auto start = std::chrono::steady_clock::now();
-      for (int step = first_step; step < steps; ++step) {
+      for (int step = first_step; step < steps; step += chunk) {
         if (stop.requested()) return interrupt(epoch, step, carried);
-        m_last_lr = m_schedule.rate(epoch + double(step) / steps);
-        m_engine->train_step(step * batch, std::min(batch, n - step * batch), float(m_last_lr));
-        progress.update(step + 1, steps, fmt::format("epoch {}/{}", epoch + 1, m_settings.epochs));
+        const int end = std::min(steps, step + chunk);
+        m_engine->train_steps(step, end);
+        m_last_lr = rates[end - 1];
+        progress.update(end, steps, fmt::format("epoch {}/{}", epoch + 1, m_settings.epochs));
       }
       const EpochTotals fresh = m_engine->take_epoch_totals();  // the epoch's one synchronisation
       const double seconds = seconds_since(start);
@@ -196,6 +199,14 @@ class Run {
   }
 
  private:
+  // The schedule is a pure function of the position, so a whole epoch's rates are known upfront.
+  std::vector<float> learning_rates(int epoch, int steps) const {
+    std::vector<float> rates(steps);
+    for (int step = 0; step < steps; ++step)
+      rates[step] = float(m_schedule.rate(epoch + double(step) / steps));
+    return rates;
+  }
+
   static double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
