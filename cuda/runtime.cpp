@@ -66,5 +66,23 @@ void fill_zero(void* device_pointer, std::size_t bytes) {
 
 void synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
+double elapsed_microseconds_of(void (*launch)(void*), void* context) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  float milliseconds = 0;
+  cudaError_t status = cudaEventRecord(start, cudaStreamPerThread);
+  if (status == cudaSuccess) {
+    launch(context);
+    status = cudaEventRecord(stop, cudaStreamPerThread);
+  }
+  if (status == cudaSuccess) status = cudaEventSynchronize(stop);
+  if (status == cudaSuccess) status = cudaEventElapsedTime(&milliseconds, start, stop);
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  CUDA_CHECK(status);
+  return 1000.0 * milliseconds;
+}
+
 }  // namespace cuda
 }  // namespace lenet5

@@ -2,8 +2,10 @@
 // which one, and raw device memory (owned by lenet5::Buffer, never by hand).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace lenet5::cuda {
 
@@ -19,5 +21,21 @@ void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes);
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes);
 void fill_zero(void* device_pointer, std::size_t bytes);
 void synchronize();
+
+// Median time in microseconds of `repetitions` runs of `work` (which launches on the per-thread
+// default stream), each bracketed by CUDA events, after one warm-up run.
+template <class Work>
+double median_microseconds(int repetitions, Work&& work);
+double elapsed_microseconds_of(void (*launch)(void*), void* context);  // one timed run
+
+template <class Work>
+double median_microseconds(int repetitions, Work&& work) {
+  auto trampoline = [](void* context) { (*static_cast<Work*>(context))(); };
+  elapsed_microseconds_of(trampoline, &work);  // warm-up
+  std::vector<double> times;
+  for (int i = 0; i < repetitions; ++i) times.push_back(elapsed_microseconds_of(trampoline, &work));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
 
 }  // namespace lenet5::cuda

@@ -17,7 +17,19 @@ Command add_bench_command(CLI::App& parent) {
   cmd->add_option("--seeds", *seeds, "train once per seed (comma-separated)")
       ->delimiter(',')
       ->configurable(false);
-  return {cmd, [settings, seeds]() {
+  auto layers = std::make_shared<bool>(false);
+  cmd->add_flag("--layers", *layers,
+                "instead of training, time each layer's CUDA kernels at --batch-size")
+      ->configurable(false);
+  return {cmd, [settings, seeds, layers]() {
+            const auto print = [](const std::string& line) {
+              std::printf("%s\n", line.c_str());
+              std::fflush(stdout);
+            };
+            if (*layers) {
+              run_layer_benchmark(*settings, 50, print);
+              return 0;
+            }
             run_benchmark(*settings, *seeds, [](const std::string& line) {
               std::printf("%s\n", line.c_str());
               std::fflush(stdout);

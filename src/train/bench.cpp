@@ -7,7 +7,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/buffer.hpp"
 #include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "net/network.hpp"
 #include "cuda/runtime.hpp"
 #include "train/trainer.hpp"
 
@@ -62,7 +66,43 @@ class TemporaryFolder {
   fs::path m_path;
 };
 
+// Random inputs and output gradients of the right sizes, so that every layer runs on real numbers.
+Buffer<float> random_device_buffer(std::size_t count, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<float> host(count);
+  for (float& value : host) value = float(2 * rng.uniform() - 1);
+  Buffer<float> buffer(Device::gpu, count);
+  buffer.copy_from_host(host.data());
+  return buffer;
+}
+
 }  // namespace
+
+void run_layer_benchmark(const TrainSettings& settings, int repetitions, const JsonLineSink& emit) {
+  if (resolve_device(settings.device) != Device::gpu)
+    throw UsageError("bench --layers times CUDA kernels: it needs a GPU");
+  const int n = settings.batch_size;
+  Network<float> network(settings.net_config(), Device::gpu, n);
+  network.initialise(settings.seed);
+  for (const auto& layer : network.layers()) {
+    const Buffer<float> x = random_device_buffer(layer->in().size() * n, 1);
+    const Buffer<float> dy = random_device_buffer(layer->out().size() * n, 2);
+    Buffer<float> y(Device::gpu, layer->out().size() * n), dx(Device::gpu, layer->in().size() * n);
+    const double forward = cuda::median_microseconds(repetitions, [&] {
+      layer->forward(x.data(), y.data(), n);
+    });
+    const double backward_input = cuda::median_microseconds(repetitions, [&] {
+      layer->backward_input(x.data(), y.data(), dy.data(), dx.data(), n);
+    });
+    const double backward_weights = cuda::median_microseconds(repetitions, [&] {
+      layer->backward_weights(x.data(), dy.data(), n);
+    });
+    emit(nlohmann::json{{"event", "layer"}, {"layer", layer->name()}, {"batch", n},
+                        {"forward_us", forward}, {"backward_input_us", backward_input},
+                        {"backward_weights_us", backward_weights}}
+             .dump());
+  }
+}
 
 void run_benchmark(const TrainSettings& base, const std::vector<std::uint64_t>& seeds,
                    const JsonLineSink& emit) {

@@ -19,4 +19,8 @@ using JsonLineSink = std::function<void(const std::string&)>;
 void run_benchmark(const TrainSettings& settings, const std::vector<std::uint64_t>& seeds,
                    const JsonLineSink& emit);
 
+// Per-layer GPU timing at the settings' batch size: forward, backward_input and backward_weights
+// of every layer, one JSON line each (median of `repetitions` runs timed with CUDA events).
+void run_layer_benchmark(const TrainSettings& settings, int repetitions, const JsonLineSink& emit);
+
 }  // namespace lenet5

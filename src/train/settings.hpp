@@ -1,4 +1,5 @@
-// Everything `lenet5 train` can be told, with the book's defaults. The CLI declares each field
+// Everything `lenet5 train` can be told. The defaults are configs/lenet5.toml's: the book's
+// network, trained with the settings measured to reach 99 % within 10 epochs. The CLI declares each field
 // once as an option (src/cli/train_options.cpp); configs/*.toml set the same names.
 #pragma once
 
@@ -22,7 +23,7 @@ struct TrainSettings {
   // optimisation
   int epochs = 10;
   int batch_size = 64;
-  double lr = 0.05;
+  double lr = 0.07;
   std::string schedule = "cosine";
   double lr_gamma = 0.1;
   double lr_step_epochs = 1;
@@ -31,7 +32,7 @@ struct TrainSettings {
   double one_cycle_start = 0.25;
   double momentum = 0.9;
   bool nesterov = false;
-  double weight_decay = 0;
+  double weight_decay = 5e-4;
   std::uint64_t seed = 1;
   // running
   std::string device = "auto";
