@@ -169,4 +169,128 @@ void fc_backward_weights(const CublasHandle& cublas, const FcShape& s, const flo
   CUDA_CHECK_LAUNCH();
 }
 
+// ---- fully connected, version 2 --------------------------------------------------------------
+
+namespace {
+
+constexpr int kDenseThreads = 256;
+constexpr int kMaxDenseBlocks = 1 << 16;
+
+int dense_blocks(std::size_t threads) {
+  return int(std::min<std::size_t>((threads + kDenseThreads - 1) / kDenseThreads, kMaxDenseBlocks));
+}
+
+// Sum over the 32 lanes of a warp by a butterfly: every lane adds the same pairs in the same tree
+// (a + b and b + a are equal in IEEE arithmetic), so every lane ends with the same, fixed total.
+__device__ __forceinline__ float warp_sum(float value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+// dL/dz of output element i: dL/dy, times f'(z) expressed through y when the activation is fused.
+__device__ __forceinline__ float dense_dz(FusedActivation activation, const float* dL_dy,
+                                          const float* y, std::size_t i) {
+  return activation.enabled ? dL_dy[i] * activation_slope(activation.kind, y[i]) : dL_dy[i];
+}
+
+}  // namespace
+
+// One warp per output y[n][o]: the lanes split the dot product x[n][:] . W[o][:] (both rows are
+// contiguous, so the loads coalesce), a butterfly adds the 32 partial sums, lane 0 adds the bias,
+// applies the activation and stores. C5: 7,680 warps of 400-term dot products at batch 64.
+__global__ void dense_forward_kernel2(FcShape s, const float* __restrict__ x,
+                                      const float* __restrict__ weight,
+                                      const float* __restrict__ bias, FusedActivation activation,
+                                      float* __restrict__ y) {
+  const int lane = threadIdx.x % 32;
+  const std::size_t outputs = std::size_t(s.n) * s.out;
+  const std::size_t warps = std::size_t(gridDim.x) * blockDim.x / 32;
+  for (std::size_t i = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; i < outputs;
+       i += warps) {  // the same trip count for every lane of a warp: the shuffles stay converged
+    const std::size_t n = i / s.out, o = i % s.out;
+    const float* x_row = x + n * s.in;
+    const float* w_row = weight + o * s.in;
+    float partial = 0.0f;
+    for (int k = lane; k < s.in; k += 32) partial += x_row[k] * w_row[k];
+    const float z = warp_sum(partial) + (bias ? bias[o] : 0.0f);
+    if (lane == 0) y[i] = activation.enabled ? activate(activation.kind, z) : z;
+  }
+}
+
+// One thread per dL/dx[n][i], summing over the outputs o in order; consecutive threads take
+// consecutive i, so the reads of W[o][i] coalesce and dL/dz[n][o] is one broadcast per warp.
+__global__ void dense_backward_input_kernel2(FcShape s, const float* __restrict__ dL_dy,
+                                             const float* __restrict__ y,
+                                             FusedActivation activation,
+                                             const float* __restrict__ weight,
+                                             float* __restrict__ dL_dx) {
+  const std::size_t count = std::size_t(s.n) * s.in;
+  for (std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < count;
+       j += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t n = j / s.in, i = j % s.in;
+    float acc = 0.0f;
+    for (int o = 0; o < s.out; ++o)
+      acc += dense_dz(activation, dL_dy, y, n * s.out + o) * weight[std::size_t(o) * s.in + i];
+    dL_dx[j] = acc;
+  }
+}
+
+// One thread per weight W[o][i], plus one per bias b[o] (the extra column i == in, an input that
+// is always 1), each summing over the batch in order n = 0, 1, ...: deterministic, no atomics.
+__global__ void dense_backward_weights_kernel2(FcShape s, const float* __restrict__ x,
+                                               const float* __restrict__ dL_dy,
+                                               const float* __restrict__ y,
+                                               FusedActivation activation,
+                                               float* __restrict__ dL_dweight,
+                                               float* __restrict__ dL_dbias) {
+  const int columns = s.in + 1;
+  const std::size_t count = std::size_t(s.out) * columns;
+  for (std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < count;
+       j += std::size_t(gridDim.x) * blockDim.x) {
+    const int o = int(j / columns), i = int(j % columns);
+    if (i == s.in && !dL_dbias) continue;
+    float acc = 0.0f;
+    for (int n = 0; n < s.n; ++n) {
+      const float dz = dense_dz(activation, dL_dy, y, std::size_t(n) * s.out + o);
+      acc += i < s.in ? dz * x[std::size_t(n) * s.in + i] : dz;
+    }
+    if (i < s.in)
+      dL_dweight[std::size_t(o) * s.in + i] = acc;
+    else
+      dL_dbias[o] = acc;
+  }
+}
+
+void dense_forward2(const FcShape& s, const float* x, const float* weight, const float* bias,
+                    FusedActivation activation, float* y, cudaStream_t stream) {
+  const std::size_t threads = std::size_t(s.n) * s.out * 32;
+  if (threads == 0) return;
+  dense_forward_kernel2<<<dense_blocks(threads), kDenseThreads, 0, stream>>>(s, x, weight, bias,
+                                                                             activation, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+void dense_backward_input2(const FcShape& s, const float* dL_dy, const float* y,
+                           FusedActivation activation, const float* weight, float* dL_dx,
+                           cudaStream_t stream) {
+  if (activation.enabled && !y) throw Error("internal: a fused activation needs the output y");
+  const std::size_t threads = std::size_t(s.n) * s.in;
+  if (threads == 0) return;
+  dense_backward_input_kernel2<<<dense_blocks(threads), kDenseThreads, 0, stream>>>(
+      s, dL_dy, y, activation, weight, dL_dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+void dense_backward_weights2(const FcShape& s, const float* x, const float* dL_dy, const float* y,
+                             FusedActivation activation, float* dL_dweight, float* dL_dbias,
+                             cudaStream_t stream) {
+  if (activation.enabled && !y) throw Error("internal: a fused activation needs the output y");
+  const std::size_t threads = std::size_t(s.out) * (s.in + 1);
+  if (threads == 0) return;
+  dense_backward_weights_kernel2<<<dense_blocks(threads), kDenseThreads, 0, stream>>>(
+      s, x, dL_dy, y, activation, dL_dweight, dL_dbias);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace lenet5::cuda

@@ -23,6 +23,8 @@
 
 #include "layers/reference_cpu.hpp"
 #include "core/buffer.hpp"
+#include "layers/activation_math.hpp"
+#include "layers/reference_cpu.hpp"
 #include "net/config.hpp"
 
 namespace lenet5::cuda {
@@ -73,5 +75,25 @@ void fc_backward_input(const CublasHandle& cublas, const FcShape& s, const float
 // null). Deterministic: cuBLAS SGEMM on one stream and a fixed-order bias reduction.
 void fc_backward_weights(const CublasHandle& cublas, const FcShape& s, const float* x,
                          const float* dL_dy, float* dL_dweight, float* dL_dbias);
+
+// ---- fully connected, version 2: small deterministic kernels with bias and activation fused ----
+// LeNet's products are tiny (batch 64: C5 64x400 by 400x120, F6 64x120 by 120x84, output 64x84 by
+// 84x10); a cuBLAS call costs more fixed latency than their arithmetic, and the bias and the
+// activation would each need a launch of their own. Every sum runs in a fixed order (no atomics):
+// results are bit-identical from run to run. C5 runs here too, as a dense layer over its 400
+// inputs (a 5x5 convolution of a 5x5 input). activation: see FusedActivation; with it disabled
+// these compute exactly what fc_forward / fc_backward_* compute.
+//
+// y (n, out) = f(x (n, in) W^T + b); bias may be null.
+void dense_forward2(const FcShape& s, const float* x, const float* weight, const float* bias,
+                    FusedActivation activation, float* y, cudaStream_t stream);
+// dL/dx (n, in) = dL/dz W, with dL/dz = dL/dy * f'(z) formed through the forward output y.
+void dense_backward_input2(const FcShape& s, const float* dL_dy, const float* y,
+                           FusedActivation activation, const float* weight, float* dL_dx,
+                           cudaStream_t stream);
+// dL/dW (out, in) = dL/dz^T x and dL/db (out) = column sums of dL/dz (may be null), over the batch.
+void dense_backward_weights2(const FcShape& s, const float* x, const float* dL_dy, const float* y,
+                             FusedActivation activation, float* dL_dweight, float* dL_dbias,
+                             cudaStream_t stream);
 
 }  // namespace lenet5::cuda

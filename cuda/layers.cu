@@ -1,5 +1,9 @@
 // GPU backend: Layer<float> objects around the CUDA launchers, one class per layer kind, the
-// same constructor arguments as the CPU classes of layers/cpu_layers.cpp. Every pointer is device
+// same constructor arguments as the CPU classes of layers/cpu_layers.cpp. Two kernel sets
+// (NetConfig::kernels): "book" runs one layer per operation with the version 1 kernels (the
+// chapter's direct convolution, cuBLAS for fully connected layers); "fast" runs the fused
+// topology (net/topology.hpp) with the activation inside s2, s4, c5 and f6 and the dense
+// version 2 kernels. Every pointer is device
 // memory (views into Network's flat parameter and gradient buffers); every launch goes on
 // cuda::kDefaultStream, the stream the engine and lenet5::Buffer's copies use too.
 #include "core/error.hpp"
@@ -32,7 +36,7 @@ class ConvolutionGpu final : public Layer<float> {
                       int n) override {
     cuda::conv_backward_input1(shape(n), dL_dy, m_weight, dL_dx, cuda::kDefaultStream);
   }
-  void backward_weights(const float* x, const float* dL_dy, int n) override {
+  void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
     cuda::conv_backward_weights1(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
                                  cuda::kDefaultStream);
   }
@@ -47,27 +51,31 @@ class ConvolutionGpu final : public Layer<float> {
 // S2 (N,6,28,28) -> (N,6,14,14), S4 (N,16,10,10) -> (N,16,5,5), with a per-map bias.
 class SubsamplingGpu final : public Layer<float> {
  public:
-  SubsamplingGpu(const LayerSpec& spec, Subsampling kind, float* bias, float* bias_grad)
+  SubsamplingGpu(const LayerSpec& spec, const NetConfig& config, float* bias, float* bias_grad)
       : Layer<float>(spec.name, spec.in, spec.out),
-        m_kind(kind),
+        m_kind(config.subsampling),
+        m_activation{spec.activate, config.activation},
         m_k(spec.kernel),
         m_bias(bias),
         m_bias_grad(bias_grad) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::subsample_forward(shape(n), m_kind, x, m_bias, y, cuda::kDefaultStream);
+    cuda::subsample_forward(shape(n), m_kind, x, m_bias, y, cuda::kDefaultStream, m_activation);
   }
-  void backward_input(const float* x, const float*, const float* dL_dy, float* dL_dx,
+  void backward_input(const float* x, const float* y, const float* dL_dy, float* dL_dx,
                       int n) override {
-    cuda::subsample_backward_input(shape(n), m_kind, x, dL_dy, dL_dx, cuda::kDefaultStream);
+    cuda::subsample_backward_input(shape(n), m_kind, x, dL_dy, dL_dx, cuda::kDefaultStream,
+                                   m_activation, y);
   }
-  void backward_weights(const float*, const float* dL_dy, int n) override {
-    cuda::subsample_backward_bias(shape(n), dL_dy, m_bias_grad, cuda::kDefaultStream);
+  void backward_weights(const float*, const float* y, const float* dL_dy, int n) override {
+    cuda::subsample_backward_bias(shape(n), dL_dy, m_bias_grad, cuda::kDefaultStream,
+                                  m_activation, y);
   }
 
  private:
   PoolShape shape(int n) const { return {n, in().c, in().h, in().w, m_k}; }
   Subsampling m_kind;
+  FusedActivation m_activation;  // the fast kernels' s2 and s4 apply the activation themselves
   int m_k;
   float *m_bias, *m_bias_grad;
 };
@@ -109,7 +117,7 @@ class FullyConnectedGpu final : public Layer<float> {
                       int n) override {
     cuda::fc_backward_input(m_cublas, shape(n), dL_dy, m_weight, dL_dx);
   }
-  void backward_weights(const float* x, const float* dL_dy, int n) override {
+  void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
     cuda::fc_backward_weights(m_cublas, shape(n), x, dL_dy, m_weight_grad, m_bias_grad);
   }
 
@@ -119,34 +127,56 @@ class FullyConnectedGpu final : public Layer<float> {
   float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
 };
 
-// C5 (N,16,5,5) -> (N,120,1,1): a 5x5 convolution whose input is 5x5 has a 1x1 output, so it is
-// exactly a fully connected layer over the C*K*K = 400 inputs of each sample, with the same
-// memory layout: x (N,16,5,5) is x (N,400), W (120,16,5,5) is W (120,400) and y (N,120,1,1) is
-// y (N,120), all row-major. cuBLAS computes the same sums as the direct kernel (in another
-// order); the direct kernel would run one thread per output with 400 serial multiply-adds, and
-// its weight gradient one block per weight for 48,000 weights.
-class ConvolutionAsGemmGpu final : public Layer<float> {
+// Fully connected version 2 (dense.cuh) with the activation fused in: F6 (N,120) -> (N,84),
+// output (N,84) -> (N,10), and C5 (N,16,5,5) -> (N,120,1,1), which is a dense layer: a 5x5
+// convolution of a 5x5 input has a 1x1 output, and x (N,16,5,5), W (120,16,5,5) and y (N,120,1,1)
+// are exactly x (N,400), W (120,400) and y (N,120) in memory.
+class DenseGpu final : public Layer<float> {
  public:
-  ConvolutionAsGemmGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
-                       float* bias_grad)
+  DenseGpu(const LayerSpec& spec, Activation activation, float* weight, float* weight_grad,
+           float* bias, float* bias_grad)
       : Layer<float>(spec.name, spec.in, spec.out),
-        m_fc(spec, weight, weight_grad, bias, bias_grad) {}
-  void forward(const float* x, float* y, int n) override { m_fc.forward(x, y, n); }
-  void backward_input(const float* x, const float* y, const float* dL_dy, float* dL_dx,
-                      int n) override {
-    m_fc.backward_input(x, y, dL_dy, dL_dx, n);
+        m_activation{spec.activate, activation},
+        m_weight(weight),
+        m_weight_grad(weight_grad),
+        m_bias(bias),
+        m_bias_grad(bias_grad) {}
+
+  void forward(const float* x, float* y, int n) override {
+    cuda::dense_forward2(shape(n), x, m_weight, m_bias, m_activation, y, cuda::kDefaultStream);
   }
-  void backward_weights(const float* x, const float* dL_dy, int n) override {
-    m_fc.backward_weights(x, dL_dy, n);
+  void backward_input(const float*, const float* y, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    cuda::dense_backward_input2(shape(n), dL_dy, y, m_activation, m_weight, dL_dx,
+                                cuda::kDefaultStream);
+  }
+  void backward_weights(const float* x, const float* y, const float* dL_dy, int n) override {
+    cuda::dense_backward_weights2(shape(n), x, dL_dy, y, m_activation, m_weight_grad, m_bias_grad,
+                                  cuda::kDefaultStream);
   }
 
  private:
-  FullyConnectedGpu m_fc;  // in().size() = 400 and out().size() = 120 are the GEMM's sizes
+  FcShape shape(int n) const { return {n, int(in().size()), int(out().size())}; }
+  FusedActivation m_activation;
+  float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
 };
 
 bool whole_input_convolution(const LayerSpec& spec) {
   return spec.kind == LayerKind::convolution && spec.in.h == spec.kernel &&
          spec.in.w == spec.kernel;
+}
+
+std::unique_ptr<Layer<float>> make_fast_layer(const LayerSpec& spec, const NetConfig& config,
+                                              float* weight, float* weight_grad, float* bias,
+                                              float* bias_grad, const float* c3_mask) {
+  if (spec.kind == LayerKind::fully_connected || (whole_input_convolution(spec) && !c3_mask))
+    return std::make_unique<DenseGpu>(spec, config.activation, weight, weight_grad, bias,
+                                      bias_grad);
+  if (spec.kind == LayerKind::convolution && !spec.activate)
+    return std::make_unique<ConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad, c3_mask);
+  if (spec.kind == LayerKind::subsampling)
+    return std::make_unique<SubsamplingGpu>(spec, config, bias, bias_grad);
+  throw Error("internal: no fast GPU layer for " + spec.name);
 }
 
 }  // namespace
@@ -158,13 +188,14 @@ bool gpu_layers_available() {
 std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetConfig& config,
                                              float* weight, float* weight_grad, float* bias,
                                              float* bias_grad, const float* c3_mask) {
+  if (config.kernels == GpuKernels::fast)
+    return make_fast_layer(spec, config, weight, weight_grad, bias, bias_grad, c3_mask);
+  if (spec.activate) throw Error("internal: the book's kernels run activations as layers");
   switch (spec.kind) {
     case LayerKind::convolution:
-      if (whole_input_convolution(spec) && !c3_mask)
-        return std::make_unique<ConvolutionAsGemmGpu>(spec, weight, weight_grad, bias, bias_grad);
       return std::make_unique<ConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad, c3_mask);
     case LayerKind::subsampling:
-      return std::make_unique<SubsamplingGpu>(spec, config.subsampling, bias, bias_grad);
+      return std::make_unique<SubsamplingGpu>(spec, config, bias, bias_grad);
     case LayerKind::activation:
       return std::make_unique<ActivationGpu>(spec, config.activation);
     case LayerKind::fully_connected:

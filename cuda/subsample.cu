@@ -13,6 +13,7 @@
 #include <cstddef>
 
 #include "cuda/check.hpp"
+#include "layers/activation_math.hpp"
 #include "cuda/subsample.cuh"
 
 namespace lenet5::cuda {
@@ -70,8 +71,16 @@ __device__ float block_sum(float value) {
 // by K*K: the CPU's order, so integer inputs give identical results) or the first maximum.
 // One thread per output element, 1-D grid-stride loop over i = ((n*C + c)*H_out + h)*W_out + w
 // (S2: N*1,176 threads).
+// dL/dz at output element i: dL/dy itself, or with a fused activation dL/dy * f'(z) through y.
+__device__ __forceinline__ float pre_activation_gradient(FusedActivation activation,
+                                                        const float* dL_dy, const float* y,
+                                                        std::size_t i) {
+  return activation.enabled ? dL_dy[i] * activation_slope(activation.kind, y[i]) : dL_dy[i];
+}
+
 __global__ void subsample_forward_kernel1(PoolDims d, Subsampling kind, const float* __restrict__ x,
-                                          const float* __restrict__ bias, float* __restrict__ y) {
+                                          const float* __restrict__ bias, float* __restrict__ y,
+                                          FusedActivation activation) {
   const std::size_t count = std::size_t(d.N) * d.C * d.H_out * d.W_out;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x) {
@@ -90,7 +99,8 @@ __global__ void subsample_forward_kernel1(PoolDims d, Subsampling kind, const fl
         for (int q = 0; q < d.K; ++q) sum += window[p * d.W + q];
       pooled = sum / float(d.K * d.K);
     }
-    y[i] = pooled + bias[c];
+    const float z = pooled + bias[c];
+    y[i] = activation.enabled ? activate(activation.kind, z) : z;
   }
 }
 
@@ -102,7 +112,9 @@ __global__ void subsample_forward_kernel1(PoolDims d, Subsampling kind, const fl
 __global__ void subsample_backward_input_kernel1(PoolDims d, Subsampling kind,
                                                  const float* __restrict__ x,
                                                  const float* __restrict__ dL_dy,
-                                                 float* __restrict__ dL_dx) {
+                                                 float* __restrict__ dL_dx,
+                                                 FusedActivation activation,
+                                                 const float* __restrict__ y) {
   const std::size_t count = std::size_t(d.N) * d.C * d.H * d.W;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x) {
@@ -112,7 +124,8 @@ __global__ void subsample_backward_input_kernel1(PoolDims d, Subsampling kind,
     const int h_out = h / d.K, w_out = w / d.K;
     float grad = 0.0f;
     if (h_out < d.H_out && w_out < d.W_out) {
-      const float dy = dL_dy[(map * d.H_out + h_out) * d.W_out + w_out];
+      const float dy =
+          pre_activation_gradient(activation, dL_dy, y, (map * d.H_out + h_out) * d.W_out + w_out);
       if (kind == Subsampling::max) {
         const float* window =
             x + (map * d.H + std::size_t(d.K) * h_out) * d.W + std::size_t(d.K) * w_out;
@@ -132,14 +145,17 @@ __global__ void subsample_backward_input_kernel1(PoolDims d, Subsampling kind,
 // N*H_out*W_out terms (term j = n*H_out*W_out + (h*W_out + w)), then block_sum adds the partial
 // sums in a fixed tree: bit-identical from run to run. Overwrites.
 __global__ void subsample_backward_bias_kernel1(PoolDims d, const float* __restrict__ dL_dy,
-                                                float* __restrict__ dL_dbias) {
+                                                float* __restrict__ dL_dbias,
+                                                FusedActivation activation,
+                                                const float* __restrict__ y) {
   const int c = blockIdx.x;
   const int per_map = d.H_out * d.W_out;
   const int n_terms = d.N * per_map;
   float acc = 0.0f;
   for (int j = threadIdx.x; j < n_terms; j += kReduceThreads) {
     const int n = j / per_map;
-    acc += dL_dy[(std::size_t(n) * d.C + c) * per_map + j % per_map];
+    acc += pre_activation_gradient(activation, dL_dy, y,
+                                   (std::size_t(n) * d.C + c) * per_map + j % per_map);
   }
   const float sum = block_sum(acc);
   if (threadIdx.x == 0) dL_dbias[c] = sum;
@@ -150,29 +166,34 @@ __global__ void subsample_backward_bias_kernel1(PoolDims d, const float* __restr
 // ---- launchers ----------------------------------------------------------------------------------
 
 void subsample_forward(const PoolShape& s, Subsampling kind, const float* x, const float* bias,
-                       float* y, cudaStream_t stream) {
+                       float* y, cudaStream_t stream, FusedActivation activation) {
   const PoolDims d = dims_of(s);
   const std::size_t count = std::size_t(d.N) * d.C * d.H_out * d.W_out;
   if (count == 0) return;
-  subsample_forward_kernel1<<<blocks_for(count), kThreads, 0, stream>>>(d, kind, x, bias, y);
+  subsample_forward_kernel1<<<blocks_for(count), kThreads, 0, stream>>>(d, kind, x, bias, y,
+                                                                       activation);
   CUDA_CHECK_LAUNCH();
 }
 
 void subsample_backward_input(const PoolShape& s, Subsampling kind, const float* x,
-                              const float* dL_dy, float* dL_dx, cudaStream_t stream) {
+                              const float* dL_dy, float* dL_dx, cudaStream_t stream,
+                              FusedActivation activation, const float* y) {
+  if (activation.enabled && !y) throw Error("internal: a fused activation needs the output y");
   const PoolDims d = dims_of(s);
   const std::size_t count = std::size_t(d.N) * d.C * d.H * d.W;
   if (count == 0) return;
   subsample_backward_input_kernel1<<<blocks_for(count), kThreads, 0, stream>>>(d, kind, x, dL_dy,
-                                                                               dL_dx);
+                                                                               dL_dx, activation, y);
   CUDA_CHECK_LAUNCH();
 }
 
 void subsample_backward_bias(const PoolShape& s, const float* dL_dy, float* dL_dbias,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, FusedActivation activation, const float* y) {
+  if (activation.enabled && !y) throw Error("internal: a fused activation needs the output y");
   const PoolDims d = dims_of(s);
   if (d.C <= 0) return;
-  subsample_backward_bias_kernel1<<<d.C, kReduceThreads, 0, stream>>>(d, dL_dy, dL_dbias);
+  subsample_backward_bias_kernel1<<<d.C, kReduceThreads, 0, stream>>>(d, dL_dy, dL_dbias,
+                                                                     activation, y);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -22,6 +22,9 @@ void bind_train_settings(CLI::App& cmd, TrainSettings& s) {
   cmd.add_option("--subsampling", s.subsampling, joined(subsampling_names()))->group("Network");
   cmd.add_option("--c3-table", s.c3_table, "C3 connectivity: full (the book) or lecun (LeCun 1998)")
       ->group("Network");
+  cmd.add_option("--kernels", s.kernels,
+                 "GPU kernels: book (the chapter's kernels, one layer at a time) or fast (fused)")
+      ->group("Network");
   cmd.add_option("--epochs", s.epochs, "passes over the training set");
   cmd.add_option("--batch-size", s.batch_size, "images per SGD step");
   cmd.add_option("--lr", s.lr, "learning rate (peak rate for one-cycle)");

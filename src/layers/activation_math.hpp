@@ -15,6 +15,13 @@
 
 namespace lenet5 {
 
+// A layer's own output activation, fused into its kernels (the GPU's fast path): forward writes
+// f(z); the backward passes get dL/df and the output y and form dL/dz = dL/df * f'(z) through y.
+struct FusedActivation {
+  bool enabled = false;
+  Activation kind = Activation::tanh;
+};
+
 // LeCun's scaled tanh, f(x) = A tanh(S x), chosen so that f(1) = 1 and f(-1) = -1.
 constexpr double kScaledTanhA = 1.7159;
 constexpr double kScaledTanhS = 2.0 / 3.0;

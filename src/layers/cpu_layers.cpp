@@ -20,7 +20,7 @@ class ConvolutionCpu final : public Layer<T> {
   void backward_input(const T*, const T*, const T* dL_dy, T* dL_dx, int n) override {
     conv_backward_input_cpu(shape(n), dL_dy, m_weight, dL_dx);
   }
-  void backward_weights(const T* x, const T* dL_dy, int n) override {
+  void backward_weights(const T* x, const T*, const T* dL_dy, int n) override {
     const ConvShape s = shape(n);
     conv_backward_weights_cpu(s, x, dL_dy, m_weight_grad, m_bias_grad);
     if (m_mask)
@@ -49,7 +49,7 @@ class SubsamplingCpu final : public Layer<T> {
   void backward_input(const T* x, const T*, const T* dL_dy, T* dL_dx, int n) override {
     subsample_backward_input_cpu(shape(n), m_kind, x, dL_dy, dL_dx);
   }
-  void backward_weights(const T*, const T* dL_dy, int n) override {
+  void backward_weights(const T*, const T*, const T* dL_dy, int n) override {
     subsample_backward_bias_cpu(shape(n), dL_dy, m_bias_grad);
   }
 
@@ -90,7 +90,7 @@ class FullyConnectedCpu final : public Layer<T> {
   void backward_input(const T*, const T*, const T* dL_dy, T* dL_dx, int n) override {
     fc_backward_input_cpu(shape(n), dL_dy, m_weight, dL_dx);
   }
-  void backward_weights(const T* x, const T* dL_dy, int n) override {
+  void backward_weights(const T* x, const T*, const T* dL_dy, int n) override {
     fc_backward_weights_cpu(shape(n), x, dL_dy, m_weight_grad, m_bias_grad);
   }
 
@@ -105,6 +105,9 @@ template <class T>
 std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig& config,
                                          T* weight, T* weight_grad, T* bias, T* bias_grad,
                                          const float* c3_mask) {
+  if (spec.activate)
+    throw Error("internal: the CPU reference runs activations as layers of their own (" +
+                spec.name + ")");
   switch (spec.kind) {
     case LayerKind::convolution:
       return std::make_unique<ConvolutionCpu<T>>(spec, weight, weight_grad, bias, bias_grad,

@@ -26,7 +26,10 @@ class Layer {
   // dL/dx from dL/dy; x and y are this layer's forward input and output. Overwrites dL_dx.
   virtual void backward_input(const T* x, const T* y, const T* dL_dy, T* dL_dx, int n) = 0;
   // This layer's slices of the flat gradient buffer, summed over the batch. Overwrites them.
-  virtual void backward_weights(const T* x, const T* dL_dy, int n) { (void)x, (void)dL_dy, (void)n; }
+  // y is the forward output (a layer with a fused activation needs it for f'(z)).
+  virtual void backward_weights(const T* x, const T* y, const T* dL_dy, int n) {
+    (void)x, (void)y, (void)dL_dy, (void)n;
+  }
 
   const std::string& name() const { return m_name; }
   Dims in() const { return m_in; }

@@ -32,6 +32,17 @@ const std::vector<std::string>& c3_table_names() {
   return names;
 }
 
+const std::vector<std::string>& gpu_kernels_names() {
+  static const std::vector<std::string> names{"book", "fast"};
+  return names;
+}
+
+const char* to_string(GpuKernels value) { return gpu_kernels_names()[int(value)].c_str(); }
+
+GpuKernels parse_gpu_kernels(const std::string& name) {
+  return parse_named<GpuKernels>(name, gpu_kernels_names(), "kernel set");
+}
+
 const char* to_string(Activation value) { return activation_names()[int(value)].c_str(); }
 const char* to_string(Subsampling value) { return subsampling_names()[int(value)].c_str(); }
 const char* to_string(C3Table value) { return c3_table_names()[int(value)].c_str(); }

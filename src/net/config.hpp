@@ -11,23 +11,33 @@ enum class Activation { tanh, sigmoid, scaled_tanh, relu };
 enum class Subsampling { average, max };
 enum class C3Table { full, lecun };
 
+// Which GPU kernels compute the network (the function is the same; the CPU always runs the
+// sequential reference): "book" runs every layer on its own, with the chapter's direct
+// convolution kernel (Fig 16.12) and cuBLAS for the fully connected layers; "fast" fuses each
+// activation into the layer before it and uses the faster convolution and dense kernels.
+enum class GpuKernels { book, fast };
+
 struct NetConfig {
   Activation activation = Activation::tanh;
   Subsampling subsampling = Subsampling::average;
   C3Table c3_table = C3Table::full;
+  GpuKernels kernels = GpuKernels::fast;  // not part of a checkpoint: it does not change weights' meaning
 };
 
 const char* to_string(Activation value);
 const char* to_string(Subsampling value);
 const char* to_string(C3Table value);
+const char* to_string(GpuKernels value);
 // Each throws UsageError listing the accepted names.
 Activation parse_activation(const std::string& name);
 Subsampling parse_subsampling(const std::string& name);
 C3Table parse_c3_table(const std::string& name);
+GpuKernels parse_gpu_kernels(const std::string& name);
 
 const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
 const std::vector<std::string>& subsampling_names();  // "average", "max"
 const std::vector<std::string>& c3_table_names();     // "full", "lecun"
+const std::vector<std::string>& gpu_kernels_names();  // "book", "fast"
 
 // LeCun et al. 1998, Table I: which of S2's 6 maps feed each of C3's 16 maps.
 bool lecun_c3_connected(int output_map, int input_map);

@@ -48,7 +48,10 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
   m_c3_mask.copy_from_host(mask.data());
   m_activations.emplace_back();  // the input is not copied: forward() keeps a pointer to it
   m_activation_grads.emplace_back();
-  for (const LayerSpec& spec : lenet5_topology()) {
+  // The CPU always runs the reference form, one layer per operation; the GPU's fast kernels run
+  // the fused form (same function, activations computed inside the layers before them).
+  const bool fused = device == Device::gpu && config.kernels == GpuKernels::fast;
+  for (const LayerSpec& spec : fused ? fused_topology(lenet5_topology()) : lenet5_topology()) {
     m_layers.push_back(make_layer<T>(device, spec, config, m_layout, m_params.data(),
                                      m_grads.data(), m_c3_mask.data()));
     m_activations.emplace_back(device, spec.out.size() * max_batch);
@@ -81,7 +84,7 @@ void Network<T>::backward(const T* dL_dlogits, int n) {
   const T* dL_dy = dL_dlogits;
   for (std::size_t i = m_layers.size(); i-- > 0;) {
     const T* x = i == 0 ? m_input : m_activations[i].data();
-    m_layers[i]->backward_weights(x, dL_dy, n);
+    m_layers[i]->backward_weights(x, m_activations[i + 1].data(), dL_dy, n);
     if (i == 0) break;  // nobody needs the gradient with respect to the image
     m_layers[i]->backward_input(x, m_activations[i + 1].data(), dL_dy,
                                 m_activation_grads[i].data(), n);

@@ -21,4 +21,16 @@ const std::vector<LayerSpec>& lenet5_topology() {
   return layers;
 }
 
+std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers) {
+  std::vector<LayerSpec> fused;
+  for (const LayerSpec& layer : layers) {
+    if (layer.kind == LayerKind::activation && !fused.empty() && !fused.back().activate) {
+      fused.back().activate = true;
+      continue;
+    }
+    fused.push_back(layer);
+  }
+  return fused;
+}
+
 }  // namespace lenet5

@@ -22,11 +22,15 @@ struct LayerSpec {
   int kernel = 0;      // convolution filter size or subsampling window
   std::string weight;  // parameter tensor names, empty when the layer has none
   std::string bias;
+  bool activate = false;  // applies the network's activation to its own output (fused form)
 };
 
 constexpr int kInputSide = 32;   // MNIST's 28x28 padded by 2 on each side
 constexpr int kClasses = 10;
 
 const std::vector<LayerSpec>& lenet5_topology();
+// The same network with every activation layer folded into the layer before it (activate = true):
+// s2, s4, c5 and f6 then write f(z) themselves. Same function, six fewer layers.
+std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers);
 
 }  // namespace lenet5

@@ -95,7 +95,7 @@ void run_layer_benchmark(const TrainSettings& settings, int repetitions, const J
       layer->backward_input(x.data(), y.data(), dy.data(), dx.data(), n);
     });
     const double backward_weights = cuda::median_microseconds(repetitions, [&] {
-      layer->backward_weights(x.data(), dy.data(), n);
+      layer->backward_weights(x.data(), y.data(), dy.data(), n);
     });
     emit(nlohmann::json{{"event", "layer"}, {"layer", layer->name()}, {"batch", n},
                         {"forward_us", forward}, {"backward_input_us", backward_input},

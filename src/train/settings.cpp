@@ -9,6 +9,7 @@ NetConfig TrainSettings::net_config() const {
   config.activation = parse_activation(activation);
   config.subsampling = parse_subsampling(subsampling);
   config.c3_table = parse_c3_table(c3_table);
+  config.kernels = parse_gpu_kernels(kernels);
   return config;
 }
 

@@ -20,6 +20,7 @@ struct TrainSettings {
   std::string activation = "tanh";
   std::string subsampling = "average";
   std::string c3_table = "full";
+  std::string kernels = "fast";  // GPU kernel set: book | fast (same function)
   // optimisation
   int epochs = 10;
   int batch_size = 64;
