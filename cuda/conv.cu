@@ -9,8 +9,11 @@
 //
 // Version 1 of each direction is the plain one: one thread (forward, input gradient) or one block
 // (weight gradient) per output element, every sum in a fixed order, no atomics, so every result is
-// bit-identical from run to run. The CPU references are conv_*_cpu in layers/conv_cpu.cpp;
-// tests/gpu/test_conv_kernels.cpp checks these kernels against them (exactly on small integers).
+// bit-identical from run to run. Version 5 ("staged") copies one sample's operands into shared
+// memory and computes from there; its weight gradient takes two deterministic launches
+// (per-sample partial sums into a caller-owned scratch, then a sum over the batch in order n).
+// The CPU references are conv_*_cpu in layers/conv_cpu.cpp; tests/gpu/test_conv_kernels.cpp
+// checks every version against them (exactly on small integers).
 #include <algorithm>
 #include <cstddef>
 
@@ -166,6 +169,224 @@ __global__ void conv_backward_weights_kernel1(ConvDims d, const float* __restric
   }
 }
 
+// ==== version 5, "staged": one block per sample (and map group or channel), operands in shared ===
+//
+// At LeNet's sizes a whole sample fits in shared memory (C1's x[n] is 4 KiB, C3's 4.6 KiB), and
+// every element of it is used by K*K*M outputs (C3: 400) which version 1 reads from global
+// memory each time. Version 5 copies the operands of one sample into shared memory with coalesced
+// loads, synchronises once, and computes from there. Each launcher falls back to version 1 where
+// the staged operands would exceed kMaxShared5 (48 KiB, the limit without an opt-in attribute),
+// which no LeNet layer does. Every thread runs the staging loop and reaches the barrier: nothing
+// returns early. Blocks have kThreads threads; the loops stride by blockDim.x.
+
+constexpr std::size_t kMaxShared5 = 48 * 1024;  // bytes of dynamic shared memory per block
+constexpr int kMaxFilter5 = 7;  // weight gradient: K = 1..7 instantiated, larger K -> version 1
+
+// Row stride of a padded shared-memory tile: odd, so that 32 threads reading the same column of
+// 32 consecutive rows hit 32 different banks (C1's 32-wide rows would all fall on one bank).
+constexpr int odd_stride5(int width) {
+  return width | 1;
+}
+
+// ---- version 5: forward -------------------------------------------------------------------------
+
+// Y[n,m,h,w] = bias[m] + sum_c sum_p sum_q X[n,c,h+p,w+q] * W[m,c,p,q], as version 1.
+// Grid (N, ceil(M / maps_per_block)); block (n, g) handles maps m0 .. m0 + maps - 1 with
+// m0 = g*maps_per_block and maps = min(maps_per_block, M - m0) (the last group may be short).
+// Shared memory:  xs = x[n]                    (C, H, W)        C1: 1,024 floats  C3: 1,176
+//                 ws = weight[m0 .. m0+maps)   (maps, C, K, K)  C1: 1*25          C3: 2*150
+// Thread t then computes the outputs i = t, t + blockDim.x, ... of the block's maps*H_out*W_out,
+// i = (mm*H_out + h)*W_out + w for map m0 + mm (C1: 784, C3: 2*100).
+// Deterministic: each output has one owner thread, and its sum runs bias[m] (or 0), then c, p, q,
+// the CPU reference's order.
+__global__ void conv_forward_kernel5(ConvDims d, int maps_per_block, const float* __restrict__ x,
+                                     const float* __restrict__ weight,
+                                     const float* __restrict__ bias, float* __restrict__ y) {
+  extern __shared__ float shared5[];
+  const int n = blockIdx.x;
+  const int m0 = int(blockIdx.y) * maps_per_block;
+  const int maps = std::min(maps_per_block, d.M - m0);
+  const int x_floats = d.C * d.H * d.W;
+  const int taps = d.C * d.K * d.K;  // weights per output map
+  float* xs = shared5;
+  float* ws = shared5 + x_floats;
+
+  const float* x_n = x + std::size_t(n) * x_floats;
+  for (int i = threadIdx.x; i < x_floats; i += blockDim.x) xs[i] = x_n[i];
+  const float* weight_m0 = weight + std::size_t(m0) * taps;  // maps m0.. are contiguous
+  for (int i = threadIdx.x; i < maps * taps; i += blockDim.x) ws[i] = weight_m0[i];
+  __syncthreads();
+
+  const int per_map = d.H_out * d.W_out;
+  for (int i = threadIdx.x; i < maps * per_map; i += blockDim.x) {
+    const int mm = i / per_map;
+    const int h = i % per_map / d.W_out;
+    const int w = i % d.W_out;
+    float acc = bias ? bias[m0 + mm] : 0.0f;
+    for (int c = 0; c < d.C; ++c) {
+      const float* x_c = xs + (c * d.H + h) * d.W + w;  // X[n,c,h,w]
+      const float* w_c = ws + (mm * d.C + c) * d.K * d.K;
+      for (int p = 0; p < d.K; ++p)
+        for (int q = 0; q < d.K; ++q) acc += x_c[p * d.W + q] * w_c[p * d.K + q];
+    }
+    y[y_index(d, n, m0 + mm, h, w)] = acc;
+  }
+}
+
+// ---- version 5: input gradient ------------------------------------------------------------------
+
+// dL/dX[n,c,h,w] = sum_m sum_p sum_q dL/dY[n,m,h-p,w-q] * W[m,c,p,q] over 0 <= h-p < H_out,
+// 0 <= w-q < W_out: version 1's gather form. Grid (N, C); block (n, c) stages
+//   dys = dL_dy[n]      (M, H_out, W_out)   C1: 4,704 floats  C3: 1,600
+//   ws  = W[:, c]       (M, K, K)           C1: 150           C3: 400
+// and thread t computes the elements i = t, t + blockDim.x, ... of dL/dX[n,c] (H, W),
+// i = h*W + w (C1: 1,024, C3: 196). The p and q loops run over the valid range only,
+// p in [max(0, h-H_out+1), min(K-1, h)] (q likewise): exactly the terms version 1 keeps, in its
+// order. Deterministic: one owner thread per element, fixed order m, p, q. Overwrites dL/dX.
+__global__ void conv_backward_input_kernel5(ConvDims d, const float* __restrict__ dL_dy,
+                                            const float* __restrict__ weight,
+                                            float* __restrict__ dL_dx) {
+  extern __shared__ float shared5[];
+  const int n = blockIdx.x;
+  const int c = blockIdx.y;
+  const int KK = d.K * d.K;
+  const int dy_floats = d.M * d.H_out * d.W_out;
+  float* dys = shared5;
+  float* ws = shared5 + dy_floats;
+
+  const float* dy_n = dL_dy + std::size_t(n) * dy_floats;
+  for (int i = threadIdx.x; i < dy_floats; i += blockDim.x) dys[i] = dy_n[i];
+  for (int i = threadIdx.x; i < d.M * KK; i += blockDim.x)  // i = m*K*K + p*K + q
+    ws[i] = weight[(std::size_t(i / KK) * d.C + c) * KK + i % KK];
+  __syncthreads();
+
+  for (int i = threadIdx.x; i < d.H * d.W; i += blockDim.x) {
+    const int h = i / d.W;
+    const int w = i % d.W;
+    const int p_lo = std::max(0, h - d.H_out + 1), p_hi = std::min(d.K - 1, h);
+    const int q_lo = std::max(0, w - d.W_out + 1), q_hi = std::min(d.K - 1, w);
+    float acc = 0.0f;
+    for (int m = 0; m < d.M; ++m)
+      for (int p = p_lo; p <= p_hi; ++p) {
+        const int dy_row = (m * d.H_out + h - p) * d.W_out;  // dL/dY[n,m,h-p,:]
+        const int w_row = (m * d.K + p) * d.K;               // W[m,c,p,:]
+        for (int q = q_lo; q <= q_hi; ++q) acc += dys[dy_row + w - q] * ws[w_row + q];
+      }
+    dL_dx[x_index(d, n, c, h, w)] = acc;
+  }
+}
+
+// ---- version 5: weight and bias gradients, phase 1 (per-sample partial sums) --------------------
+
+// partial_weight[n,m,c,p,q] = sum_h sum_w X[n,c,h+p,w+q] * dL/dY[n,m,h,w]   (N, M, C, K, K)
+// partial_bias[n,m]         = sum_h sum_w dL/dY[n,m,h,w]                     (N, M), if not null
+// Grid (N, M): block (n, m) loops over all c, so that C3 launches 64*16 = 1,024 blocks of
+// 150 weights each rather than 6,144 blocks of 25 (and C1, with C = 1, 384 blocks). It stages
+//   xs  = x[n]             (C, H, W), rows padded to odd_stride5(W)      C1: 32*33  C3: 84*15
+//   dys = dL_dy[n,m]       (H_out, W_out), rows padded to odd_stride5(W_out)  C1: 28*29  C3: 10*11
+// One work unit is one row of terms: unit u = (c*K + p)*H_out + h (C1: 140, C3: 300) sums, for
+// q = 0..K-1, the W_out terms X[n,c,h+p,w+q] * dL/dY[n,m,h,w] over w = 0..W_out-1 in order,
+// keeping the K values X[n,c,h+p,w..w+K-1] in registers (a window that slides by one each step):
+// two shared loads per K multiply-adds. When the bias is asked for, H_out more units (u - C*K*H_out
+// = h) sum dL/dY[n,m,h,:]. Unit results go to rows (H_out, C*K*K + 1) in shared memory (column
+// C*K*K for the bias; C1: 28*26 floats, C3: 10*151); after a barrier, thread j adds column j over
+// h = 0..H_out-1 in order and writes it to the scratch. Deterministic: every sum has a fixed owner
+// and order (w, then h), whatever the thread count. K is a template parameter so that the window
+// and the K accumulators live in registers.
+template <int K>
+__global__ void conv_backward_weights_kernel5(ConvDims d, const float* __restrict__ x,
+                                              const float* __restrict__ dL_dy,
+                                              float* __restrict__ partial_weight,
+                                              float* __restrict__ partial_bias) {
+  extern __shared__ float shared5[];
+  const int n = blockIdx.x;
+  const int m = blockIdx.y;
+  const int x_stride = odd_stride5(d.W), dy_stride = odd_stride5(d.W_out);
+  const int taps = d.C * K * K;  // weights of map m
+  const int row_width = taps + 1;
+  float* xs = shared5;                      // (C*H, x_stride)
+  float* dys = xs + d.C * d.H * x_stride;   // (H_out, dy_stride)
+  float* rows = dys + d.H_out * dy_stride;  // (H_out, row_width)
+
+  const float* x_n = x + std::size_t(n) * d.C * d.H * d.W;
+  for (int i = threadIdx.x; i < d.C * d.H * d.W; i += blockDim.x)
+    xs[i / d.W * x_stride + i % d.W] = x_n[i];
+  const float* dy_nm = dL_dy + (std::size_t(n) * d.M + m) * d.H_out * d.W_out;
+  for (int i = threadIdx.x; i < d.H_out * d.W_out; i += blockDim.x)
+    dys[i / d.W_out * dy_stride + i % d.W_out] = dy_nm[i];
+  __syncthreads();
+
+  const int weight_units = d.C * K * d.H_out;
+  const int units = weight_units + (partial_bias ? d.H_out : 0);
+  for (int u = threadIdx.x; u < units; u += blockDim.x) {
+    if (u < weight_units) {
+      const int h = u % d.H_out;
+      const int cp = u / d.H_out;                                        // c*K + p
+      const float* x_row = xs + (cp / K * d.H + h + cp % K) * x_stride;  // X[n,c,h+p,:]
+      const float* dy_row = dys + h * dy_stride;
+      float acc[K], window[K];
+#pragma unroll
+      for (int q = 0; q < K; ++q) acc[q] = 0.0f;
+#pragma unroll
+      for (int q = 0; q + 1 < K; ++q) window[q] = x_row[q];
+      for (int w = 0; w < d.W_out; ++w) {
+        window[K - 1] = x_row[w + K - 1];  // window[q] = X[n,c,h+p,w+q]
+        const float g = dy_row[w];
+#pragma unroll
+        for (int q = 0; q < K; ++q) acc[q] += window[q] * g;
+#pragma unroll
+        for (int q = 0; q + 1 < K; ++q) window[q] = window[q + 1];
+      }
+#pragma unroll
+      for (int q = 0; q < K; ++q) rows[h * row_width + cp * K + q] = acc[q];
+    } else {
+      const int h = u - weight_units;
+      float acc = 0.0f;
+      for (int w = 0; w < d.W_out; ++w) acc += dys[h * dy_stride + w];
+      rows[h * row_width + taps] = acc;
+    }
+  }
+  __syncthreads();
+
+  const int sums = taps + (partial_bias ? 1 : 0);
+  for (int j = threadIdx.x; j < sums; j += blockDim.x) {
+    float acc = 0.0f;
+    for (int h = 0; h < d.H_out; ++h) acc += rows[h * row_width + j];
+    if (j < taps)
+      partial_weight[(std::size_t(n) * d.M + m) * taps + j] = acc;
+    else
+      partial_bias[std::size_t(n) * d.M + m] = acc;
+  }
+}
+
+// ---- version 5: weight and bias gradients, phase 2 (sum over the batch) -------------------------
+
+// dL/dW[i] = mask[i] * sum_{n=0..N-1} partial_weight[n, i]   for i < n_weights = M*C*K*K,
+// dL/dbias[m] = sum_{n=0..N-1} partial_bias[n, m]             for i = n_weights + m (if asked).
+// One thread per output, grid-stride (C1: 150 + 6 threads, C3: 2,400 + 16); neighbouring threads
+// read neighbouring partials (coalesced). Deterministic: one owner thread per output, n in order
+// (the unrolling only lets the loads overlap; the additions stay in sequence). Overwrites both.
+__global__ void conv_backward_weights_reduce_kernel5(int N, int n_weights, int n_bias,
+                                                     const float* __restrict__ partial_weight,
+                                                     const float* __restrict__ partial_bias,
+                                                     const float* __restrict__ mask,
+                                                     float* __restrict__ dL_dweight,
+                                                     float* __restrict__ dL_dbias) {
+  const int count = n_weights + n_bias;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+    const bool is_weight = i < n_weights;
+    const float* partial = is_weight ? partial_weight + i : partial_bias + (i - n_weights);
+    const std::size_t stride = is_weight ? n_weights : n_bias;
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int n = 0; n < N; ++n) acc += partial[n * stride];
+    if (is_weight)
+      dL_dweight[i] = mask ? acc * mask[i] : acc;
+    else
+      dL_dbias[i - n_weights] = acc;
+  }
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------------------------
@@ -202,6 +423,95 @@ void conv_backward_weights1(const ConvShape& s, const float* x, const float* dL_
   // With N = 0 every block sums nothing and writes 0, as the CPU reference does.
   conv_backward_weights_kernel1<<<n_blocks, kReduceThreads, 0, stream>>>(d, x, dL_dy, dL_dweight,
                                                                          dL_dbias, mask);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Version 5 launchers: each computes its shared-memory size from the shape and falls back to
+// version 1 where the staged operands would not fit in kMaxShared5 (no LeNet layer at any batch).
+
+void conv_forward5(const ConvShape& s, const float* x, const float* weight, const float* bias,
+                   float* y, cudaStream_t stream) {
+  const ConvDims d = dims_of(s);
+  if (d.N <= 0 || d.M <= 0 || d.H_out <= 0 || d.W_out <= 0) return;  // nothing to write
+  const std::size_t x_floats = std::size_t(d.C) * d.H * d.W;
+  const std::size_t taps = std::size_t(d.C) * d.K * d.K;
+  const std::size_t max_floats = kMaxShared5 / sizeof(float);
+  if (taps == 0 || x_floats + taps > max_floats)  // C = 0, or not one map's filters beside x[n]
+    return conv_forward1(s, x, weight, bias, y, stream);
+  // About kThreads outputs per block: C1 (784 per map) 1 map -> N*6 blocks (384 at N = 64);
+  // C3 (100 per map) 2 maps -> N*8 blocks (512); C5 (1 per map) as many maps as fit beside x[n]
+  // in shared memory, 29 -> N*5 blocks.
+  const int per_map = d.H_out * d.W_out;
+  const int by_threads = std::clamp(kThreads / per_map, 1, d.M);
+  const int maps_per_block = int(std::min<std::size_t>(by_threads, (max_floats - x_floats) / taps));
+  const int groups = (d.M + maps_per_block - 1) / maps_per_block;
+  const std::size_t shared = (x_floats + maps_per_block * taps) * sizeof(float);
+  // C1: 4,196 bytes, C3: 5,904, C5: 48,000.
+  conv_forward_kernel5<<<dim3(unsigned(d.N), unsigned(groups)), kThreads, shared, stream>>>(
+      d, maps_per_block, x, weight, bias, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+void conv_backward_input5(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
+                          cudaStream_t stream) {
+  const ConvDims d = dims_of(s);
+  if (d.N <= 0 || d.C <= 0 || d.H <= 0 || d.W <= 0) return;  // nothing to write
+  const std::size_t shared =
+      (std::size_t(d.M) * d.H_out * d.W_out + std::size_t(d.M) * d.K * d.K) * sizeof(float);
+  // Degenerate shapes (no output, so dL/dX = 0) and shapes that do not fit take version 1.
+  // C1: 19,416 bytes, C3: 8,000, C5: 12,480.
+  if (d.M <= 0 || d.H_out <= 0 || d.W_out <= 0 || shared > kMaxShared5)
+    return conv_backward_input1(s, dL_dy, weight, dL_dx, stream);
+  conv_backward_input_kernel5<<<dim3(unsigned(d.N), unsigned(d.C)), kThreads, shared, stream>>>(
+      d, dL_dy, weight, dL_dx);
+  CUDA_CHECK_LAUNCH();
+}
+
+std::size_t conv_backward_weights5_scratch_floats(const ConvShape& s) {
+  if (s.n <= 0 || s.m <= 0) return 0;
+  return std::size_t(s.n) * s.m * (std::size_t(s.c) * s.k * s.k + 1);
+}
+
+void conv_backward_weights5(const ConvShape& s, const float* x, const float* dL_dy,
+                            float* dL_dweight, float* dL_dbias, const float* mask, float* scratch,
+                            cudaStream_t stream) {
+  using Phase1 = void (*)(ConvDims, const float*, const float*, float*, float*);
+  static const Phase1 phase1_for_k[kMaxFilter5 + 1] = {
+      nullptr,
+      conv_backward_weights_kernel5<1>,
+      conv_backward_weights_kernel5<2>,
+      conv_backward_weights_kernel5<3>,
+      conv_backward_weights_kernel5<4>,
+      conv_backward_weights_kernel5<5>,
+      conv_backward_weights_kernel5<6>,
+      conv_backward_weights_kernel5<7>,
+  };
+  const ConvDims d = dims_of(s);
+  const int n_weights = d.M * d.C * d.K * d.K;
+  const int n_bias = dL_dbias ? d.M : 0;
+  if (n_weights + n_bias <= 0) return;
+  const bool has_terms = d.N > 0 && d.H_out > 0 && d.W_out > 0;
+  const std::size_t shared =
+      (std::size_t(d.C) * d.H * odd_stride5(d.W) + std::size_t(d.H_out) * odd_stride5(d.W_out) +
+       std::size_t(d.H_out) * (std::size_t(d.C) * d.K * d.K + 1)) *
+      sizeof(float);
+  // C1: 10,384 bytes, C3: 11,520, C5: 3,208.
+  if (has_terms && (d.K < 1 || d.K > kMaxFilter5 || shared > kMaxShared5))
+    return conv_backward_weights1(s, x, dL_dy, dL_dweight, dL_dbias, mask, stream);
+
+  float* partial_weight = scratch;  // (N, M, C, K, K)
+  float* partial_bias = dL_dbias ? scratch + std::size_t(d.N) * n_weights : nullptr;  // (N, M)
+  if (has_terms) {
+    phase1_for_k[d.K]<<<dim3(unsigned(d.N), unsigned(d.M)), kThreads, shared, stream>>>(
+        d, x, dL_dy, partial_weight, partial_bias);
+    CUDA_CHECK_LAUNCH();
+  }
+  // Without terms (N = 0 or an empty output) phase 2 sums nothing and writes zeros, as the CPU
+  // reference does.
+  conv_backward_weights_reduce_kernel5<<<blocks_for(std::size_t(n_weights) + n_bias), kThreads, 0,
+                                         stream>>>(has_terms ? d.N : 0, n_weights, n_bias,
+                                                   partial_weight, partial_bias, mask, dL_dweight,
+                                                   dL_dbias);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -9,6 +9,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 #include "layers/reference_cpu.hpp"
 
 namespace lenet5::cuda {
@@ -27,6 +29,25 @@ void conv_backward_input1(const ConvShape& s, const float* dL_dy, const float* w
 // multiplies the weight gradient element-wise (C3 connection table). Overwrites its outputs.
 void conv_backward_weights1(const ConvShape& s, const float* x, const float* dL_dy,
                             float* dL_dweight, float* dL_dbias, const float* mask,
+                            cudaStream_t stream);
+
+// Version 5, staged: the same contracts as version 1 (same arguments, outputs overwritten,
+// deterministic), with each block copying one sample's operands into shared memory first. Every
+// launcher falls back to version 1 where those would exceed 48 KiB of shared memory (no LeNet
+// layer). Forward: grid (N, ceil(M / maps_per_block)), x[n] and the block's filters staged.
+void conv_forward5(const ConvShape& s, const float* x, const float* weight, const float* bias,
+                   float* y, cudaStream_t stream);
+// Gather form as version 1; grid (N, C), dL_dy[n] and the filters of channel c staged.
+void conv_backward_input5(const ConvShape& s, const float* dL_dy, const float* weight,
+                          float* dL_dx, cudaStream_t stream);
+// As conv_backward_weights1 (dL_dbias and mask may be null; overwrites its outputs), in two
+// launches: per-sample partial sums into `scratch` (grid (N, M)), then one thread per weight and
+// per bias adds the N partials in order n = 0..N-1. `scratch` is caller-owned device memory of
+// conv_backward_weights5_scratch_floats(s) floats (C3 at N = 64: 154,624), whose contents on
+// entry do not matter; the call is done with it when the stream reaches the end of the launches.
+std::size_t conv_backward_weights5_scratch_floats(const ConvShape& s);
+void conv_backward_weights5(const ConvShape& s, const float* x, const float* dL_dy,
+                            float* dL_dweight, float* dL_dbias, const float* mask, float* scratch,
                             cudaStream_t stream);
 
 }  // namespace lenet5::cuda

@@ -6,6 +6,7 @@
 // version 2 kernels. Every pointer is device
 // memory (views into Network's flat parameter and gradient buffers); every launch goes on
 // cuda::kDefaultStream, the stream the engine and lenet5::Buffer's copies use too.
+#include "core/buffer.hpp"
 #include "core/error.hpp"
 #include "cuda/conv.cuh"
 #include "cuda/dense.cuh"
@@ -166,14 +167,55 @@ bool whole_input_convolution(const LayerSpec& spec) {
          spec.in.w == spec.kernel;
 }
 
+// C1 (N,1,32,32) -> (N,6,28,28), C3 (N,6,14,14) -> (N,16,10,10): convolution version 5, each
+// block staging one sample's operands in shared memory (conv.cuh); the weight gradient's
+// per-sample partial sums go to a scratch buffer sized for the largest batch.
+class StagedConvolutionGpu final : public Layer<float> {
+ public:
+  StagedConvolutionGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
+                       float* bias_grad, const float* mask, int max_batch)
+      : Layer<float>(spec.name, spec.in, spec.out),
+        m_k(spec.kernel),
+        m_weight(weight),
+        m_weight_grad(weight_grad),
+        m_bias(bias),
+        m_bias_grad(bias_grad),
+        m_mask(mask),
+        m_max_batch(max_batch),
+        m_scratch(Device::gpu, cuda::conv_backward_weights5_scratch_floats(shape(max_batch))) {}
+
+  void forward(const float* x, float* y, int n) override {
+    cuda::conv_forward5(shape(n), x, m_weight, m_bias, y, cuda::kDefaultStream);
+  }
+  void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    cuda::conv_backward_input5(shape(n), dL_dy, m_weight, dL_dx, cuda::kDefaultStream);
+  }
+  void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
+    if (n > m_max_batch) throw Error("internal: batch larger than the layer's scratch");
+    cuda::conv_backward_weights5(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
+                                 m_scratch.data(), cuda::kDefaultStream);
+  }
+
+ private:
+  ConvShape shape(int n) const { return {n, in().c, in().h, in().w, out().c, m_k}; }
+  int m_k;
+  float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
+  const float* m_mask;
+  int m_max_batch;
+  Buffer<float> m_scratch;
+};
+
 std::unique_ptr<Layer<float>> make_fast_layer(const LayerSpec& spec, const NetConfig& config,
                                               float* weight, float* weight_grad, float* bias,
-                                              float* bias_grad, const float* c3_mask) {
+                                              float* bias_grad, const float* c3_mask,
+                                              int max_batch) {
   if (spec.kind == LayerKind::fully_connected || (whole_input_convolution(spec) && !c3_mask))
     return std::make_unique<DenseGpu>(spec, config.activation, weight, weight_grad, bias,
                                       bias_grad);
   if (spec.kind == LayerKind::convolution && !spec.activate)
-    return std::make_unique<ConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad, c3_mask);
+    return std::make_unique<StagedConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad,
+                                                  c3_mask, max_batch);
   if (spec.kind == LayerKind::subsampling)
     return std::make_unique<SubsamplingGpu>(spec, config, bias, bias_grad);
   throw Error("internal: no fast GPU layer for " + spec.name);
@@ -187,9 +229,11 @@ bool gpu_layers_available() {
 
 std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetConfig& config,
                                              float* weight, float* weight_grad, float* bias,
-                                             float* bias_grad, const float* c3_mask) {
+                                             float* bias_grad, const float* c3_mask,
+                                             int max_batch) {
   if (config.kernels == GpuKernels::fast)
-    return make_fast_layer(spec, config, weight, weight_grad, bias, bias_grad, c3_mask);
+    return make_fast_layer(spec, config, weight, weight_grad, bias, bias_grad, c3_mask,
+                           max_batch);
   if (spec.activate) throw Error("internal: the book's kernels run activations as layers");
   switch (spec.kind) {
     case LayerKind::convolution:

@@ -12,9 +12,12 @@ namespace lenet5 {
 // Whether this build can run the network on a GPU at all (false until every layer has kernels).
 bool gpu_layers_available();
 
-// Same contract as make_cpu_layer, with every pointer in device memory.
+// Same contract as make_cpu_layer, with every pointer in device memory. max_batch sizes the
+// scratch memory some kernels need, allocated here so that no allocation happens while a step is
+// being captured into a CUDA graph.
 std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetConfig& config,
                                              float* weight, float* weight_grad, float* bias,
-                                             float* bias_grad, const float* c3_mask);
+                                             float* bias_grad, const float* c3_mask,
+                                             int max_batch);
 
 }  // namespace lenet5

@@ -36,7 +36,7 @@ grep -E "tests passed|Skipped|Not Run|Failed" "$log/ctest.log" | tail -5 >&2
 gpu_tests=$build/tests/lenet5_gpu_tests
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu_tests"
 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
-  "$gpu_tests" --gtest_filter='*Conv*:*Subsample*:*Dense*:*Loss*'
+  "$gpu_tests" --gtest_filter='*Conv*:*Subsample*:*Dense*:*Loss*:*Fused*'
 
 lenet5=$build/lenet5
 tmp=$(mktemp -d)
@@ -77,7 +77,10 @@ PY
 }
 step safetensors_reader safetensors_reader
 
+step bench_layers $lenet5 bench --layers --config configs/lenet5.toml --device gpu
+step bench_book $lenet5 bench --config configs/lenet5.toml --device gpu --kernels book --epochs 2 --seeds 1
 step bench $lenet5 bench --config configs/lenet5.toml --device gpu --epochs $epochs --seeds $seeds
+grep '"event":"summary"' "$log/bench_book.log" >&2
 grep '"event":"seed"\|"event":"summary"' "$log/bench.log" >&2
 rm -rf "$tmp"
 

@@ -13,7 +13,7 @@ namespace {
 template <class T>
 std::unique_ptr<Layer<T>> make_layer(Device device, const LayerSpec& spec, const NetConfig& config,
                                      const ParamLayout& layout, T* params, T* grads,
-                                     const float* c3_mask) {
+                                     const float* c3_mask, int max_batch) {
   T *weight = nullptr, *weight_grad = nullptr, *bias = nullptr, *bias_grad = nullptr;
   if (!spec.weight.empty()) {
     const std::size_t offset = layout.find(spec.weight).offset;
@@ -29,7 +29,7 @@ std::unique_ptr<Layer<T>> make_layer(Device device, const LayerSpec& spec, const
   if (device == Device::cpu)
     return make_cpu_layer<T>(spec, config, weight, weight_grad, bias, bias_grad, mask);
   if constexpr (std::is_same_v<T, float>) {
-    return make_gpu_layer(spec, config, weight, weight_grad, bias, bias_grad, mask);
+    return make_gpu_layer(spec, config, weight, weight_grad, bias, bias_grad, mask, max_batch);
   } else {
     throw Error("internal: the GPU backend is float32 only");
   }
@@ -53,7 +53,7 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
   const bool fused = device == Device::gpu && config.kernels == GpuKernels::fast;
   for (const LayerSpec& spec : fused ? fused_topology(lenet5_topology()) : lenet5_topology()) {
     m_layers.push_back(make_layer<T>(device, spec, config, m_layout, m_params.data(),
-                                     m_grads.data(), m_c3_mask.data()));
+                                     m_grads.data(), m_c3_mask.data(), max_batch));
     m_activations.emplace_back(device, spec.out.size() * max_batch);
     m_activation_grads.emplace_back(device, spec.out.size() * max_batch);
   }

@@ -1,17 +1,22 @@
-// Convolution kernels (cuda/conv.cu) against the CPU reference (layers/conv_cpu.cpp) on every LeNet
-// shape and on the cases that expose the printed Fig 16.12's errata (textbook-figures.md §2.2):
-// C1 has H_out = 28 > 16 (several tiles, E10/E11), "one tile" fills exactly one 16x16 tile,
-// "2x2 tiles" has H_out = 32 (E10 leaves 735 of 1,024 outputs per map unwritten), and C >= 2
-// (C3, C5, Fig 16.14) is needed to see E08 in the weight gradient.
+// Convolution kernels (cuda/conv.cu), every version, against the CPU reference
+// (layers/conv_cpu.cpp) on every LeNet shape and on the cases that expose the printed Fig 16.12's
+// errata (textbook-figures.md §2.2): C1 has H_out = 28 > 16 (several tiles, E10/E11), "one tile"
+// fills exactly one 16x16 tile, "2x2 tiles" has H_out = 32 (E10 leaves 735 of 1,024 outputs per map
+// unwritten), and C >= 2 (C3, C5, Fig 16.14) is needed to see E08 in the weight gradient. Version 5
+// adds the batch the network trains with (64: many blocks per layer), a non-square input with
+// K = 3 (a swapped H/W or a wrong filter instantiation shows), and the shapes where it hands over
+// to version 1 (more than 48 KiB of shared memory; K > 7 in the weight gradient).
 //
-// Every output buffer is filled with NaN before each launch, so an output the kernel does not write
-// is counted as a NaN in the failure message.
+// Every output buffer, and version 5's weight-gradient scratch, is filled with NaN before each
+// launch, so an output the kernel does not write (or a partial sum it does not compute) is counted
+// as a NaN in the failure message.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda/conv.cuh"
@@ -23,6 +28,9 @@ namespace {
 using lenet5::Buffer;
 using lenet5::ConvShape;
 using namespace lenet5::test;
+
+// The convolution versions of cuda/conv.cuh; every test below runs on each.
+const int kVersions[] = {1, 5};
 
 std::size_t x_count(const ConvShape& s) {
   return std::size_t(s.n) * s.c * s.h * s.w;
@@ -65,7 +73,7 @@ ConvData magnitudes(const ConvData& d) {
 // Random floats: the GPU adds the terms in another order than the CPU (backward passes) and fuses
 // multiply-adds (all passes), so results differ by rounding. For a sum of n terms in any order the
 // error is at most about n * 2^-24 times the sum of |terms| and, with random signs, typically about
-// 2^-24 times it (n <= 2,352 here: C1's weight gradient with N = 3). 1e-5 of the sum of |terms|
+// 2^-24 times it (n <= 50,176 here: C1's weight gradient with N = 64). 1e-5 of the sum of |terms|
 // leaves a wide margin over that, while a missing or doubled term (typically about 1/n of the
 // scale, far above 1e-5) still fails.
 constexpr double kFloatRel = 1e-5;
@@ -79,11 +87,16 @@ std::vector<float> forward_cpu(const ConvShape& s, const ConvData& d, bool with_
   return y;
 }
 
-std::vector<float> forward_gpu(const ConvShape& s, const ConvData& d, bool with_bias) {
+std::vector<float> forward_gpu(int version, const ConvShape& s, const ConvData& d, bool with_bias) {
   const Buffer<float> x = upload(d.x), weight = upload(d.weight), bias = upload(d.bias);
   Buffer<float> y = poisoned(y_count(s));
-  lenet5::cuda::conv_forward1(s, x.data(), weight.data(), with_bias ? bias.data() : nullptr,
-                              y.data(), nullptr);
+  const float* b = with_bias ? bias.data() : nullptr;
+  if (version == 1)
+    lenet5::cuda::conv_forward1(s, x.data(), weight.data(), b, y.data(), nullptr);
+  else if (version == 5)
+    lenet5::cuda::conv_forward5(s, x.data(), weight.data(), b, y.data(), nullptr);
+  else
+    ADD_FAILURE() << "no forward version " << version;
   return download(y);
 }
 
@@ -93,10 +106,15 @@ std::vector<float> backward_input_cpu(const ConvShape& s, const ConvData& d) {
   return dL_dx;
 }
 
-std::vector<float> backward_input_gpu(const ConvShape& s, const ConvData& d) {
+std::vector<float> backward_input_gpu(int version, const ConvShape& s, const ConvData& d) {
   const Buffer<float> dL_dy = upload(d.dL_dy), weight = upload(d.weight);
   Buffer<float> dL_dx = poisoned(x_count(s));
-  lenet5::cuda::conv_backward_input1(s, dL_dy.data(), weight.data(), dL_dx.data(), nullptr);
+  if (version == 1)
+    lenet5::cuda::conv_backward_input1(s, dL_dy.data(), weight.data(), dL_dx.data(), nullptr);
+  else if (version == 5)
+    lenet5::cuda::conv_backward_input5(s, dL_dy.data(), weight.data(), dL_dx.data(), nullptr);
+  else
+    ADD_FAILURE() << "no backward_input version " << version;
   return download(dL_dx);
 }
 
@@ -112,15 +130,26 @@ WeightGrads backward_weights_cpu(const ConvShape& s, const ConvData& d, bool wit
   return g;
 }
 
-WeightGrads backward_weights_gpu(const ConvShape& s, const ConvData& d, bool with_bias,
+WeightGrads backward_weights_gpu(int version, const ConvShape& s, const ConvData& d, bool with_bias,
                                  const std::vector<float>* mask = nullptr) {
   const Buffer<float> x = upload(d.x), dL_dy = upload(d.dL_dy);
   const Buffer<float> mask_device = upload(mask ? *mask : std::vector<float>());
   Buffer<float> dL_dweight = poisoned(weight_count(s));
   Buffer<float> dL_dbias = poisoned(with_bias ? std::size_t(s.m) : 0);
-  lenet5::cuda::conv_backward_weights1(s, x.data(), dL_dy.data(), dL_dweight.data(),
-                                       with_bias ? dL_dbias.data() : nullptr,
-                                       mask ? mask_device.data() : nullptr, nullptr);
+  float* db = with_bias ? dL_dbias.data() : nullptr;
+  const float* m = mask ? mask_device.data() : nullptr;
+  if (version == 1) {
+    lenet5::cuda::conv_backward_weights1(s, x.data(), dL_dy.data(), dL_dweight.data(), db, m,
+                                         nullptr);
+  } else if (version == 5) {
+    // NaN scratch: a partial sum that phase 1 does not write reaches the result as NaN.
+    Buffer<float> scratch = poisoned(lenet5::cuda::conv_backward_weights5_scratch_floats(s));
+    lenet5::cuda::conv_backward_weights5(s, x.data(), dL_dy.data(), dL_dweight.data(), db, m,
+                                         scratch.data(), nullptr);
+    lenet5::cuda::synchronize();  // the launches are done with the scratch before it is freed
+  } else {
+    ADD_FAILURE() << "no backward_weights version " << version;
+  }
   return WeightGrads{download(dL_dweight), download(dL_dbias)};
 }
 
@@ -138,33 +167,50 @@ void PrintTo(const ConvCase& c, std::ostream* out) {
 const ConvCase kConvCases[] = {
     {"C1", {3, 1, 32, 32, 6, 5}},   // (3,1,32,32) -> (3,6,28,28): 2x2 tiles, 784 of 1,024 active
     {"C3", {2, 6, 14, 14, 16, 5}},  // (2,6,14,14) -> (2,16,10,10): one partly idle tile
-    {"C5", {2, 16, 5, 5, 120, 5}},  // (2,16,5,5) -> (2,120,1,1): 1 of 256 threads active
+    {"C5", {2, 16, 5, 5, 120, 5}},  // (2,16,5,5) -> (2,120,1,1): 1 of 256 threads active;
+                                    // version 5: 29 maps per block, the last group of 4 short
     {"OneTile", {1, 3, 20, 20, 2, 5}},        // -> (1,2,16,16): exactly one full tile
     {"TwoByTwoTiles", {1, 3, 36, 36, 2, 5}},  // -> (1,2,32,32): 2x2 full tiles
+    {"C1Batch64", {64, 1, 32, 32, 6, 5}},     // the training batch: 384 blocks in version 5
+    {"C3Batch64", {64, 6, 14, 14, 16, 5}},    // 512 (forward) and 1,024 (weights) blocks
+    {"NonSquareK3", {2, 3, 9, 7, 5, 3}},      // -> (2,5,7,5): H != W, another filter size
+    // Version 5 hands over to version 1: x[n] alone is 12,544 floats (> 48 KiB of shared memory)
+    // in the forward pass and the weight gradient; the input gradient still fits (2,404 floats).
+    {"LargeInput", {1, 16, 28, 28, 4, 5}},
+    {"Filter9x9", {1, 2, 12, 12, 2, 9}},  // -> (1,2,4,4): K > 7, version 5's weights -> version 1
 };
 
-class ConvKernels : public testing::TestWithParam<ConvCase> {};
+// (version, case): every version on every shape.
+using VersionAndCase = std::tuple<int, ConvCase>;
+
+class ConvKernels : public testing::TestWithParam<VersionAndCase> {
+ protected:
+  int version() const { return std::get<0>(GetParam()); }
+  ConvShape shape() const { return std::get<1>(GetParam()).shape; }
+};
 
 TEST_P(ConvKernels, ForwardMatchesCpuExactlyOnIntegers) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = integer_data(s, 11);
-  EXPECT_TRUE(all_equal(forward_gpu(s, d, true), forward_cpu(s, d, true))) << "with bias";
-  EXPECT_TRUE(all_equal(forward_gpu(s, d, false), forward_cpu(s, d, false))) << "bias null";
+  EXPECT_TRUE(all_equal(forward_gpu(version(), s, d, true), forward_cpu(s, d, true)))
+      << "with bias";
+  EXPECT_TRUE(all_equal(forward_gpu(version(), s, d, false), forward_cpu(s, d, false)))
+      << "bias null";
 }
 
 TEST_P(ConvKernels, BackwardInputMatchesCpuExactlyOnIntegers) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = integer_data(s, 21);
-  EXPECT_TRUE(all_equal(backward_input_gpu(s, d), backward_input_cpu(s, d)));
+  EXPECT_TRUE(all_equal(backward_input_gpu(version(), s, d), backward_input_cpu(s, d)));
 }
 
 TEST_P(ConvKernels, BackwardWeightsAndBiasMatchCpuExactlyOnIntegers) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = integer_data(s, 31);
-  const WeightGrads gpu = backward_weights_gpu(s, d, true);
+  const WeightGrads gpu = backward_weights_gpu(version(), s, d, true);
   const WeightGrads cpu = backward_weights_cpu(s, d, true);
   EXPECT_TRUE(all_equal(gpu.weight, cpu.weight)) << "dL/dweight";
   EXPECT_TRUE(all_equal(gpu.bias, cpu.bias)) << "dL/dbias";
@@ -172,9 +218,9 @@ TEST_P(ConvKernels, BackwardWeightsAndBiasMatchCpuExactlyOnIntegers) {
 
 TEST_P(ConvKernels, BackwardWeightsWithoutBiasMatchesCpuExactlyOnIntegers) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = integer_data(s, 41);
-  EXPECT_TRUE(all_equal(backward_weights_gpu(s, d, false).weight,
+  EXPECT_TRUE(all_equal(backward_weights_gpu(version(), s, d, false).weight,
                         backward_weights_cpu(s, d, false).weight));
 }
 
@@ -182,7 +228,7 @@ TEST_P(ConvKernels, BackwardWeightsWithoutBiasMatchesCpuExactlyOnIntegers) {
 // multiply each weight's sum by its mask entry. Random 0/1 per (m, c), the same for its K x K taps.
 TEST_P(ConvKernels, BackwardWeightsAppliesMask) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = integer_data(s, 51);
   const std::vector<float> pairs = random_integers(std::size_t(s.m) * s.c, 0, 1, 52);
   std::vector<float> mask(weight_count(s));
@@ -190,32 +236,32 @@ TEST_P(ConvKernels, BackwardWeightsAppliesMask) {
 
   WeightGrads expected = backward_weights_cpu(s, d, true);
   for (std::size_t i = 0; i < mask.size(); ++i) expected.weight[i] *= mask[i];
-  const WeightGrads gpu = backward_weights_gpu(s, d, true, &mask);
+  const WeightGrads gpu = backward_weights_gpu(version(), s, d, true, &mask);
   EXPECT_TRUE(all_equal(gpu.weight, expected.weight)) << "dL/dweight * mask";
   EXPECT_TRUE(all_equal(gpu.bias, expected.bias)) << "dL/dbias (not masked)";
 }
 
 TEST_P(ConvKernels, ForwardMatchesCpuOnRandomFloats) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = float_data(s, 61);
-  EXPECT_TRUE(all_close(forward_gpu(s, d, true), forward_cpu(s, d, true),
+  EXPECT_TRUE(all_close(forward_gpu(version(), s, d, true), forward_cpu(s, d, true),
                         forward_cpu(s, magnitudes(d), true), kFloatRel));
 }
 
 TEST_P(ConvKernels, BackwardInputMatchesCpuOnRandomFloats) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = float_data(s, 71);
-  EXPECT_TRUE(all_close(backward_input_gpu(s, d), backward_input_cpu(s, d),
+  EXPECT_TRUE(all_close(backward_input_gpu(version(), s, d), backward_input_cpu(s, d),
                         backward_input_cpu(s, magnitudes(d)), kFloatRel));
 }
 
 TEST_P(ConvKernels, BackwardWeightsMatchCpuOnRandomFloats) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = float_data(s, 81);
-  const WeightGrads gpu = backward_weights_gpu(s, d, true);
+  const WeightGrads gpu = backward_weights_gpu(version(), s, d, true);
   const WeightGrads cpu = backward_weights_cpu(s, d, true);
   const WeightGrads scale = backward_weights_cpu(s, magnitudes(d), true);
   EXPECT_TRUE(all_close(gpu.weight, cpu.weight, scale.weight, kFloatRel)) << "dL/dweight";
@@ -226,10 +272,10 @@ TEST_P(ConvKernels, BackwardWeightsMatchCpuOnRandomFloats) {
 // bits every time (float atomics would not).
 TEST_P(ConvKernels, BackwardWeightsAreBitIdenticalRunToRun) {
   LENET5_REQUIRE_GPU();
-  const ConvShape s = GetParam().shape;
+  const ConvShape s = shape();
   const ConvData d = float_data(s, 91);
-  const WeightGrads first = backward_weights_gpu(s, d, true);
-  const WeightGrads second = backward_weights_gpu(s, d, true);
+  const WeightGrads first = backward_weights_gpu(version(), s, d, true);
+  const WeightGrads second = backward_weights_gpu(version(), s, d, true);
   ASSERT_EQ(count_nans(first.weight), 0u);
   ASSERT_EQ(count_nans(first.bias), 0u);
   ASSERT_EQ(first.weight.size(), second.weight.size());
@@ -241,9 +287,12 @@ TEST_P(ConvKernels, BackwardWeightsAreBitIdenticalRunToRun) {
             0);
 }
 
-INSTANTIATE_TEST_SUITE_P(LeNetAndTileShapes, ConvKernels, testing::ValuesIn(kConvCases),
-                         [](const testing::TestParamInfo<ConvCase>& param) {
-                           return std::string(param.param.name);
+INSTANTIATE_TEST_SUITE_P(LeNetAndTileShapes, ConvKernels,
+                         testing::Combine(testing::ValuesIn(kVersions),
+                                          testing::ValuesIn(kConvCases)),
+                         [](const testing::TestParamInfo<VersionAndCase>& param) {
+                           return "v" + std::to_string(std::get<0>(param.param)) + "_" +
+                                  std::get<1>(param.param).name;
                          });
 
 // ---- Fig 16.14: the chapter's numeric example, with known answers -------------------------------
@@ -268,17 +317,19 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
   return sum;
 }
 
-TEST(ConvKernelsFig1614, ForwardGivesThePrintedY) {
+class ConvKernelsFig1614 : public testing::TestWithParam<int> {};  // the version
+
+TEST_P(ConvKernelsFig1614, ForwardGivesThePrintedY) {
   LENET5_REQUIRE_GPU();
   const ConvData d = fig1614_data();
-  const std::vector<float> y = forward_gpu(kFig1614, d, false);
+  const std::vector<float> y = forward_gpu(GetParam(), kFig1614, d, false);
   EXPECT_TRUE(all_equal(y, {14, 20, 15, 24, 12, 24, 17, 26}));
 }
 
-TEST(ConvKernelsFig1614, BackwardInputGivesTheDerivedValues) {
+TEST_P(ConvKernelsFig1614, BackwardInputGivesTheDerivedValues) {
   LENET5_REQUIRE_GPU();
   const ConvData d = fig1614_data();
-  const std::vector<float> dL_dx = backward_input_gpu(kFig1614, d);
+  const std::vector<float> dL_dx = backward_input_gpu(GetParam(), kFig1614, d);
   EXPECT_TRUE(all_equal(dL_dx, {6,  9,  2,  12, 26, 14, 6,  21, 16,    // dL/dX[0]
                                 11, 20, 8,  28, 50, 20, 17, 30, 12,    // dL/dX[1]
                                 5,  17, 14, 18, 39, 20, 17, 20, 0}));  // dL/dX[2]
@@ -286,14 +337,19 @@ TEST(ConvKernelsFig1614, BackwardInputGivesTheDerivedValues) {
   EXPECT_EQ(dot(dL_dx, d.x), 726.0);
 }
 
-TEST(ConvKernelsFig1614, BackwardWeightsGiveTheDerivedValues) {
+TEST_P(ConvKernelsFig1614, BackwardWeightsGiveTheDerivedValues) {
   LENET5_REQUIRE_GPU();
   const ConvData d = fig1614_data();
-  const WeightGrads g = backward_weights_gpu(kFig1614, d, true);
+  const WeightGrads g = backward_weights_gpu(GetParam(), kFig1614, d, true);
   EXPECT_TRUE(all_equal(g.weight, {12, 17, 11, 21, 16, 21, 13, 10, 9,  19, 23, 24,     // m = 0
                                    32, 41, 27, 53, 36, 53, 33, 34, 25, 47, 51, 60}));  // m = 1
   EXPECT_TRUE(all_equal(g.bias, {1 + 2 + 3 + 4, 5 + 6 + 7 + 8}));
   EXPECT_EQ(dot(g.weight, d.weight), 726.0);  // = sum dL/dW * W, bilinearity again
 }
+
+INSTANTIATE_TEST_SUITE_P(Versions, ConvKernelsFig1614, testing::ValuesIn(kVersions),
+                         [](const testing::TestParamInfo<int>& param) {
+                           return "v" + std::to_string(param.param);
+                         });
 
 }  // namespace
