@@ -198,16 +198,19 @@ constexpr int odd_stride5(int width) {
 // Thread t then computes the outputs i = t, t + blockDim.x, ... of the block's maps*H_out*W_out,
 // i = (mm*H_out + h)*W_out + w for map m0 + mm (C1: 784, C3: 2*100).
 // Deterministic: each output has one owner thread, and its sum runs bias[m] (or 0), then c, p, q,
-// the CPU reference's order.
+// the CPU reference's order. KT is the filter size when known at compile time (5 for LeNet: the
+// p, q loops then unroll completely), 0 for any other size (read from d.K).
+template <int KT>
 __global__ void conv_forward_kernel5(ConvDims d, int maps_per_block, const float* __restrict__ x,
                                      const float* __restrict__ weight,
                                      const float* __restrict__ bias, float* __restrict__ y) {
+  const int K = KT > 0 ? KT : d.K;
   extern __shared__ float shared5[];
   const int n = blockIdx.x;
   const int m0 = int(blockIdx.y) * maps_per_block;
   const int maps = std::min(maps_per_block, d.M - m0);
   const int x_floats = d.C * d.H * d.W;
-  const int taps = d.C * d.K * d.K;  // weights per output map
+  const int taps = d.C * K * K;  // weights per output map
   float* xs = shared5;
   float* ws = shared5 + x_floats;
 
@@ -225,9 +228,11 @@ __global__ void conv_forward_kernel5(ConvDims d, int maps_per_block, const float
     float acc = bias ? bias[m0 + mm] : 0.0f;
     for (int c = 0; c < d.C; ++c) {
       const float* x_c = xs + (c * d.H + h) * d.W + w;  // X[n,c,h,w]
-      const float* w_c = ws + (mm * d.C + c) * d.K * d.K;
-      for (int p = 0; p < d.K; ++p)
-        for (int q = 0; q < d.K; ++q) acc += x_c[p * d.W + q] * w_c[p * d.K + q];
+      const float* w_c = ws + (mm * d.C + c) * K * K;
+#pragma unroll
+      for (int p = 0; p < K; ++p)
+#pragma unroll
+        for (int q = 0; q < K; ++q) acc += x_c[p * d.W + q] * w_c[p * K + q];
     }
     y[y_index(d, n, m0 + mm, h, w)] = acc;
   }
@@ -237,25 +242,35 @@ __global__ void conv_forward_kernel5(ConvDims d, int maps_per_block, const float
 
 // dL/dX[n,c,h,w] = sum_m sum_p sum_q dL/dY[n,m,h-p,w-q] * W[m,c,p,q] over 0 <= h-p < H_out,
 // 0 <= w-q < W_out: version 1's gather form. Grid (N, C); block (n, c) stages
-//   dys = dL_dy[n]      (M, H_out, W_out)   C1: 4,704 floats  C3: 1,600
-//   ws  = W[:, c]       (M, K, K)           C1: 150           C3: 400
+//   dys = dL_dy[n] with a border of K-1 zeros on every side
+//         (M, H_out + 2(K-1), W_out + 2(K-1))   C1: 6*36*36 = 7,776 floats  C3: 16*18*18 = 5,184
+//   ws  = W[:, c]  (M, K, K)                    C1: 150                     C3: 400
 // and thread t computes the elements i = t, t + blockDim.x, ... of dL/dX[n,c] (H, W),
-// i = h*W + w (C1: 1,024, C3: 196). The p and q loops run over the valid range only,
-// p in [max(0, h-H_out+1), min(K-1, h)] (q likewise): exactly the terms version 1 keeps, in its
-// order. Deterministic: one owner thread per element, fixed order m, p, q. Overwrites dL/dX.
+// i = h*W + w (C1: 1,024, C3: 196). Thanks to the zero border every (m, p, q) term can be read
+// without a bounds test: the terms outside dL/dY read +0 and add nothing (x + 0 = x exactly), so
+// the sum equals version 1's, term for term in its order m, p, q; with KT = 5 (LeNet) the p, q
+// loops unroll completely. Deterministic: one owner thread per element. Overwrites dL/dX.
+template <int KT>
 __global__ void conv_backward_input_kernel5(ConvDims d, const float* __restrict__ dL_dy,
                                             const float* __restrict__ weight,
                                             float* __restrict__ dL_dx) {
   extern __shared__ float shared5[];
+  const int K = KT > 0 ? KT : d.K;
   const int n = blockIdx.x;
   const int c = blockIdx.y;
-  const int KK = d.K * d.K;
-  const int dy_floats = d.M * d.H_out * d.W_out;
+  const int KK = K * K;
+  const int padded_h = d.H_out + 2 * (K - 1), padded_w = d.W_out + 2 * (K - 1);
+  const int padded_floats = d.M * padded_h * padded_w;
   float* dys = shared5;
-  float* ws = shared5 + dy_floats;
+  float* ws = shared5 + padded_floats;
 
-  const float* dy_n = dL_dy + std::size_t(n) * dy_floats;
-  for (int i = threadIdx.x; i < dy_floats; i += blockDim.x) dys[i] = dy_n[i];
+  const float* dy_n = dL_dy + std::size_t(n) * d.M * d.H_out * d.W_out;
+  for (int i = threadIdx.x; i < padded_floats; i += blockDim.x) {
+    const int col = i % padded_w - (K - 1), row = i / padded_w % padded_h - (K - 1);
+    const int m = i / (padded_w * padded_h);
+    const bool inside = row >= 0 && row < d.H_out && col >= 0 && col < d.W_out;
+    dys[i] = inside ? dy_n[(m * d.H_out + row) * d.W_out + col] : 0.0f;
+  }
   for (int i = threadIdx.x; i < d.M * KK; i += blockDim.x)  // i = m*K*K + p*K + q
     ws[i] = weight[(std::size_t(i / KK) * d.C + c) * KK + i % KK];
   __syncthreads();
@@ -263,15 +278,16 @@ __global__ void conv_backward_input_kernel5(ConvDims d, const float* __restrict_
   for (int i = threadIdx.x; i < d.H * d.W; i += blockDim.x) {
     const int h = i / d.W;
     const int w = i % d.W;
-    const int p_lo = std::max(0, h - d.H_out + 1), p_hi = std::min(d.K - 1, h);
-    const int q_lo = std::max(0, w - d.W_out + 1), q_hi = std::min(d.K - 1, w);
     float acc = 0.0f;
-    for (int m = 0; m < d.M; ++m)
-      for (int p = p_lo; p <= p_hi; ++p) {
-        const int dy_row = (m * d.H_out + h - p) * d.W_out;  // dL/dY[n,m,h-p,:]
-        const int w_row = (m * d.K + p) * d.K;               // W[m,c,p,:]
-        for (int q = q_lo; q <= q_hi; ++q) acc += dys[dy_row + w - q] * ws[w_row + q];
-      }
+    for (int m = 0; m < d.M; ++m) {
+      // padded row of dL/dY[n,m,h-p,:] is h - p + K - 1; column of w - q is w - q + K - 1
+      const float* dy_m = dys + (m * padded_h + h + K - 1) * padded_w + w + K - 1;
+      const float* w_m = ws + m * KK;
+#pragma unroll
+      for (int p = 0; p < K; ++p)
+#pragma unroll
+        for (int q = 0; q < K; ++q) acc += dy_m[-p * padded_w - q] * w_m[p * K + q];
+    }
     dL_dx[x_index(d, n, c, h, w)] = acc;
   }
 }
@@ -447,8 +463,11 @@ void conv_forward5(const ConvShape& s, const float* x, const float* weight, cons
   const int groups = (d.M + maps_per_block - 1) / maps_per_block;
   const std::size_t shared = (x_floats + maps_per_block * taps) * sizeof(float);
   // C1: 4,196 bytes, C3: 5,904, C5: 48,000.
-  conv_forward_kernel5<<<dim3(unsigned(d.N), unsigned(groups)), kThreads, shared, stream>>>(
-      d, maps_per_block, x, weight, bias, y);
+  const dim3 grid(unsigned(d.N), unsigned(groups));
+  if (d.K == 5)
+    conv_forward_kernel5<5><<<grid, kThreads, shared, stream>>>(d, maps_per_block, x, weight, bias, y);
+  else
+    conv_forward_kernel5<0><<<grid, kThreads, shared, stream>>>(d, maps_per_block, x, weight, bias, y);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -456,14 +475,18 @@ void conv_backward_input5(const ConvShape& s, const float* dL_dy, const float* w
                           cudaStream_t stream) {
   const ConvDims d = dims_of(s);
   if (d.N <= 0 || d.C <= 0 || d.H <= 0 || d.W <= 0) return;  // nothing to write
-  const std::size_t shared =
-      (std::size_t(d.M) * d.H_out * d.W_out + std::size_t(d.M) * d.K * d.K) * sizeof(float);
+  const std::size_t padded = std::size_t(d.M) * (d.H_out + 2 * (d.K - 1)) *
+                             (d.W_out + 2 * (d.K - 1));
+  const std::size_t shared = (padded + std::size_t(d.M) * d.K * d.K) * sizeof(float);
   // Degenerate shapes (no output, so dL/dX = 0) and shapes that do not fit take version 1.
-  // C1: 19,416 bytes, C3: 8,000, C5: 12,480.
+  // C1: 31,704 bytes, C3: 22,336; C5 (50,880) takes version 1.
   if (d.M <= 0 || d.H_out <= 0 || d.W_out <= 0 || shared > kMaxShared5)
     return conv_backward_input1(s, dL_dy, weight, dL_dx, stream);
-  conv_backward_input_kernel5<<<dim3(unsigned(d.N), unsigned(d.C)), kThreads, shared, stream>>>(
-      d, dL_dy, weight, dL_dx);
+  const dim3 grid(unsigned(d.N), unsigned(d.C));
+  if (d.K == 5)
+    conv_backward_input_kernel5<5><<<grid, kThreads, shared, stream>>>(d, dL_dy, weight, dL_dx);
+  else
+    conv_backward_input_kernel5<0><<<grid, kThreads, shared, stream>>>(d, dL_dy, weight, dL_dx);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -77,6 +77,12 @@ CublasHandle::CublasHandle(cudaStream_t stream) : m_stream(stream) {
   }
 }
 
+void CublasHandle::use_stream(cudaStream_t stream) {
+  if (stream == m_stream) return;
+  CUBLAS_CHECK(cublasSetStream(m_handle, stream));
+  m_stream = stream;
+}
+
 CublasHandle::~CublasHandle() {
   if (m_handle) (void)cublasDestroy(m_handle);  // a destructor must not throw
 }

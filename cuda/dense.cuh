@@ -46,6 +46,8 @@ class CublasHandle {
 
   cublasHandle_t get() const { return m_handle; }
   cudaStream_t stream() const { return m_stream; }
+  // Rebinds the handle (and the bias kernels of fc_*) to another stream.
+  void use_stream(cudaStream_t stream);
 
  private:
   cublasHandle_t m_handle = nullptr;

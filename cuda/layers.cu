@@ -5,12 +5,14 @@
 // topology (net/topology.hpp) with the activation inside s2, s4, c5 and f6 and the dense
 // version 2 kernels. Every pointer is device
 // memory (views into Network's flat parameter and gradient buffers); every launch goes on
-// cuda::kDefaultStream, the stream the engine and lenet5::Buffer's copies use too.
+// cuda::layer_stream() (cuda/streams.hpp): the engine's stream, or the side stream on which
+// Network::backward runs the weight gradients.
 #include "core/buffer.hpp"
 #include "core/error.hpp"
 #include "cuda/conv.cuh"
 #include "cuda/dense.cuh"
 #include "cuda/layers.hpp"
+#include "cuda/streams.hpp"
 #include "cuda/subsample.cuh"
 
 namespace lenet5 {
@@ -31,15 +33,15 @@ class ConvolutionGpu final : public Layer<float> {
         m_mask(mask) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::conv_forward1(shape(n), x, m_weight, m_bias, y, cuda::kDefaultStream);
+    cuda::conv_forward1(shape(n), x, m_weight, m_bias, y, cuda::layer_stream());
   }
   void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
                       int n) override {
-    cuda::conv_backward_input1(shape(n), dL_dy, m_weight, dL_dx, cuda::kDefaultStream);
+    cuda::conv_backward_input1(shape(n), dL_dy, m_weight, dL_dx, cuda::layer_stream());
   }
   void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
     cuda::conv_backward_weights1(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
-                                 cuda::kDefaultStream);
+                                 cuda::layer_stream());
   }
 
  private:
@@ -61,15 +63,15 @@ class SubsamplingGpu final : public Layer<float> {
         m_bias_grad(bias_grad) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::subsample_forward(shape(n), m_kind, x, m_bias, y, cuda::kDefaultStream, m_activation);
+    cuda::subsample_forward(shape(n), m_kind, x, m_bias, y, cuda::layer_stream(), m_activation);
   }
   void backward_input(const float* x, const float* y, const float* dL_dy, float* dL_dx,
                       int n) override {
-    cuda::subsample_backward_input(shape(n), m_kind, x, dL_dy, dL_dx, cuda::kDefaultStream,
+    cuda::subsample_backward_input(shape(n), m_kind, x, dL_dy, dL_dx, cuda::layer_stream(),
                                    m_activation, y);
   }
   void backward_weights(const float*, const float* y, const float* dL_dy, int n) override {
-    cuda::subsample_backward_bias(shape(n), dL_dy, m_bias_grad, cuda::kDefaultStream,
+    cuda::subsample_backward_bias(shape(n), dL_dy, m_bias_grad, cuda::layer_stream(),
                                   m_activation, y);
   }
 
@@ -87,11 +89,11 @@ class ActivationGpu final : public Layer<float> {
       : Layer<float>(spec.name, spec.in, spec.out), m_kind(kind) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::activation_forward(m_kind, x, y, in().size() * n, cuda::kDefaultStream);
+    cuda::activation_forward(m_kind, x, y, in().size() * n, cuda::layer_stream());
   }
   void backward_input(const float*, const float* y, const float* dL_dy, float* dL_dx,
                       int n) override {
-    cuda::activation_backward(m_kind, y, dL_dy, dL_dx, in().size() * n, cuda::kDefaultStream);
+    cuda::activation_backward(m_kind, y, dL_dy, dL_dx, in().size() * n, cuda::layer_stream());
   }
 
  private:
@@ -112,19 +114,22 @@ class FullyConnectedGpu final : public Layer<float> {
         m_bias_grad(bias_grad) {}
 
   void forward(const float* x, float* y, int n) override {
+    m_cublas.use_stream(cuda::layer_stream());
     cuda::fc_forward(m_cublas, shape(n), x, m_weight, m_bias, y);
   }
   void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
                       int n) override {
+    m_cublas.use_stream(cuda::layer_stream());
     cuda::fc_backward_input(m_cublas, shape(n), dL_dy, m_weight, dL_dx);
   }
   void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
+    m_cublas.use_stream(cuda::layer_stream());
     cuda::fc_backward_weights(m_cublas, shape(n), x, dL_dy, m_weight_grad, m_bias_grad);
   }
 
  private:
   FcShape shape(int n) const { return {n, int(in().size()), int(out().size())}; }
-  const cuda::CublasHandle& m_cublas;
+  cuda::CublasHandle& m_cublas;
   float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
 };
 
@@ -144,16 +149,16 @@ class DenseGpu final : public Layer<float> {
         m_bias_grad(bias_grad) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::dense_forward2(shape(n), x, m_weight, m_bias, m_activation, y, cuda::kDefaultStream);
+    cuda::dense_forward2(shape(n), x, m_weight, m_bias, m_activation, y, cuda::layer_stream());
   }
   void backward_input(const float*, const float* y, const float* dL_dy, float* dL_dx,
                       int n) override {
     cuda::dense_backward_input2(shape(n), dL_dy, y, m_activation, m_weight, dL_dx,
-                                cuda::kDefaultStream);
+                                cuda::layer_stream());
   }
   void backward_weights(const float* x, const float* y, const float* dL_dy, int n) override {
     cuda::dense_backward_weights2(shape(n), x, dL_dy, y, m_activation, m_weight_grad, m_bias_grad,
-                                  cuda::kDefaultStream);
+                                  cuda::layer_stream());
   }
 
  private:
@@ -185,16 +190,16 @@ class StagedConvolutionGpu final : public Layer<float> {
         m_scratch(Device::gpu, cuda::conv_backward_weights5_scratch_floats(shape(max_batch))) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::conv_forward5(shape(n), x, m_weight, m_bias, y, cuda::kDefaultStream);
+    cuda::conv_forward5(shape(n), x, m_weight, m_bias, y, cuda::layer_stream());
   }
   void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
                       int n) override {
-    cuda::conv_backward_input5(shape(n), dL_dy, m_weight, dL_dx, cuda::kDefaultStream);
+    cuda::conv_backward_input5(shape(n), dL_dy, m_weight, dL_dx, cuda::layer_stream());
   }
   void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
     if (n > m_max_batch) throw Error("internal: batch larger than the layer's scratch");
     cuda::conv_backward_weights5(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
-                                 m_scratch.data(), cuda::kDefaultStream);
+                                 m_scratch.data(), cuda::layer_stream());
   }
 
  private:

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "cuda/layers.hpp"
+#include "cuda/streams.hpp"
 #include "layers/cpu_layers.hpp"
 #include "net/topology.hpp"
 
@@ -57,7 +58,11 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
     m_activations.emplace_back(device, spec.out.size() * max_batch);
     m_activation_grads.emplace_back(device, spec.out.size() * max_batch);
   }
+  if (device == Device::gpu) m_side = std::make_unique<cuda::SideStream>();
 }
+
+template <class T>
+Network<T>::~Network() = default;
 
 template <class T>
 void Network<T>::initialise(std::uint64_t seed) {
@@ -79,17 +84,29 @@ void Network<T>::forward(const T* input, int n) {
   }
 }
 
+// Layer by layer from the output: the weight gradients of layer i (which only read) and its
+// input gradient (which the layers below need next) are independent. On the GPU the weight
+// gradients go to the side stream, each branching off the main stream once its dL/dy is ready,
+// and the main stream waits for them all at the end (before the optimiser reads them).
 template <class T>
 void Network<T>::backward(const T* dL_dlogits, int n) {
+  const cudaStream_t main = cuda::layer_stream();
   const T* dL_dy = dL_dlogits;
   for (std::size_t i = m_layers.size(); i-- > 0;) {
     const T* x = i == 0 ? m_input : m_activations[i].data();
-    m_layers[i]->backward_weights(x, m_activations[i + 1].data(), dL_dy, n);
+    if (m_side) {
+      m_side->branch_from(main);
+      cuda::ScopedLayerStream on_side(m_side->get());
+      m_layers[i]->backward_weights(x, m_activations[i + 1].data(), dL_dy, n);
+    } else {
+      m_layers[i]->backward_weights(x, m_activations[i + 1].data(), dL_dy, n);
+    }
     if (i == 0) break;  // nobody needs the gradient with respect to the image
     m_layers[i]->backward_input(x, m_activations[i + 1].data(), dL_dy,
                                 m_activation_grads[i].data(), n);
     dL_dy = m_activation_grads[i].data();
   }
+  if (m_side) m_side->join_into(main);
 }
 
 template class Network<float>;

@@ -11,12 +11,17 @@
 #include "net/config.hpp"
 #include "net/layout.hpp"
 
+namespace lenet5::cuda {
+class SideStream;
+}
+
 namespace lenet5 {
 
 template <class T>
 class Network {
  public:
   Network(const NetConfig& config, Device device, int max_batch);
+  ~Network();
 
   const NetConfig& config() const { return m_config; }
   const ParamLayout& layout() const { return m_layout; }
@@ -49,6 +54,7 @@ class Network {
   std::vector<Buffer<T>> m_activations;  // [0] input copy slot unused; [i+1] = output of layer i
   std::vector<Buffer<T>> m_activation_grads;
   const T* m_input = nullptr;
+  std::unique_ptr<cuda::SideStream> m_side;  // GPU only: where the weight gradients run
 };
 
 }  // namespace lenet5
