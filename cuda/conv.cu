@@ -264,12 +264,16 @@ __global__ void conv_backward_input_kernel5(ConvDims d, const float* __restrict_
   float* dys = shared5;
   float* ws = shared5 + padded_floats;
 
-  const float* dy_n = dL_dy + std::size_t(n) * d.M * d.H_out * d.W_out;
-  for (int i = threadIdx.x; i < padded_floats; i += blockDim.x) {
-    const int col = i % padded_w - (K - 1), row = i / padded_w % padded_h - (K - 1);
-    const int m = i / (padded_w * padded_h);
-    const bool inside = row >= 0 && row < d.H_out && col >= 0 && col < d.W_out;
-    dys[i] = inside ? dy_n[(m * d.H_out + row) * d.W_out + col] : 0.0f;
+  // Zero the whole padded block, then copy dL/dY[n] into its interior (contiguous, coalesced
+  // reads): cheaper than deciding inside/outside for every padded element.
+  for (int i = threadIdx.x; i < padded_floats; i += blockDim.x) dys[i] = 0.0f;
+  __syncthreads();
+  const int per_map = d.H_out * d.W_out;
+  const float* dy_n = dL_dy + std::size_t(n) * d.M * per_map;
+#pragma unroll 4
+  for (int i = threadIdx.x; i < d.M * per_map; i += blockDim.x) {
+    const int m = i / per_map, row = i % per_map / d.W_out, col = i % d.W_out;
+    dys[(m * padded_h + row + K - 1) * padded_w + col + K - 1] = dy_n[i];
   }
   for (int i = threadIdx.x; i < d.M * KK; i += blockDim.x)  // i = m*K*K + p*K + q
     ws[i] = weight[(std::size_t(i / KK) * d.C + c) * KK + i % KK];
