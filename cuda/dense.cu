@@ -268,6 +268,73 @@ __global__ void dense_backward_weights_kernel2(FcShape s, const float* __restric
   }
 }
 
+// Versions 3 of the two backward kernels: the same sums in the same order as version 2 (so the
+// same bits), but each block first forms the dL/dz values its threads share in shared memory,
+// once, instead of every thread recomputing dL/dy * f'(y) in its inner loop; the inner loops then
+// read one shared and one global value per multiply-add and unroll.
+constexpr std::size_t kMaxDenseShared = 48 * 1024;  // bytes, without an opt-in attribute
+
+// Block b covers dL/dx elements j = b*256 .. b*256+255 (j = n*in + i), i.e. rows n_lo..n_hi of
+// dL/dz, staged as dz_rows[(n - n_lo)*out + o]. C5 at batch 64: at most 2 rows of 120.
+__global__ void dense_backward_input_kernel3(FcShape s, const float* __restrict__ dL_dy,
+                                             const float* __restrict__ y,
+                                             FusedActivation activation,
+                                             const float* __restrict__ weight,
+                                             float* __restrict__ dL_dx) {
+  extern __shared__ float dz_rows[];
+  const std::size_t count = std::size_t(s.n) * s.in;
+  const std::size_t j0 = std::size_t(blockIdx.x) * blockDim.x;
+  const std::size_t j_last = std::min(j0 + blockDim.x, count) - 1;  // j0 < count: exact grid
+  const std::size_t n_lo = j0 / s.in, rows = j_last / s.in - n_lo + 1;
+  for (std::size_t k = threadIdx.x; k < rows * s.out; k += blockDim.x)
+    dz_rows[k] = dense_dz(activation, dL_dy, y, n_lo * s.out + k);
+  __syncthreads();
+  const std::size_t j = j0 + threadIdx.x;
+  if (j >= count) return;
+  const std::size_t n = j / s.in, i = j % s.in;
+  const float* dz = dz_rows + (n - n_lo) * s.out;
+  float acc = 0.0f;
+#pragma unroll 8
+  for (int o = 0; o < s.out; ++o) acc += dz[o] * weight[std::size_t(o) * s.in + i];
+  dL_dx[j] = acc;
+}
+
+// Block b covers weight-or-bias elements j = b*256 .. b*256+255 (j = o*(in+1) + i), i.e. outputs
+// o_lo..o_hi, whose dL/dz columns are staged as dz_cols[n*cols + (o - o_lo)].
+__global__ void dense_backward_weights_kernel3(FcShape s, const float* __restrict__ x,
+                                               const float* __restrict__ dL_dy,
+                                               const float* __restrict__ y,
+                                               FusedActivation activation,
+                                               float* __restrict__ dL_dweight,
+                                               float* __restrict__ dL_dbias) {
+  extern __shared__ float dz_cols[];
+  const int columns = s.in + 1;
+  const std::size_t count = std::size_t(s.out) * columns;
+  const std::size_t j0 = std::size_t(blockIdx.x) * blockDim.x;
+  const int o_lo = int(j0 / columns);
+  const int o_hi = int((std::min(j0 + blockDim.x, count) - 1) / columns);
+  const int cols = o_hi - o_lo + 1;
+  for (int k = threadIdx.x; k < s.n * cols; k += blockDim.x) {
+    const int n = k / cols, o = o_lo + k % cols;
+    dz_cols[k] = dense_dz(activation, dL_dy, y, std::size_t(n) * s.out + o);
+  }
+  __syncthreads();
+  const std::size_t j = j0 + threadIdx.x;
+  if (j >= count) return;
+  const int o = int(j / columns), i = int(j % columns);
+  if (i == s.in && !dL_dbias) return;
+  const float* dz = dz_cols + (o - o_lo);
+  float acc = 0.0f;
+  if (i < s.in) {
+#pragma unroll 8
+    for (int n = 0; n < s.n; ++n) acc += dz[n * cols] * x[std::size_t(n) * s.in + i];
+    dL_dweight[std::size_t(o) * s.in + i] = acc;
+  } else {
+    for (int n = 0; n < s.n; ++n) acc += dz[n * cols];
+    dL_dbias[o] = acc;
+  }
+}
+
 void dense_forward2(const FcShape& s, const float* x, const float* weight, const float* bias,
                     FusedActivation activation, float* y, cudaStream_t stream) {
   const std::size_t threads = std::size_t(s.n) * s.out * 32;
@@ -283,8 +350,15 @@ void dense_backward_input2(const FcShape& s, const float* dL_dy, const float* y,
   if (activation.enabled && !y) throw Error("internal: a fused activation needs the output y");
   const std::size_t threads = std::size_t(s.n) * s.in;
   if (threads == 0) return;
-  dense_backward_input_kernel2<<<dense_blocks(threads), kDenseThreads, 0, stream>>>(
-      s, dL_dy, y, activation, weight, dL_dx);
+  // A block of 256 consecutive elements spans at most 256 / in + 2 rows of dL/dz.
+  const std::size_t shared = (kDenseThreads / std::size_t(s.in) + 2) * s.out * sizeof(float);
+  const std::size_t blocks = (threads + kDenseThreads - 1) / kDenseThreads;
+  if (shared <= kMaxDenseShared && blocks <= std::size_t(kMaxDenseBlocks))
+    dense_backward_input_kernel3<<<unsigned(blocks), kDenseThreads, shared, stream>>>(
+        s, dL_dy, y, activation, weight, dL_dx);
+  else
+    dense_backward_input_kernel2<<<dense_blocks(threads), kDenseThreads, 0, stream>>>(
+        s, dL_dy, y, activation, weight, dL_dx);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -294,8 +368,16 @@ void dense_backward_weights2(const FcShape& s, const float* x, const float* dL_d
   if (activation.enabled && !y) throw Error("internal: a fused activation needs the output y");
   const std::size_t threads = std::size_t(s.out) * (s.in + 1);
   if (threads == 0) return;
-  dense_backward_weights_kernel2<<<dense_blocks(threads), kDenseThreads, 0, stream>>>(
-      s, x, dL_dy, y, activation, dL_dweight, dL_dbias);
+  // A block of 256 consecutive elements spans at most 256 / (in + 1) + 2 outputs o.
+  const std::size_t shared =
+      std::size_t(s.n) * (kDenseThreads / std::size_t(s.in + 1) + 2) * sizeof(float);
+  const std::size_t blocks = (threads + kDenseThreads - 1) / kDenseThreads;
+  if (shared <= kMaxDenseShared && blocks <= std::size_t(kMaxDenseBlocks))
+    dense_backward_weights_kernel3<<<unsigned(blocks), kDenseThreads, shared, stream>>>(
+        s, x, dL_dy, y, activation, dL_dweight, dL_dbias);
+  else
+    dense_backward_weights_kernel2<<<dense_blocks(threads), kDenseThreads, 0, stream>>>(
+        s, x, dL_dy, y, activation, dL_dweight, dL_dbias);
   CUDA_CHECK_LAUNCH();
 }
 

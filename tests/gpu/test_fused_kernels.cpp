@@ -122,6 +122,37 @@ TEST(DenseKernels2, FusedTanhMatchesTheCpuComposition) {
   }
 }
 
+// A batch so large that the staged dL/dz no longer fits in shared memory: the launchers fall back
+// to the unstaged kernels, which must compute the same sums (the order is the same, so the same
+// bits as the CPU-order reference up to the usual summation tolerance).
+TEST(DenseKernels2, LargeBatchFallbackMatchesTheCpu) {
+  LENET5_REQUIRE_GPU();
+  const FcShape s{4096, 84, 10};
+  const FusedActivation tanh_act{true, Activation::tanh};
+  const auto x = random_floats(std::size_t(s.n) * s.in, 31);
+  const auto w = random_floats(std::size_t(s.out) * s.in, 32);
+  const auto y = random_floats(std::size_t(s.n) * s.out, 33);
+  const auto dy = random_floats(y.size(), 34);
+  std::vector<float> dz(y.size()), dx(std::size_t(s.n) * s.in), dw(std::size_t(s.out) * s.in),
+      db(s.out), dx_scale(dx.size()), dw_scale(dw.size()), db_scale(db.size());
+  activation_backward_cpu(Activation::tanh, y.data(), dy.data(), dz.data(), dz.size());
+  fc_backward_input_cpu(s, dz.data(), w.data(), dx.data());
+  fc_backward_weights_cpu(s, x.data(), dz.data(), dw.data(), db.data());
+  const auto adz = test::absolute(dz), ax = test::absolute(x), aw = test::absolute(w);
+  fc_backward_input_cpu(s, adz.data(), aw.data(), dx_scale.data());
+  fc_backward_weights_cpu(s, ax.data(), adz.data(), dw_scale.data(), db_scale.data());
+  const auto d_x = upload(x), d_w = upload(w), d_y = upload(y), d_dy = upload(dy);
+  auto d_dx = poisoned(dx.size()), d_dw = poisoned(dw.size()), d_db = poisoned(db.size());
+  cuda::dense_backward_input2(s, d_dy.data(), d_y.data(), tanh_act, d_w.data(), d_dx.data(),
+                              cuda::kDefaultStream);
+  cuda::dense_backward_weights2(s, d_x.data(), d_dy.data(), d_y.data(), tanh_act, d_dw.data(),
+                                d_db.data(), cuda::kDefaultStream);
+  // Same bound as above; the weight sums now run over 4,096 samples, still far inside it.
+  EXPECT_TRUE(all_close(download(d_dx), dx, plus(dx_scale, 1e-7), kSumRelative));
+  EXPECT_TRUE(all_close(download(d_dw), dw, plus(dw_scale, 1e-7), kSumRelative));
+  EXPECT_TRUE(all_close(download(d_db), db, plus(db_scale, 1e-7), kSumRelative));
+}
+
 struct PoolCase {
   const char* name;
   PoolShape shape;
