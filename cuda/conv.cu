@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "cuda/block_reduce.cuh"
 #include "cuda/check.hpp"
 #include "cuda/conv.cuh"
 
@@ -50,21 +51,6 @@ constexpr int kMaxBlocks = 1 << 20;  // grid-stride loops cover anything beyond
 
 int blocks_for(std::size_t count) {
   return int(std::min<std::size_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-// Sum of one value per thread over a block of exactly kReduceThreads threads, in a fixed tree
-// (stride 128, 64, ..., 1), so the result depends only on the values, never on timing. Every
-// thread of the block must call it; the total is returned to all of them.
-__device__ float block_sum(float value) {
-  __shared__ float partial[kReduceThreads];
-  const int t = threadIdx.x;
-  partial[t] = value;
-  __syncthreads();
-  for (int stride = kReduceThreads / 2; stride > 0; stride /= 2) {
-    if (t < stride) partial[t] += partial[t + stride];
-    __syncthreads();
-  }
-  return partial[0];
 }
 
 // ---- forward ------------------------------------------------------------------------------------
@@ -156,7 +142,7 @@ __global__ void conv_backward_weights_kernel1(ConvDims d, const float* __restric
       const int n = j / per_map;
       acc += x[x_index(d, n, c, h + p, w + q)] * dL_dy[y_index(d, n, m, h, w)];
     }
-    const float sum = block_sum(acc);
+    const float sum = block_sum<kReduceThreads>(acc);
     if (threadIdx.x == 0) dL_dweight[block] = mask ? sum * mask[block] : sum;
   } else {
     const int m = block - n_weights;  // only launched when dL_dbias is not null
@@ -164,7 +150,7 @@ __global__ void conv_backward_weights_kernel1(ConvDims d, const float* __restric
       const int n = j / per_map;
       acc += dL_dy[(std::size_t(n) * d.M + m) * per_map + j % per_map];
     }
-    const float sum = block_sum(acc);
+    const float sum = block_sum<kReduceThreads>(acc);
     if (threadIdx.x == 0) dL_dbias[m] = sum;
   }
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "cuda/block_reduce.cuh"
 #include "cuda/check.hpp"
 #include "layers/activation_math.hpp"
 #include "cuda/subsample.cuh"
@@ -50,21 +51,6 @@ __device__ int first_max_in_window(const float* window, int row_stride, int K) {
       }
     }
   return best;
-}
-
-// Sum of one value per thread over a block of exactly kReduceThreads threads, in a fixed tree
-// (stride 128, 64, ..., 1): the result depends only on the values, never on timing. Every thread of
-// the block must call it; the total is returned to all of them.
-__device__ float block_sum(float value) {
-  __shared__ float partial[kReduceThreads];
-  const int t = threadIdx.x;
-  partial[t] = value;
-  __syncthreads();
-  for (int stride = kReduceThreads / 2; stride > 0; stride /= 2) {
-    if (t < stride) partial[t] += partial[t + stride];
-    __syncthreads();
-  }
-  return partial[0];
 }
 
 // S[n,c,h,w] = pool_{p,q} X[n,c,K*h+p,K*w+q] + bias[c]; pool = average (sum over p, then q, divided
@@ -157,7 +143,7 @@ __global__ void subsample_backward_bias_kernel1(PoolDims d, const float* __restr
     acc += pre_activation_gradient(activation, dL_dy, y,
                                    (std::size_t(n) * d.C + c) * per_map + j % per_map);
   }
-  const float sum = block_sum(acc);
+  const float sum = block_sum<kReduceThreads>(acc);
   if (threadIdx.x == 0) dL_dbias[c] = sum;
 }
 

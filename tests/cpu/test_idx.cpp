@@ -14,11 +14,14 @@
 
 #include "core/error.hpp"
 #include "data/idx.hpp"
+#include "error_assertions.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
+using lenet5::testing_support::crc_of;
+using lenet5::testing_support::throws_error_mentioning;
 
 constexpr std::uint32_t kImagesMagic = 0x00000803;
 constexpr std::uint32_t kLabelsMagic = 0x00000801;
@@ -73,27 +76,7 @@ Bytes ramp(std::size_t n) {
   return bytes;
 }
 
-std::uint32_t crc_of(const Bytes& bytes) {
-  return static_cast<std::uint32_t>(crc32(0L, bytes.data(), static_cast<uInt>(bytes.size())));
-}
 
-// Passes if f throws lenet5::Error whose message contains every one of parts.
-template <class F>
-testing::AssertionResult throws_error_mentioning(F f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const lenet5::Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) {
-      if (message.find(part) == std::string::npos) {
-        return testing::AssertionFailure()
-               << "message \"" << message << "\" lacks \"" << part << "\"";
-      }
-    }
-    return testing::AssertionSuccess();
-  }
-  return testing::AssertionFailure() << "no lenet5::Error thrown";
-}
 
 TEST_F(IdxTest, ReadsPlainImages) {
   const Bytes bytes = idx(kImagesMagic, {2, 3, 4}, ramp(24));

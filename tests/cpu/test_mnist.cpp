@@ -16,11 +16,14 @@
 
 #include "core/error.hpp"
 #include "data/mnist.hpp"
+#include "error_assertions.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
+using lenet5::testing_support::crc_of;
+using lenet5::testing_support::throws_error_mentioning;
 
 constexpr int kPixels = lenet5::kImageSide * lenet5::kImageSide;
 
@@ -47,26 +50,7 @@ Bytes label_file(const Bytes& labels) {
   return idx(0x00000801, {static_cast<std::uint32_t>(labels.size())}, labels);
 }
 
-std::uint32_t crc_of(const Bytes& bytes) {
-  return static_cast<std::uint32_t>(crc32(0L, bytes.data(), static_cast<uInt>(bytes.size())));
-}
 
-template <class F>
-testing::AssertionResult throws_error_mentioning(F f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const lenet5::Error& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) {
-      if (message.find(part) == std::string::npos) {
-        return testing::AssertionFailure()
-               << "message \"" << message << "\" lacks \"" << part << "\"";
-      }
-    }
-    return testing::AssertionSuccess();
-  }
-  return testing::AssertionFailure() << "no lenet5::Error thrown";
-}
 
 class MnistTest : public testing::Test {
  protected:
