@@ -2,6 +2,7 @@
 // 2 usage error), one-line messages that name the problem, settings from TOML files.
 #include <gtest/gtest.h>
 
+#include "cuda/runtime.hpp"
 #include "test_util.hpp"
 
 namespace lenet5 {
@@ -55,6 +56,15 @@ TEST(Cli, UsageErrorsExitWithTwo) {
     EXPECT_EQ(result.exit_code, 2) << c.arguments << "\n" << result.err;
     EXPECT_TRUE(mentions(result.err, c.message)) << c.arguments << "\n" << result.err;
   }
+}
+
+TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
+  if (cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  TempDir dir;
+  const auto result = run_lenet5("train --device gpu --train-limit 10", dir);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(mentions(result.err, "--device gpu")) << result.err;
+  EXPECT_TRUE(mentions(result.err, "--device cpu")) << result.err;  // says how to proceed
 }
 
 TEST(Cli, UnknownConfigKeysAreErrors) {
