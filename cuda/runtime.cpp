@@ -2,6 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <atomic>
+
 #include "cuda/check.hpp"
 
 namespace lenet5 {
@@ -38,14 +40,33 @@ std::string device_description(int device) {
                      properties.minor, properties.totalGlobalMem / double(1ull << 30));
 }
 
+namespace {
+std::atomic<std::size_t> g_allocated{0}, g_peak{0};
+}  // namespace
+
 void* allocate(std::size_t bytes) {
   void* pointer = nullptr;
-  if (bytes > 0) CUDA_CHECK(cudaMalloc(&pointer, bytes));
+  if (bytes == 0) return pointer;
+  CUDA_CHECK(cudaMalloc(&pointer, bytes));
+  const std::size_t now = g_allocated += bytes;
+  for (std::size_t peak = g_peak; now > peak && !g_peak.compare_exchange_weak(peak, now);) {
+  }
   return pointer;
 }
 
-void release(void* pointer) noexcept {
-  if (pointer) (void)cudaFree(pointer);  // a destructor must not throw; nothing useful to do
+void release(void* pointer, std::size_t bytes) noexcept {
+  if (!pointer) return;
+  (void)cudaFree(pointer);  // a destructor must not throw; nothing useful to do
+  g_allocated -= bytes;
+}
+
+std::size_t allocated_bytes() { return g_allocated; }
+std::size_t peak_allocated_bytes() { return g_peak; }
+
+std::size_t device_used_bytes() {
+  std::size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total - free;
 }
 
 void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) {

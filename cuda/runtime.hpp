@@ -15,7 +15,15 @@ int device_count();
 std::string device_description(int device = 0);
 
 void* allocate(std::size_t bytes);
-void release(void* pointer) noexcept;
+void release(void* pointer, std::size_t bytes) noexcept;
+
+// Device memory held by lenet5's own buffers (every one goes through allocate/release): now, and
+// the most at any moment so far. Not included: the CUDA context and cuBLAS's internal state.
+std::size_t allocated_bytes();
+std::size_t peak_allocated_bytes();
+// Device memory in use by everything on the GPU (cudaMemGetInfo: total minus free), context
+// included, as nvidia-smi would count it.
+std::size_t device_used_bytes();
 void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes);
 void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes);
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes);

@@ -70,7 +70,7 @@ class Buffer {
  private:
   void reset() noexcept {
     if (m_device == Device::gpu)
-      cuda::release(m_data);
+      cuda::release(m_data, bytes());
     else
       delete[] m_data;
     m_data = nullptr;

@@ -133,6 +133,13 @@ void run_benchmark(const TrainSettings& base, const std::vector<std::uint64_t>& 
     nlohmann::json seed_line{{"event", "seed"}, {"seed", seed}, {"median_epoch_s", steady},
                              {"final_test_accuracy", final_accuracy},
                              {"training_s", elapsed}};
+    if (resolve_device(settings.device, false) == Device::gpu) {
+      // Peak of lenet5's own device buffers (data set, network, scratch; comparable to PyTorch's
+      // max_memory_allocated), and what is still in use on the device once the run's buffers are
+      // freed (the CUDA context, cuBLAS and the graph's own memory).
+      seed_line["peak_allocated_mb"] = double(cuda::peak_allocated_bytes()) / (1 << 20);
+      seed_line["device_used_at_end_mb"] = double(cuda::device_used_bytes()) / (1 << 20);
+    }
     seed_line["time_to_99_s"] = time_to_99 < 0 ? nlohmann::json(nullptr) : nlohmann::json(time_to_99);
     emit(seed_line.dump());
   }

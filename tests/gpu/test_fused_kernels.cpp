@@ -213,3 +213,24 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace lenet5
+
+namespace lenet5 {
+namespace {
+
+// Every device buffer is counted on the way in and out, so the peak the benchmark reports is real.
+TEST(DeviceMemory, BuffersAreCountedWhileTheyLive) {
+  LENET5_REQUIRE_GPU();
+  const std::size_t before = cuda::allocated_bytes();
+  {
+    Buffer<float> buffer(Device::gpu, 1 << 20);
+    EXPECT_EQ(cuda::allocated_bytes(), before + (std::size_t(4) << 20));
+    EXPECT_GE(cuda::peak_allocated_bytes(), before + (std::size_t(4) << 20));
+    Buffer<float> moved = std::move(buffer);  // moving transfers ownership, not memory
+    EXPECT_EQ(cuda::allocated_bytes(), before + (std::size_t(4) << 20));
+  }
+  EXPECT_EQ(cuda::allocated_bytes(), before);
+  EXPECT_GT(cuda::device_used_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace lenet5
