@@ -36,6 +36,11 @@ class CpuEngine final : public Engine {
   std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
   std::vector<float> velocity() const override { return m_velocity; }
   void set_state(const std::vector<float>& parameters, const std::vector<float>& velocity) override {
+    const std::size_t floats = m_network.layout().buffer_floats;
+    if (parameters.size() != floats || velocity.size() != floats)
+      throw Error("internal: set_state needs " + std::to_string(floats) +
+                  " parameters and velocities, got " + std::to_string(parameters.size()) + " and " +
+                  std::to_string(velocity.size()));
     m_network.parameters().copy_from_host(parameters.data());
     m_velocity = velocity;
   }
@@ -56,23 +61,6 @@ class CpuEngine final : public Engine {
   int preferred_steps_per_call(int) const override { return 1; }
   EpochTotals take_epoch_totals() override { return m_totals; }
 
- private:
-  void train_step(int first, int count, float lr) {
-    const std::int32_t* indices = m_permutation.data() + first;
-    gather_batch_cpu(m_train->images.data(), indices, count, m_input.data());
-    for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
-    m_network.forward(m_input.data(), count);
-    const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
-                                                      kClasses, m_dL_dlogits.data(), nullptr);
-    m_network.backward(m_dL_dlogits.data(), count);
-    sgd_step_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
-                 m_velocity.data(), m_velocity.size());
-    m_totals.loss_sum += stats.loss_sum;
-    m_totals.correct += stats.correct;
-    m_totals.seen += count;
-  }
-
- public:
   Evaluation evaluate(const Dataset& data) override {
     Evaluation result;
     std::vector<int> predictions(kEvalBatch);
@@ -103,6 +91,21 @@ class CpuEngine final : public Engine {
   }
 
  private:
+  void train_step(int first, int count, float lr) {
+    const std::int32_t* indices = m_permutation.data() + first;
+    gather_batch_cpu(m_train->images.data(), indices, count, m_input.data());
+    for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
+    m_network.forward(m_input.data(), count);
+    const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
+                                                      kClasses, m_dL_dlogits.data(), nullptr);
+    m_network.backward(m_dL_dlogits.data(), count);
+    sgd_step_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
+                 m_velocity.data(), m_velocity.size());
+    m_totals.loss_sum += stats.loss_sum;
+    m_totals.correct += stats.correct;
+    m_totals.seen += count;
+  }
+
   static void softmax_rows(const float* logits, int n, float* out) {
     for (int s = 0; s < n; ++s) {
       const float* z = logits + s * kClasses;
