@@ -62,7 +62,8 @@ Command add_train_command(CLI::App& parent) {
               effective = resumed_settings(*cmd, *checkpoint, config_toml);
             }
             const TrainOutcome outcome = train(effective, config_toml, checkpoint, *resume);
-            if (outcome.interrupted) return 130;
+            // The shell's convention for a process ended by a signal: 128 + its number.
+            if (outcome.interrupted) return 128 + outcome.stop_signal;
             std::printf("trained %d epochs; best test accuracy %s; run folder %s\n",
                         outcome.epochs_done,
                         outcome.best_accuracy < 0

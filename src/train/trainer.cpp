@@ -94,6 +94,8 @@ class RunLog {
       : m_sink(std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string())) {
     m_sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
     spdlog::default_logger()->sinks().push_back(m_sink);
+    // One line per epoch at most: flush each, so `tail -f train.log` shows progress as it happens.
+    spdlog::default_logger()->flush_on(spdlog::level::info);
   }
   ~RunLog() {
     auto& sinks = spdlog::default_logger()->sinks();
@@ -245,7 +247,7 @@ class Run {
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  int(g_stop_signal), epoch + 1, step, (m_dir / "last.safetensors").string(),
                  (m_dir / "last.safetensors").string());
-    return {m_dir, m_reports, epoch, m_position.best_accuracy, true};
+    return {m_dir, m_reports, epoch, m_position.best_accuracy, true, int(g_stop_signal)};
   }
 
   Checkpoint make_checkpoint(double test_accuracy) const {

@@ -27,6 +27,7 @@ struct TrainOutcome {
   int epochs_done = 0;
   double best_accuracy = -1;  // fraction, -1 when never evaluated
   bool interrupted = false;   // stopped by a signal after saving last.safetensors
+  int stop_signal = 0;        // that signal (SIGINT, SIGTERM), when interrupted
 };
 
 // config_toml: the effective settings, written to the run folder and into every checkpoint.

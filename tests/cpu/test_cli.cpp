@@ -2,6 +2,12 @@
 // 2 usage error), one-line messages that name the problem, settings from TOML files.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
 #include "cuda/runtime.hpp"
 #include "test_util.hpp"
 
@@ -65,6 +71,40 @@ TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_TRUE(mentions(result.err, "--device gpu")) << result.err;
   EXPECT_TRUE(mentions(result.err, "--device cpu")) << result.err;  // says how to proceed
+}
+
+// SIGTERM during training: the run saves last.safetensors (a checkpoint in mid-epoch that resumes)
+// and exits with 128 + 15, the shell's convention for "ended by SIGTERM".
+TEST(Cli, SigtermSavesACheckpointAndExitsWith143) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const std::string out = (dir / "run").string(), data = testing::mnist_dir().string();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int quiet = open("/dev/null", O_WRONLY);
+    dup2(quiet, STDOUT_FILENO);
+    dup2(quiet, STDERR_FILENO);
+    execl(LENET5_BINARY, LENET5_BINARY, "train", "--device", "cpu", "--epochs", "1",
+          "--evaluate", "false", "--out", out.c_str(), "--data", data.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // The log's first line is written just before the engine is built and the handlers installed;
+  // an epoch of 60,000 images then takes many seconds on a CPU, so a signal 0.5 s later lands in
+  // mid-epoch, and the run stops right after the step it is in.
+  const auto log = dir / "run" / "train.log";
+  for (int i = 0; i < 600 && testing::read_text(log).find("training on") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(child, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status)
+                                 << " (before the handler was installed?)";
+  EXPECT_EQ(WEXITSTATUS(status), 143);
+  EXPECT_TRUE(std::filesystem::exists(dir / "run" / "last.safetensors"));
+  EXPECT_NE(testing::read_text(log).find("--resume"), std::string::npos);  // says how to go on
 }
 
 TEST(Cli, UnknownConfigKeysAreErrors) {
