@@ -76,7 +76,7 @@ fs::path prepare_run_dir(const TrainSettings& settings, const fs::path& resume_f
   return dir;
 }
 
-// runs/latest -> the newest run folder (replaced atomically), for scripts and the README.
+// runs/latest -> the newest run folder in runs/ (replaced atomically), for scripts and the README.
 void point_latest_at(const fs::path& dir) {
   const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
   const fs::path link = parent / "latest", temporary = parent / ".latest.tmp";
@@ -304,7 +304,9 @@ TrainOutcome train(const TrainSettings& settings, const std::string& config_toml
   const fs::path dir = prepare_run_dir(settings, resume_file);
   RunLog log(dir / "train.log");
   write_file_atomically(dir / "config.toml", config_toml);
-  point_latest_at(dir);
+  // Only runs in the default place (runs/<date-time>) move runs/latest: a folder the user named
+  // with --out is theirs, and a "latest" link beside it would be litter.
+  if (settings.out.empty() && resume_file.empty()) point_latest_at(dir);
   spdlog::info("run folder {}: training on {} images for {} epochs, batch {}, on the {}",
                dir.string(), data.train.count, settings.epochs, settings.batch_size,
                to_string(device));
