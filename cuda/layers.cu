@@ -1,15 +1,14 @@
 // GPU backend: Layer<float> objects around the CUDA launchers, one class per layer kind, the
 // same constructor arguments as the CPU classes of layers/cpu_layers.cpp. Two kernel sets
-// (NetConfig::kernels): "book" runs one layer per operation with the version 1 kernels (the
-// chapter's direct convolution, cuBLAS for fully connected layers); "fast" runs the fused
-// topology (net/topology.hpp) with the activation inside s2, s4, c5 and f6 and the dense
-// version 2 kernels. Every pointer is device
+// (NetConfig::kernels): "book" runs one layer per operation (cuBLAS for fully connected layers);
+// "fast" runs the fused topology (net/topology.hpp) with the activation inside s2, s4, c5 and f6
+// and the dense version 2 kernels. Either runs its convolutions with NetConfig::conv_algo. Every pointer is device
 // memory (views into Network's flat parameter and gradient buffers); every launch goes on
 // cuda::layer_stream() (cuda/streams.hpp): the engine's stream, or the side stream on which
 // Network::backward runs the weight gradients.
 #include "core/buffer.hpp"
 #include "core/error.hpp"
-#include "cuda/conv.cuh"
+#include "cuda/conv_algorithm.hpp"
 #include "cuda/dense.cuh"
 #include "cuda/layers.hpp"
 #include "cuda/streams.hpp"
@@ -18,30 +17,32 @@
 namespace lenet5 {
 namespace {
 
-// C1 (N,1,32,32) -> (N,6,28,28), C3 (N,6,14,14) -> (N,16,10,10): the book's direct kernel
-// (conv.cuh, version 1).
+// C1 (N,1,32,32) -> (N,6,28,28), C3 (N,6,14,14) -> (N,16,10,10), and C5 with the book's kernel
+// set: any version of the registry (cuda/conv_algorithm.hpp), which owns whatever scratch memory
+// it needs, sized here for the largest batch.
 class ConvolutionGpu final : public Layer<float> {
  public:
-  ConvolutionGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
-                 float* bias_grad, const float* mask)
+  ConvolutionGpu(const LayerSpec& spec, ConvAlgo algo, float* weight, float* weight_grad,
+                 float* bias, float* bias_grad, const float* mask, int max_batch)
       : Layer<float>(spec.name, spec.in, spec.out),
         m_k(spec.kernel),
         m_weight(weight),
         m_weight_grad(weight_grad),
         m_bias(bias),
         m_bias_grad(bias_grad),
-        m_mask(mask) {}
+        m_mask(mask),
+        m_kernels(cuda::make_conv_algorithm(algo, shape(max_batch))) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::conv_forward1(shape(n), x, m_weight, m_bias, y, cuda::layer_stream());
+    m_kernels->forward(shape(n), x, m_weight, m_bias, y, cuda::layer_stream());
   }
   void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
                       int n) override {
-    cuda::conv_backward_input1(shape(n), dL_dy, m_weight, dL_dx, cuda::layer_stream());
+    m_kernels->backward_input(shape(n), dL_dy, m_weight, dL_dx, cuda::layer_stream());
   }
   void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
-    cuda::conv_backward_weights1(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
-                                 cuda::layer_stream());
+    m_kernels->backward_weights(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
+                                cuda::layer_stream());
   }
 
  private:
@@ -49,6 +50,7 @@ class ConvolutionGpu final : public Layer<float> {
   int m_k;
   float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
   const float* m_mask;
+  std::unique_ptr<cuda::ConvAlgorithm> m_kernels;
 };
 
 // S2 (N,6,28,28) -> (N,6,14,14), S4 (N,16,10,10) -> (N,16,5,5), with a per-map bias.
@@ -172,45 +174,6 @@ bool whole_input_convolution(const LayerSpec& spec) {
          spec.in.w == spec.kernel;
 }
 
-// C1 (N,1,32,32) -> (N,6,28,28), C3 (N,6,14,14) -> (N,16,10,10): convolution version 5, each
-// block staging one sample's operands in shared memory (conv.cuh); the weight gradient's
-// per-sample partial sums go to a scratch buffer sized for the largest batch.
-class StagedConvolutionGpu final : public Layer<float> {
- public:
-  StagedConvolutionGpu(const LayerSpec& spec, float* weight, float* weight_grad, float* bias,
-                       float* bias_grad, const float* mask, int max_batch)
-      : Layer<float>(spec.name, spec.in, spec.out),
-        m_k(spec.kernel),
-        m_weight(weight),
-        m_weight_grad(weight_grad),
-        m_bias(bias),
-        m_bias_grad(bias_grad),
-        m_mask(mask),
-        m_max_batch(max_batch),
-        m_scratch(Device::gpu, cuda::conv_backward_weights5_scratch_floats(shape(max_batch))) {}
-
-  void forward(const float* x, float* y, int n) override {
-    cuda::conv_forward5(shape(n), x, m_weight, m_bias, y, cuda::layer_stream());
-  }
-  void backward_input(const float*, const float*, const float* dL_dy, float* dL_dx,
-                      int n) override {
-    cuda::conv_backward_input5(shape(n), dL_dy, m_weight, dL_dx, cuda::layer_stream());
-  }
-  void backward_weights(const float* x, const float*, const float* dL_dy, int n) override {
-    if (n > m_max_batch) throw Error("internal: batch larger than the layer's scratch");
-    cuda::conv_backward_weights5(shape(n), x, dL_dy, m_weight_grad, m_bias_grad, m_mask,
-                                 m_scratch.data(), cuda::layer_stream());
-  }
-
- private:
-  ConvShape shape(int n) const { return {n, in().c, in().h, in().w, out().c, m_k}; }
-  int m_k;
-  float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
-  const float* m_mask;
-  int m_max_batch;
-  Buffer<float> m_scratch;
-};
-
 std::unique_ptr<Layer<float>> make_fast_layer(const LayerSpec& spec, const NetConfig& config,
                                               float* weight, float* weight_grad, float* bias,
                                               float* bias_grad, const float* c3_mask,
@@ -219,8 +182,8 @@ std::unique_ptr<Layer<float>> make_fast_layer(const LayerSpec& spec, const NetCo
     return std::make_unique<DenseGpu>(spec, config.activation, weight, weight_grad, bias,
                                       bias_grad);
   if (spec.kind == LayerKind::convolution && !spec.activate)
-    return std::make_unique<StagedConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad,
-                                                  c3_mask, max_batch);
+    return std::make_unique<ConvolutionGpu>(spec, config.conv_algo, weight, weight_grad, bias,
+                                            bias_grad, c3_mask, max_batch);
   if (spec.kind == LayerKind::subsampling)
     return std::make_unique<SubsamplingGpu>(spec, config, bias, bias_grad);
   throw Error("internal: no fast GPU layer for " + spec.name);
@@ -242,7 +205,8 @@ std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetCon
   if (spec.activate) throw Error("internal: the book's kernels run activations as layers");
   switch (spec.kind) {
     case LayerKind::convolution:
-      return std::make_unique<ConvolutionGpu>(spec, weight, weight_grad, bias, bias_grad, c3_mask);
+      return std::make_unique<ConvolutionGpu>(spec, config.conv_algo, weight, weight_grad, bias,
+                                              bias_grad, c3_mask, max_batch);
     case LayerKind::subsampling:
       return std::make_unique<SubsamplingGpu>(spec, config, bias, bias_grad);
     case LayerKind::activation:

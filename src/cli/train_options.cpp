@@ -1,6 +1,7 @@
 #include "cli/train_options.hpp"
 
 #include "net/config.hpp"
+#include "net/conv_algo.hpp"
 #include "train/schedule.hpp"
 
 namespace lenet5::cli {
@@ -14,6 +15,14 @@ std::string joined(const std::vector<std::string>& names) {
 
 }  // namespace
 
+std::string conv_algo_help() {
+  std::string out;
+  for (const ConvAlgoInfo& info : conv_algorithms())
+    out += std::string(out.empty() ? "" : ", ") + std::to_string(info.number) + " " + info.name +
+           " (" + info.source + ")";
+  return out;
+}
+
 void bind_train_settings(CLI::App& cmd, TrainSettings& s) {
   cmd.option_defaults()->always_capture_default();
   cmd.add_option("--data", s.data_dir, "MNIST folder (default: $LENET5_DATA or data/mnist)");
@@ -24,6 +33,10 @@ void bind_train_settings(CLI::App& cmd, TrainSettings& s) {
       ->group("Network");
   cmd.add_option("--kernels", s.kernels,
                  "GPU kernels: book (the chapter's kernels, one layer at a time) or fast (fused)")
+      ->group("Network");
+  cmd.add_option("--conv-algo", s.conv_algo,
+                 "GPU convolution version for C1 and C3, by name or number: auto (direct with "
+                 "--kernels book, staged with fast), " + conv_algo_help())
       ->group("Network");
   cmd.add_option("--epochs", s.epochs, "passes over the training set");
   cmd.add_option("--batch-size", s.batch_size, "images per SGD step");

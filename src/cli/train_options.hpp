@@ -4,10 +4,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 #include "train/settings.hpp"
 
 namespace lenet5::cli {
 
 void bind_train_settings(CLI::App& cmd, TrainSettings& settings);
+
+// "1 direct (PMPP Fig 16.12), 2 tiled (...), ...": every registered convolution version, as the
+// --conv-algo help lists them.
+std::string conv_algo_help();
 
 }  // namespace lenet5::cli

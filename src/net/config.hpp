@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "net/conv_algo.hpp"
+
 namespace lenet5 {
 
 enum class Activation { tanh, sigmoid, scaled_tanh, relu };
@@ -21,7 +23,11 @@ struct NetConfig {
   Activation activation = Activation::tanh;
   Subsampling subsampling = Subsampling::average;
   C3Table c3_table = C3Table::full;
-  GpuKernels kernels = GpuKernels::fast;  // not part of a checkpoint: it does not change weights' meaning
+  // Neither is part of a checkpoint: they do not change what the weights mean.
+  GpuKernels kernels = GpuKernels::fast;
+  // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
+  // output is 1x1, as a dense layer).
+  ConvAlgo conv_algo = ConvAlgo::staged;
 };
 
 const char* to_string(Activation value);

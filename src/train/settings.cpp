@@ -10,6 +10,10 @@ NetConfig TrainSettings::net_config() const {
   config.subsampling = parse_subsampling(subsampling);
   config.c3_table = parse_c3_table(c3_table);
   config.kernels = parse_gpu_kernels(kernels);
+  if (conv_algo == "auto")
+    config.conv_algo = config.kernels == GpuKernels::book ? ConvAlgo::direct : ConvAlgo::staged;
+  else
+    config.conv_algo = parse_conv_algo(conv_algo);
   return config;
 }
 

@@ -21,6 +21,7 @@ struct TrainSettings {
   std::string subsampling = "average";
   std::string c3_table = "full";
   std::string kernels = "fast";  // GPU kernel set: book | fast (same function)
+  std::string conv_algo = "auto";  // a net/conv_algo.hpp name; auto: direct (book), staged (fast)
   // optimisation
   int epochs = 10;
   int batch_size = 64;

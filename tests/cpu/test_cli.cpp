@@ -50,6 +50,7 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"train --device tpu --train-limit 10", "--device must be auto, gpu or cpu"},
       {"train --schedule sometimes --device cpu", "unknown schedule 'sometimes'"},
       {"train --activation softplus --device cpu", "unknown activation 'softplus'"},
+      {"train --conv-algo winograd --device cpu", "unknown convolution version 'winograd'"},
       {"train --batch-size 0 --device cpu", "--batch-size"},
       {"train --momentum 1.5 --device cpu", "--momentum"},
       {"evaluate", "--checkpoint"},

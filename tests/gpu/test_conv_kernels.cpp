@@ -1,4 +1,5 @@
-// Convolution kernels (cuda/conv.cu), every version, against the CPU reference
+// Convolution kernels, every version of the registry (net/conv_algo.hpp, through
+// cuda/conv_algorithm.hpp), against the CPU reference
 // (layers/conv_cpu.cpp) on every LeNet shape and on the cases that expose the printed Fig 16.12's
 // errata (textbook-figures.md §2.2): C1 has H_out = 28 > 16 (several tiles, E10/E11), "one tile"
 // fills exactly one 16x16 tile, "2x2 tiles" has H_out = 32 (E10 leaves 735 of 1,024 outputs per map
@@ -7,19 +8,19 @@
 // K = 3 (a swapped H/W or a wrong filter instantiation shows), and the shapes where it hands over
 // to version 1 (more than 48 KiB of shared memory; K > 7 in the weight gradient).
 //
-// Every output buffer, and version 5's weight-gradient scratch, is filled with NaN before each
-// launch, so an output the kernel does not write (or a partial sum it does not compute) is counted
-// as a NaN in the failure message.
+// Every output buffer is filled with NaN before each launch, so an output the kernel does not write
+// is counted as a NaN in the failure message.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "cuda/conv.cuh"
+#include "cuda/conv_algorithm.hpp"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 
@@ -29,8 +30,22 @@ using lenet5::Buffer;
 using lenet5::ConvShape;
 using namespace lenet5::test;
 
-// The convolution versions of cuda/conv.cuh; every test below runs on each.
-const int kVersions[] = {1, 5};
+using lenet5::ConvAlgo;
+
+// Every version of the registry (net/conv_algo.hpp); every test below runs on each.
+std::vector<ConvAlgo> all_versions() {
+  std::vector<ConvAlgo> versions;
+  for (const auto& info : lenet5::conv_algorithms()) versions.push_back(info.algo);
+  return versions;
+}
+
+std::string version_label(ConvAlgo algo) {
+  const auto& info = lenet5::conv_algorithm_info(algo);
+  std::string name = "v" + std::to_string(info.number) + "_" + info.name;
+  for (char& ch : name)
+    if (ch == '-') ch = '_';  // test names are C identifiers
+  return name;
+}
 
 std::size_t x_count(const ConvShape& s) {
   return std::size_t(s.n) * s.c * s.h * s.w;
@@ -87,16 +102,17 @@ std::vector<float> forward_cpu(const ConvShape& s, const ConvData& d, bool with_
   return y;
 }
 
-std::vector<float> forward_gpu(int version, const ConvShape& s, const ConvData& d, bool with_bias) {
+// Each call builds the version for exactly this shape (its scratch, if any, sized for it).
+std::unique_ptr<lenet5::cuda::ConvAlgorithm> kernels_of(ConvAlgo algo, const ConvShape& s) {
+  return lenet5::cuda::make_conv_algorithm(algo, s);
+}
+
+std::vector<float> forward_gpu(ConvAlgo algo, const ConvShape& s, const ConvData& d,
+                               bool with_bias) {
   const Buffer<float> x = upload(d.x), weight = upload(d.weight), bias = upload(d.bias);
   Buffer<float> y = poisoned(y_count(s));
   const float* b = with_bias ? bias.data() : nullptr;
-  if (version == 1)
-    lenet5::cuda::conv_forward1(s, x.data(), weight.data(), b, y.data(), nullptr);
-  else if (version == 5)
-    lenet5::cuda::conv_forward5(s, x.data(), weight.data(), b, y.data(), nullptr);
-  else
-    ADD_FAILURE() << "no forward version " << version;
+  kernels_of(algo, s)->forward(s, x.data(), weight.data(), b, y.data(), nullptr);
   return download(y);
 }
 
@@ -106,15 +122,10 @@ std::vector<float> backward_input_cpu(const ConvShape& s, const ConvData& d) {
   return dL_dx;
 }
 
-std::vector<float> backward_input_gpu(int version, const ConvShape& s, const ConvData& d) {
+std::vector<float> backward_input_gpu(ConvAlgo algo, const ConvShape& s, const ConvData& d) {
   const Buffer<float> dL_dy = upload(d.dL_dy), weight = upload(d.weight);
   Buffer<float> dL_dx = poisoned(x_count(s));
-  if (version == 1)
-    lenet5::cuda::conv_backward_input1(s, dL_dy.data(), weight.data(), dL_dx.data(), nullptr);
-  else if (version == 5)
-    lenet5::cuda::conv_backward_input5(s, dL_dy.data(), weight.data(), dL_dx.data(), nullptr);
-  else
-    ADD_FAILURE() << "no backward_input version " << version;
+  kernels_of(algo, s)->backward_input(s, dL_dy.data(), weight.data(), dL_dx.data(), nullptr);
   return download(dL_dx);
 }
 
@@ -130,27 +141,18 @@ WeightGrads backward_weights_cpu(const ConvShape& s, const ConvData& d, bool wit
   return g;
 }
 
-WeightGrads backward_weights_gpu(int version, const ConvShape& s, const ConvData& d, bool with_bias,
-                                 const std::vector<float>* mask = nullptr) {
+WeightGrads backward_weights_gpu(ConvAlgo algo, const ConvShape& s, const ConvData& d,
+                                 bool with_bias, const std::vector<float>* mask = nullptr) {
   const Buffer<float> x = upload(d.x), dL_dy = upload(d.dL_dy);
   const Buffer<float> mask_device = upload(mask ? *mask : std::vector<float>());
   Buffer<float> dL_dweight = poisoned(weight_count(s));
   Buffer<float> dL_dbias = poisoned(with_bias ? std::size_t(s.m) : 0);
   float* db = with_bias ? dL_dbias.data() : nullptr;
   const float* m = mask ? mask_device.data() : nullptr;
-  if (version == 1) {
-    lenet5::cuda::conv_backward_weights1(s, x.data(), dL_dy.data(), dL_dweight.data(), db, m,
-                                         nullptr);
-  } else if (version == 5) {
-    // NaN scratch: a partial sum that phase 1 does not write reaches the result as NaN.
-    Buffer<float> scratch = poisoned(lenet5::cuda::conv_backward_weights5_scratch_floats(s));
-    lenet5::cuda::conv_backward_weights5(s, x.data(), dL_dy.data(), dL_dweight.data(), db, m,
-                                         scratch.data(), nullptr);
-    lenet5::cuda::synchronize();  // the launches are done with the scratch before it is freed
-  } else {
-    ADD_FAILURE() << "no backward_weights version " << version;
-  }
-  return WeightGrads{download(dL_dweight), download(dL_dbias)};
+  const auto kernels = kernels_of(algo, s);
+  kernels->backward_weights(s, x.data(), dL_dy.data(), dL_dweight.data(), db, m, nullptr);
+  WeightGrads result{download(dL_dweight), download(dL_dbias)};  // waits before the scratch goes
+  return result;
 }
 
 // ---- the LeNet shapes and the tile cases --------------------------------------------------------
@@ -181,11 +183,11 @@ const ConvCase kConvCases[] = {
 };
 
 // (version, case): every version on every shape.
-using VersionAndCase = std::tuple<int, ConvCase>;
+using VersionAndCase = std::tuple<ConvAlgo, ConvCase>;
 
 class ConvKernels : public testing::TestWithParam<VersionAndCase> {
  protected:
-  int version() const { return std::get<0>(GetParam()); }
+  ConvAlgo version() const { return std::get<0>(GetParam()); }
   ConvShape shape() const { return std::get<1>(GetParam()).shape; }
 };
 
@@ -288,10 +290,10 @@ TEST_P(ConvKernels, BackwardWeightsAreBitIdenticalRunToRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LeNetAndTileShapes, ConvKernels,
-                         testing::Combine(testing::ValuesIn(kVersions),
+                         testing::Combine(testing::ValuesIn(all_versions()),
                                           testing::ValuesIn(kConvCases)),
                          [](const testing::TestParamInfo<VersionAndCase>& param) {
-                           return "v" + std::to_string(std::get<0>(param.param)) + "_" +
+                           return version_label(std::get<0>(param.param)) + "_" +
                                   std::get<1>(param.param).name;
                          });
 
@@ -317,7 +319,7 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
   return sum;
 }
 
-class ConvKernelsFig1614 : public testing::TestWithParam<int> {};  // the version
+class ConvKernelsFig1614 : public testing::TestWithParam<ConvAlgo> {};
 
 TEST_P(ConvKernelsFig1614, ForwardGivesThePrintedY) {
   LENET5_REQUIRE_GPU();
@@ -347,9 +349,9 @@ TEST_P(ConvKernelsFig1614, BackwardWeightsGiveTheDerivedValues) {
   EXPECT_EQ(dot(g.weight, d.weight), 726.0);  // = sum dL/dW * W, bilinearity again
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, ConvKernelsFig1614, testing::ValuesIn(kVersions),
-                         [](const testing::TestParamInfo<int>& param) {
-                           return "v" + std::to_string(param.param);
+INSTANTIATE_TEST_SUITE_P(Versions, ConvKernelsFig1614, testing::ValuesIn(all_versions()),
+                         [](const testing::TestParamInfo<ConvAlgo>& param) {
+                           return version_label(param.param);
                          });
 
 }  // namespace
