@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   const std::vector<cli::Command> commands{cli::add_train_command(app),
                                            cli::add_evaluate_command(app),
                                            cli::add_classify_command(app),
-                                           cli::add_bench_command(app)};
+                                           cli::add_bench_command(app),
+                                           cli::add_figures_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

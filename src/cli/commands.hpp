@@ -16,6 +16,7 @@ Command add_train_command(CLI::App& parent);
 Command add_evaluate_command(CLI::App& parent);
 Command add_classify_command(CLI::App& parent);
 Command add_bench_command(CLI::App& parent);
+Command add_figures_command(CLI::App& parent);
 
 // Also set by the commands: whether stdout must stay machine-readable (logging is then quieter).
 extern bool g_json_output;

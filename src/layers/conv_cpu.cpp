@@ -74,7 +74,23 @@ void conv_backward_weights_cpu(const ConvShape& s, const T* x, const T* dL_dy, T
   }
 }
 
+template <class T>
+void conv_unroll_cpu(const ConvShape& s, const T* x_sample, T* x_unroll) {
+  const int K = s.k, H_out = s.h_out(), W_out = s.w_out();
+  const std::size_t HW = std::size_t(H_out) * W_out;  // the text's H_unroll (hazard H3)
+  for (int c = 0; c < s.c; ++c)
+    for (int p = 0; p < K; ++p)
+      for (int q = 0; q < K; ++q) {
+        const std::size_t row = (std::size_t(c) * K + p) * K + q;  // w_unroll: the filter tap
+        for (int h = 0; h < H_out; ++h)
+          for (int w = 0; w < W_out; ++w)  // h_unroll = h*W_out + w: consecutive addresses
+            x_unroll[row * HW + std::size_t(h) * W_out + w] =
+                x_sample[(std::size_t(c) * s.h + h + p) * s.w + w + q];
+      }
+}
+
 #define LENET5_INSTANTIATE(T)                                                                \
+  template void conv_unroll_cpu<T>(const ConvShape&, const T*, T*);                          \
   template void conv_forward_cpu<T>(const ConvShape&, const T*, const T*, const T*, T*);     \
   template void conv_backward_input_cpu<T>(const ConvShape&, const T*, const T*, T*);        \
   template void conv_backward_weights_cpu<T>(const ConvShape&, const T*, const T*, T*, T*);

@@ -33,6 +33,14 @@ struct ConvShape {
 template <class T>
 void conv_forward_cpu(const ConvShape& s, const T* x, const T* weight, const T* bias, T* y);
 
+// Fig 16.16, the unroll (im2col) of ONE sample (N ignored), in the Fig 16.14 layout: a
+// C*K*K x H_out*W_out row-major matrix whose row c*K*K + p*K + q holds X[c, h+p, w+q] at column
+// h*W_out + w. Read column-major (as cuBLAS does) it is the HW x CKK matrix of Fig 16.15's
+// gemm call (hazard H2: the listing's X_unroll(h_unroll, w_unroll) is column-major). Needs the
+// per-sample offset of erratum E21: pass x + n*C*H*W.
+template <class T>
+void conv_unroll_cpu(const ConvShape& s, const T* x_sample, T* x_unroll);
+
 // Fig 16.8: dE/dX[c, h+p, w+q] += dE/dY[m,h,w] * W[m,c,p,q] after zeroing dE/dX (scatter form, as
 // printed; correct as sequential code). Samples are independent.
 template <class T>

@@ -91,6 +91,22 @@ TEST(ConvForwardCpu, Fig16_14GivesThePrintedOutputExactly) {
   EXPECT_EQ(y, kFigY);
 }
 
+// Fig 16.16 on the Fig 16.14 data gives the corrected 12x4 matrix of textbook-figures.md §1.13:
+// the printed one with rows 9 and 10 of column 3 swapped (erratum E26), and W' times it is Y.
+TEST(ConvUnrollCpu, Fig16_14UnrollIsTheCorrectedMatrixAndGemmGivesY) {
+  const Floats expected = {1, 2, 1, 1, 2, 0, 1, 3, 1, 1, 0, 2, 1, 3, 2, 2,   // rows 1-4
+                           0, 2, 0, 3, 2, 1, 3, 2, 0, 3, 1, 1, 3, 2, 1, 0,   // rows 5-8
+                           1, 2, 0, 1, 2, 1, 1, 3, 0, 1, 3, 3, 1, 3, 3, 2};  // rows 9-12
+  Floats unrolled(48, -1.0f);
+  lenet5::conv_unroll_cpu<float>(fig_shape(1), kFigX.data(), unrolled.data());
+  EXPECT_EQ(unrolled, expected);
+  Floats y(8, 0.0f);
+  for (int m = 0; m < 2; ++m)
+    for (int col = 0; col < 4; ++col)
+      for (int row = 0; row < 12; ++row) y[m * 4 + col] += kFigW[m * 12 + row] * unrolled[row * 4 + col];
+  EXPECT_EQ(y, kFigY);
+}
+
 TEST(ConvForwardCpu, BiasIsAddedPerOutputMap) {
   const Floats bias = {10, -3};
   Floats y(8);

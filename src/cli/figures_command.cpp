@@ -1,0 +1,37 @@
+// lenet5 figures [ID...] [--out DIR] [--device auto|gpu|cpu] [--list]
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "figures/figures.hpp"
+
+namespace lenet5::cli {
+
+Command add_figures_command(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand(
+      "figures", "reproduce and check the book chapter's figures, listings, errata and tables");
+  cmd->fallthrough();
+  struct Options {
+    figures::FiguresOptions figures;
+    std::string out = "figures";
+    bool list = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("ids", o->figures.ids,
+                  "targets to run, e.g. fig16.14 cudnn.tab3 (default: all; --list shows them)");
+  cmd->add_option("--out", o->out, "folder for the tables (Markdown, CSV) and pictures (PNG)")
+      ->capture_default_str();
+  cmd->add_option("--device", o->figures.device,
+                  "auto|gpu|cpu: GPU targets run on a GPU, and are skipped with cpu or without one")
+      ->capture_default_str();
+  cmd->add_flag("--list", o->list, "list the targets and exit");
+  return {cmd, [o]() {
+            if (o->list) {
+              figures::list_targets(std::cout);
+              return 0;
+            }
+            o->figures.out = o->out;
+            return figures::run_figures(o->figures, std::cout);
+          }};
+}
+
+}  // namespace lenet5::cli

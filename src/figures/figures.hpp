@@ -1,0 +1,93 @@
+// `lenet5 figures`: the book chapter's figures, listings and tables, and the cuDNN paper's, the
+// CUTLASS blog's and the ZF-Net report's checkable items, reproduced and checked
+// (../shared/docs/textbook-figures.md is the specification; each target names its section).
+//
+// A target prints one labelled block: what it computes, tables, and checks, and ends with PASS,
+// FAIL or SKIPPED (a GPU target on a machine without a GPU, with the reason). Tables are also
+// written as Markdown and CSV (and pictures as PNG) under the output folder, one folder per
+// target. The command's exit code is 1 if any target failed.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace lenet5::figures {
+
+// A small table: printed as Markdown, written as .md and .csv.
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  std::string markdown() const;
+  std::string csv() const;
+};
+
+// Fixed-point text of a number ("%.<decimals>f"); integers print without decimals when 0.
+std::string fixed(double value, int decimals);
+// "1,234,567".
+std::string grouped(long long value);
+
+// What a target writes to: the terminal block, its files, and its checks' outcomes.
+class Block {
+ public:
+  Block(std::ostream& out, std::filesystem::path folder);
+
+  // A line of the block (indented under its header).
+  void line(const std::string& text);
+  // Prints the table and writes <folder>/<name>.md and <name>.csv.
+  void table(const std::string& name, const Table& table);
+  // Writes a grey-scale PNG of a rows x cols matrix (row-major), each cell `scale` pixels wide,
+  // values mapped linearly from [lo, hi] to black..white; prints the file's path.
+  void png(const std::string& name, const std::vector<double>& matrix, int rows, int cols,
+           double lo, double hi, int scale = 16);
+  // Records one check: prints "check <what>: ok" or "check <what>: FAILED (<detail>)".
+  // Returns ok, so that a target can stop after a failure it cannot go on from.
+  bool check(const std::string& what, bool ok, const std::string& detail = "");
+  // The target cannot run here (a GPU target without a GPU): the block ends SKIPPED.
+  void skip(const std::string& reason);
+
+  int failures() const { return m_failures; }
+  int checks() const { return m_checks; }
+  bool skipped() const { return !m_skip_reason.empty(); }
+  const std::string& skip_reason() const { return m_skip_reason; }
+  const std::filesystem::path& folder() const { return m_folder; }
+
+ private:
+  std::ostream& m_out;
+  std::filesystem::path m_folder;
+  int m_failures = 0;
+  int m_checks = 0;
+  std::string m_skip_reason;
+};
+
+struct Target {
+  std::string id;       // "fig16.14", "cudnn.tab3", ...
+  std::string title;    // one line
+  std::string section;  // where textbook-figures.md specifies it, "§1.13"
+  bool needs_gpu;       // run() is not called without a usable GPU; the block says SKIPPED
+  std::function<void(Block&)> run;
+};
+
+// The targets of each source file, in the order of the specification; all_targets() joins them.
+std::vector<Target> chapter_cpu_targets();  // src/figures/chapter_targets.cpp
+std::vector<Target> paper_cpu_targets();    // src/figures/paper_targets.cpp
+std::vector<Target> gpu_targets();          // src/figures/gpu_targets.cpp
+std::vector<Target> all_targets();
+
+struct FiguresOptions {
+  std::vector<std::string> ids;  // empty: every target
+  std::filesystem::path out = "figures";
+  std::string device = "auto";  // auto|gpu|cpu: cpu (or auto without a GPU) skips GPU targets
+};
+
+// Runs the chosen targets and prints a summary; returns the exit code (0 when nothing failed).
+// Unknown ids are a UsageError naming them and the --list option.
+int run_figures(const FiguresOptions& options, std::ostream& out);
+// One line per target: id, GPU or CPU, title.
+void list_targets(std::ostream& out);
+
+}  // namespace lenet5::figures
