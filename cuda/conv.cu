@@ -228,14 +228,18 @@ __global__ void conv_forward_kernel5(ConvDims d, int maps_per_block, const float
 
 // dL/dX[n,c,h,w] = sum_m sum_p sum_q dL/dY[n,m,h-p,w-q] * W[m,c,p,q] over 0 <= h-p < H_out,
 // 0 <= w-q < W_out: version 1's gather form. Grid (N, C); block (n, c) stages
-//   dys = dL_dy[n] with a border of K-1 zeros on every side
-//         (M, H_out + 2(K-1), W_out + 2(K-1))   C1: 6*36*36 = 7,776 floats  C3: 16*18*18 = 5,184
-//   ws  = W[:, c]  (M, K, K)                    C1: 150                     C3: 400
-// and thread t computes the elements i = t, t + blockDim.x, ... of dL/dX[n,c] (H, W),
-// i = h*W + w (C1: 1,024, C3: 196). Thanks to the zero border every (m, p, q) term can be read
-// without a bounds test: the terms outside dL/dY read +0 and add nothing (x + 0 = x exactly), so
-// the sum equals version 1's, term for term in its order m, p, q; with KT = 5 (LeNet) the p, q
-// loops unroll completely. Deterministic: one owner thread per element. Overwrites dL/dX.
+//   dys = dL_dy[n] with a border of K-1 zeros on every side and one more zero column on the right
+//         (M, H_out + 2(K-1), W_out + 2(K-1) + 1)   C1: 6*36*37 = 7,992 floats  C3: 16*18*19 = 5,472
+//   ws  = W[:, c]  (M, K, K)                        C1: 150                     C3: 400
+// Thanks to the zero border every (m, p, q) term can be read without a bounds test: the terms
+// outside dL/dY read +0 and add nothing (x + 0 = x exactly), so each sum equals version 1's, term
+// for term in its order m, p, q. Deterministic: one owner thread per element. Overwrites dL/dX.
+// With KT = 5 (LeNet) the p, q loops unroll and each thread computes two horizontally adjacent
+// elements (w0, w0 + 1) of a row: per (m, p) it reads the filter row once and the K + 1 values
+// dL/dY[.., w0 - K + 1 .. w0 + 1] that both outputs need, about half the shared-memory loads of
+// one element per thread, which is what bounds this kernel (C3: 7 pairs per row, 98 per block).
+// The extra zero column is what the second element of the last pair of an odd-width row reads.
+// Otherwise (KT = 0) thread t computes the elements i = t, t + blockDim.x, ... (i = h*W + w).
 template <int KT>
 __global__ void conv_backward_input_kernel5(ConvDims d, const float* __restrict__ dL_dy,
                                             const float* __restrict__ weight,
@@ -245,7 +249,7 @@ __global__ void conv_backward_input_kernel5(ConvDims d, const float* __restrict_
   const int n = blockIdx.x;
   const int c = blockIdx.y;
   const int KK = K * K;
-  const int padded_h = d.H_out + 2 * (K - 1), padded_w = d.W_out + 2 * (K - 1);
+  const int padded_h = d.H_out + 2 * (K - 1), padded_w = d.W_out + 2 * (K - 1) + 1;
   const int padded_floats = d.M * padded_h * padded_w;
   float* dys = shared5;
   float* ws = shared5 + padded_floats;
@@ -265,20 +269,47 @@ __global__ void conv_backward_input_kernel5(ConvDims d, const float* __restrict_
     ws[i] = weight[(std::size_t(i / KK) * d.C + c) * KK + i % KK];
   __syncthreads();
 
-  for (int i = threadIdx.x; i < d.H * d.W; i += blockDim.x) {
-    const int h = i / d.W;
-    const int w = i % d.W;
-    float acc = 0.0f;
-    for (int m = 0; m < d.M; ++m) {
-      // padded row of dL/dY[n,m,h-p,:] is h - p + K - 1; column of w - q is w - q + K - 1
-      const float* dy_m = dys + (m * padded_h + h + K - 1) * padded_w + w + K - 1;
-      const float* w_m = ws + m * KK;
+  if constexpr (KT > 0) {
+    const int pairs = (d.W + 1) / 2;
+    for (int i = threadIdx.x; i < d.H * pairs; i += blockDim.x) {
+      const int h = i / pairs, w0 = 2 * (i % pairs);
+      float acc0 = 0.0f, acc1 = 0.0f;
+      for (int m = 0; m < d.M; ++m) {
+        const float* w_m = ws + m * KK;
 #pragma unroll
-      for (int p = 0; p < K; ++p)
+        for (int p = 0; p < KT; ++p) {
+          // Padded row h - p + K - 1 holds dL/dY[n,m,h-p,:]; padded column w - q + K - 1 holds
+          // column w - q, so v[j] = padded column w0 + j gives tap q of w0 at j = K-1-q and of
+          // w0 + 1 at j = K-q.
+          const float* row = dys + (m * padded_h + h - p + KT - 1) * padded_w + w0;
+          float v[KT + 1];
 #pragma unroll
-        for (int q = 0; q < K; ++q) acc += dy_m[-p * padded_w - q] * w_m[p * K + q];
+          for (int j = 0; j <= KT; ++j) v[j] = row[j];
+#pragma unroll
+          for (int q = 0; q < KT; ++q) {
+            const float tap = w_m[p * KT + q];
+            acc0 += v[KT - 1 - q] * tap;
+            acc1 += v[KT - q] * tap;
+          }
+        }
+      }
+      dL_dx[x_index(d, n, c, h, w0)] = acc0;
+      if (w0 + 1 < d.W) dL_dx[x_index(d, n, c, h, w0 + 1)] = acc1;
     }
-    dL_dx[x_index(d, n, c, h, w)] = acc;
+  } else {
+    for (int i = threadIdx.x; i < d.H * d.W; i += blockDim.x) {
+      const int h = i / d.W;
+      const int w = i % d.W;
+      float acc = 0.0f;
+      for (int m = 0; m < d.M; ++m) {
+        // padded row of dL/dY[n,m,h-p,:] is h - p + K - 1; column of w - q is w - q + K - 1
+        const float* dy_m = dys + (m * padded_h + h + K - 1) * padded_w + w + K - 1;
+        const float* w_m = ws + m * KK;
+        for (int p = 0; p < K; ++p)
+          for (int q = 0; q < K; ++q) acc += dy_m[-p * padded_w - q] * w_m[p * K + q];
+      }
+      dL_dx[x_index(d, n, c, h, w)] = acc;
+    }
   }
 }
 
@@ -466,10 +497,10 @@ void conv_backward_input5(const ConvShape& s, const float* dL_dy, const float* w
   const ConvDims d = dims_of(s);
   if (d.N <= 0 || d.C <= 0 || d.H <= 0 || d.W <= 0) return;  // nothing to write
   const std::size_t padded = std::size_t(d.M) * (d.H_out + 2 * (d.K - 1)) *
-                             (d.W_out + 2 * (d.K - 1));
+                             (d.W_out + 2 * (d.K - 1) + 1);
   const std::size_t shared = (padded + std::size_t(d.M) * d.K * d.K) * sizeof(float);
   // Degenerate shapes (no output, so dL/dX = 0) and shapes that do not fit take version 1.
-  // C1: 31,704 bytes, C3: 22,336; C5 (50,880) takes version 1.
+  // C1: 32,568 bytes, C3: 23,488; C5 (55,200) takes version 1.
   if (d.M <= 0 || d.H_out <= 0 || d.W_out <= 0 || shared > kMaxShared5)
     return conv_backward_input1(s, dL_dy, weight, dL_dx, stream);
   const dim3 grid(unsigned(d.N), unsigned(d.C));

@@ -176,6 +176,9 @@ const ConvCase kConvCases[] = {
     {"C1Batch64", {64, 1, 32, 32, 6, 5}},     // the training batch: 384 blocks in version 5
     {"C3Batch64", {64, 6, 14, 14, 16, 5}},    // 512 (forward) and 1,024 (weights) blocks
     {"NonSquareK3", {2, 3, 9, 7, 5, 3}},      // -> (2,5,7,5): H != W, another filter size
+    // Odd widths with 5x5 filters: version 5's input gradient computes two columns per thread,
+    // and the last pair of each row has only one real column.
+    {"OddWidthK5", {2, 3, 11, 13, 4, 5}},  // -> (2,4,7,9): input rows of 13 (6 pairs and a half)
     // Version 5 hands over to version 1: x[n] alone is 12,544 floats (> 48 KiB of shared memory)
     // in the forward pass and the weight gradient; the input gradient still fits (2,404 floats).
     {"LargeInput", {1, 16, 28, 28, 4, 5}},
