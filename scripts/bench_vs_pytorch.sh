@@ -5,57 +5,82 @@
 # lines, then a table with each one's epoch time, images/s, accuracy and lenet5's speed-up.
 # Without PyTorch it benchmarks lenet5 alone.
 #
-#   scripts/bench_vs_pytorch.sh [--epochs N] [--seed S] [--batch-size B]
+#   scripts/bench_vs_pytorch.sh [--epochs N] [--seeds 1,2,3] [--batch-size B] [--modes LIST]
 #
+# --modes picks what runs (default fast,book,eager,graph): fast and book are lenet5's kernel sets,
+# eager and graph PyTorch's. With several seeds every program trains once per seed (the same
+# seeds on both sides) and the table shows mean and minimum accuracy over them.
 # Environment: LENET5 (default build/lenet5), PYTHON (default python3), LENET5_DATA (MNIST folder).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-epochs=10 seed=1 batch=64
+epochs=10 seeds=1 batch=64 modes=fast,book,eager,graph
 while [ $# -gt 0 ]; do
   case "$1" in
     --epochs) epochs=$2; shift 2 ;;
-    --seed) seed=$2; shift 2 ;;
+    --seed|--seeds) seeds=$2; shift 2 ;;
     --batch-size) batch=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --modes) modes=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_vs_pytorch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case ",$modes," in *,fast,*) ;; *) echo "bench_vs_pytorch: --modes must include fast (the reference row)" >&2; exit 2 ;; esac
 lenet5=${LENET5:-build/lenet5}
 python=${PYTHON:-python3}
 data=${LENET5_DATA:-data/mnist}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+wants() { case ",$modes," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 common=(--config configs/lenet5.toml --device gpu --epochs "$epochs" --batch-size "$batch" --data "$data")
-"$lenet5" -q bench "${common[@]}" --seeds "$seed" | sed 's/^{/{"framework":"lenet5","mode":"fast",/' | tee "$out/fast.jsonl"
-"$lenet5" -q bench "${common[@]}" --seeds "$seed" --kernels book | sed 's/^{/{"framework":"lenet5","mode":"book",/' | tee "$out/book.jsonl"
+for kernels in fast book; do
+  wants "$kernels" || continue
+  "$lenet5" -q bench "${common[@]}" --seeds "$seeds" --kernels "$kernels" |
+    sed "s/^{/{\"framework\":\"lenet5\",\"mode\":\"$kernels\",/" | tee "$out/lenet5-$kernels.jsonl"
+done
 if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   for mode in eager graph; do
-    "$python" scripts/pytorch_peer.py --mode "$mode" --epochs "$epochs" --seed "$seed" \
-      --batch-size "$batch" --data "$data" | tee "$out/pytorch-$mode.jsonl"
+    wants "$mode" || continue
+    for seed in ${seeds//,/ }; do
+      "$python" scripts/pytorch_peer.py --mode "$mode" --epochs "$epochs" --seed "$seed" \
+        --batch-size "$batch" --data "$data" | tee -a "$out/pytorch-$mode.jsonl"
+    done
   done
 else
   echo "bench_vs_pytorch: PyTorch with CUDA not found: lenet5 only" >&2
 fi
 
-"$python" - "$out" <<'PY'
-import glob, json, os, sys
+"$python" - "$out" "$batch" <<'PY'
+import glob, json, os, statistics, sys
 rows = []
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
     lines = [json.loads(l) for l in open(path) if l.startswith("{")]
-    summary = [l for l in lines if l.get("event") == "summary"][-1]
     epochs = [l for l in lines if l.get("event") == "epoch"]
-    acc = summary.get("final_test_accuracy")
-    acc = acc[0] if isinstance(acc, list) else acc
-    t99 = next((l for l in lines if l.get("event") == "seed"), {}).get("time_to_99_s", summary.get("time_to_99_s"))
-    steady = epochs[1:] if len(epochs) > 1 else epochs
-    ips = sorted(e["images_per_s"] for e in steady)[len(steady) // 2]
-    rows.append((summary["framework"], summary["mode"], summary["median_epoch_s"], ips, acc, t99))
-fast = next(r for r in rows if r[:2] == ("lenet5", "fast"))
-print(f"\n| program | kernels / mode | epoch (median, epochs 2+) | images/s | test accuracy | time to 99 % | lenet5 fast is faster by |")
+    first = lines[0]
+    if first["framework"] == "lenet5":
+        per_seed = [l for l in lines if l.get("event") == "seed"]
+        medians = [l["median_epoch_s"] for l in per_seed]
+        accs = [l["final_test_accuracy"] for l in per_seed]
+        t99s = [l.get("time_to_99_s") for l in per_seed]
+    else:
+        per_seed = [l for l in lines if l.get("event") == "summary"]
+        medians = [l["median_epoch_s"] for l in per_seed]
+        accs = [l["final_test_accuracy"] for l in per_seed]
+        t99s = [l.get("time_to_99_s") for l in per_seed]
+    median_epoch = statistics.median(medians)
+    reached = [t for t in t99s if t is not None]
+    rows.append(dict(framework=first["framework"], mode=first["mode"], epoch=median_epoch,
+                     ips=None, accs=accs, t99=(statistics.mean(reached) if len(reached) == len(t99s) else None),
+                     reached=len(reached), seeds=len(t99s)))
+    steady = [e for e in epochs if e.get("epoch", 1) > 1] or epochs
+    rows[-1]["ips"] = statistics.median(e["images_per_s"] for e in steady)
+fast = next(r for r in rows if (r["framework"], r["mode"]) == ("lenet5", "fast"))
+print(f"\nbatch {sys.argv[2]}, {fast['seeds']} seed(s) per program")
+print("| program | kernels / mode | epoch (median, epochs 2+) | images/s | test accuracy (mean, min) | time to 99 % (mean) | lenet5 fast is faster by |")
 print("|---|---|---|---|---|---|---|")
 for r in rows:
-    t99 = f"{r[5]:.2f} s" if r[5] else "not reached"
-    print(f"| {r[0]} | {r[1]} | {r[2]*1000:.1f} ms | {r[3]/1000:.0f}k | {100*r[4]:.2f} % | {t99} | {r[2]/fast[2]:.1f}x |")
+    t99 = f"{r['t99']:.3f} s" if r["t99"] is not None else f"reached by {r['reached']} of {r['seeds']} seeds"
+    acc = f"{100*statistics.mean(r['accs']):.2f} %, {100*min(r['accs']):.2f} %"
+    print(f"| {r['framework']} | {r['mode']} | {r['epoch']*1000:.1f} ms | {r['ips']/1000:.0f}k | {acc} | {t99} | {r['epoch']/fast['epoch']:.1f}x |")
 PY
