@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Verifies lenet5 on a machine with a CUDA GPU, in one go: build for the GPU, run every test
 # (CPU and GPU), compute-sanitizer (memcheck, racecheck) on the GPU tests, same-seed determinism,
-# GPU <-> CPU checkpoint equivalence, classify on the GPU, and the training benchmark.
+# GPU <-> CPU checkpoint equivalence, classify on the GPU, `lenet5 figures` (every target),
+# training with every convolution version, and the training benchmark.
 # Logs go to LOG_DIR (default gpu-check/); a summary is printed last.
 #
 #   scripts/check_gpu.sh [--quick]      --quick: 2 seeds x 2 epochs instead of 5 x 10
@@ -77,6 +78,10 @@ PY
 }
 step safetensors_reader safetensors_reader
 
+step figures $lenet5 figures --device gpu --out "$log/figures"
+grep -E "^(PASS|FAIL|SKIPPED) |^figures:" "$log/figures.log" | tail -40 >&2
+step conv_algos env LENET5=$lenet5 scripts/compare_conv_algos.sh --epochs $epochs --seeds ${seeds%%,*}
+grep "^|" "$log/conv_algos.log" >&2
 step bench_layers $lenet5 bench --layers --config configs/lenet5.toml --device gpu
 step bench_book $lenet5 bench --config configs/lenet5.toml --device gpu --kernels book --epochs 2 --seeds 1
 step bench $lenet5 bench --config configs/lenet5.toml --device gpu --epochs $epochs --seeds $seeds
