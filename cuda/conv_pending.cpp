@@ -17,9 +17,6 @@ namespace {
 std::unique_ptr<ConvAlgorithm> make_tiled_convolution(const ConvShape&) {
   not_built(ConvAlgo::tiled);
 }
-std::unique_ptr<ConvAlgorithm> make_unroll_gemm_convolution(const ConvShape&) {
-  not_built(ConvAlgo::unroll_gemm);
-}
 std::unique_ptr<ConvAlgorithm> make_implicit_gemm_convolution(const ConvShape&) {
   not_built(ConvAlgo::implicit_gemm);
 }
