@@ -1,24 +1,14 @@
-// Versions 3 and 4 of the registry, until their kernels land: asking for one is a clear error.
+// Version 4 of the registry, until its kernels land: asking for it is a clear error.
 #include <string>
 
 #include "core/error.hpp"
 #include "cuda/conv_algorithm.hpp"
 
 namespace lenet5::cuda {
-namespace {
 
-[[noreturn]] void not_built(ConvAlgo algo) {
-  throw UsageError(std::string("--conv-algo ") + to_string(algo) +
-                   ": this version is not built yet; use direct, tiled or staged");
-}
-
-}  // namespace
-
-std::unique_ptr<ConvAlgorithm> make_unroll_gemm_convolution(const ConvShape&) {
-  not_built(ConvAlgo::unroll_gemm);
-}
 std::unique_ptr<ConvAlgorithm> make_implicit_gemm_convolution(const ConvShape&) {
-  not_built(ConvAlgo::implicit_gemm);
+  throw UsageError(std::string("--conv-algo ") + to_string(ConvAlgo::implicit_gemm) +
+                   ": this version is not built yet; use direct, tiled, unroll-gemm or staged");
 }
 
 }  // namespace lenet5::cuda

@@ -80,6 +80,10 @@ CublasHandle::CublasHandle(cudaStream_t stream) : m_stream(stream) {
 void CublasHandle::use_stream(cudaStream_t stream) {
   if (stream == m_stream) return;
   CUBLAS_CHECK(cublasSetStream(m_handle, stream));
+  // cublasSetStream also resets the handle to cuBLAS's default workspace pool (cuBLAS docs,
+  // cublasSetStream): give it ours back, so that a call captured into a CUDA graph after a rebind
+  // still allocates nothing.
+  CUBLAS_CHECK(cublasSetWorkspace(m_handle, m_workspace.data(), m_workspace.size()));
   m_stream = stream;
 }
 
