@@ -8,8 +8,10 @@
 // every launch and library call checked, and results bit-identical from run to run (no float
 // atomics). Any scratch memory (unrolled inputs, partial sums) and any library handle is owned by
 // the object and allocated in make_conv_algorithm, never during a call: the GPU engine captures
-// calls into a CUDA graph, where allocation is not allowed. Calls on one object must not overlap
-// in time (they may share that scratch).
+// calls into a CUDA graph, where allocation is not allowed. Two calls of the same direction never
+// overlap in time, but backward_weights may run on another stream at the same time as forward
+// or backward_input (the fast kernel set overlaps them, net/network.cpp): scratch memory or a
+// library handle used by backward_weights must not be shared with the other two directions.
 #pragma once
 
 #include <cuda_runtime.h>
