@@ -20,8 +20,5 @@ std::unique_ptr<ConvAlgorithm> make_tiled_convolution(const ConvShape&) {
 std::unique_ptr<ConvAlgorithm> make_unroll_gemm_convolution(const ConvShape&) {
   not_built(ConvAlgo::unroll_gemm);
 }
-std::unique_ptr<ConvAlgorithm> make_implicit_gemm_convolution(const ConvShape&) {
-  not_built(ConvAlgo::implicit_gemm);
-}
 
 }  // namespace lenet5::cuda
