@@ -37,6 +37,10 @@ struct Tally {
   long long shared_past_allocation = 0;  // ... whose linear index is past the dynamic allocation
 };
 
+// Whether `status` is how the runtime refuses a launch with a zero grid dimension:
+// cudaErrorInvalidConfiguration (the spec's wording) or cudaErrorInvalidValue (CUDA 13).
+bool is_zero_grid_refusal(cudaError_t status);
+
 // How the host code sizes the grid: the print's W_grid = W_out / TILE_WIDTH (E11, truncating) or
 // the corrected (W_out + TILE_WIDTH - 1) / TILE_WIDTH; the same for H_grid.
 enum class GridRule { printed, ceil };
@@ -45,8 +49,9 @@ enum class GridRule { printed, ceil };
 struct Launch {
   dim3 grid, block;
   std::size_t shared_bytes = 0;
-  // cudaSuccess, or cudaErrorInvalidConfiguration for a grid with a zero dimension (E11, E23):
-  // that failure is expected, checked and returned; any other failure throws lenet5::Error.
+  // cudaSuccess, or the runtime's refusal of a grid with a zero dimension (E11, E23; see
+  // is_zero_grid_refusal): that failure is expected, checked and returned; any other failure
+  // throws lenet5::Error.
   cudaError_t status = cudaSuccess;
   Tally tally;
   bool launched() const { return status == cudaSuccess; }
@@ -83,7 +88,7 @@ int fig16_17_correct_blocks(const ConvShape& s);
 
 // Fig 16.17 + 16.18 as printed (E23 kept; E24 and E25 fixed, they do not compile): unrolls ONE
 // sample (x_sample = x + n*C*H*W) into the Fig 16.14 layout, C*K*K x H_out*W_out row-major.
-// Synchronises. Zero blocks -> status cudaErrorInvalidConfiguration and nothing written.
+// Synchronises. Zero blocks -> the launch is refused (is_zero_grid_refusal) and nothing written.
 Launch unroll_gpu_fig16_17(const ConvShape& s, const float* x_sample, float* x_unroll);
 
 }  // namespace lenet5::cuda::as_printed

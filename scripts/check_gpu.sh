@@ -35,9 +35,16 @@ step ctest ctest --test-dir $build --output-on-failure -j 4
 grep -E "tests passed|Skipped|Not Run|Failed" "$log/ctest.log" | tail -5 >&2
 
 gpu_tests=$build/tests/lenet5_gpu_tests
-step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu_tests"
+# The as-printed demonstrations of errata E11 and E23 launch zero-block grids on purpose, and the
+# runtime's refusal is an API error that memcheck would count: those tests run in a second pass
+# that still checks memory but does not report API errors.
+deliberate_api_errors='*ZeroGrid*:*ZeroBlocks*'
+step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu_tests" \
+  --gtest_filter="-$deliberate_api_errors"
+step memcheck_refused_launches compute-sanitizer --tool memcheck --report-api-errors no \
+  --error-exitcode 1 "$gpu_tests" --gtest_filter="$deliberate_api_errors"
 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
-  "$gpu_tests" --gtest_filter='*Conv*:*Subsample*:*Dense*:*Loss*:*Fused*'
+  "$gpu_tests" --gtest_filter='*Conv*:*Subsample*:*Dense*:*Loss*:*Fused*:*Printed*:*Unroll*'
 
 lenet5=$build/lenet5
 tmp=$(mktemp -d)

@@ -163,7 +163,7 @@ void fig16_12_signatures(Block& b) {
            fixed_index.mismatch.text(), why.empty() ? v1.text() : why});
     const std::string name = c.name;
     b.check(name + ": printed grid leaves " + grouped(e.printed_unwritten) + " unwritten (§2.2)" +
-                (printed.launch.launched() ? "" : ", launch fails with invalid configuration"),
+                (printed.launch.launched() ? "" : ", launch refused: " + std::string(cudaGetErrorName(printed.launch.status))),
             (long long)printed.mismatch.unwritten == e.printed_unwritten &&
                 printed.launch.launched() == (ap::fig16_12_grid(c.s, ap::GridRule::printed).z > 0));
     b.check(name + ": ceil grid leaves " + grouped(e.ceil_unwritten) + " unwritten, " +
