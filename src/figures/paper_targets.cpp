@@ -13,6 +13,7 @@
 #include "figures/figure_util.hpp"
 #include "figures/paper_math.hpp"
 #include "layers/reference_cpu.hpp"
+#include "net/topology.hpp"
 
 namespace lenet5::figures {
 namespace {
@@ -492,8 +493,10 @@ void cutlass_lenet_shapes(Block& b) {
     std::string layer;
     int m, n, k;
   };
-  const std::vector<Gemm> gemms = {{"c1", 28 * 28, 6, 1 * 25}, {"c3", 10 * 10, 16, 6 * 25},
-                                   {"c5", 1, 120, 16 * 25}};
+  std::vector<Gemm> gemms;
+  for (const LayerSpec& l : lenet5_topology())
+    if (l.kind == LayerKind::convolution)
+      gemms.push_back({l.name, l.out.h * l.out.w, l.out.c, l.in.c * l.kernel * l.kernel});
   Table t{{"layer", "m x n x k per sample", "128x32 tiles", "tile use", "k % 8", "m for N=256"}, {}};
   std::string shapes;
   bool ragged = true;
