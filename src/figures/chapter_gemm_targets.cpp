@@ -78,7 +78,8 @@ void fig16_14_reconstruct(Block& b) {
       std::string where;
       for (std::size_t i = 0; i < e.cells.size(); ++i)
         where += " " + cell_name(e.cells[i]) + "=" + number(e.values[i]);
-      conflicts.push_back("X[2][" + std::to_string(e.h) + "][" + std::to_string(e.w) + "]:" + where);
+      conflicts.push_back("X[2][" + std::to_string(e.h) + "][" + std::to_string(e.w) +
+                          "]:" + where);
     }
   }
   b.check("channels 0 and 1: every copy in the printed X_unrolled agrees", channels01_agree);
@@ -90,9 +91,11 @@ void fig16_14_reconstruct(Block& b) {
   const ChannelSearch search = search_last_channel(fig::shape(), fig::x(), fig::w(),
                                                    fig::printed_y(), fig::printed_x_unrolled(), 3);
   b.line("brute force over channel 2 (entries 0..3): " + grouped(search.tried) + " inputs, " +
-         grouped(search.consistent) + " reproduce the printed Y, the closest to the printed "
-         "X_unrolled differs in " + std::to_string(search.distance) + " cells (" +
-         std::to_string(search.best.size()) + " such input)");
+         grouped(search.consistent) +
+         " reproduce the printed Y, the closest to the printed "
+         "X_unrolled differs in " +
+         std::to_string(search.distance) + " cells (" + std::to_string(search.best.size()) +
+         " such input)");
   const Floats x2(fig::x().begin() + 18, fig::x().end());
   b.check("a unique closest input, 2 cells away, and it is the X[2] used here: " +
               matrix_text(x2, 3, 3),
@@ -121,13 +124,15 @@ Floats channel_contribution(const Floats& unrolled, int c) {
   Floats w_block, x_block(unrolled.begin() + c * taps * fig::kCols,
                           unrolled.begin() + (c + 1) * taps * fig::kCols);
   for (int m = 0; m < fig::kM; ++m)
-    for (int t = 0; t < taps; ++t) w_block.push_back(fig::printed_w_prime()[m * fig::kRows + c * taps + t]);
+    for (int t = 0; t < taps; ++t)
+      w_block.push_back(fig::printed_w_prime()[m * fig::kRows + c * taps + t]);
   return matmul(w_block, x_block, fig::kM, taps, fig::kCols);
 }
 
 void fig16_14_products(Block& b, const Floats& unrolled) {
   const Floats& w_prime = fig::printed_w_prime();
-  const Floats printed = matmul(w_prime, fig::printed_x_unrolled(), fig::kM, fig::kRows, fig::kCols);
+  const Floats printed =
+      matmul(w_prime, fig::printed_x_unrolled(), fig::kM, fig::kRows, fig::kCols);
   check_maps(b, "W' x X_unrolled as printed (figure erratum E26)", printed,
              {14, 20, 14, 24, 12, 24, 16, 26}, 1, 2, 4);
   const std::string off = cells_text(differing_cells(printed, fig::printed_y(), fig::kCols));
@@ -159,8 +164,8 @@ void fig16_14_duplication(Block& b) {
   b.check("each input map's duplication map is [[1,2,1],[2,4,2],[1,2,1]] (sum 16)", maps_ok);
   b.check("3 x 16 = 48 = 12 x 4 elements in X_unrolled (T06: 16 is per input map)",
           total == 48 && total == fig::kRows * fig::kCols, std::to_string(total));
-  b.png("duplication_map", as_doubles(std::vector<int>(count.begin(), count.begin() + 9)), 3, 3,
-        0, 4, 32);
+  b.png("duplication_map", as_doubles(std::vector<int>(count.begin(), count.begin() + 9)), 3, 3, 0,
+        4, 32);
 }
 
 void fig16_14_pictures(Block& b, const Floats& unrolled) {
@@ -214,7 +219,8 @@ void expansion(Block& b) {
                                             {"LeNet C3", conv_shape("c3"), 15000, "12.7551"},
                                             {"LeNet C5", conv_shape("c5"), 400, "1.0000"}};
   Table table{{"case", "K", "H_in", "H_out", "unrolled floats (measured)", "size(X)",
-               "measured ratio", "K*K*H_out*W_out/(H*W)"}, {}};
+               "measured ratio", "K*K*H_out*W_out/(H*W)"},
+              {}};
   for (const ExpansionCase& e : cases) {
     const ConvShape& s = e.shape;
     const std::size_t written = unroll_written_count(s), size_x = std::size_t(s.c) * s.h * s.w;
@@ -236,7 +242,8 @@ void expansion(Block& b) {
   const ConvShape large{1, 1, 1024, 1024, 1, 5};
   const double large_ratio = double(unroll_written_count(large)) / (1024.0 * 1024.0);
   b.line("a 1024x1024 map with K = 5: ratio " + fixed(large_ratio, 4) + " (tends to K*K = 25)");
-  b.check("the ratio tends to K*K from below for large maps", large_ratio > 24.7 && large_ratio < 25);
+  b.check("the ratio tends to K*K from below for large maps",
+          large_ratio > 24.7 && large_ratio < 25);
   Table paper{{"cuDNN Table 2 layer", "R*S", "expansion R*S*P*Q/(H*W)"}, {}};
   std::string ratios;
   bool below_rs = true;
@@ -256,23 +263,26 @@ void expansion(Block& b) {
 
 void gemm_shapes(Block& b) {
   Table table{{"layer", "m = H_out*W_out", "n = M", "k = C*K*K", "m*n*k", "X_unrolled bytes",
-               "C*H_out*W_out", "CRS"}, {}};
+               "C*H_out*W_out", "CRS"},
+              {}};
   std::string got;
   for (const char* name : {"c1", "c3", "c5"}) {
     const ConvShape s = conv_shape(name);
     const long long m = s.h_out() * s.w_out(), n = s.m, k = (long long)s.c * s.k * s.k;
     const long long bytes = m * k * (long long)sizeof(float), chw = s.c * m;
-    table.add({name, grouped(m), grouped(n),
-               grouped(k), grouped(m * n * k), grouped(bytes), grouped(chw), grouped(k)});
+    table.add({name, grouped(m), grouped(n), grouped(k), grouped(m * n * k), grouped(bytes),
+               grouped(chw), grouped(k)});
     got += (got.empty() ? "" : "; ") + std::to_string(m) + "," + std::to_string(n) + "," +
            std::to_string(k) + " " + grouped(bytes) + " B " + std::to_string(chw);
   }
   b.table("gemm_shapes", table);
-  b.check("(m,n,k) 784,6,25 / 100,16,150 / 1,120,400; 78,400 / 60,000 / 1,600 B; "
-          "C*H_out*W_out 784 / 600 / 16",
-          got == "784,6,25 78,400 B 784; 100,16,150 60,000 B 600; 1,120,400 1,600 B 16", got);
-  b.line("T10: C*H_out*W_out is 16 for C5, not \"fairly large for all layers\"; per-sample GEMMs "
-         "are tiny, so batching over samples (one CKK x N*HW GEMM, as cuDNN) is needed");
+  b.check(
+      "(m,n,k) 784,6,25 / 100,16,150 / 1,120,400; 78,400 / 60,000 / 1,600 B; "
+      "C*H_out*W_out 784 / 600 / 16",
+      got == "784,6,25 78,400 B 784; 100,16,150 60,000 B 600; 1,120,400 1,600 B 16", got);
+  b.line(
+      "T10: C*H_out*W_out is 16 for C5, not \"fairly large for all layers\"; per-sample GEMMs "
+      "are tiny, so batching over samples (one CKK x N*HW GEMM, as cuDNN) is needed");
 }
 
 // Random data: unroll + GEMM against the direct convolution. The GEMM sums the k = c*K*K + p*K + q
@@ -341,7 +351,8 @@ void fig16_17_host(Block& b) {
                                    {"LeNet C5", conv_shape("c5"), 0, 1},
                                    {"Fig 16.14", fig::shape(), 0, 1},
                                    {"C=40, 28x28 outputs", {1, 40, 32, 32, 1, 5}, 30, 31}};
-  Table table{{"case", "threads C*H_out*W_out", "printed ceil(int/int)", "correct", "threads missing"}, {}};
+  Table table{
+      {"case", "threads C*H_out*W_out", "printed ceil(int/int)", "correct", "threads missing"}, {}};
   for (const Case& c : cases) {
     const long long threads = (long long)c.s.c * c.s.h_out() * c.s.w_out();
     const long long printed = unroll_blocks_printed(threads, kMaxThreads);
@@ -357,31 +368,40 @@ void fig16_17_host(Block& b) {
       b.check(c.name + ": the last 640 threads are missing", missing == 640, grouped(missing));
   }
   b.table("unroll_blocks", table);
-  b.line("E23: a zero-block launch fails with cudaErrorInvalidConfiguration and unrolls nothing "
-         "(the GPU target fig16.17 launches it)");
+  b.line(
+      "E23: a zero-block launch fails with cudaErrorInvalidConfiguration and unrolls nothing "
+      "(the GPU target fig16.17 launches it)");
 }
 
 // ---- tab16.1 ------------------------------------------------------------------------------------
 
 void tab16_1(Block& b) {
   Table params{{"parameter", "meaning"},
-               {{"N", "Number of images in mini-batch"}, {"C", "Number of input feature maps"},
-                {"H", "Height of input image"}, {"W", "Width of input image"},
-                {"K", "Number of output feature maps"}, {"R", "Height of filter kernel"},
-                {"S", "Width of filter kernel"}, {"u", "Vertical stride"},
-                {"v", "Horizontal stride"}, {"pad_h", "Height of zero-padding"},
+               {{"N", "Number of images in mini-batch"},
+                {"C", "Number of input feature maps"},
+                {"H", "Height of input image"},
+                {"W", "Width of input image"},
+                {"K", "Number of output feature maps"},
+                {"R", "Height of filter kernel"},
+                {"S", "Width of filter kernel"},
+                {"u", "Vertical stride"},
+                {"v", "Horizontal stride"},
+                {"pad_h", "Height of zero-padding"},
                 {"pad_w", "Width of zero-padding"}}};
   b.table("parameters", params);
-  b.line("chapter -> cuDNN: M -> K (output maps), K -> R = S (filter size), H_out, W_out -> P, Q, "
-         "X, W, Y -> D, F, O");
-  Table lenet{{"layer", "N", "C", "H", "W", "K", "R", "S", "u", "v", "pad_h", "pad_w", "P", "Q"}, {}};
+  b.line(
+      "chapter -> cuDNN: M -> K (output maps), K -> R = S (filter size), H_out, W_out -> P, Q, "
+      "X, W, Y -> D, F, O");
+  Table lenet{{"layer", "N", "C", "H", "W", "K", "R", "S", "u", "v", "pad_h", "pad_w", "P", "Q"},
+              {}};
   std::string pq;
   for (const char* name : {"c1", "c3", "c5"}) {
     const LayerSpec& l = layer(name);
-    const int P = cudnn_output_size(l.in.h, l.kernel, 1, 0), Q = cudnn_output_size(l.in.w, l.kernel, 1, 0);
-    lenet.add({name, "batch", std::to_string(l.in.c), std::to_string(l.in.h), std::to_string(l.in.w),
-               std::to_string(l.out.c), std::to_string(l.kernel), std::to_string(l.kernel), "1", "1",
-               "0", "0", std::to_string(P), std::to_string(Q)});
+    const int P = cudnn_output_size(l.in.h, l.kernel, 1, 0),
+              Q = cudnn_output_size(l.in.w, l.kernel, 1, 0);
+    lenet.add({name, "batch", std::to_string(l.in.c), std::to_string(l.in.h),
+               std::to_string(l.in.w), std::to_string(l.out.c), std::to_string(l.kernel),
+               std::to_string(l.kernel), "1", "1", "0", "0", std::to_string(P), std::to_string(Q)});
     b.check(std::string(name) + ": formula (1) gives the topology's output size",
             P == l.out.h && Q == l.out.w);
     pq += (pq.empty() ? "" : " / ") + std::to_string(P);
@@ -421,8 +441,10 @@ void ex4_finite_differences(Block& b) {
   const double ex = finite_difference_max_rel_error(loss, x, dx);
   const double ew = finite_difference_max_rel_error(loss, w, dw);
   const double eb = finite_difference_max_rel_error(loss, bias, db);
-  b.line("central differences in double, N=2, C=6, 7x7, M=4, K=5, E = sum tanh(Y)^2/2: largest "
-         "relative errors dX " + number(ex) + ", dW " + number(ew) + ", db " + number(eb));
+  b.line(
+      "central differences in double, N=2, C=6, 7x7, M=4, K=5, E = sum tanh(Y)^2/2: largest "
+      "relative errors dX " +
+      number(ex) + ", dW " + number(ew) + ", db " + number(eb));
   b.check("finite differences agree with conv_backward_*_cpu<double> (relative error < 1e-6)",
           ex < 1e-6 && ew < 1e-6 && eb < 1e-6);
 }
@@ -447,16 +469,18 @@ void ex4(Block& b) {
   conv_backward_weights_cpu<float>(fig::shape(), fig::x().data(), fig::dy().data(), dw.data(),
                                    nullptr);
   conv_forward_cpu<float>(fig::shape(), fig::x().data(), fig::w().data(), nullptr, y.data());
-  check_maps(b, "dE/dX (§1.7)", dx, {6, 9, 2, 12, 26, 14, 6, 21, 16, 11, 20, 8, 28, 50,
-                                     20, 17, 30, 12, 5, 17, 14, 18, 39, 20, 17, 20, 0}, 3, 3, 3);
+  check_maps(b, "dE/dX (§1.7)", dx, {6,  9,  2,  12, 26, 14, 6,  21, 16, 11, 20, 8,  28, 50,
+                                     20, 17, 30, 12, 5,  17, 14, 18, 39, 20, 17, 20, 0},
+             3, 3, 3);
   check_maps(b, "dE/dW (§1.8)", dw, {12, 17, 11, 21, 16, 21, 13, 10, 9,  19, 23, 24,
-                                     32, 41, 27, 53, 36, 53, 33, 34, 25, 47, 51, 60}, 6, 2, 2);
+                                     32, 41, 27, 53, 36, 53, 33, 34, 25, 47, 51, 60},
+             6, 2, 2);
   double sy = 0, sx = 0, sw = 0;  // sums of small integer products: exact in double
   for (int i = 0; i < 8; ++i) sy += double(fig::dy()[i]) * y[i];
   for (int i = 0; i < 27; ++i) sx += double(dx[i]) * fig::x()[i];
   for (int i = 0; i < 24; ++i) sw += double(dw[i]) * fig::w()[i];
-  b.line("sum dE/dY*Y = " + number(sy) + ", sum dE/dX*X = " + number(sx) + ", sum dE/dW*W = " +
-         number(sw));
+  b.line("sum dE/dY*Y = " + number(sy) + ", sum dE/dX*X = " + number(sx) +
+         ", sum dE/dW*W = " + number(sw));
   b.check("the 726 invariant holds for all three", sy == 726 && sx == 726 && sw == 726);
   ex4_batch_sum(b);
   ex4_finite_differences(b);
@@ -474,25 +498,29 @@ void ex5(Block& b) {
       {"LeNet C1 (C=1, 32x32, K=5)", 1, 32, 5, {"5.15", "3.92", "31.36", "3.92"}},
       {"LeNet C3 (C=6, 14x14, K=5)", 6, 14, 5, {"6.34", "4.56", "31.58", "3.95"}},
       {"cuDNN L1 (C=3, 128x128, K=11)", 3, 128, 11, {"5.04", "4.49", "31.98", "4.00"}}};
-  b.line("model: 32 consecutive threads per warp, one request per (p,q), 128-B aligned bases, "
-         "distinct 32-B sectors per request averaged over all requests");
-  Table table{{"case", "X reads", "X_unroll writes (Fig 16.14 layout)", "writes (row-major literal)",
-               "ideal", "requests"}, {}};
+  b.line(
+      "model: 32 consecutive threads per warp, one request per (p,q), 128-B aligned bases, "
+      "distinct 32-B sectors per request averaged over all requests");
+  Table table{{"case", "X reads", "X_unroll writes (Fig 16.14 layout)",
+               "writes (row-major literal)", "ideal", "requests"},
+              {}};
   for (const Case& c : cases) {
     const SectorCounts s = unroll_sector_counts(c.c, c.h, c.h, c.k);
     const std::vector<std::string> got = {fixed(s.x_reads, 2), fixed(s.writes_fig16_14, 2),
                                           fixed(s.writes_row_major, 2), fixed(s.ideal, 2)};
     table.add({c.name, got[0], got[1], got[2], got[3], grouped(s.requests)});
-    b.check(c.name + ": " + c.expected[0] + " / " + c.expected[1] + " / " + c.expected[2] +
-                " / " + c.expected[3] + " sectors per request",
+    b.check(c.name + ": " + c.expected[0] + " / " + c.expected[1] + " / " + c.expected[2] + " / " +
+                c.expected[3] + " sectors per request",
             got == c.expected, got[0] + " / " + got[1] + " / " + got[2] + " / " + got[3]);
   }
   b.table("sectors_per_request", table);
   const SectorCounts c1 = unroll_sector_counts(1, 32, 32, 5);
   const double factor = c1.writes_row_major / c1.writes_fig16_14;
-  b.line("row-major literal writes cost " + fixed(factor, 1) + "x the Fig 16.14 layout's on C1 "
+  b.line("row-major literal writes cost " + fixed(factor, 1) +
+         "x the Fig 16.14 layout's on C1 "
          "(hazard H2)");
-  b.check("the literal row-major layout makes C1's writes 8x less efficient", fixed(factor, 1) == "8.0");
+  b.check("the literal row-major layout makes C1's writes 8x less efficient",
+          fixed(factor, 1) == "8.0");
 }
 
 }  // namespace
@@ -502,8 +530,8 @@ std::vector<Target> chapter_gemm_cpu_targets() {
       {"fig16.14", "GEMM form of convolution on the printed example; erratum E26", "§1.13", false,
        fig16_14_target},
       {"expansion", "expansion ratio of the unrolled input, measured", "§1.14", false, expansion},
-      {"fig16.15", "unroll + GEMM forward: shapes, correctness, erratum E21", "§1.15, §1.19",
-       false, fig16_15},
+      {"fig16.15", "unroll + GEMM forward: shapes, correctness, erratum E21", "§1.15, §1.19", false,
+       fig16_15},
       {"fig16.17.host", "unroll kernel launch arithmetic; erratum E23", "§1.17", false,
        fig16_17_host},
       {"tab16.1", "cuDNN convolution parameters and LeNet in that notation", "§1.20", false,

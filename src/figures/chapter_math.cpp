@@ -113,7 +113,8 @@ void conv_backward_input_gather(const ConvShape& s, const T* dy, const T* weight
           dx[((std::size_t(n) * s.c + c) * s.h + h) * s.w + w] = acc;
         }
 }
-template void conv_backward_input_gather<float>(const ConvShape&, const float*, const float*, float*);
+template void conv_backward_input_gather<float>(const ConvShape&, const float*, const float*,
+                                                float*);
 template void conv_backward_input_gather<double>(const ConvShape&, const double*, const double*,
                                                  double*);
 
@@ -151,8 +152,8 @@ std::size_t unroll_written_count(const ConvShape& s) {
   std::vector<float> x(std::size_t(s.c) * s.h * s.w, 1.0f);
   std::vector<float> buffer(2 * expected, std::numeric_limits<float>::quiet_NaN());
   conv_unroll_cpu<float>(s, x.data(), buffer.data());
-  return std::size_t(std::count_if(buffer.begin(), buffer.end(),
-                                    [](float v) { return !std::isnan(v); }));
+  return std::size_t(
+      std::count_if(buffer.begin(), buffer.end(), [](float v) { return !std::isnan(v); }));
 }
 
 std::vector<Cell> differing_cells(const std::vector<float>& a, const std::vector<float>& b,
@@ -227,7 +228,8 @@ ChannelSearch search_last_channel(const ConvShape& s, const std::vector<float>& 
     ++search.consistent;
     conv_unroll_cpu<float>(s, candidate.data(), unrolled.data());
     const int distance = int(differing_cells(unrolled, printed_unrolled, 1).size());
-    if (search.distance < 0 || distance < search.distance) search.distance = distance, search.best.clear();
+    if (search.distance < 0 || distance < search.distance)
+      search.distance = distance, search.best.clear();
     if (distance == search.distance)
       search.best.emplace_back(candidate.begin() + std::ptrdiff_t(last), candidate.end());
   }
@@ -240,7 +242,8 @@ std::vector<float> matmul(const std::vector<float>& a, const std::vector<float>&
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j)
       for (int k = 0; k < inner; ++k)
-        c[std::size_t(i) * cols + j] += a[std::size_t(i) * inner + k] * b[std::size_t(k) * cols + j];
+        c[std::size_t(i) * cols + j] +=
+            a[std::size_t(i) * inner + k] * b[std::size_t(k) * cols + j];
   return c;
 }
 
@@ -254,8 +257,8 @@ void sgemm_colmajor_ref(int m, int n, int k, const float* a, int lda, const floa
     }
 }
 
-std::vector<float> conv_forward_unroll_gemm(const ConvShape& s, const float* x,
-                                            const float* weight, bool per_sample_offset) {
+std::vector<float> conv_forward_unroll_gemm(const ConvShape& s, const float* x, const float* weight,
+                                            bool per_sample_offset) {
   const int HW = s.h_out() * s.w_out(), CKK = s.c * s.k * s.k;
   std::vector<float> x_unrolled(std::size_t(CKK) * HW);  // one buffer reused for every sample
   std::vector<float> y(std::size_t(s.n) * s.m * HW);

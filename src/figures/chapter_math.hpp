@@ -28,9 +28,9 @@ std::vector<float> pool_forward_e04(const PoolShape& s, const float* y);
 // keeps its plain average, and the one statement writes S[M, H/K, W/K] (out of range; its index is
 // reported here, the write is not performed).
 struct PoolE06Result {
-  std::vector<float> s;          // what the listing leaves in S
-  std::size_t stray_index = 0;   // linear index of the statement's write
-  std::size_t size = 0;          // number of elements of S
+  std::vector<float> s;         // what the listing leaves in S
+  std::size_t stray_index = 0;  // linear index of the statement's write
+  std::size_t size = 0;         // number of elements of S
 };
 PoolE06Result pool_forward_e06(const PoolShape& s, const float* y);
 
@@ -98,8 +98,8 @@ std::vector<InputCopies> unrolled_copies(const ConvShape& s, const std::vector<f
 // unrolled matrix is closest to `printed_unrolled` (fewest differing cells).
 struct ChannelSearch {
   long long tried = 0;
-  long long consistent = 0;             // inputs that reproduce y
-  int distance = -1;                    // fewest differing cells among them
+  long long consistent = 0;              // inputs that reproduce y
+  int distance = -1;                     // fewest differing cells among them
   std::vector<std::vector<float>> best;  // the last channels at that distance
 };
 ChannelSearch search_last_channel(const ConvShape& s, const std::vector<float>& x,
@@ -121,8 +121,8 @@ void sgemm_colmajor_ref(int m, int n, int k, const float* a, int lda, const floa
 // m = H_out*W_out, n = M, k = C*K*K, A = X_unrolled (lda = H_out*W_out), B = the filters
 // (ldb = C*K*K), C = Y[n] (ldc = H_out*W_out). With per_sample_offset false the unroll gets X
 // itself for every sample: what erratum E21's 7-argument call becomes if "fixed" by dropping n.
-std::vector<float> conv_forward_unroll_gemm(const ConvShape& s, const float* x,
-                                            const float* weight, bool per_sample_offset = true);
+std::vector<float> conv_forward_unroll_gemm(const ConvShape& s, const float* x, const float* weight,
+                                            bool per_sample_offset = true);
 
 // ---- the unroll kernel's launch (Fig 16.17) ---------------------------------------------------
 

@@ -36,9 +36,9 @@ ConvShape conv_shape(const LayerSpec& l, int n = 1) {
 }
 
 std::string dims(const Dims& d) {
-  return d.h == 1 && d.w == 1 && d.c > 1 ? std::to_string(d.c)
-                                         : std::to_string(d.c) + "x" + std::to_string(d.h) + "x" +
-                                               std::to_string(d.w);
+  return d.h == 1 && d.w == 1 && d.c > 1
+             ? std::to_string(d.c)
+             : std::to_string(d.c) + "x" + std::to_string(d.h) + "x" + std::to_string(d.w);
 }
 
 // Two samples, both `sample`.
@@ -126,8 +126,10 @@ void check_chapter_totals(Block& b, const std::vector<CountRow>& rows) {
   std::string banks;
   for (const CountRow& r : rows) {
     macs += r.macs;
-    if (r.spec->name == "output") output_weights = r.weights;
-    else through_f6 += r.params();
+    if (r.spec->name == "output")
+      output_weights = r.weights;
+    else
+      through_f6 += r.params();
     if (r.banks) banks += (banks.empty() ? "" : " / ") + grouped(r.banks);
   }
   b.line("filter banks: " + banks);
@@ -168,11 +170,13 @@ void check_our_network(Block& b, const std::vector<CountRow>& rows) {
   }
   const long long ours = (long long)layout.trainable_count;
   b.line("our network: " + grouped(ours) + " parameters = " + grouped(fc_total) + " - " +
-         grouped(c1_c3_biases) + " (C1 and C3 have no bias of their own: S2 and S4 add one per "
+         grouped(c1_c3_biases) +
+         " (C1 and C3 have no bias of their own: S2 and S4 add one per "
          "map, Fig 16.5; the output layer is fully connected with a bias)");
-  b.line("ordering used: conv -> subsampling (+ bias per map) -> activation for C1/S2 and C3/S4 "
-         "(the chapter's, Fig 16.5); C5 and F6 -> activation; output linear -> softmax "
-         "cross-entropy (instead of the book's RBF output)");
+  b.line(
+      "ordering used: conv -> subsampling (+ bias per map) -> activation for C1/S2 and C3/S4 "
+      "(the chapter's, Fig 16.5); C5 and F6 -> activation; output linear -> softmax "
+      "cross-entropy (instead of the book's RBF output)");
   b.check("our network has 61,706 parameters", ours == 61706, grouped(ours));
   b.check("61,706 = 61,728 - the C1 and C3 biases", ours == fc_total - c1_c3_biases);
   b.check("no c1.bias or c3.bias tensor, and an output.bias", !has_conv_bias && has_output_bias);
@@ -180,8 +184,9 @@ void check_our_network(Block& b, const std::vector<CountRow>& rows) {
 
 void fig16_2(Block& b) {
   const std::vector<CountRow> rows = chapter_counts();
-  b.line("the chapter's variant: C3 fully connected to S2, a bias per convolution map and per "
-         "pooling map, MACs counted for convolutions and fully connected layers");
+  b.line(
+      "the chapter's variant: C3 fully connected to S2, a bias per convolution map and per "
+      "pooling map, MACs counted for convolutions and fully connected layers");
   layer_table(b, rows);
   check_shape_chain(b);
   check_chapter_totals(b, rows);
@@ -225,14 +230,15 @@ float all_ones_e01(int C, int K) {
 void fig16_4(Block& b) {
   Floats y(8);
   conv_forward_cpu<float>(fig::shape(), fig::x().data(), fig::w().data(), nullptr, y.data());
-  check_maps(b, "conv_forward_cpu on the Fig 16.14 data: Y", y, as_doubles(fig::printed_y()), 2,
-             2, 2);
+  check_maps(b, "conv_forward_cpu on the Fig 16.14 data: Y", y, as_doubles(fig::printed_y()), 2, 2,
+             2);
   b.line("E01 (rendering A, Y += Y + X*W, i.e. y <- 2y + term), host version of the listing:");
   const Floats e01 = conv_forward_e01(fig::shape(), fig::x().data(), fig::w().data());
   check_maps(b, "E01 on the Fig 16.14 data: Y", e01,
              {5816, 7110, 4346, 8754, 2504, 5692, 2852, 3564}, 2, 2, 2);
   const float ones = all_ones_e01(1, 5);
-  b.line("E01, all ones, C=1, K=5 (25 terms): " + number(ones) + " (exactly 2^25-1 = 33,554,431, "
+  b.line("E01, all ones, C=1, K=5 (25 terms): " + number(ones) +
+         " (exactly 2^25-1 = 33,554,431, "
          "which float32 cannot hold) instead of 25");
   b.check("E01 all-ones C=1 K=5 gives 2^25-1 as float (33,554,432)",
           ones == float(33554431.0) && ones == 33554432.0f, number(ones));
@@ -288,8 +294,7 @@ void fig16_5(Block& b) {
   b.line("E06 (B: bias + sigmoid after the loops): outputs " + matrix_text(e06.s, 2, 2) +
          ", the stray statement writes S[" + std::to_string(e06.stray_index) + "] of " +
          std::to_string(e06.size) + " elements (not performed here)");
-  b.check("E06 signature: outputs equal the plain average (no bias, no sigmoid)",
-          e06.s == average);
+  b.check("E06 signature: outputs equal the plain average (no bias, no sigmoid)", e06.s == average);
   b.check("E06's stray write is out of range", e06.stray_index >= e06.size);
   for (const char* name : {"s2", "s4"}) {
     const LayerSpec& l = layer(name);
@@ -380,8 +385,10 @@ void fc_finite_differences(Block& b) {
   const double ex = finite_difference_max_rel_error(loss, x, dx);
   const double ew = finite_difference_max_rel_error(loss, w, dw);
   const double eb = finite_difference_max_rel_error(loss, bias, db);
-  b.line("central differences in double, N=3, 5 -> 4, E = sum tanh(Y)^2/2: largest relative "
-         "errors dX " + number(ex) + ", dW " + number(ew) + ", db " + number(eb));
+  b.line(
+      "central differences in double, N=3, 5 -> 4, E = sum tanh(Y)^2/2: largest relative "
+      "errors dX " +
+      number(ex) + ", dW " + number(ew) + ", db " + number(eb));
   b.check("finite differences agree with dE/dX, dE/dW, dE/db (relative error < 1e-6)",
           ex < 1e-6 && ew < 1e-6 && eb < 1e-6);
 }
@@ -426,10 +433,12 @@ void fig16_8(Block& b) {
 
 void e08_demo(Block& b) {
   const LiteralIndexReads r = e08_literal_dy_reads(fig::shape());
-  b.line("E08: the printed dE_dY[m, c, h, w] as index ((m*C+c)*H_out+h)*W_out+w on the Fig 16.14 "
-         "data (C = 3): largest index " + std::to_string(r.max_index) + " into " +
-         std::to_string(r.size) + " elements; " + std::to_string(r.out_of_range) + " of " +
-         std::to_string(r.reads) + " reads out of range (counted, never performed)");
+  b.line(
+      "E08: the printed dE_dY[m, c, h, w] as index ((m*C+c)*H_out+h)*W_out+w on the Fig 16.14 "
+      "data (C = 3): largest index " +
+      std::to_string(r.max_index) + " into " + std::to_string(r.size) + " elements; " +
+      std::to_string(r.out_of_range) + " of " + std::to_string(r.reads) +
+      " reads out of range (counted, never performed)");
   b.check("E08 reaches index 23 of an 8-element dE/dY", r.max_index == 23 && r.size == 8);
   b.check("E08 makes 64 out-of-range reads", r.out_of_range == 64, std::to_string(r.out_of_range));
   const Floats dw = conv_backward_weights_e08(fig::shape(), fig::x().data(), fig::dy().data());
@@ -465,8 +474,10 @@ void fig16_9(Block& b) {
   conv_backward_weights_cpu<float>(fig::shape(2), x2.data(), dy2.data(), dw2.data(), nullptr);
   bool doubled = true;
   for (std::size_t i = 0; i < 24; ++i) doubled &= dw2[i] == 2 * dw[i];
-  b.check("two copies of the sample give twice dE/dW (the batch gradient is a sum; the 1/N is "
-          "applied once, in dL/dlogits)", doubled);
+  b.check(
+      "two copies of the sample give twice dE/dW (the batch gradient is a sum; the 1/N is "
+      "applied once, in dL/dlogits)",
+      doubled);
   e08_demo(b);
 }
 
@@ -485,7 +496,8 @@ void fig16_10(Block& b) {
     conv_forward_cpu<float>(single, x.data() + n * in, w.data(), nullptr, y1.data());
     identical += std::memcmp(y1.data(), y.data() + n * out, out * sizeof(float)) == 0;
   }
-  b.line("LeNet C3, N = 4, random data: " + std::to_string(identical) + " of 4 samples "
+  b.line("LeNet C3, N = 4, random data: " + std::to_string(identical) +
+         " of 4 samples "
          "bit-identical to single-sample calls");
   b.check("the batch result equals N single-sample calls bit-exactly", identical == batch.n);
 }
@@ -497,8 +509,10 @@ void fig16_11(Block& b) {
   for (const char* name : {"c1", "c3", "c5"}) {
     const LayerSpec& l = layer(name);
     const long long per_sample = (long long)l.out.c * l.out.h * l.out.w;
-    table.add({name, std::to_string(l.out.c) + "x" + std::to_string(l.out.h) + "x" +
-                         std::to_string(l.out.w), grouped(per_sample), grouped(per_sample * N)});
+    table.add(
+        {name,
+         std::to_string(l.out.c) + "x" + std::to_string(l.out.h) + "x" + std::to_string(l.out.w),
+         grouped(per_sample), grouped(per_sample * N)});
     counts += (counts.empty() ? "" : " / ") + grouped(per_sample);
   }
   b.table("parallelism", table);

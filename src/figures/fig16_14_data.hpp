@@ -14,10 +14,12 @@
 namespace lenet5::figures::fig16_14 {
 
 constexpr int kC = 3, kH = 3, kW = 3, kM = 2, kK = 2, kHout = 2, kWout = 2;
-constexpr int kRows = kC * kK * kK;     // 12: X_unrolled rows, the filter taps c*K*K + p*K + q
-constexpr int kCols = kHout * kWout;    // 4: X_unrolled columns, the output positions h*W_out + w
+constexpr int kRows = kC * kK * kK;   // 12: X_unrolled rows, the filter taps c*K*K + p*K + q
+constexpr int kCols = kHout * kWout;  // 4: X_unrolled columns, the output positions h*W_out + w
 
-inline ConvShape shape(int n = 1) { return {n, kC, kH, kW, kM, kK}; }
+inline ConvShape shape(int n = 1) {
+  return {n, kC, kH, kW, kM, kK};
+}
 
 // (1, 3, 3, 3)
 inline const std::vector<float>& x() {

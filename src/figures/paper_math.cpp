@@ -9,7 +9,9 @@ int cudnn_output_size(int H, int R, int u, int pad) {
   return int(std::ceil(double(H - R + 1 + 2 * pad) / double(u)));
 }
 
-int floor_output_size(int H, int R, int u, int pad) { return (H + 2 * pad - R) / u + 1; }
+int floor_output_size(int H, int R, int u, int pad) {
+  return (H + 2 * pad - R) / u + 1;
+}
 
 int ceil_mode_output_size(int H, int R, int u, int pad) {
   return int(std::ceil(double(H + 2 * pad - R) / double(u))) + 1;
@@ -95,9 +97,8 @@ std::vector<double> rotate180(const ConvParams& cp, const std::vector<double>& f
 
 const std::vector<CudnnLayer>& cudnn_table2_paper() {
   static const std::vector<CudnnLayer> layers{
-      {128, 3, 128, 128, 96, 11, 11}, {128, 96, 64, 64, 128, 9, 9},
-      {128, 128, 32, 32, 128, 9, 9},  {128, 128, 16, 16, 128, 7, 7},
-      {128, 128, 13, 13, 384, 3, 3},
+      {128, 3, 128, 128, 96, 11, 11}, {128, 96, 64, 64, 128, 9, 9},  {128, 128, 32, 32, 128, 9, 9},
+      {128, 128, 16, 16, 128, 7, 7},  {128, 128, 13, 13, 384, 3, 3},
   };
   return layers;
 }

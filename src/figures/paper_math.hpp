@@ -20,9 +20,9 @@ int ceil_mode_output_size(int H, int R, int u, int pad);
 
 struct OutputSizeSweep {
   long long cases = 0;
-  long long formula1_vs_floor = 0;     // mismatches between formula (1) and the floor form
-  long long off_grid = 0;              // cases with (H + 2 pad - R) mod u != 0
-  long long ceil_mode_differs = 0;     // cases where the ceil mode differs from the floor form
+  long long formula1_vs_floor = 0;  // mismatches between formula (1) and the floor form
+  long long off_grid = 0;           // cases with (H + 2 pad - R) mod u != 0
+  long long ceil_mode_differs = 0;  // cases where the ceil mode differs from the floor form
   long long ceil_mode_differs_off_grid = 0;  // ... of which off the grid
 };
 // Every H <= max_h, R <= H, u <= max_u, pad <= max_pad.
@@ -60,12 +60,12 @@ const std::vector<CudnnLayer>& cudnn_table2_convnet_benchmarks();
 
 struct LayerDerived {
   int p = 0, q = 0;
-  double flop = 0;                 // 2 N K C R S P Q
-  long long dm_rows = 0;           // C R S
-  long long dm_cols = 0;           // N P Q
-  double dm_bytes = 0;             // float32 D_m for the whole batch
+  double flop = 0;        // 2 N K C R S P Q
+  long long dm_rows = 0;  // C R S
+  long long dm_cols = 0;  // N P Q
+  double dm_bytes = 0;    // float32 D_m for the whole batch
   double dm_bytes_per_sample = 0;
-  double expansion = 0;            // R S P Q / (H W): unrolled elements per input element
+  double expansion = 0;  // R S P Q / (H W): unrolled elements per input element
 };
 LayerDerived derive(const CudnnLayer& layer);
 

@@ -34,8 +34,8 @@ bool all_agree(const Doubles& computed, const Doubles& expected, int decimals) {
 }
 
 // Prints "<what>: <computed>" and checks it against the specification's values to `decimals`.
-bool check_list(Block& b, const std::string& what, const Doubles& computed,
-                const Doubles& expected, int decimals) {
+bool check_list(Block& b, const std::string& what, const Doubles& computed, const Doubles& expected,
+                int decimals) {
   b.line(what + ": " + list_text(computed, decimals));
   return b.check(what + " = " + list_text(expected, decimals),
                  all_agree(computed, expected, decimals), list_text(computed, decimals));
@@ -45,8 +45,10 @@ bool check_list(Block& b, const std::string& what, const Doubles& computed,
 
 void output_size_sweep(Block& b) {
   const OutputSizeSweep s = sweep_output_sizes(299, 8, 5);
-  b.line("sweep H <= 299, R <= H, u <= 8, pad <= 5: " + grouped(s.cases) + " cases; formula (1) "
-         "vs floor((H + 2pad - R)/u) + 1: " + grouped(s.formula1_vs_floor) + " mismatches");
+  b.line("sweep H <= 299, R <= H, u <= 8, pad <= 5: " + grouped(s.cases) +
+         " cases; formula (1) "
+         "vs floor((H + 2pad - R)/u) + 1: " +
+         grouped(s.formula1_vs_floor) + " mismatches");
   b.check("formula (1) equals the floor formula everywhere (so it is right for stride > 1)",
           s.cases > 0 && s.formula1_vs_floor == 0);
   b.line("Caffe's ceil mode ceil((H + 2pad - R)/u) + 1 differs in " + grouped(s.ceil_mode_differs) +
@@ -57,17 +59,20 @@ void output_size_sweep(Block& b) {
   const int conv1 = cudnn_output_size(224, 7, 2, 1), pool1 = floor_output_size(conv1, 3, 2, 0);
   const int pool1_ceil = ceil_mode_output_size(conv1, 3, 2, 0);
   const int conv2 = cudnn_output_size(pool1_ceil, 5, 2, 0);
-  const int pool2 = floor_output_size(conv2, 3, 2, 0), pool2_ceil = ceil_mode_output_size(conv2, 3, 2, 0);
+  const int pool2 = floor_output_size(conv2, 3, 2, 0),
+            pool2_ceil = ceil_mode_output_size(conv2, 3, 2, 0);
   b.line("ZF-Net: conv1 224 -> " + std::to_string(conv1) + ", pool 3/2 -> " +
-         std::to_string(pool1) + " (floor) or " + std::to_string(pool1_ceil) + " (ceil mode); conv2 -> " +
-         std::to_string(conv2) + ", pool -> " + std::to_string(pool2) + " or " +
-         std::to_string(pool2_ceil));
+         std::to_string(pool1) + " (floor) or " + std::to_string(pool1_ceil) +
+         " (ceil mode); conv2 -> " + std::to_string(conv2) + ", pool -> " + std::to_string(pool2) +
+         " or " + std::to_string(pool2_ceil));
   b.check("ZF-Net's 110 -> 55 and 26 -> 13 need the ceil mode (floor gives 54 and 12)",
           conv1 == 110 && pool1 == 54 && pool1_ceil == 55 && conv2 == 26 && pool2 == 12 &&
               pool2_ceil == 13);
   b.line("caveat: with H + 2pad < R, C++'s truncating division makes the floor form give " +
-         std::to_string(floor_output_size(4, 5, 2, 0)) + " for H=4, R=5, u=2 where formula (1) "
-         "gives " + std::to_string(cudnn_output_size(4, 5, 2, 0)) + ": reject such layers");
+         std::to_string(floor_output_size(4, 5, 2, 0)) +
+         " for H=4, R=5, u=2 where formula (1) "
+         "gives " +
+         std::to_string(cudnn_output_size(4, 5, 2, 0)) + ": reject such layers");
 }
 
 void output_size_modes(Block& b) {
@@ -77,7 +82,8 @@ void output_size_modes(Block& b) {
   for (int R : {2, 3, 4, 5, 7, 11}) {
     const int valid = cudnn_output_size(H, R, 1, 0), same = cudnn_output_size(H, R, 1, R / 2);
     const int full = cudnn_output_size(H, R, 1, R - 1);
-    table.add({std::to_string(R), std::to_string(valid), std::to_string(same), std::to_string(full)});
+    table.add(
+        {std::to_string(R), std::to_string(valid), std::to_string(same), std::to_string(full)});
     valid_full &= valid == H - R + 1 && full == H + R - 1;
     same_odd_only &= (same == H) == (R % 2 == 1) && (R % 2 == 1 || same == H + 1);
   }
@@ -96,9 +102,11 @@ std::vector<double> random_integers(std::size_t count, std::uint64_t seed) {
 // Integer data keep every sum exact, so the different summation orders of Eq. (3) and the
 // rotated cross-correlation give identical results.
 void eq3_is_flipped_correlation(Block& b) {
-  b.line("Eq. (3) is a seven-way loop nest: four independent loops (n, k, p, q), three "
-         "accumulation loops (c, r, s), implemented literally with Eq. (2)'s accessor");
-  for (const ConvParams& cp : {ConvParams{2, 3, 7, 7, 4, 3, 3}, ConvParams{2, 3, 8, 7, 4, 3, 2, 2, 1, 1, 0}}) {
+  b.line(
+      "Eq. (3) is a seven-way loop nest: four independent loops (n, k, p, q), three "
+      "accumulation loops (c, r, s), implemented literally with Eq. (2)'s accessor");
+  for (const ConvParams& cp :
+       {ConvParams{2, 3, 7, 7, 4, 3, 3}, ConvParams{2, 3, 8, 7, 4, 3, 2, 2, 1, 1, 0}}) {
     const Doubles d = random_integers(std::size_t(cp.n) * cp.c * cp.h * cp.w, 31 + cp.u);
     const Doubles f = random_integers(std::size_t(cp.k) * cp.c * cp.r * cp.s, 41 + cp.u);
     const bool equal = cudnn_eq3(cp, d, f) == cross_correlation(cp, d, rotate180(cp, f));
@@ -117,7 +125,8 @@ void eq3_is_flipped_correlation(Block& b) {
   const Doubles o = cudnn_eq3(fig, as_doubles(fig16_14::x()), as_doubles(fig16_14::w()));
   check_maps(b, "Eq. (3) on the Fig 16.14 data, unflipped F", o, {15, 18, 15, 24, 17, 23, 23, 25},
              2, 2, 2);
-  b.check("it differs from the chapter's printed Y", !same_values(o, as_doubles(fig16_14::printed_y())));
+  b.check("it differs from the chapter's printed Y",
+          !same_values(o, as_doubles(fig16_14::printed_y())));
 }
 
 void cudnn_eq1(Block& b) {
@@ -138,7 +147,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 Table table2(const std::vector<CudnnLayer>& layers) {
   Table t{{"layer", "N", "C", "H=W", "K", "R=S", "P=Q", "GFLOP", "D_m (CRS x NPQ)", "D_m GiB",
-           "D_m MB/sample", "expansion", "implied K40 ms", "implied GTX980 ms"}, {}};
+           "D_m MB/sample", "expansion", "implied K40 ms", "implied GTX980 ms"},
+          {}};
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const CudnnLayer& l = layers[i];
     const LayerDerived d = derive(l);
@@ -167,13 +177,16 @@ void check_paper_rows(Block& b) {
   check_list(b, "P = Q", p, {118, 56, 24, 10, 11}, 0);
   check_list(b, "GFLOP = 2NKCRSPQ / 1e9", gflop, {124.22, 799.07, 195.69, 20.55, 13.70}, 2);
   b.check("D_m = 363 x 1,782,272; 7,776 x 401,408; 10,368 x 73,728; 6,272 x 12,800; 1,152 x 15,488",
-          dm == "363 x 1,782,272; 7,776 x 401,408; 10,368 x 73,728; 6,272 x 12,800; 1,152 x 15,488", dm);
+          dm == "363 x 1,782,272; 7,776 x 401,408; 10,368 x 73,728; 6,272 x 12,800; 1,152 x 15,488",
+          dm);
   check_list(b, "D_m GiB (float32)", gib, {2.41, 11.63, 2.85, 0.30, 0.07}, 2);
   check_list(b, "expansion R*S*P*Q/(H*W)", expansion, {102.83, 62.02, 45.56, 19.14, 6.44}, 2);
-  check_list(b, "implied K40 ms (GFLOP / Table 3 TFLOPS)", k40_ms, {125.5, 525.7, 129.6, 14.9, 13.6}, 1);
+  check_list(b, "implied K40 ms (GFLOP / Table 3 TFLOPS)", k40_ms,
+             {125.5, 525.7, 129.6, 14.9, 13.6}, 1);
   check_list(b, "implied GTX980 ms", gtx_ms, {85.1, 320.9, 80.9, 9.4, 7.3}, 1);
   const double per_sample_mb = derive(layers[1]).dm_bytes_per_sample / 1e6;
-  b.line("layer 2's D_m per sample: " + fixed(per_sample_mb, 1) + " MB (the \"prohibitively large "
+  b.line("layer 2's D_m per sample: " + fixed(per_sample_mb, 1) +
+         " MB (the \"prohibitively large "
          "temporary allocation\" for a whole batch: 0.07-11.6 GiB)");
   b.check("layer 2's D_m is 97.5 MB per sample", agrees(per_sample_mb, 97.5, 1));
 }
@@ -181,17 +194,20 @@ void check_paper_rows(Block& b) {
 void check_benchmark_rows(Block& b) {
   const auto& layers = cudnn_table2_convnet_benchmarks();
   const LayerDerived l2 = derive(layers[1]), l5 = derive(layers[4]);
-  b.line("D04: the cited convnet-benchmarks use C = 64 (layer 2) and C = 384 (layer 5) [X]: layer 2 "
-         + fixed(l2.flop / 1e9, 2) + " GFLOP, D_m " + fixed(l2.dm_bytes / kGiB, 2) + " GiB; layer 5 " +
-         fixed(l5.flop / 1e9, 2) + " GFLOP, D_m " + grouped(l5.dm_rows) + " x " + grouped(l5.dm_cols));
-  b.check("with those C: 532.71 GFLOP and 7.75 GiB (layer 2), 41.11 GFLOP and 3,456 x 15,488 (layer 5)",
-          agrees(l2.flop / 1e9, 532.71, 2) && agrees(l2.dm_bytes / kGiB, 7.75, 2) &&
-              agrees(l5.flop / 1e9, 41.11, 2) && l5.dm_rows == 3456 && l5.dm_cols == 15488);
+  b.line(
+      "D04: the cited convnet-benchmarks use C = 64 (layer 2) and C = 384 (layer 5) [X]: layer 2 " +
+      fixed(l2.flop / 1e9, 2) + " GFLOP, D_m " + fixed(l2.dm_bytes / kGiB, 2) + " GiB; layer 5 " +
+      fixed(l5.flop / 1e9, 2) + " GFLOP, D_m " + grouped(l5.dm_rows) + " x " + grouped(l5.dm_cols));
+  b.check(
+      "with those C: 532.71 GFLOP and 7.75 GiB (layer 2), 41.11 GFLOP and 3,456 x 15,488 (layer 5)",
+      agrees(l2.flop / 1e9, 532.71, 2) && agrees(l2.dm_bytes / kGiB, 7.75, 2) &&
+          agrees(l5.flop / 1e9, 41.11, 2) && l5.dm_rows == 3456 && l5.dm_cols == 15488);
 }
 
 void cudnn_tab2(Block& b) {
-  b.line("Table 2 as printed in the paper (u = v = 1, no padding); both rows are shown, the paper's "
-         "C first and the cited benchmark's C second");
+  b.line(
+      "Table 2 as printed in the paper (u = v = 1, no padding); both rows are shown, the paper's "
+      "C first and the cited benchmark's C second");
   b.table("table2_paper", table2(cudnn_table2_paper()));
   check_paper_rows(b);
   b.table("table2_convnet_benchmarks", table2(cudnn_table2_convnet_benchmarks()));
@@ -212,11 +228,14 @@ void table3_checks(Block& b) {
   Doubles k40, gtx;
   std::string inconsistent;
   Table t{{"layer", "K40 TFLOPS", "K40 % printed", "K40 % computed", "GTX980 TFLOPS",
-           "GTX980 % printed", "GTX980 % computed"}, {}};
+           "GTX980 % printed", "GTX980 % computed"},
+          {}};
   for (std::size_t i = 0; i < 5; ++i) {
-    k40.push_back(kK40Tflops[i] / kK40Peak * 100), gtx.push_back(kGtx980Tflops[i] / kGtx980Peak * 100);
-    t.add({std::to_string(i + 1), fixed(kK40Tflops[i], 2), fixed(k40_printed[i], 0), fixed(k40[i], 1),
-           fixed(kGtx980Tflops[i], 2), fixed(gtx_printed[i], 0), fixed(gtx[i], 1)});
+    k40.push_back(kK40Tflops[i] / kK40Peak * 100),
+        gtx.push_back(kGtx980Tflops[i] / kGtx980Peak * 100);
+    t.add({std::to_string(i + 1), fixed(kK40Tflops[i], 2), fixed(k40_printed[i], 0),
+           fixed(k40[i], 1), fixed(kGtx980Tflops[i], 2), fixed(gtx_printed[i], 0),
+           fixed(gtx[i], 1)});
     if (!percent_consistent(kK40Tflops[i], kK40Peak, k40_printed[i]))
       inconsistent += " K40-L" + std::to_string(i + 1);
     if (!percent_consistent(kGtx980Tflops[i], kGtx980Peak, gtx_printed[i]))
@@ -256,12 +275,13 @@ void table4_checks(Block& b) {
     const double a = i < 4 ? caffe[i] : caffe_overall, c = i < 4 ? cudnn[i] : cudnn_overall;
     speedup.push_back(a / c);
     const std::string name = i < 4 ? phase[i] : "Overall";
-    t.add({name, grouped((long long)a), grouped((long long)c), fixed(printed[i], printed_decimals[i]),
-           fixed(speedup.back(), 3)});
+    t.add({name, grouped((long long)a), grouped((long long)c),
+           fixed(printed[i], printed_decimals[i]), fixed(speedup.back(), 3)});
     if (!agrees(speedup.back(), printed[i], printed_decimals[i])) mismatched += " " + name;
   }
   b.table("table4", t);
-  check_list(b, "speedups computed from the times", speedup, {1.295, 1.451, 1.487, 1.002, 1.359}, 3);
+  check_list(b, "speedups computed from the times", speedup, {1.295, 1.451, 1.487, 1.002, 1.359},
+             3);
   b.check("D01: the printed Backward (1.52) and Forward (1.7) speedups do not match the times",
           mismatched == " Backward Forward", mismatched);
   b.check("\"improves performance by 36 %\" matches the overall 1.359",
@@ -296,7 +316,8 @@ const std::vector<Doubles> kZfTable3 = {{41473.43, 12.05, 11.59, 6.76, 1.74},
                                         {3715.06, 15.91, 15.01, 19.20, 7.89},
                                         {2495.45, 9.73, 10.09, 10.35, 6.04}};
 const Doubles kZfTable3Total = {60035.35, 73.14, 74.46, 71.25, 26.19};
-// Tables 5 and 6 (FC 1-3: serial, naive, opt1, opt2, opt3), 8 and 9 (softmax: serial, naive, shared).
+// Tables 5 and 6 (FC 1-3: serial, naive, opt1, opt2, opt3), 8 and 9 (softmax: serial, naive,
+// shared).
 const std::vector<Doubles> kZfTable5 = {{2875.13, 28.93, 20.64, 16.88, 16.72},
                                         {1202.82, 20.23, 13.69, 7.61, 7.49},
                                         {48.36, 0.78, 0.64, 0.53, 0.52}};
@@ -361,9 +382,10 @@ void zf_ratio_tables(Block& b) {
          " for Table 2 vs serial");
   b.check("the mean of the per-layer ratios does not reproduce Table 2 (off by more than 1 %)",
           std::fabs(mean[3] / tables[0].printed[3] - 1) > 0.01);
-  b.check("Z01: Table 4's values are the kernel-only ratios (Table 3), not Table 1's, so its caption "
-          "(\"memory copy time ... together\", copied from Table 2) is wrong",
-          agrees(tables[2].computed[0], 820.82, 1) && !agrees(tables[0].computed[0], 820.82, 1));
+  b.check(
+      "Z01: Table 4's values are the kernel-only ratios (Table 3), not Table 1's, so its caption "
+      "(\"memory copy time ... together\", copied from Table 2) is wrong",
+      agrees(tables[2].computed[0], 820.82, 1) && !agrees(tables[0].computed[0], 820.82, 1));
 }
 
 void zf_table7(Block& b) {
@@ -375,7 +397,8 @@ void zf_table7(Block& b) {
     sums.push_back(column_sum(kZfTable6, 0) / column_sum(kZfTable6, j));
   }
   b.line("Table 7 printed vs serial 9.18, 9.30, 11.87, 12.88; vs naive /, 1.01, 1.40, 1.29");
-  check_list(b, "FC with copies, mean of per-layer serial ratios", mean, {9.85, 14.45, 16.55, 19.22}, 2);
+  check_list(b, "FC with copies, mean of per-layer serial ratios", mean,
+             {9.85, 14.45, 16.55, 19.22}, 2);
   check_list(b, "FC with copies, ratio of the sums", sums, {11.07, 16.72, 19.49, 23.34}, 2);
   const Doubles printed_row1 = {9.18, 9.30, 11.87, 12.88};
   b.check("Z02: Table 7's row 1 is neither definition (not derivable from Tables 5/6)",
@@ -399,8 +422,9 @@ void zf_table10(Block& b) {
   const Doubles printed = {2.10, 3.68, 1.75};
   b.check("Z03: Table 10 cannot be derived from Tables 8/9 (neither definition matches)",
           !all_agree(copies, printed, 2) && !all_agree(kernel, printed, 2));
-  b.line("Z07: Table 10's caption mentions the \"advanced block setting method\" of the "
-         "convolution tables (text only)");
+  b.line(
+      "Z07: Table 10's caption mentions the \"advanced block setting method\" of the "
+      "convolution tables (text only)");
 }
 
 // Table 11 (whole network): every combination of conv, FC and softmax times, each with or
@@ -418,8 +442,10 @@ void zf_table11(Block& b) {
     return std::make_pair(lo, hi);
   };
   const auto naive = range(1, 1, 1), best = range(4, 4, 2);
-  b.line("serial total (conv + FC + softmax) " + fixed(serial, 2) + " ms; serial/naive over the 8 "
-         "combinations " + fixed(naive.first, 1) + "-" + fixed(naive.second, 1) + ", serial/best " +
+  b.line("serial total (conv + FC + softmax) " + fixed(serial, 2) +
+         " ms; serial/naive over the 8 "
+         "combinations " +
+         fixed(naive.first, 1) + "-" + fixed(naive.second, 1) + ", serial/best " +
          fixed(best.first, 1) + "-" + fixed(best.second, 1) + "; printed 620.93 and 1287.47");
   b.check("serial total 64,168.71 ms", agrees(serial, 64168.71, 2));
   b.check("Z04: ranges 136.7-517.3 and 286.1-1251.3 never reach the printed 620.93 / 1287.47",
@@ -431,8 +457,9 @@ void zf_table11(Block& b) {
           agrees(ratio, 2.0735, 4));
   b.check("Z06: 1287.47 rounds to 1287 (abstract), not the 1286 of ZF:422/434",
           std::lround(1287.47) == 1287);
-  b.line("Z05: \"the z dimension of a block is always 0\" (ZF:141): a block dimension is at least 1 "
-         "(text only, nothing to compute)");
+  b.line(
+      "Z05: \"the z dimension of a block is always 0\" (ZF:141): a block dimension is at least 1 "
+      "(text only, nothing to compute)");
 }
 
 // The serial (Python) baseline tracks output points, not MACs (§4.3; shapes §4.1 [X]).
@@ -463,14 +490,18 @@ void cutlass_policy_derived(Block& b) {
   const int threads = block_y * block_x / (thread_y * thread_x);
   const int stage_floats = block_y * block_k + block_k * block_x;
   const int stage_bytes = stage_floats * int(sizeof(float));
-  b.line("policy <BlockItemsY 128, BlockItemsX 32, ThreadItemsY 8, ThreadItemsX 4, BlockItemsK 8, "
-         "double-buffered>: " + std::to_string(threads) + " threads (" + std::to_string(threads / 32) +
-         " warps), " + std::to_string(thread_y * thread_x) + " accumulators per thread; shared "
-         "memory " + grouped(stage_bytes) + " B per stage, " + grouped(2 * stage_bytes) +
-         " B double-buffered; " + grouped(stage_floats) + " floats per main-loop iteration (" +
-         std::to_string(stage_floats / threads) + " per thread); per k-step " +
-         std::to_string(thread_y + thread_x) + " shared loads for " +
-         std::to_string(thread_y * thread_x) + " FMAs");
+  b.line(
+      "policy <BlockItemsY 128, BlockItemsX 32, ThreadItemsY 8, ThreadItemsX 4, BlockItemsK 8, "
+      "double-buffered>: " +
+      std::to_string(threads) + " threads (" + std::to_string(threads / 32) + " warps), " +
+      std::to_string(thread_y * thread_x) +
+      " accumulators per thread; shared "
+      "memory " +
+      grouped(stage_bytes) + " B per stage, " + grouped(2 * stage_bytes) + " B double-buffered; " +
+      grouped(stage_floats) + " floats per main-loop iteration (" +
+      std::to_string(stage_floats / threads) + " per thread); per k-step " +
+      std::to_string(thread_y + thread_x) + " shared loads for " +
+      std::to_string(thread_y * thread_x) + " FMAs");
   b.check("128 threads (4 warps), 32 accumulators per thread",
           threads == 128 && threads / 32 == 4 && thread_y * thread_x == 32);
   b.check("5,120 B shared memory per stage, 10,240 B double-buffered",
@@ -497,21 +528,23 @@ void cutlass_lenet_shapes(Block& b) {
   for (const LayerSpec& l : lenet5_topology())
     if (l.kind == LayerKind::convolution)
       gemms.push_back({l.name, l.out.h * l.out.w, l.out.c, l.in.c * l.kernel * l.kernel});
-  Table t{{"layer", "m x n x k per sample", "128x32 tiles", "tile use", "k % 8", "m for N=256"}, {}};
+  Table t{{"layer", "m x n x k per sample", "128x32 tiles", "tile use", "k % 8", "m for N=256"},
+          {}};
   std::string shapes;
   bool ragged = true;
   for (const Gemm& g : gemms) {
     const long long tiles = (long long)((g.m + 127) / 128) * ((g.n + 31) / 32);
     const double use = double(g.m) * g.n / (double(tiles) * 128 * 32);
     t.add({g.layer, std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k),
-           grouped(tiles), fixed(100 * use, 1) + " %", std::to_string(g.k % 8), grouped(256LL * g.m)});
+           grouped(tiles), fixed(100 * use, 1) + " %", std::to_string(g.k % 8),
+           grouped(256LL * g.m)});
     shapes += (shapes.empty() ? "" : " ") + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
               std::to_string(g.k);
     if (g.layer != "c5") ragged &= g.k % 8 != 0 && g.n < 32;
   }
   b.table("lenet_gemms", t);
-  b.check("per-sample GEMMs 784x6x25, 100x16x150, 1x120x400", shapes == "784x6x25 100x16x150 1x120x400",
-          shapes);
+  b.check("per-sample GEMMs 784x6x25, 100x16x150, 1x120x400",
+          shapes == "784x6x25 100x16x150 1x120x400", shapes);
   b.check("C1 and C3 need ragged handling: k not a multiple of 8, n below 32", ragged);
   b.check("batched C1 with N = 256 gives m = 200,704", 256 * gemms[0].m == 200704);
 }

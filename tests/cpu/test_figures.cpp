@@ -52,7 +52,8 @@ TEST(FiguresCommand, CpuRunPassesEveryCpuTargetAndSkipsGpuTargets) {
   for (const figures::Target& t : figures::all_targets())
     EXPECT_TRUE(mentions(summary, t.id + "," + (t.needs_gpu ? "SKIPPED" : "PASS"))) << t.id;
   EXPECT_TRUE(fs::exists(out / "summary.md"));
-  for (const char* png : {"w_prime", "x_unrolled_printed", "x_unrolled_corrected", "duplication_map"})
+  for (const char* png :
+       {"w_prime", "x_unrolled_printed", "x_unrolled_corrected", "duplication_map"})
     EXPECT_TRUE(is_png(out / "fig16.14" / (std::string(png) + ".png"))) << png;
   for (const char* table : {"fig16.2/layers.md", "fig16.14/x_unrolled_cpu.csv",
                             "ex5/sectors_per_request.csv", "cudnn.tab2/table2_paper.csv"})
@@ -69,7 +70,8 @@ TEST(FiguresCommand, ListNamesEveryTarget) {
 
 TEST(FiguresCommand, UnknownTargetIsAUsageErrorNamingIt) {
   TempDir dir;
-  const auto result = run_lenet5("figures fig16.99 --device cpu --out '" + (dir / "f").string() + "'", dir);
+  const auto result =
+      run_lenet5("figures fig16.99 --device cpu --out '" + (dir / "f").string() + "'", dir);
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_TRUE(mentions(result.err, "fig16.99")) << result.err;
   EXPECT_TRUE(mentions(result.err, "--list")) << result.err;
@@ -77,7 +79,9 @@ TEST(FiguresCommand, UnknownTargetIsAUsageErrorNamingIt) {
 
 // ---- the errata page against the code -----------------------------------------------------------
 
-fs::path errata_page() { return testing::source_dir() / "tests" / "errata.md"; }
+fs::path errata_page() {
+  return testing::source_dir() / "tests" / "errata.md";
+}
 
 std::vector<std::string> split_row(const std::string& line) {
   std::vector<std::string> cells;
@@ -92,7 +96,8 @@ std::vector<std::string> split_row(const std::string& line) {
 }
 
 // The data rows of the first table under the heading `heading`.
-std::vector<std::vector<std::string>> table_under(const std::string& text, const std::string& heading) {
+std::vector<std::vector<std::string>> table_under(const std::string& text,
+                                                  const std::string& heading) {
   std::vector<std::vector<std::string>> rows;
   const std::size_t at = text.find("\n" + heading + "\n");
   if (at == std::string::npos) return rows;
@@ -107,8 +112,10 @@ std::vector<std::vector<std::string>> table_under(const std::string& text, const
       continue;
     }
     in_table = true;
-    if (header_lines < 2) ++header_lines;  // the header and the |---| line
-    else rows.push_back(split_row(line));
+    if (header_lines < 2)
+      ++header_lines;  // the header and the |---| line
+    else
+      rows.push_back(split_row(line));
   }
   return rows;
 }
@@ -117,7 +124,8 @@ using Version = std::tuple<int, std::string, std::string>;  // number, name, sou
 
 std::vector<Version> registry_versions() {
   std::vector<Version> out;
-  for (const ConvAlgoInfo& info : conv_algorithms()) out.emplace_back(info.number, info.name, info.source);
+  for (const ConvAlgoInfo& info : conv_algorithms())
+    out.emplace_back(info.number, info.name, info.source);
   return out;
 }
 
@@ -145,12 +153,14 @@ TEST(FiguresDocs, ConvolutionVersionsMatchRegistryAndHelp) {
 // GPU targets named on the page are written in src/figures/gpu_targets.cpp, in parallel with this
 // page. While that file registers no target yet, their ids are taken on trust from this list;
 // once it registers any, every id on the page must be registered.
-const std::set<std::string> kPendingGpuTargets = {"fig16.12", "fig16.13", "fig16.17", "fig16.14.gpu"};
+const std::set<std::string> kPendingGpuTargets = {"fig16.12", "fig16.13", "fig16.17",
+                                                  "fig16.14.gpu"};
 
 std::set<std::string> known_targets() {
   std::set<std::string> ids;
   for (const figures::Target& t : figures::all_targets()) ids.insert(t.id);
-  if (figures::gpu_targets().empty()) ids.insert(kPendingGpuTargets.begin(), kPendingGpuTargets.end());
+  if (figures::gpu_targets().empty())
+    ids.insert(kPendingGpuTargets.begin(), kPendingGpuTargets.end());
   return ids;
 }
 
@@ -169,7 +179,8 @@ std::set<std::string> registered_tests() {
 TEST(FiguresDocs, ErrataPageNamesOnlyRealTargetsAndTests) {
   const std::string text = read_text(errata_page());
   const std::regex backticked("`([^`]+)`");
-  const std::regex target_id(R"((fig16\.[0-9]+(\.[a-z]+)?|ex[0-9]|tab16\.[0-9]|expansion|(cudnn|zf|cutlass)\.[a-z0-9]+))");
+  const std::regex target_id(
+      R"((fig16\.[0-9]+(\.[a-z]+)?|ex[0-9]|tab16\.[0-9]|expansion|(cudnn|zf|cutlass)\.[a-z0-9]+))");
   const std::regex test_name(R"([A-Z][A-Za-z0-9]*\.[A-Z][A-Za-z0-9_]+)");
   const std::set<std::string> targets = known_targets(), tests = registered_tests();
   int named = 0;
@@ -187,7 +198,8 @@ TEST(FiguresDocs, ErrataPageNamesOnlyRealTargetsAndTests) {
 
 // E01-E26 each appear once, each demonstrated by a target or explained as a compile-time error.
 TEST(FiguresDocs, ErrataPageCoversEveryErratum) {
-  const auto rows = table_under(read_text(errata_page()), "## Code-listing and figure-data errata (E01-E26)");
+  const auto rows =
+      table_under(read_text(errata_page()), "## Code-listing and figure-data errata (E01-E26)");
   const std::set<std::string> targets = known_targets();
   std::set<std::string> seen;
   const std::regex backticked("`([^`]+)`");
@@ -227,8 +239,8 @@ TEST(FiguresUnit, Fig16_14UnrollDiffersFromThePrintedMatrixInTwoCells) {
 }
 
 TEST(FiguresUnit, Fig16_14InputIsTheUniqueClosestReconstruction) {
-  const auto search = figures::search_last_channel(fig::shape(), fig::x(), fig::w(), fig::printed_y(),
-                                                   fig::printed_x_unrolled(), 3);
+  const auto search = figures::search_last_channel(fig::shape(), fig::x(), fig::w(),
+                                                   fig::printed_y(), fig::printed_x_unrolled(), 3);
   EXPECT_EQ(search.tried, 262144);  // 4^9
   EXPECT_EQ(search.distance, 2);
   ASSERT_EQ(search.best.size(), 1u);
@@ -248,8 +260,9 @@ TEST(FiguresUnit, Exercise5SectorCountsMatchTheTable) {
     int c, h, k;
     double reads, writes, literal, ideal;
   };
-  for (const Case& e : {Case{1, 32, 5, 5.15, 3.92, 31.36, 3.92}, Case{6, 14, 5, 6.34, 4.56, 31.58, 3.95},
-                        Case{3, 128, 11, 5.04, 4.49, 31.98, 4.00}}) {
+  for (const Case& e :
+       {Case{1, 32, 5, 5.15, 3.92, 31.36, 3.92}, Case{6, 14, 5, 6.34, 4.56, 31.58, 3.95},
+        Case{3, 128, 11, 5.04, 4.49, 31.98, 4.00}}) {
     const figures::SectorCounts s = figures::unroll_sector_counts(e.c, e.h, e.h, e.k);
     EXPECT_NEAR(s.x_reads, e.reads, 0.005) << e.c;
     EXPECT_NEAR(s.writes_fig16_14, e.writes, 0.005) << e.c;
@@ -293,9 +306,11 @@ TEST(FiguresUnit, Formula1EqualsTheFloorFormula) {
 
 TEST(FiguresUnit, Eq3IsTheTrueConvolution) {
   const figures::ConvParams cp{1, 3, 3, 3, 2, 2, 2};
-  const std::vector<double> x(fig::x().begin(), fig::x().end()), w(fig::w().begin(), fig::w().end());
+  const std::vector<double> x(fig::x().begin(), fig::x().end()),
+      w(fig::w().begin(), fig::w().end());
   EXPECT_EQ(figures::cudnn_eq3(cp, x, w), (std::vector<double>{15, 18, 15, 24, 17, 23, 23, 25}));
-  EXPECT_EQ(figures::cross_correlation(cp, x, figures::rotate180(cp, w)), figures::cudnn_eq3(cp, x, w));
+  EXPECT_EQ(figures::cross_correlation(cp, x, figures::rotate180(cp, w)),
+            figures::cudnn_eq3(cp, x, w));
 }
 
 }  // namespace
