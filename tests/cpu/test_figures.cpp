@@ -1,0 +1,317 @@
+// `lenet5 figures` (textbook-figures.md): the command end to end on the CPU, the errata page
+// (tests/errata.md) against the code it describes, and direct tests of the computations whose
+// values matter most (the Fig 16.14 erratum E26, the reconstruction of the figure's input, the
+// Exercise 5 sector model, the errata signatures of E01, E08 and E23, formula (1) and Eq. (3)).
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "figures/chapter_math.hpp"
+#include "figures/fig16_14_data.hpp"
+#include "figures/figures.hpp"
+#include "figures/paper_math.hpp"
+#include "net/conv_algo.hpp"
+#include "test_util.hpp"
+
+namespace lenet5 {
+namespace {
+
+using testing::read_text;
+using testing::run_lenet5;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+bool mentions(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// ---- the command ------------------------------------------------------------------------------
+
+bool is_png(const fs::path& file) {
+  return read_text(file).rfind("\x89PNG\r\n\x1a\n", 0) == 0;
+}
+
+TEST(FiguresCommand, CpuRunPassesEveryCpuTargetAndSkipsGpuTargets) {
+  TempDir dir;
+  const fs::path out = dir / "figs";
+  const auto result = run_lenet5("figures --device cpu --out '" + out.string() + "'", dir);
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  for (const figures::Target& t : figures::all_targets()) {
+    if (t.needs_gpu)
+      EXPECT_TRUE(mentions(result.out, "SKIPPED " + t.id + ": --device cpu")) << t.id;
+    else
+      EXPECT_TRUE(mentions(result.out, "PASS " + t.id + " (")) << t.id;
+  }
+  EXPECT_FALSE(mentions(result.out, "FAILED")) << result.out;
+  const std::string summary = read_text(out / "summary.csv");
+  for (const figures::Target& t : figures::all_targets())
+    EXPECT_TRUE(mentions(summary, t.id + "," + (t.needs_gpu ? "SKIPPED" : "PASS"))) << t.id;
+  EXPECT_TRUE(fs::exists(out / "summary.md"));
+  for (const char* png :
+       {"w_prime", "x_unrolled_printed", "x_unrolled_corrected", "duplication_map"})
+    EXPECT_TRUE(is_png(out / "fig16.14" / (std::string(png) + ".png"))) << png;
+  for (const char* table : {"fig16.2/layers.md", "fig16.14/x_unrolled_cpu.csv",
+                            "ex5/sectors_per_request.csv", "cudnn.tab2/table2_paper.csv"})
+    EXPECT_FALSE(read_text(out / table).empty()) << table;
+}
+
+TEST(FiguresCommand, ListNamesEveryTarget) {
+  TempDir dir;
+  const auto result = run_lenet5("figures --list", dir);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const figures::Target& t : figures::all_targets())
+    EXPECT_TRUE(mentions(result.out, t.id + "  " + (t.needs_gpu ? "GPU" : "CPU"))) << t.id;
+}
+
+TEST(FiguresCommand, UnknownTargetIsAUsageErrorNamingIt) {
+  TempDir dir;
+  const auto result =
+      run_lenet5("figures fig16.99 --device cpu --out '" + (dir / "f").string() + "'", dir);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(mentions(result.err, "fig16.99")) << result.err;
+  EXPECT_TRUE(mentions(result.err, "--list")) << result.err;
+}
+
+// ---- the errata page against the code -----------------------------------------------------------
+
+fs::path errata_page() {
+  return testing::source_dir() / "tests" / "errata.md";
+}
+
+std::vector<std::string> split_row(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t start = 1;  // past the leading '|'
+  for (std::size_t bar; (bar = line.find('|', start)) != std::string::npos; start = bar + 1) {
+    std::string cell = line.substr(start, bar - start);
+    cell.erase(0, cell.find_first_not_of(' '));
+    cell.erase(cell.find_last_not_of(' ') + 1);
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+// The data rows of the first table under the heading `heading`.
+std::vector<std::vector<std::string>> table_under(const std::string& text,
+                                                  const std::string& heading) {
+  std::vector<std::vector<std::string>> rows;
+  const std::size_t at = text.find("\n" + heading + "\n");
+  if (at == std::string::npos) return rows;
+  std::istringstream in(text.substr(at + heading.size() + 2));
+  std::string line;
+  bool in_table = false;
+  int header_lines = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("#", 0) == 0) break;
+    if (line.rfind("|", 0) != 0) {
+      if (in_table) break;
+      continue;
+    }
+    in_table = true;
+    if (header_lines < 2)
+      ++header_lines;  // the header and the |---| line
+    else
+      rows.push_back(split_row(line));
+  }
+  return rows;
+}
+
+using Version = std::tuple<int, std::string, std::string>;  // number, name, source
+
+std::vector<Version> registry_versions() {
+  std::vector<Version> out;
+  for (const ConvAlgoInfo& info : conv_algorithms())
+    out.emplace_back(info.number, info.name, info.source);
+  return out;
+}
+
+TEST(FiguresDocs, ConvolutionVersionsMatchRegistryAndHelp) {
+  std::vector<Version> page;
+  for (const auto& row : table_under(read_text(errata_page()), "## Convolution versions")) {
+    ASSERT_EQ(row.size(), 3u);
+    page.emplace_back(std::stoi(row[0]), row[1], row[2]);
+  }
+  EXPECT_EQ(page, registry_versions()) << "tests/errata.md's table differs from conv_algorithms()";
+
+  TempDir dir;
+  const auto help = run_lenet5("train --help", dir);
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  const std::size_t at = help.out.find("--conv-algo");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = help.out.substr(at, help.out.find('\n', at) - at);
+  std::vector<Version> listed;
+  const std::regex version(R"((\d+) ([a-z][a-z-]*) \(([^)]*)\))");
+  for (std::sregex_iterator it(line.begin(), line.end(), version), end; it != end; ++it)
+    listed.emplace_back(std::stoi((*it)[1]), (*it)[2], (*it)[3]);
+  EXPECT_EQ(listed, registry_versions()) << line;
+}
+
+// GPU targets named on the page are written in src/figures/gpu_targets.cpp, in parallel with this
+// page. While that file registers no target yet, their ids are taken on trust from this list;
+// once it registers any, every id on the page must be registered.
+const std::set<std::string> kPendingGpuTargets = {"fig16.12", "fig16.13", "fig16.17",
+                                                  "fig16.14.gpu"};
+
+std::set<std::string> known_targets() {
+  std::set<std::string> ids;
+  for (const figures::Target& t : figures::all_targets()) ids.insert(t.id);
+  if (figures::gpu_targets().empty())
+    ids.insert(kPendingGpuTargets.begin(), kPendingGpuTargets.end());
+  return ids;
+}
+
+std::set<std::string> registered_tests() {
+  std::set<std::string> names;
+  const auto& unit = *::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const auto& suite = *unit.GetTestSuite(i);
+    for (int j = 0; j < suite.total_test_count(); ++j)
+      names.insert(std::string(suite.name()) + "." + suite.GetTestInfo(j)->name());
+  }
+  return names;
+}
+
+// Every backticked target id or test name on the page exists.
+TEST(FiguresDocs, ErrataPageNamesOnlyRealTargetsAndTests) {
+  const std::string text = read_text(errata_page());
+  const std::regex backticked("`([^`]+)`");
+  const std::regex target_id(
+      R"((fig16\.[0-9]+(\.[a-z]+)?|ex[0-9]|tab16\.[0-9]|expansion|(cudnn|zf|cutlass)\.[a-z0-9]+))");
+  const std::regex test_name(R"([A-Z][A-Za-z0-9]*\.[A-Z][A-Za-z0-9_]+)");
+  const std::set<std::string> targets = known_targets(), tests = registered_tests();
+  int named = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), backticked), end; it != end; ++it) {
+    const std::string token = (*it)[1];
+    if (std::regex_match(token, target_id)) {
+      EXPECT_TRUE(targets.count(token)) << "tests/errata.md names unknown target " << token;
+      ++named;
+    } else if (std::regex_match(token, test_name)) {
+      EXPECT_TRUE(tests.count(token)) << "tests/errata.md names unknown test " << token;
+    }
+  }
+  EXPECT_GT(named, 20);
+}
+
+// E01-E26 each appear once, each demonstrated by a target or explained as a compile-time error.
+TEST(FiguresDocs, ErrataPageCoversEveryErratum) {
+  const auto rows =
+      table_under(read_text(errata_page()), "## Code-listing and figure-data errata (E01-E26)");
+  const std::set<std::string> targets = known_targets();
+  std::set<std::string> seen;
+  const std::regex backticked("`([^`]+)`");
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 5u) << row[0];
+    EXPECT_TRUE(seen.insert(row[0]).second) << row[0] << " twice";
+    const std::string& how = row[4];
+    bool demonstrated = mentions(how, "compile-time error: ");
+    for (std::sregex_iterator it(how.begin(), how.end(), backticked), end; it != end; ++it)
+      demonstrated |= targets.count((*it)[1]) > 0;
+    EXPECT_TRUE(demonstrated) << row[0] << ": " << how;
+  }
+  for (int i = 1; i <= 26; ++i) {
+    const std::string id = (i < 10 ? "E0" : "E") + std::to_string(i);
+    EXPECT_TRUE(seen.count(id)) << id << " missing from tests/errata.md";
+  }
+  EXPECT_EQ(seen.size(), 26u);
+}
+
+// ---- the computations ---------------------------------------------------------------------------
+
+namespace fig = figures::fig16_14;
+
+TEST(FiguresUnit, Fig16_14UnrollDiffersFromThePrintedMatrixInTwoCells) {
+  std::vector<float> unrolled(48);
+  conv_unroll_cpu<float>(fig::shape(), fig::x().data(), unrolled.data());
+  const auto cells = figures::differing_cells(unrolled, fig::printed_x_unrolled(), 4);
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].row, 8);  // r9c3, 1-based
+  EXPECT_EQ(cells[0].col, 2);
+  EXPECT_EQ(cells[1].row, 9);  // r10c3
+  EXPECT_EQ(cells[1].col, 2);
+  // Small integers: exact in float (§0.3).
+  EXPECT_EQ(figures::matmul(fig::printed_w_prime(), fig::printed_x_unrolled(), 2, 12, 4),
+            (std::vector<float>{14, 20, 14, 24, 12, 24, 16, 26}));
+  EXPECT_EQ(figures::matmul(fig::printed_w_prime(), unrolled, 2, 12, 4), fig::printed_y());
+}
+
+TEST(FiguresUnit, Fig16_14InputIsTheUniqueClosestReconstruction) {
+  const auto search = figures::search_last_channel(fig::shape(), fig::x(), fig::w(),
+                                                   fig::printed_y(), fig::printed_x_unrolled(), 3);
+  EXPECT_EQ(search.tried, 262144);  // 4^9
+  EXPECT_EQ(search.distance, 2);
+  ASSERT_EQ(search.best.size(), 1u);
+  EXPECT_EQ(search.best[0], std::vector<float>(fig::x().begin() + 18, fig::x().end()));
+}
+
+TEST(FiguresUnit, Fig16_14DuplicationMap) {
+  const std::vector<int> count = figures::unroll_duplication(fig::shape());
+  for (int c = 0; c < 3; ++c)
+    EXPECT_EQ(std::vector<int>(count.begin() + c * 9, count.begin() + c * 9 + 9),
+              (std::vector<int>{1, 2, 1, 2, 4, 2, 1, 2, 1}));
+}
+
+// §1.22 ex 5, to the table's 2 decimals (the values are not near a rounding boundary).
+TEST(FiguresUnit, Exercise5SectorCountsMatchTheTable) {
+  struct Case {
+    int c, h, k;
+    double reads, writes, literal, ideal;
+  };
+  for (const Case& e :
+       {Case{1, 32, 5, 5.15, 3.92, 31.36, 3.92}, Case{6, 14, 5, 6.34, 4.56, 31.58, 3.95},
+        Case{3, 128, 11, 5.04, 4.49, 31.98, 4.00}}) {
+    const figures::SectorCounts s = figures::unroll_sector_counts(e.c, e.h, e.h, e.k);
+    EXPECT_NEAR(s.x_reads, e.reads, 0.005) << e.c;
+    EXPECT_NEAR(s.writes_fig16_14, e.writes, 0.005) << e.c;
+    EXPECT_NEAR(s.writes_row_major, e.literal, 0.005) << e.c;
+    EXPECT_NEAR(s.ideal, e.ideal, 0.005) << e.c;
+  }
+}
+
+TEST(FiguresUnit, E01DoublesTheRunningSum) {
+  const auto y = figures::conv_forward_e01(fig::shape(), fig::x().data(), fig::w().data());
+  EXPECT_EQ(y, (std::vector<float>{5816, 7110, 4346, 8754, 2504, 5692, 2852, 3564}));
+}
+
+TEST(FiguresUnit, E08LiteralIndexOutOfRangeOnlyWhenCIsAboveOne) {
+  const auto r = figures::e08_literal_dy_reads(fig::shape());
+  EXPECT_EQ(r.max_index, 23);
+  EXPECT_EQ(r.size, 8);
+  EXPECT_EQ(r.out_of_range, 64);
+  EXPECT_EQ(r.reads, 96);
+  const auto c1 = figures::e08_literal_dy_reads({1, 1, 32, 32, 6, 5});
+  EXPECT_EQ(c1.differ, 0);
+  EXPECT_EQ(c1.out_of_range, 0);
+}
+
+TEST(FiguresUnit, E23PrintedBlockCountTruncates) {
+  for (long long threads : {784LL, 600LL, 16LL, 12LL}) {
+    EXPECT_EQ(figures::unroll_blocks_printed(threads, 1024), 0) << threads;
+    EXPECT_EQ(figures::unroll_blocks_correct(threads, 1024), 1) << threads;
+  }
+  EXPECT_EQ(figures::unroll_blocks_printed(31360, 1024), 30);
+  EXPECT_EQ(figures::unroll_blocks_correct(31360, 1024), 31);
+}
+
+TEST(FiguresUnit, Formula1EqualsTheFloorFormula) {
+  const auto sweep = figures::sweep_output_sizes(60, 8, 5);
+  EXPECT_GT(sweep.cases, 0);
+  EXPECT_EQ(sweep.formula1_vs_floor, 0);
+  EXPECT_EQ(sweep.ceil_mode_differs, sweep.off_grid);
+  EXPECT_EQ(figures::cudnn_output_size(32, 4, 1, 2), 33);  // "same" with an even filter
+}
+
+TEST(FiguresUnit, Eq3IsTheTrueConvolution) {
+  const figures::ConvParams cp{1, 3, 3, 3, 2, 2, 2};
+  const std::vector<double> x(fig::x().begin(), fig::x().end()),
+      w(fig::w().begin(), fig::w().end());
+  EXPECT_EQ(figures::cudnn_eq3(cp, x, w), (std::vector<double>{15, 18, 15, 24, 17, 23, 23, 25}));
+  EXPECT_EQ(figures::cross_correlation(cp, x, figures::rotate180(cp, w)),
+            figures::cudnn_eq3(cp, x, w));
+}
+
+}  // namespace
+}  // namespace lenet5
