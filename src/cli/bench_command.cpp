@@ -1,11 +1,37 @@
 // lenet5 bench [train settings] [--seeds 1,2,3]: JSON lines on stdout (train/bench.hpp).
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
 
 #include "cli/commands.hpp"
 #include "cli/train_options.hpp"
 #include "train/bench.hpp"
 
 namespace lenet5::cli {
+namespace {
+
+// `lenet5 --config F bench ...` trains with F's [train] section, as `train` would: CLI11 reads a
+// TOML section into the subcommand of the same name only, so bench applies the [train] items
+// itself, to every option the command line did not set (flags win, as for train).
+void apply_train_section(const CLI::App& parent, CLI::App& bench) {
+  const CLI::Option* config = parent.get_option_no_throw("--config");
+  if (!config || config->count() == 0) return;
+  const std::string path = config->as<std::string>();
+  for (const CLI::ConfigItem& item : CLI::ConfigTOML().from_file(path)) {
+    if (item.parents != std::vector<std::string>{"train"} || item.name == "++" || item.name == "--")
+      continue;  // other sections, and CLI11's section markers
+    CLI::Option* option = bench.get_option_no_throw("--" + item.name);
+    if (!option || !option->get_configurable())
+      throw UsageError(path + ": [train] key '" + item.name + "' is not a bench setting");
+    if (option->count() > 0) continue;
+    option->add_result(item.inputs);
+    option->run_callback();
+  }
+}
+
+}  // namespace
 
 Command add_bench_command(CLI::App& parent) {
   auto* cmd = parent.add_subcommand(
@@ -21,7 +47,8 @@ Command add_bench_command(CLI::App& parent) {
   cmd->add_flag("--layers", *layers,
                 "instead of training, time each layer's CUDA kernels at --batch-size")
       ->configurable(false);
-  return {cmd, [settings, seeds, layers]() {
+  return {cmd, [&parent, cmd, settings, seeds, layers]() {
+            apply_train_section(parent, *cmd);
             const auto print = [](const std::string& line) {
               std::printf("%s\n", line.c_str());
               std::fflush(stdout);

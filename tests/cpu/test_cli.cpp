@@ -118,6 +118,30 @@ TEST(Cli, UnknownConfigKeysAreErrors) {
   EXPECT_TRUE(mentions(result.err, "learning-rate")) << result.err;
 }
 
+// bench trains with the config file's [train] section (as train does), the command line winning.
+TEST(Cli, BenchUsesTheConfigTrainSectionAndFlagsWin) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  {
+    std::ofstream(dir / "b.toml") << "[train]\nlr = 0.123\nschedule = \"one-cycle\"\nepochs = 3\n";
+  }
+  const auto result = run_lenet5("--config '" + (dir / "b.toml").string() +
+                                     "' bench --device cpu --train-limit 64 --evaluate false "
+                                     "--epochs 1 --data '" + testing::mnist_dir().string() + "'",
+                                 dir);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(mentions(result.out, "\"lr\":0.123")) << result.out;
+  EXPECT_TRUE(mentions(result.out, "\"schedule\":\"one-cycle\"")) << result.out;
+  EXPECT_TRUE(mentions(result.out, "\"epochs\":1")) << result.out;  // the flag wins over the file
+
+  {
+    std::ofstream(dir / "bad.toml") << "[train]\nlearning-rate = 0.1\n";
+  }
+  const auto bad = run_lenet5("--config '" + (dir / "bad.toml").string() + "' bench --device cpu", dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(mentions(bad.err, "learning-rate")) << bad.err;
+}
+
 TEST(Cli, RuntimeFailuresExitWithOneAndSayHowToFix) {
   TempDir dir;
   const auto no_data = run_lenet5("train --device cpu --data '" + (dir / "empty").string() + "'", dir);
