@@ -20,30 +20,11 @@
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.hpp"
 #include "cuda/conv.cuh"
+#include "cuda/conv_dims.cuh"
 
 namespace lenet5::cuda {
 namespace {
 
-// Every size the linear indexing needs, passed to the kernels by value (erratum E13: the printed
-// kernel gets only C, W_grid and K and could not address X, W or Y).
-struct ConvDims {
-  int N, C, H, W, M, K, H_out, W_out;
-};
-
-ConvDims dims_of(const ConvShape& s) {
-  return ConvDims{s.n, s.c, s.h, s.w, s.m, s.k, s.h_out(), s.w_out()};
-}
-
-// Linear NCHW offsets (never the chapter's A[i, j, k], which C++ reads as the comma operator).
-__device__ __forceinline__ std::size_t x_index(const ConvDims& d, int n, int c, int h, int w) {
-  return ((std::size_t(n) * d.C + c) * d.H + h) * d.W + w;
-}
-__device__ __forceinline__ std::size_t weight_index(const ConvDims& d, int m, int c, int p, int q) {
-  return ((std::size_t(m) * d.C + c) * d.K + p) * d.K + q;
-}
-__device__ __forceinline__ std::size_t y_index(const ConvDims& d, int n, int m, int h, int w) {
-  return ((std::size_t(n) * d.M + m) * d.H_out + h) * d.W_out + w;
-}
 
 constexpr int kThreads = 256;        // element-wise kernels: threads per block
 constexpr int kReduceThreads = 256;  // reduction kernels: a power of two (tree below)

@@ -68,17 +68,10 @@
 #include "core/error.hpp"
 #include "cuda/check.hpp"
 #include "cuda/conv_algorithm.hpp"
+#include "cuda/conv_dims.cuh"
 
 namespace lenet5::cuda {
 namespace {
-
-struct ConvDims {
-  int N, C, H, W, M, K, H_out, W_out;
-};
-
-ConvDims dims_of(const ConvShape& s) {
-  return ConvDims{s.n, s.c, s.h, s.w, s.m, s.k, s.h_out(), s.w_out()};
-}
 
 // O = A * B: rows x cols, reduction over depth.
 struct GemmSize {

@@ -41,28 +41,11 @@
 #include "cuda/check.hpp"
 #include "cuda/conv.cuh"
 #include "cuda/conv_algorithm.hpp"
+#include "cuda/conv_dims.cuh"
 
 namespace lenet5::cuda {
 namespace {
 
-// Every size the linear indexing needs (E13), as in cuda/conv.cu.
-struct ConvDims {
-  int N, C, H, W, M, K, H_out, W_out;
-};
-
-ConvDims dims_of(const ConvShape& s) {
-  return ConvDims{s.n, s.c, s.h, s.w, s.m, s.k, s.h_out(), s.w_out()};
-}
-
-__device__ __forceinline__ std::size_t x_index(const ConvDims& d, int n, int c, int h, int w) {
-  return ((std::size_t(n) * d.C + c) * d.H + h) * d.W + w;
-}
-__device__ __forceinline__ std::size_t weight_index(const ConvDims& d, int m, int c, int p, int q) {
-  return ((std::size_t(m) * d.C + c) * d.K + p) * d.K + q;
-}
-__device__ __forceinline__ std::size_t y_index(const ConvDims& d, int n, int m, int h, int w) {
-  return ((std::size_t(n) * d.M + m) * d.H_out + h) * d.W_out + w;
-}
 
 constexpr std::size_t kMaxShared2 = 48 * 1024;           // bytes per block without an opt-in
 constexpr int kWeightThreads = kTileWidth * kTileWidth;  // weight gradient: one per dL/dY tile slot

@@ -45,25 +45,12 @@
 #include "core/error.hpp"
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.hpp"
+#include "cuda/conv_dims.cuh"
 #include "cuda/conv_unroll_gemm.cuh"
 
 namespace lenet5::cuda {
 namespace {
 
-// Every size the indexing needs, passed by value (as in conv.cu; erratum E13 there).
-struct ConvDims {
-  int N, C, H, W, M, K, H_out, W_out;
-};
-
-ConvDims dims_of(const ConvShape& s) {
-  return ConvDims{s.n, s.c, s.h, s.w, s.m, s.k, s.h_out(), s.w_out()};
-}
-
-// Linear NCHW offset of X[n,c,h,w] (never the chapter's X(c, h, w) pseudo-indexing, hazard H1).
-__device__ __forceinline__ std::size_t x_index(const ConvDims& d, std::size_t n, int c, int h,
-                                               int w) {
-  return ((n * d.C + c) * d.H + h) * d.W + w;
-}
 
 constexpr int kCudaMaxNumThreads = 1024;  // Fig 16.17's CUDA_MAX_NUM_THREADS: the unroll's blocks
 constexpr int kThreads = 256;             // other element-wise kernels: threads per block
