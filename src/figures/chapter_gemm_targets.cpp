@@ -437,16 +437,9 @@ void ex4_finite_differences(Block& b) {
   std::vector<double> dx(x.size()), dw(w.size()), db(4);
   conv_backward_input_cpu<double>(s, dy.data(), w.data(), dx.data());
   conv_backward_weights_cpu<double>(s, x.data(), dy.data(), dw.data(), db.data());
-  const auto loss = [&] { return conv_loss(s, x, w, bias, nullptr); };
-  const double ex = finite_difference_max_rel_error(loss, x, dx);
-  const double ew = finite_difference_max_rel_error(loss, w, dw);
-  const double eb = finite_difference_max_rel_error(loss, bias, db);
-  b.line(
-      "central differences in double, N=2, C=6, 7x7, M=4, K=5, E = sum tanh(Y)^2/2: largest "
-      "relative errors dX " +
-      number(ex) + ", dW " + number(ew) + ", db " + number(eb));
-  b.check("finite differences agree with conv_backward_*_cpu<double> (relative error < 1e-6)",
-          ex < 1e-6 && ew < 1e-6 && eb < 1e-6);
+  check_finite_differences(b, "N=2, C=6, 7x7, M=4, K=5", "conv_backward_*_cpu<double>",
+                           [&] { return conv_loss(s, x, w, bias, nullptr); }, x, dx, w, dw, bias,
+                           db);
 }
 
 void ex4_batch_sum(Block& b) {

@@ -382,16 +382,8 @@ void fc_finite_differences(Block& b) {
   fc_loss(s, x, w, bias, &dy);
   fc_backward_input_cpu(s, dy.data(), w.data(), dx.data());
   fc_backward_weights_cpu(s, x.data(), dy.data(), dw.data(), db.data());
-  const auto loss = [&] { return fc_loss(s, x, w, bias, nullptr); };
-  const double ex = finite_difference_max_rel_error(loss, x, dx);
-  const double ew = finite_difference_max_rel_error(loss, w, dw);
-  const double eb = finite_difference_max_rel_error(loss, bias, db);
-  b.line(
-      "central differences in double, N=3, 5 -> 4, E = sum tanh(Y)^2/2: largest relative "
-      "errors dX " +
-      number(ex) + ", dW " + number(ew) + ", db " + number(eb));
-  b.check("finite differences agree with dE/dX, dE/dW, dE/db (relative error < 1e-6)",
-          ex < 1e-6 && ew < 1e-6 && eb < 1e-6);
+  check_finite_differences(b, "N=3, 5 -> 4", "dE/dX, dE/dW, dE/db",
+                           [&] { return fc_loss(s, x, w, bias, nullptr); }, x, dx, w, dw, bias, db);
 }
 
 void fig16_6(Block& b) {
@@ -540,6 +532,21 @@ std::vector<Target> chapter_cpu_targets() {
   };
   for (Target& t : chapter_gemm_cpu_targets()) targets.push_back(std::move(t));
   return targets;
+}
+
+void check_finite_differences(Block& b, const std::string& setup, const std::string& what,
+                              const std::function<double()>& loss, std::vector<double>& x,
+                              const std::vector<double>& dx, std::vector<double>& w,
+                              const std::vector<double>& dw, std::vector<double>& bias,
+                              const std::vector<double>& db) {
+  const double ex = finite_difference_max_rel_error(loss, x, dx);
+  const double ew = finite_difference_max_rel_error(loss, w, dw);
+  const double eb = finite_difference_max_rel_error(loss, bias, db);
+  b.line("central differences in double, " + setup +
+         ", E = sum tanh(Y)^2/2: largest relative errors dX " + number(ex) + ", dW " + number(ew) +
+         ", db " + number(eb));
+  b.check("finite differences agree with " + what + " (relative error < 1e-6)",
+          ex < 1e-6 && ew < 1e-6 && eb < 1e-6);
 }
 
 }  // namespace lenet5::figures

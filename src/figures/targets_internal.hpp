@@ -2,6 +2,8 @@
 // chapter_targets.cpp and paper_targets.cpp include this.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "figures/figures.hpp"
@@ -11,5 +13,15 @@ namespace lenet5::figures {
 // §1.13-§1.22: Fig 16.14 and the unroll + GEMM path, Table 16.1, Exercises 4 and 5
 // (chapter_gemm_targets.cpp). chapter_cpu_targets() appends them to its own.
 std::vector<Target> chapter_gemm_cpu_targets();
+
+// Central differences in double (finite_difference_max_rel_error, chapter_math.hpp, says why its
+// errors stay near 1e-10) against the analytic dE/dX, dE/dW and dE/db of a layer: prints the
+// largest relative errors after `setup` and checks them against the spec's bound 1e-6 (§1.6),
+// far above that noise and far below the error of a wrong or missing term.
+void check_finite_differences(Block& b, const std::string& setup, const std::string& what,
+                              const std::function<double()>& loss, std::vector<double>& x,
+                              const std::vector<double>& dx, std::vector<double>& w,
+                              const std::vector<double>& dw, std::vector<double>& bias,
+                              const std::vector<double>& db);
 
 }  // namespace lenet5::figures
