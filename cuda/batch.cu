@@ -3,6 +3,7 @@
 
 #include "cuda/batch.cuh"
 #include "cuda/check.hpp"
+#include "cuda/pixel.cuh"
 #include "data/batch.hpp"
 #include "data/mnist.hpp"
 #include "net/topology.hpp"
@@ -14,14 +15,6 @@ constexpr int kGatherThreads = 256;
 constexpr int kImagePixels = kImageSide * kImageSide;  // 784
 constexpr int kFieldPixels = kInputSide * kInputSide;  // 1,024
 static_assert(kInputSide == kImageSide + 2 * kPad, "the input field is the padded MNIST image");
-
-// normalise_pixel of data/batch.hpp, (pixel * (1/255) - mean) / std, with each operation rounded
-// as on the host: __fmul_rn/__fsub_rn stop nvcc from contracting the multiply and the subtraction
-// into one FMA (a single rounding, which would differ in the last bit), and __fdiv_rn is the same
-// IEEE division the host performs.
-__device__ inline float normalise_pixel_device(std::uint8_t pixel) {
-  return __fdiv_rn(__fsub_rn(__fmul_rn(float(pixel), 1.0f / 255.0f), kPixelMean), kPixelStd);
-}
 
 }  // namespace
 

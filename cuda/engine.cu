@@ -9,6 +9,9 @@
 // each epoch: the buffers keep their addresses, the permutation and the per-step learning rates
 // are uploaded into the same buffers at the start of each epoch, and each step's rate is read
 // from memory by the SGD kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
+//
+// With the whole-step kernel set a step is two launches instead (cuda/whole_step.cuh): the gather,
+// forward, loss, backward and SGD all happen inside them. Evaluation runs the fast layers either way.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -21,6 +24,7 @@
 #include "cuda/engine.hpp"
 #include "cuda/loss.cuh"
 #include "cuda/optimizer.cuh"
+#include "cuda/whole_step.cuh"
 #include "net/network.hpp"
 #include "net/topology.hpp"
 
@@ -109,7 +113,10 @@ class GpuEngine final : public Engine {
         m_velocity(Device::gpu, m_network.layout().buffer_floats),
         m_input(Device::gpu, kInputFloats * m_network.max_batch()),
         m_labels(Device::gpu, m_network.max_batch()),
-        m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {}
+        m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
+    if (net.kernels == GpuKernels::whole_step)
+      m_whole_step = std::make_unique<cuda::WholeStep>(net, m_network.layout(), batch_size);
+  }
 
   Device device() const override { return Device::gpu; }
   const ParamLayout& layout() const override { return m_network.layout(); }
@@ -184,6 +191,14 @@ class GpuEngine final : public Engine {
     const int n = int(m_permutation.size());
     for (int step = first_step; step < end_step; ++step) {
       const int first = step * m_batch, count = std::min(m_batch, n - first);
+      if (m_whole_step) {
+        m_whole_step->train_step(m_train.images.data(), m_train.labels.data(),
+                                 m_permutation.data() + first, count, m_sgd,
+                                 m_learning_rates.data() + step, m_network.parameters().data(),
+                                 m_velocity.data(), m_step_stats.data() + step,
+                                 cuda::kDefaultStream);
+        continue;
+      }
       cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
                          m_permutation.data() + first, count, m_input.data(), m_labels.data(),
                          cuda::kDefaultStream);
@@ -218,6 +233,7 @@ class GpuEngine final : public Engine {
   Buffer<float> m_velocity, m_input;
   Buffer<std::uint8_t> m_labels;
   Buffer<float> m_dL_dlogits;
+  std::unique_ptr<cuda::WholeStep> m_whole_step;  // the whole-step kernel set only
   DeviceDataset m_train;
   Buffer<std::int32_t> m_permutation;
   Buffer<float> m_learning_rates;  // (steps per epoch)

@@ -32,11 +32,13 @@ void bind_train_settings(CLI::App& cmd, TrainSettings& s) {
   cmd.add_option("--c3-table", s.c3_table, "C3 connectivity: full (the book) or lecun (LeCun 1998)")
       ->group("Network");
   cmd.add_option("--kernels", s.kernels,
-                 "GPU kernels: book (the chapter's kernels, one layer at a time) or fast (fused)")
+                 "GPU kernels: book (the chapter's kernels, one layer at a time), fast (fused "
+                 "layers) or whole-step (a training step in two kernels, one block per sample)")
       ->group("Network");
   cmd.add_option("--conv-algo", s.conv_algo,
                  "GPU convolution version for C1 and C3, by name or number: auto (direct with "
-                 "--kernels book, staged with fast), " + conv_algo_help())
+                 "--kernels book, staged with fast; whole-step trains with its own convolution "
+                 "stages and takes only auto), " + conv_algo_help())
       ->group("Network");
   cmd.add_option("--epochs", s.epochs, "passes over the training set");
   cmd.add_option("--batch-size", s.batch_size, "images per SGD step");

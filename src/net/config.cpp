@@ -33,7 +33,7 @@ const std::vector<std::string>& c3_table_names() {
 }
 
 const std::vector<std::string>& gpu_kernels_names() {
-  static const std::vector<std::string> names{"book", "fast"};
+  static const std::vector<std::string> names{"book", "fast", "whole-step"};
   return names;
 }
 

@@ -16,8 +16,10 @@ enum class C3Table { full, lecun };
 // Which GPU kernels compute the network (the function is the same; the CPU always runs the
 // sequential reference): "book" runs every layer on its own, with the chapter's direct
 // convolution kernel (Fig 16.12) and cuBLAS for the fully connected layers; "fast" fuses each
-// activation into the layer before it and uses the faster convolution and dense kernels.
-enum class GpuKernels { book, fast };
+// activation into the layer before it and uses the faster convolution and dense kernels;
+// "whole-step" trains with two kernels per step, one block per sample running the whole forward
+// and backward pass in shared memory (cuda/whole_step.cuh), and evaluates with the fast set.
+enum class GpuKernels { book, fast, whole_step };
 
 struct NetConfig {
   Activation activation = Activation::tanh;
@@ -43,7 +45,7 @@ GpuKernels parse_gpu_kernels(const std::string& name);
 const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
 const std::vector<std::string>& subsampling_names();  // "average", "max"
 const std::vector<std::string>& c3_table_names();     // "full", "lecun"
-const std::vector<std::string>& gpu_kernels_names();  // "book", "fast"
+const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
 
 // LeCun et al. 1998, Table I: which of S2's 6 maps feed each of C3's 16 maps.
 bool lecun_c3_connected(int output_map, int input_map);

@@ -20,7 +20,7 @@ struct TrainSettings {
   std::string activation = "tanh";
   std::string subsampling = "average";
   std::string c3_table = "full";
-  std::string kernels = "fast";  // GPU kernel set: book | fast (same function)
+  std::string kernels = "fast";  // GPU kernel set: book | fast | whole-step (same function)
   std::string conv_algo = "auto";  // a net/conv_algo.hpp name; auto: direct (book), staged (fast)
   // optimisation
   int epochs = 10;

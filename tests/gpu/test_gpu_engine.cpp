@@ -281,5 +281,56 @@ TEST(GpuEngine, BookKernelsAreDeterministicToo) {
   EXPECT_EQ(runs[0], runs[1]);
 }
 
+// The whole-step kernel set trains the same network as the fast one: one epoch from the same
+// weights in the same order lands on the same weights up to rounding (its sums run in other
+// orders; the bound is the one of BookAndFastKernelsComputeTheSameNetwork, for the same reason),
+// with the same loss statistics, and the network it trains learns.
+TEST(GpuEngine, WholeStepKernelsTrainLikeTheFastKernels) {
+  SKIP_WITHOUT_GPU();
+  REQUIRE_MNIST(data);
+  NetConfig fast_config, whole_config;
+  whole_config.kernels = GpuKernels::whole_step;
+  auto fast = make_gpu_engine(fast_config, kMomentum, kBatch);
+  auto whole = make_gpu_engine(whole_config, kMomentum, kBatch);
+  fast->initialise(5);
+  whole->initialise(5);
+  const Dataset train = first_images(data->train, 1000);  // the last step has 40 images
+  const EpochTotals fast_totals = train_one_epoch(*fast, train, 5);
+  const EpochTotals whole_totals = train_one_epoch(*whole, train, 5);
+  EXPECT_EQ(whole_totals.seen, 1000);
+  EXPECT_NEAR(whole_totals.loss_sum, fast_totals.loss_sum, 1e-3 * fast_totals.loss_sum);
+  EXPECT_LE(std::abs(whole_totals.correct - fast_totals.correct), 3);
+  const std::vector<float> a = fast->parameters(), b = whole->parameters();
+  ASSERT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+  EXPECT_LT(worst, 1e-3);
+  RecordProperty("largest_weight_difference", std::to_string(worst));
+  // The threshold and its reason: LearnsFromTwoThousandImagesInOneEpoch.
+  auto learner = make_gpu_engine(whole_config, kMomentum, kBatch);
+  learner->initialise(1);
+  train_one_epoch(*learner, first_images(data->train, 2000), 1);
+  EXPECT_GT(learner->evaluate(data->test).accuracy(), 0.70);
+}
+
+// No atomics: two whole-step runs from the same seed agree bit for bit, and the epoch replayed as
+// a CUDA graph agrees bit for bit with the same steps launched one by one.
+TEST(GpuEngine, WholeStepKernelsAreDeterministicWithAndWithoutGraphs) {
+  SKIP_WITHOUT_GPU();
+  REQUIRE_MNIST(data);
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  const Dataset train = first_images(data->train, 640);
+  std::vector<float> runs[3];
+  for (int run = 0; run < 3; ++run) {
+    auto engine = make_gpu_engine(config, kMomentum, kBatch, /*use_graphs=*/run != 2);
+    engine->initialise(9);
+    train_one_epoch(*engine, train, 9);
+    runs[run] = engine->parameters();
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+}
+
 }  // namespace
 }  // namespace lenet5

@@ -1,0 +1,232 @@
+// The whole-step kernels (cuda/whole_step.cuh) against the CPU reference: the batch gradient of
+// every parameter tensor, for every activation, subsampling kind and C3 table, through the
+// permutation gather and with a short last batch; and the SGD update they apply. (The engine
+// launches on cudaStreamPerThread, cuda/dense.cuh's kDefaultStream; so do these tests.)
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "core/rng.hpp"
+#include "cuda/runtime.hpp"
+#include "cuda/whole_step.cuh"
+#include "data/batch.hpp"
+#include "gpu_test_util.hpp"
+#include "layers/reference_cpu.hpp"
+#include "net/network.hpp"
+#include "train/sgd.hpp"
+
+namespace lenet5 {
+namespace {
+
+constexpr int kImageBytes = 28 * 28;
+
+struct Batch {
+  std::vector<std::uint8_t> images, labels;  // a small "data set"
+  std::vector<std::int32_t> indices;         // the step's samples, in a shuffled order
+};
+
+// Digit-like images: a random blob of ink on a zero background, so that the padding and the
+// background give exact ties for max subsampling (as MNIST does) and the ink gives varied values.
+Batch make_batch(int set_size, int n, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  Batch batch;
+  batch.images.assign(std::size_t(set_size) * kImageBytes, 0);
+  batch.labels.resize(set_size);
+  for (int i = 0; i < set_size; ++i) {
+    const int top = int(rng.next() % 10), left = int(rng.next() % 10);
+    for (int y = top; y < top + 16; ++y)
+      for (int x = left; x < left + 14; ++x)
+        batch.images[std::size_t(i) * kImageBytes + y * 28 + x] = std::uint8_t(rng.next() % 256);
+    batch.labels[i] = std::uint8_t(rng.next() % 10);
+  }
+  for (int i = 0; i < n; ++i) batch.indices.push_back(std::int32_t((i * 7 + 3) % set_size));
+  return batch;
+}
+
+std::vector<float> initial_parameters(const NetConfig& config, std::uint64_t seed) {
+  const ParamLayout layout = lenet5_layout(config);
+  std::vector<float> params(layout.buffer_floats);
+  initialise_parameters(layout, config, seed, params.data());
+  // Non-zero biases, so that a bias the kernels forgot to add would show.
+  for (const ParamSpec& spec : layout.tensors)
+    if (spec.fan_in == 0)
+      for (std::size_t i = 0; i < spec.count; ++i)
+        params[spec.offset + i] = 0.05f * float(int(i % 7) - 3);
+  return params;
+}
+
+// The reference: the CPU network in double, from the same float weights.
+std::vector<double> reference_gradients(const NetConfig& config, const std::vector<float>& params,
+                                        const Batch& batch) {
+  const int n = int(batch.indices.size());
+  Network<double> net(config, Device::cpu, n);
+  std::vector<double> wide(params.begin(), params.end());
+  net.parameters().copy_from_host(wide.data());
+  std::vector<double> input(std::size_t(n) * 32 * 32);
+  gather_batch_cpu(batch.images.data(), batch.indices.data(), n, input.data());
+  std::vector<std::uint8_t> labels;
+  for (const std::int32_t i : batch.indices) labels.push_back(batch.labels[i]);
+  net.forward(input.data(), n);
+  std::vector<double> dL_dlogits(std::size_t(n) * 10);
+  softmax_cross_entropy_cpu(net.logits(), labels.data(), n, 10, dL_dlogits.data(), nullptr);
+  net.backward(dL_dlogits.data(), n);
+  return net.gradients().to_vector();
+}
+
+struct DeviceBatch {
+  Buffer<std::uint8_t> images, labels;
+  Buffer<std::int32_t> indices;
+  explicit DeviceBatch(const Batch& b)
+      : images(Device::gpu, b.images.size()), labels(Device::gpu, b.labels.size()),
+        indices(Device::gpu, b.indices.size()) {
+    images.copy_from_host(b.images.data());
+    labels.copy_from_host(b.labels.data());
+    indices.copy_from_host(b.indices.data());
+  }
+};
+
+// Each tensor's largest difference, relative to the tensor's largest reference gradient. The
+// kernels sum in float, in other orders than the double reference (up to 64 samples x 784
+// positions for C1), which leaves relative differences of about 1e-6; 1e-4 is far above that and
+// far below what a missing term, a wrong index or a wrong 1/n would give (1e-2 and more).
+void expect_gradients_match(const ParamLayout& layout, const std::vector<float>& got,
+                            const std::vector<double>& want, const std::string& what) {
+  constexpr double kTolerance = 1e-4;
+  for (const ParamSpec& spec : layout.tensors) {
+    double scale = 0, worst = 0;
+    for (std::size_t i = 0; i < spec.count; ++i) scale = std::max(scale, std::fabs(want[spec.offset + i]));
+    ASSERT_GT(scale, 0.0) << what << " " << spec.name << ": the reference gradient is all zero";
+    for (std::size_t i = 0; i < spec.count; ++i)
+      worst = std::max(worst, std::fabs(double(got[spec.offset + i]) - want[spec.offset + i]));
+    EXPECT_LE(worst / scale, kTolerance) << what << " " << spec.name << " (largest |g| " << scale << ")";
+  }
+}
+
+std::string describe(const NetConfig& c) {
+  return std::string(to_string(c.activation)) + "/" + to_string(c.subsampling) + "/" +
+         to_string(c.c3_table);
+}
+
+class WholeStepGradients : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {};
+
+TEST_P(WholeStepGradients, MatchTheCpuReference) {
+  LENET5_REQUIRE_GPU();
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  std::tie(config.activation, config.subsampling, config.c3_table) = GetParam();
+  const ParamLayout layout = lenet5_layout(config);
+  const std::vector<float> params = initial_parameters(config, 11);
+  for (const int n : {64, 37}) {  // a full batch and a short last one
+    const Batch batch = make_batch(100, n, 3 + n);
+    DeviceBatch device(batch);
+    cuda::WholeStep step(config, layout, 64);
+    Buffer<float> device_params = test::upload(params);
+    Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+    test::poison(gradients);
+    Buffer<cuda::StepStats> stats(Device::gpu, 1);
+    stats.zero();
+    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n,
+                   device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
+    const std::vector<float> got = test::download(gradients);
+    expect_gradients_match(layout, got, reference_gradients(config, params, batch),
+                           describe(config) + " n=" + std::to_string(n));
+    const cuda::StepStats totals = stats.to_vector()[0];
+    EXPECT_GE(totals.correct, 0);
+    EXPECT_LE(totals.correct, n);
+    EXPECT_TRUE(std::isfinite(totals.loss_sum) && totals.loss_sum > 0);
+    // The C3 weights that the LeCun table disconnects get exactly no gradient.
+    const std::vector<float> mask = c3_weight_mask(config);
+    const std::size_t c3 = layout.find("c3.weight").offset;
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] == 0.0f) ASSERT_EQ(got[c3 + i], 0.0f) << "c3.weight[" << i << "]";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryOption, WholeStepGradients,
+    ::testing::Combine(::testing::Values(Activation::tanh, Activation::sigmoid,
+                                         Activation::scaled_tanh, Activation::relu),
+                       ::testing::Values(Subsampling::average, Subsampling::max),
+                       ::testing::Values(C3Table::full, C3Table::lecun)));
+
+// The loss statistics are the reference's: the batch's loss sum and correct count.
+TEST(WholeStep, StatisticsMatchTheCpuReference) {
+  LENET5_REQUIRE_GPU();
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  const ParamLayout layout = lenet5_layout(config);
+  const std::vector<float> params = initial_parameters(config, 4);
+  const Batch batch = make_batch(80, 64, 8);
+  DeviceBatch device(batch);
+  cuda::WholeStep step(config, layout, 64);
+  Buffer<float> device_params = test::upload(params);
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+  Buffer<cuda::StepStats> stats(Device::gpu, 1);
+  stats.zero();
+  step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64,
+                 device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
+  const cuda::StepStats got = stats.to_vector()[0];
+
+  Network<double> net(config, Device::cpu, 64);
+  std::vector<double> wide(params.begin(), params.end());
+  net.parameters().copy_from_host(wide.data());
+  std::vector<double> input(64 * 32 * 32);
+  gather_batch_cpu(batch.images.data(), batch.indices.data(), 64, input.data());
+  std::vector<std::uint8_t> labels;
+  for (const std::int32_t i : batch.indices) labels.push_back(batch.labels[i]);
+  net.forward(input.data(), 64);
+  std::vector<int> predictions(64);
+  const LossStats want = softmax_cross_entropy_cpu<double>(net.logits(), labels.data(), 64, 10,
+                                                           nullptr, predictions.data());
+  // Float logits against double ones: the loss sum of 64 samples agrees to ~1e-6 relative.
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-4 * want.loss_sum);
+  EXPECT_EQ(got.correct, want.correct);
+}
+
+// train_step applies exactly sgd_step_cpu to the gradient that gradients() computes: the update
+// is the same formula, so the result must be bit for bit the CPU update of that gradient.
+TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
+  LENET5_REQUIRE_GPU();
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  const ParamLayout layout = lenet5_layout(config);
+  const std::vector<float> params = initial_parameters(config, 21);
+  const Batch batch = make_batch(64, 64, 2);
+  DeviceBatch device(batch);
+  for (const SgdSettings sgd : {SgdSettings{0, false, 0}, SgdSettings{0.9, false, 0},
+                                SgdSettings{0.9, true, 5e-4}}) {
+    cuda::WholeStep step(config, layout, 64);
+    Buffer<float> device_params = test::upload(params);
+    Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+    gradients.zero();
+    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64,
+                   device_params.data(), gradients.data(), nullptr, cudaStreamPerThread);
+    // A non-zero velocity in every tensor (the padding between tensors stays zero, as in training).
+    std::vector<float> velocity(layout.buffer_floats, 0.0f);
+    for (const ParamSpec& spec : layout.tensors)
+      for (std::size_t i = 0; i < spec.count; ++i) velocity[spec.offset + i] = 1e-3f * float(i % 5);
+    Buffer<float> device_velocity = test::upload(velocity);
+    const float lr = 0.05f;
+    Buffer<float> device_lr = test::upload({lr});
+    step.train_step(device.images.data(), device.labels.data(), device.indices.data(), 64, sgd,
+                    device_lr.data(), device_params.data(), device_velocity.data(), nullptr,
+                    cudaStreamPerThread);
+    std::vector<float> want_params = params, want_velocity = velocity;
+    const std::vector<float> g = test::download(gradients);
+    // The padding between tensors has no gradient: the update leaves it alone, as the CPU's
+    // update of a zero gradient on zero weights does.
+    sgd_step_cpu(sgd, lr, g.data(), want_params.data(), want_velocity.data(), g.size());
+    EXPECT_EQ(test::download(device_params), want_params) << "momentum " << sgd.momentum;
+    if (sgd.momentum != 0)
+      EXPECT_EQ(test::download(device_velocity), want_velocity) << "momentum " << sgd.momentum;
+  }
+}
+
+}  // namespace
+}  // namespace lenet5
