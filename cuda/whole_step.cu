@@ -23,12 +23,14 @@
 namespace lenet5::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+// 16 warps: the stages below give different warps different work (C3's weight and input
+// gradients run side by side), and 4 warps per scheduler hide shared-memory and L2 latency.
+constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kUpdateThreads = 256;
 
 constexpr int kField = 32, kImage = 28, kK = 5;
-constexpr int kMaps1 = 6, kSide1 = 28, kSide2 = 14;   // C1 output, S2 output
+constexpr int kMaps1 = 6, kSide1 = 28, kSide2 = 14;  // C1 output, S2 output
 constexpr int kMaps3 = 16, kSide3 = 10, kSide4 = 5;  // C3 output, S4 output
 constexpr int kFlat4 = kMaps3 * kSide4 * kSide4;     // 400, C5's input
 constexpr int kC5 = 120, kF6 = 84, kOut = 10;
@@ -40,42 +42,55 @@ static_assert(kField == kInputSide && kImage == kImageSide, "the topology's inpu
 // correlation (C3's transposed convolution) reads zeros instead of testing row bounds.
 constexpr int kPadRows = kK - 1;
 constexpr int kPaddedRows3 = kSide3 + 2 * kPadRows;  // 18
+// Its rows are 16 floats apart and its maps 8 floats more than 18 rows: the input-gradient stage
+// reads a column in two groups of 14 lanes 7 rows apart, which then fall in disjoint banks
+// (7 x 16 = 112 = 16 mod 32), and the weight-gradient stage's two maps per warp do too.
+constexpr int kD3Row = 16, kD3Map = kPaddedRows3 * kD3Row + 8;
+// c3.weight is kept transposed and padded as [m][c][q][8] with p in 0..4, so that a stage that
+// needs the five p values of one (m, c, q) reads them as one float4 and one float.
+constexpr int kW3Q = 8;
+__device__ inline int w3_index(int m, int c, int q) {
+  return ((m * 6 + c) * 5 + q) * kW3Q;
+}
 
 // The per-sample record in global memory, read by the update kernel. Offsets in floats.
 namespace record {
-constexpr int a4 = 0;               // S4's activation, C5's input (400)
-constexpr int d5 = a4 + kFlat4;     // dL/d(C5 pre-activation) (120)
-constexpr int a5 = d5 + kC5;        // C5's activation (120)
-constexpr int d6 = a5 + kC5;        // dL/d(F6 pre-activation) (84)
-constexpr int a6 = d6 + kF6;        // F6's activation (84)
-constexpr int d7 = a6 + kF6;        // dL/dlogits (10)
-constexpr int g1 = d7 + kOut;       // this sample's part of dL/dc1.weight (150)
-constexpr int gb2 = g1 + kW1;       // ... of dL/ds2.bias (6)
-constexpr int g3 = gb2 + kMaps1;    // ... of dL/dc3.weight (2,400)
-constexpr int gb4 = g3 + kW3;       // ... of dL/ds4.bias (16)
+constexpr int a4 = 0;                                  // S4's activation, C5's input (400)
+constexpr int d5 = a4 + kFlat4;                        // dL/d(C5 pre-activation) (120)
+constexpr int a5 = d5 + kC5;                           // C5's activation (120)
+constexpr int d6 = a5 + kC5;                           // dL/d(F6 pre-activation) (84)
+constexpr int a6 = d6 + kF6;                           // F6's activation (84)
+constexpr int d7 = a6 + kF6;                           // dL/dlogits (10)
+constexpr int g1 = d7 + kOut;                          // this sample's part of dL/dc1.weight (150)
+constexpr int gb2 = g1 + kW1;                          // ... of dL/ds2.bias (6)
+constexpr int g3 = gb2 + kMaps1;                       // ... of dL/dc3.weight (2,400)
+constexpr int gb4 = g3 + kW3;                          // ... of dL/ds4.bias (16)
 constexpr int floats = (gb4 + kMaps3 + 31) / 32 * 32;  // each record starts 128-byte aligned
 }  // namespace record
 
-// One sample's working set (about 82 KB, so the kernel opts in to more than 48 KB).
+// One sample's working set (about 104 KB, so the kernel opts in to more than 48 KB).
 struct SampleShared {
-  float x[kField * kField];                 // the normalised, padded input
-  float w1[kW1];                            // c1.weight
-  float w3[kW3];                            // c3.weight
-  float c1[kMaps1 * kSide1 * kSide1];       // C1's output; later dL/dC1
-  float a2[kMaps1 * kSide2 * kSide2];       // S2's activation
-  float d2[kMaps1 * kSide2 * kSide2];       // dL/d(S2 pre-activation)
-  float c3[kMaps3 * kSide3 * kSide3];       // C3's output
-  float d3[kMaps3 * kPaddedRows3 * kSide3];  // dL/dC3, rows padded with zeros
+  float x[kField * kField];                           // the normalised, padded input
+  float w1[kW1];                                      // c1.weight
+  alignas(16) float w3[kMaps3 * kMaps1 * kK * kW3Q];  // c3.weight, transposed: w3_index
+  float c1[kMaps1 * kSide1 * kSide1];                 // C1's output; later dL/dC1
+  float a2[kMaps1 * kSide2 * kSide2];                 // S2's activation
+  float d2[kMaps1 * kSide2 * kSide2];                 // dL/d(S2 pre-activation)
+  float c3[kMaps3 * kSide3 * kSide3];                 // C3's output
+  float d3[kMaps3 * kD3Map];  // dL/dC3, rows padded with zeros (kD3Row, kD3Map)
   alignas(16) float a4[kFlat4];
-  float d4[kFlat4];                         // dL/d(S4 pre-activation)
+  float d4[kFlat4];  // dL/d(S4 pre-activation)
   alignas(16) float a5[kC5];
   float d5[kC5];
   alignas(16) float a6[kF6];
   float d6[kF6];
-  float z[kOut];                            // logits
-  float d7[kOut];                           // dL/dlogits
-  float w1_partial[kW1 * kSide1];           // dL/dc1.weight per output column, before the sum
+  float z[kOut];   // logits
+  float d7[kOut];  // dL/dlogits
+  // Partial sums that one stage combines in a fixed order: C3's two halves of input maps, the
+  // dense layers' input gradients per warp, C1's weight gradient per output column.
+  alignas(16) float scratch[kWarps * kFlat4];
 };
+static_assert(kW1 * kSide1 <= kWarps * kFlat4, "C1's column partials fit the scratch");
 
 struct SampleArgs {
   const std::uint8_t* images;
@@ -91,9 +106,25 @@ struct SampleArgs {
 
 // ---- forward stages --------------------------------------------------------------------------
 
-// The sample's image, normalised and padded exactly as gather_batch does, and C1's and C3's
-// weights, into shared memory; the zero rows of the padded dL/dC3.
-__device__ void load_sample(SampleShared& s, const SampleArgs& args, int sample) {
+// Programmatic dependent launch (sm_90): each whole-step kernel lets the next one in the stream be
+// scheduled while it runs (allow_next_grid), and the next one reads nothing the previous one
+// writes, and writes nothing it reads, before wait_for_previous_grid(), which returns once the
+// previous grid has finished and its writes are visible. The launch latency between the two
+// kernels of a step, and between steps, then overlaps with work.
+__device__ inline void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ inline void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// The sample's image, normalised and padded exactly as gather_batch does, into shared memory, and
+// the zero rows of the padded dL/dC3: nothing that a previous step writes.
+__device__ void load_image(SampleShared& s, const SampleArgs& args, int sample) {
   const std::size_t source = args.indices ? std::size_t(args.indices[sample]) : std::size_t(sample);
   const std::uint8_t* image = args.images + source * (kImage * kImage);
   const float background = normalise_pixel_device(0);
@@ -102,9 +133,28 @@ __device__ void load_sample(SampleShared& s, const SampleArgs& args, int sample)
     const bool inside = y >= 0 && y < kImage && x >= 0 && x < kImage;
     s.x[i] = inside ? normalise_pixel_device(image[y * kImage + x]) : background;
   }
+  for (int i = threadIdx.x; i < kMaps3 * kD3Map; i += kThreads) s.d3[i] = 0.0f;
+}
+
+// C1's and C3's weights into shared memory (after the previous step's update).
+__device__ void load_weights(SampleShared& s, const SampleArgs& args) {
   for (int i = threadIdx.x; i < kW1; i += kThreads) s.w1[i] = args.params[args.at.c1_weight + i];
-  for (int i = threadIdx.x; i < kW3; i += kThreads) s.w3[i] = args.params[args.at.c3_weight + i];
-  for (int i = threadIdx.x; i < kMaps3 * kPaddedRows3 * kSide3; i += kThreads) s.d3[i] = 0.0f;
+  // c3.weight read as float4 (its tensor starts 128-byte aligned), all of a thread's loads in
+  // flight, and stored transposed (w3_index).
+  const float4* w3 = reinterpret_cast<const float4*>(args.params + args.at.c3_weight);
+#pragma unroll
+  for (int k = 0; k < (kW3 / 4 + kThreads - 1) / kThreads; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i >= kW3 / 4) continue;
+    const float4 v = __ldg(w3 + i);
+    const float values[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int flat = 4 * i + j;  // ((m * 6 + c) * 5 + p) * 5 + q
+      const int q = flat % kK, p = flat / kK % kK, mc = flat / (kK * kK);
+      s.w3[mc * kK * kW3Q + q * kW3Q + p] = values[j];
+    }
+  }
 }
 
 // C1: thread (column w, strip of 4 rows) computes those 4 outputs of all 6 maps (196 threads).
@@ -139,7 +189,8 @@ __device__ void c1_forward(SampleShared& s) {
 // row-major order divided by 4, or the first maximum in row-major order.
 template <Subsampling P>
 __device__ float pool2x2(const float* window, int row_stride) {
-  const float v00 = window[0], v01 = window[1], v10 = window[row_stride], v11 = window[row_stride + 1];
+  const float v00 = window[0], v01 = window[1], v10 = window[row_stride],
+              v11 = window[row_stride + 1];
   if constexpr (P == Subsampling::max) {
     float best = v00;
     best = v01 > best ? v01 : best;
@@ -162,65 +213,92 @@ __device__ void pool_forward(const float* in, int maps, int side_out, const floa
   }
 }
 
-// C3: thread (map m, column w) computes the column's 10 outputs (160 threads); per input map and
-// filter column it loads the 14 input values once and reuses each for up to 5 multiply-adds.
+// C3: thread (map m, column w, half of the input maps) computes the column's 10 outputs over 3
+// input maps (320 threads); per input map and filter column it loads the 14 input values once
+// and reuses each for up to 5 multiply-adds. The second half's sums go through the scratch and
+// are added to the first's, always in that order.
 __device__ void c3_forward(SampleShared& s) {
+  constexpr int kHalfMaps = kMaps1 / 2;
   const int t = threadIdx.x;
-  if (t >= kMaps3 * kSide3) return;
-  const int m = t / kSide3, w = t % kSide3;
+  const bool active = t < 2 * kMaps3 * kSide3;
+  const int half = t / (kMaps3 * kSide3), m = t / kSide3 % kMaps3, w = t % kSide3;
   float acc[kSide3] = {};
-  for (int c = 0; c < kMaps1; ++c)
-    for (int q = 0; q < kK; ++q) {
-      float column[kSide2];
+  if (active)
+    for (int c = half * kHalfMaps; c < (half + 1) * kHalfMaps; ++c)
 #pragma unroll
-      for (int r = 0; r < kSide2; ++r) column[r] = s.a2[(c * kSide2 + r) * kSide2 + w + q];
+      for (int q = 0; q < kK; ++q) {
+        float column[kSide2];
 #pragma unroll
-      for (int p = 0; p < kK; ++p) {
-        const float weight = s.w3[((m * kMaps1 + c) * kK + p) * kK + q];
+        for (int r = 0; r < kSide2; ++r) column[r] = s.a2[(c * kSide2 + r) * kSide2 + w + q];
+        const float4 w03 = *reinterpret_cast<const float4*>(s.w3 + w3_index(m, c, q));
+        const float weights[kK] = {w03.x, w03.y, w03.z, w03.w, s.w3[w3_index(m, c, q) + 4]};
 #pragma unroll
-        for (int h = 0; h < kSide3; ++h) acc[h] += weight * column[h + p];
+        for (int p = 0; p < kK; ++p)
+#pragma unroll
+          for (int h = 0; h < kSide3; ++h) acc[h] += weights[p] * column[h + p];
       }
-    }
+  if (active && half == 1)
 #pragma unroll
-  for (int h = 0; h < kSide3; ++h) s.c3[(m * kSide3 + h) * kSide3 + w] = acc[h];
+    for (int h = 0; h < kSide3; ++h) s.scratch[(m * kSide3 + h) * kSide3 + w] = acc[h];
+  __syncthreads();
+  if (active && half == 0)
+#pragma unroll
+    for (int h = 0; h < kSide3; ++h) {
+      const int i = (m * kSide3 + h) * kSide3 + w;
+      s.c3[i] = acc[h] + s.scratch[i];
+    }
 }
 
 __device__ float warp_sum(float value) {
   // A butterfly: every lane ends with the same sum, combined in the same order every run.
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
   return value;
 }
 
 // y[o] = f(W[o,:] . x + b[o]) (f the identity when !Activate) for a dense layer whose weights are
-// read from global memory: a warp per group of 4 rows, lanes striding the row in float4 (rows of
-// 400, 120 and 84 floats, at 128-byte aligned tensor offsets), so each lane has 4 independent
-// loads in flight.
-template <Activation A, bool Activate, int In, int Out>
+// read from global memory (L2): a warp per group of Group rows, lanes striding the rows in float4
+// (rows of 400, 120 and 84 floats, at 128-byte aligned tensor offsets). The loads of a whole
+// group are issued before any is used, so each lane has up to Group x 4 loads in flight: the
+// layer is bound by L2 latency otherwise. Each block starts at its own row (row_shift): 64 blocks
+// reading the same lines at the same moment queue up in the same L2 slices.
+template <Activation A, bool Activate, int In, int Out, int Group>
 __device__ void dense_forward(const float* weight, const float* bias, const float* x, float* y,
-                              float* record_y) {
+                              float* record_y, int row_shift) {
   static_assert(In % 4 == 0, "rows are read as float4");
-  constexpr int kIn4 = In / 4, kGroup = 4;
+  constexpr int kIn4 = In / 4, kChunks = (kIn4 + 31) / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float4* x4 = reinterpret_cast<const float4*>(x);
-  for (int o0 = warp * kGroup; o0 < Out; o0 += kWarps * kGroup) {
-    float acc[kGroup] = {};
-    for (int i = lane; i < kIn4; i += 32) {
-      const float4 xv = x4[i];
+  for (int o0 = warp * Group; o0 < Out; o0 += kWarps * Group) {
+    float4 w[Group][kChunks];
 #pragma unroll
-      for (int k = 0; k < kGroup; ++k)
-        if (o0 + k < Out) {
-          const float4 wv = __ldg(reinterpret_cast<const float4*>(weight + (o0 + k) * In) + i);
-          acc[k] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
-        }
+    for (int k = 0; k < Group; ++k)
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int i = lane + 32 * c;
+        const int o = (o0 + k + row_shift) % Out;
+        w[k][c] = o0 + k < Out && i < kIn4
+                      ? __ldg(reinterpret_cast<const float4*>(weight + o * In + 4 * i))
+                      : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    float acc[Group] = {};
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int i = lane + 32 * c;
+      const float4 xv = i < kIn4 ? x4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int k = 0; k < Group; ++k)
+        acc[k] += w[k][c].x * xv.x + w[k][c].y * xv.y + w[k][c].z * xv.z + w[k][c].w * xv.w;
     }
 #pragma unroll
-    for (int k = 0; k < kGroup; ++k) {
+    for (int k = 0; k < Group; ++k) {
       const float sum = warp_sum(acc[k]);
+      const int o = (o0 + k + row_shift) % Out;
       if (lane == 0 && o0 + k < Out) {
-        const float z = sum + bias[o0 + k];
+        const float z = sum + bias[o];
         const float value = Activate ? activate(A, z) : z;
-        y[o0 + k] = value;
-        if (record_y) record_y[o0 + k] = value;
+        y[o] = value;
+        if (record_y) record_y[o] = value;
       }
     }
   }
@@ -238,11 +316,14 @@ __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int s
   for (int k = 1; k < kOut; ++k)
     if (s.z[k] > s.z[best]) best = k;
   const double top = double(s.z[best]);
-  double term = lane < kOut ? exp(double(s.z[lane]) - top) : 0.0;
-  for (int offset = 16; offset > 0; offset /= 2) term += __shfl_xor_sync(0xffffffffu, term, offset);
-  const double log_sum = log(term) + top;
+  const double term = lane < kOut ? exp(double(s.z[lane]) - top) : 0.0;
+  double sum = term;
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  const double log_sum = log(sum) + top;
   if (lane < kOut) {
-    const double p = exp(double(s.z[lane]) - log_sum);
+    // exp(z - log_sum) of the reference, as term / sum: the same value up to double rounding
+    // (far below float's), one double exp fewer on the step's critical path.
+    const double p = term / sum;
     const float d = float((p - (lane == label)) / args.n);
     s.d7[lane] = d;
     record_d7[lane] = d;
@@ -255,14 +336,14 @@ __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int s
 
 // ---- backward stages -------------------------------------------------------------------------
 
-// dx[i] = (W[:, i] . dy) * f'(a[i]): a thread per input, reading a column of W (coalesced across
-// the threads of a warp).
+// dx[i] = (W[:, i] . dy) * f'(a[i]) for the output layer (10 rows): a thread per input, reading
+// a column of W (coalesced across the threads of a warp).
 template <Activation A, int In, int Out>
-__device__ void dense_backward(const float* weight, const float* dy, const float* a, float* dx,
-                               float* record_dx) {
+__device__ void dense_backward_columns(const float* weight, const float* dy, const float* a,
+                                       float* dx, float* record_dx) {
   for (int i = threadIdx.x; i < In; i += kThreads) {
     float acc = 0.0f;
-#pragma unroll 8
+#pragma unroll
     for (int o = 0; o < Out; ++o) acc += __ldg(weight + o * In + i) * dy[o];
     const float value = acc * activation_slope(A, a[i]);
     dx[i] = value;
@@ -270,13 +351,69 @@ __device__ void dense_backward(const float* weight, const float* dy, const float
   }
 }
 
-// The bias gradient of a subsampling layer for this sample: the sum of each map's dL/dz.
+// The same for the wide layers (C5: 120 rows of 400, F6: 84 rows of 120), read by rows as the
+// forward pass reads them: warp w takes rows w, w + 16, ..., Rows of them in flight at a time,
+// each lane accumulating dy[o] * W[o, i..i+3] for its float4 columns; then the 16 warps' partial
+// sums are added in warp order through the scratch. Rows are taken from row_shift on, as in
+// dense_forward.
+template <Activation A, int In, int Out, int Rows>
+__device__ void dense_backward_rows(const float* weight, const float* dy, const float* a, float* dx,
+                                    float* record_dx, float* scratch, int row_shift) {
+  static_assert(In % 4 == 0 && In <= kFlat4, "rows are read as float4; partials fit the scratch");
+  constexpr int kIn4 = In / 4, kChunks = (kIn4 + 31) / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float4 acc[kChunks];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) acc[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int o0 = warp; o0 < Out; o0 += kWarps * Rows) {
+    float4 w[Rows][kChunks];
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int o = o0 + r * kWarps, i = lane + 32 * c;
+        w[r][c] = o < Out && i < kIn4 ? __ldg(reinterpret_cast<const float4*>(
+                                            weight + (o + row_shift) % Out * In + 4 * i))
+                                      : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      const int o = o0 + r * kWarps;
+      const float d = o < Out ? dy[(o + row_shift) % Out] : 0.0f;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        acc[c].x += d * w[r][c].x;
+        acc[c].y += d * w[r][c].y;
+        acc[c].z += d * w[r][c].z;
+        acc[c].w += d * w[r][c].w;
+      }
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int i = lane + 32 * c;
+    if (i < kIn4) reinterpret_cast<float4*>(scratch + warp * In)[i] = acc[c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < In; i += kThreads) {
+    float sum = 0.0f;
+    for (int k = 0; k < kWarps; ++k) sum += scratch[k * In + i];
+    const float value = sum * activation_slope(A, a[i]);
+    dx[i] = value;
+    if (record_dx) record_dx[i] = value;
+  }
+}
+
+// The bias gradient of a subsampling layer for this sample: the sum of each map's dL/dz, a warp
+// per map (lanes stride the map, then a butterfly: the same order every run).
 __device__ void bias_gradient(const float* dz, int maps, int per_map, float* record_gb) {
-  const int m = threadIdx.x;
-  if (m >= maps) return;
-  float acc = 0.0f;
-  for (int i = 0; i < per_map; ++i) acc += dz[m * per_map + i];
-  record_gb[m] = acc;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int m = warp; m < maps; m += kWarps) {
+    float acc = 0.0f;
+    for (int i = lane; i < per_map; i += 32) acc += dz[m * per_map + i];
+    acc = warp_sum(acc);
+    if (lane == 0) record_gb[m] = acc;
+  }
 }
 
 // The subsampling layer's input gradient (subsample_backward_input_cpu): average spreads dy/4 over
@@ -307,12 +444,12 @@ __device__ void s4_backward(SampleShared& s) {
   for (int i = threadIdx.x; i < kMaps3 * kPerMap; i += kThreads) {
     const int m = i / kPerMap, h = i % kPerMap / kSide4, w = i % kSide4;
     const float* forward = s.c3 + (m * kSide3 + 2 * h) * kSide3 + 2 * w;
-    float* window = s.d3 + (m * kPaddedRows3 + kPadRows + 2 * h) * kSide3 + 2 * w;
+    float* window = s.d3 + m * kD3Map + (kPadRows + 2 * h) * kD3Row + 2 * w;
     window[0] = forward[0];
     window[1] = forward[1];
-    window[kSide3] = forward[kSide3];
-    window[kSide3 + 1] = forward[kSide3 + 1];
-    pool_backward_window<P>(window, kSide3, s.d4[i]);
+    window[kD3Row] = forward[kSide3];
+    window[kD3Row + 1] = forward[kSide3 + 1];
+    pool_backward_window<P>(window, kD3Row, s.d4[i]);
   }
 }
 
@@ -320,10 +457,9 @@ __device__ void s4_backward(SampleShared& s) {
 // (pair of maps, input map c, filter row p) accumulates both maps' 5 values of q (240 threads):
 // per output row it loads one input row (14 values) and two gradient rows (10 each) for 100
 // multiply-adds.
-__device__ void c3_weight_gradient(const SampleShared& s, float* record_g3) {
-  constexpr int kPairs = kMaps3 / 2;
-  const int t = threadIdx.x;
-  if (t >= kPairs * kMaps1 * kK) return;
+constexpr int kC3WeightGradientThreads = kMaps3 / 2 * kMaps1 * kK;  // 240
+__device__ void c3_weight_gradient(const SampleShared& s, float* record_g3, int t) {
+  if (t < 0 || t >= kC3WeightGradientThreads) return;
   const int pair = t / (kMaps1 * kK), c = t / kK % kMaps1, p = t % kK;
   float acc[2][kK] = {};
   for (int h = 0; h < kSide3; ++h) {
@@ -332,7 +468,7 @@ __device__ void c3_weight_gradient(const SampleShared& s, float* record_g3) {
     for (int i = 0; i < kSide2; ++i) row[i] = s.a2[(c * kSide2 + h + p) * kSide2 + i];
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      const float* dy = s.d3 + ((2 * pair + k) * kPaddedRows3 + kPadRows + h) * kSide3;
+      const float* dy = s.d3 + (2 * pair + k) * kD3Map + (kPadRows + h) * kD3Row;
 #pragma unroll
       for (int w = 0; w < kSide3; ++w) {
         const float d = dy[w];
@@ -349,36 +485,68 @@ __device__ void c3_weight_gradient(const SampleShared& s, float* record_g3) {
 }
 
 // dL/d(S2 pre-activation)[c][u][v] = f'(a2) * sum_{m,p,q} c3.weight[m][c][p][q] dC3[m][u-p][v-q].
-// Thread (input map c, column v, half of the rows) computes 7 outputs (168 threads); rows outside
-// dC3 read the zero padding, and filter columns q that fall outside it are skipped.
+// Thread (quarter of the maps m, input map c, half of the rows, pair of columns v0, v0 + 1)
+// computes 2 x 7 outputs over 4 maps (336 threads). Output column v0 + 1 needs at filter column q
+// the dC3 column that v0 needed at q - 1, so each loaded column serves both outputs: 6 column
+// loads per map instead of 10. Rows outside dC3 read the zero padding, columns outside it read as
+// zeros. The quarters' sums go through the scratch and are added in quarter order. All threads
+// call it (it has a barrier).
 template <Activation A>
 __device__ void c3_input_gradient(SampleShared& s) {
-  constexpr int kRows = kSide2 / 2;  // 7
+  constexpr int kRows = kSide2 / 2, kQuarterMaps = kMaps3 / 4, kColumn = kRows + kK - 1;
+  constexpr int kPerQuarter = kMaps1 * 2 * (kSide2 / 2);  // 84
+  constexpr int kOutputs = kMaps1 * kSide2 * kSide2;      // 1,176
+  static_assert(3 * kOutputs <= kWarps * kFlat4, "three quarters' partials fit the scratch");
   const int t = threadIdx.x;
-  if (t >= kMaps1 * kSide2 * 2) return;
-  const int c = t / (2 * kSide2), u0 = (t / kSide2 % 2) * kRows, v = t % kSide2;
-  float acc[kRows] = {};
-  for (int m = 0; m < kMaps3; ++m)
-    for (int q = 0; q < kK; ++q) {
-      const int column = v - q;
-      if (column < 0 || column >= kSide3) continue;
+  const bool active = t < 4 * kPerQuarter;
+  const int quarter = t / kPerQuarter, r = t % kPerQuarter;
+  const int c = r / kSide2, u0 = (r / (kSide2 / 2) % 2) * kRows, v0 = 2 * (r % (kSide2 / 2));
+  float acc[2][kRows] = {};  // columns v0 and v0 + 1
+  if (active)
+    for (int m = quarter * kQuarterMaps; m < (quarter + 1) * kQuarterMaps; ++m) {
       // Padded rows u0 .. u0 + 10 hold dC3 rows u0 - 4 .. u0 + 6.
-      float dy[kRows + kK - 1];
+      const float* rows = s.d3 + m * kD3Map + u0 * kD3Row;
+      float right[kColumn], left[kColumn];
+      const bool right_inside = v0 + 1 < kSide3;
 #pragma unroll
-      for (int k = 0; k < kRows + kK - 1; ++k)
-        dy[k] = s.d3[(m * kPaddedRows3 + u0 + k) * kSide3 + column];
+      for (int k = 0; k < kColumn; ++k) right[k] = right_inside ? rows[k * kD3Row + v0 + 1] : 0.0f;
 #pragma unroll
-      for (int p = 0; p < kK; ++p) {
-        const float weight = s.w3[((m * kMaps1 + c) * kK + p) * kK + q];
+      for (int q = 0; q < kK; ++q) {
+        const int column = v0 - q;
+        const bool inside = column >= 0 && column < kSide3;
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) acc[r] += weight * dy[r - p + kPadRows];
+        for (int k = 0; k < kColumn; ++k) left[k] = inside ? rows[k * kD3Row + column] : 0.0f;
+        const float4 w03 = *reinterpret_cast<const float4*>(s.w3 + w3_index(m, c, q));
+        const float weights[kK] = {w03.x, w03.y, w03.z, w03.w, s.w3[w3_index(m, c, q) + 4]};
+#pragma unroll
+        for (int p = 0; p < kK; ++p)
+#pragma unroll
+          for (int i = 0; i < kRows; ++i) {
+            acc[0][i] += weights[p] * left[i - p + kPadRows];
+            acc[1][i] += weights[p] * right[i - p + kPadRows];
+          }
+#pragma unroll
+        for (int k = 0; k < kColumn; ++k) right[k] = left[k];
       }
     }
+  const auto output = [&](int j, int i) { return (c * kSide2 + u0 + i) * kSide2 + v0 + j; };
+  if (active && quarter > 0)
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const int i = (c * kSide2 + u0 + r) * kSide2 + v;
-    s.d2[i] = acc[r] * activation_slope(A, s.a2[i]);
-  }
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i)
+        s.scratch[(quarter - 1) * kOutputs + output(j, i)] = acc[j][i];
+  __syncthreads();
+  if (active && quarter == 0)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const int at = output(j, i);
+        float sum = acc[j][i];
+        for (int k = 0; k < 3; ++k) sum += s.scratch[k * kOutputs + at];
+        s.d2[at] = sum * activation_slope(A, s.a2[at]);
+      }
 }
 
 // S2 backward: dL/dC1, in place over C1's outputs (a thread per window).
@@ -391,42 +559,44 @@ __device__ void s2_backward(SampleShared& s) {
   }
 }
 
-// This sample's dL/dc1.weight[m][p][q] = sum_{h,w} dC1[m][h][w] * x[h+p][w+q]. Thread (map m,
-// column w) walks down the column keeping the 5x5 input window in registers (5 new loads per row
-// for 25 multiply-adds) and leaves 25 partial sums; then 150 threads add the 28 columns in order.
-__device__ void c1_weight_gradient(SampleShared& s, float* record_g1) {
-  const int t = threadIdx.x;
-  if (t < kMaps1 * kSide1) {
-    const int m = t / kSide1, w = t % kSide1;
-    float acc[kK * kK] = {};
-    float window[kK][kK];
+// This sample's dL/dc1.weight[m][p][q] = sum_{h,w} dC1[m][h][w] * x[h+p][w+q]. Thread t = (map m,
+// column w) < 168 walks down the column keeping the 5x5 input window in registers (5 new loads
+// per row for 25 multiply-adds) and leaves 25 partial sums in the scratch; after a barrier,
+// c1_weight_gradient_sum adds the 28 columns in order.
+constexpr int kC1WeightGradientThreads = kMaps1 * kSide1;  // 168
+__device__ void c1_weight_gradient_partials(SampleShared& s, int t) {
+  if (t < 0 || t >= kC1WeightGradientThreads) return;
+  const int m = t / kSide1, w = t % kSide1;
+  float acc[kK * kK] = {};
+  float window[kK][kK];
+#pragma unroll
+  for (int p = 0; p < kK - 1; ++p)
+#pragma unroll
+    for (int q = 0; q < kK; ++q) window[p + 1][q] = s.x[p * kField + w + q];
+#pragma unroll
+  for (int h = 0; h < kSide1; ++h) {
 #pragma unroll
     for (int p = 0; p < kK - 1; ++p)
 #pragma unroll
-      for (int q = 0; q < kK; ++q) window[p + 1][q] = s.x[p * kField + w + q];
+      for (int q = 0; q < kK; ++q) window[p][q] = window[p + 1][q];
 #pragma unroll
-    for (int h = 0; h < kSide1; ++h) {
+    for (int q = 0; q < kK; ++q) window[kK - 1][q] = s.x[(h + kK - 1) * kField + w + q];
+    const float d = s.c1[(m * kSide1 + h) * kSide1 + w];
 #pragma unroll
-      for (int p = 0; p < kK - 1; ++p)
+    for (int p = 0; p < kK; ++p)
 #pragma unroll
-        for (int q = 0; q < kK; ++q) window[p][q] = window[p + 1][q];
-#pragma unroll
-      for (int q = 0; q < kK; ++q) window[kK - 1][q] = s.x[(h + kK - 1) * kField + w + q];
-      const float d = s.c1[(m * kSide1 + h) * kSide1 + w];
-#pragma unroll
-      for (int p = 0; p < kK; ++p)
-#pragma unroll
-        for (int q = 0; q < kK; ++q) acc[p * kK + q] += d * window[p][q];
-    }
-#pragma unroll
-    for (int k = 0; k < kK * kK; ++k) s.w1_partial[(m * kK * kK + k) * kSide1 + w] = acc[k];
+      for (int q = 0; q < kK; ++q) acc[p * kK + q] += d * window[p][q];
   }
-  __syncthreads();
-  if (t < kW1) {
-    float sum = 0.0f;
-    for (int w = 0; w < kSide1; ++w) sum += s.w1_partial[t * kSide1 + w];
-    record_g1[t] = sum;
-  }
+#pragma unroll
+  for (int k = 0; k < kK * kK; ++k) s.scratch[(m * kK * kK + k) * kSide1 + w] = acc[k];
+}
+
+__device__ void c1_weight_gradient_sum(const SampleShared& s, float* record_g1) {
+  const int t = threadIdx.x;
+  if (t >= kW1) return;
+  float sum = 0.0f;
+  for (int w = 0; w < kSide1; ++w) sum += s.scratch[t * kSide1 + w];
+  record_g1[t] = sum;
 }
 
 }  // namespace
@@ -434,16 +604,20 @@ __device__ void c1_weight_gradient(SampleShared& s, float* record_g1) {
 // ---- the kernels -----------------------------------------------------------------------------
 
 template <Activation A, Subsampling P>
-__global__ void __launch_bounds__(kThreads)
-    whole_step_sample_kernel(SampleArgs args) {
+__global__ void __launch_bounds__(kThreads) whole_step_sample_kernel(SampleArgs args) {
   extern __shared__ float4 shared_storage[];
   SampleShared& s = *reinterpret_cast<SampleShared*>(shared_storage);
   const int sample = blockIdx.x;
   const WholeStepOffsets& at = args.at;
   const float* params = args.params;
   float* record = args.records + std::size_t(sample) * record::floats;
+  // Where this block starts in a dense layer's rows (see dense_forward): spread over the rows.
+  const auto row_shift = [sample](int rows) { return sample * 13 % rows; };
 
-  load_sample(s, args, sample);
+  allow_next_grid();
+  load_image(s, args, sample);
+  wait_for_previous_grid();
+  load_weights(s, args);
   __syncthreads();
   c1_forward(s);
   __syncthreads();
@@ -454,33 +628,42 @@ __global__ void __launch_bounds__(kThreads)
   pool_forward<A, P>(s.c3, kMaps3, kSide4, params + at.s4_bias, s.a4);
   __syncthreads();
   for (int i = threadIdx.x; i < kFlat4; i += kThreads) record[record::a4 + i] = s.a4[i];
-  dense_forward<A, true, kFlat4, kC5>(params + at.c5_weight, params + at.c5_bias, s.a4, s.a5,
-                                      record + record::a5);
+  dense_forward<A, true, kFlat4, kC5, 4>(params + at.c5_weight, params + at.c5_bias, s.a4, s.a5,
+                                         record + record::a5, row_shift(kC5));
   __syncthreads();
-  dense_forward<A, true, kC5, kF6>(params + at.f6_weight, params + at.f6_bias, s.a5, s.a6,
-                                   record + record::a6);
+  dense_forward<A, true, kC5, kF6, 6>(params + at.f6_weight, params + at.f6_bias, s.a5, s.a6,
+                                      record + record::a6, row_shift(kF6));
   __syncthreads();
-  dense_forward<A, false, kF6, kOut>(params + at.output_weight, params + at.output_bias, s.a6, s.z,
-                                     nullptr);
+  dense_forward<A, false, kF6, kOut, 1>(params + at.output_weight, params + at.output_bias, s.a6,
+                                        s.z, nullptr, 0);
   __syncthreads();
   loss_and_gradient(s, args, sample, record + record::d7);
   __syncthreads();
-  dense_backward<A, kF6, kOut>(params + at.output_weight, s.d7, s.a6, s.d6, record + record::d6);
+  dense_backward_columns<A, kF6, kOut>(params + at.output_weight, s.d7, s.a6, s.d6,
+                                       record + record::d6);
   __syncthreads();
-  dense_backward<A, kC5, kF6>(params + at.f6_weight, s.d6, s.a5, s.d5, record + record::d5);
+  dense_backward_rows<A, kC5, kF6, 6>(params + at.f6_weight, s.d6, s.a5, s.d5, record + record::d5,
+                                      s.scratch, row_shift(kF6));
   __syncthreads();
-  dense_backward<A, kFlat4, kC5>(params + at.c5_weight, s.d5, s.a4, s.d4, nullptr);
+  dense_backward_rows<A, kFlat4, kC5, 4>(params + at.c5_weight, s.d5, s.a4, s.d4, nullptr,
+                                         s.scratch, row_shift(kC5));
   __syncthreads();
   bias_gradient(s.d4, kMaps3, kSide4 * kSide4, record + record::gb4);
   s4_backward<P>(s);
   __syncthreads();
-  c3_weight_gradient(s, record + record::g3);
   c3_input_gradient<A>(s);
   __syncthreads();
   bias_gradient(s.d2, kMaps1, kSide2 * kSide2, record + record::gb2);
   s2_backward<P>(s);
   __syncthreads();
-  c1_weight_gradient(s, record + record::g1);
+  // Side by side: warps 0-5 C1's weight-gradient partials, warps 8-15 C3's weight gradient.
+  static_assert(
+      kC1WeightGradientThreads <= kThreads / 2 && kC3WeightGradientThreads <= kThreads / 2,
+      "each half of the block has room");
+  c1_weight_gradient_partials(s, int(threadIdx.x));
+  c3_weight_gradient(s, record + record::g3, int(threadIdx.x) - kThreads / 2);
+  __syncthreads();
+  c1_weight_gradient_sum(s, record + record::g1);
 }
 
 namespace {
@@ -495,6 +678,7 @@ __device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* r
     if (k < 0 || k >= in * out) return false;
     const int o = k / in, i = k % in;
     float acc = 0.0f;
+#pragma unroll 16
     for (int s = 0; s < n; ++s) {
       const float* r = records + std::size_t(s) * record::floats;
       acc += r[dy_at + o] * r[x_at + i];
@@ -508,6 +692,7 @@ __device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* r
     const int k = p - offset;
     if (k < 0 || k >= count) return false;
     float acc = 0.0f;
+#pragma unroll 16
     for (int s = 0; s < n; ++s) acc += records[std::size_t(s) * record::floats + at_in_record + k];
     *gradient = acc;
     return true;
@@ -532,11 +717,12 @@ __device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* r
 // One thread per flat parameter: the batch gradient, then (lr not null) the SGD update, or
 // (gradients_out not null) the gradient itself. Thread 0 also adds the step's statistics.
 __global__ void __launch_bounds__(kUpdateThreads)
-    whole_step_update_kernel(WholeStepOffsets at, const float* records, int n,
-                             const float* c3_mask, float mu, bool nesterov, float decay,
-                             const float* lr, float* params, float* velocity,
-                             float* gradients_out, const double* sample_loss,
+    whole_step_update_kernel(WholeStepOffsets at, const float* records, int n, const float* c3_mask,
+                             float mu, bool nesterov, float decay, const float* lr, float* params,
+                             float* velocity, float* gradients_out, const double* sample_loss,
                              const std::int32_t* sample_correct, StepStats* stats) {
+  allow_next_grid();
+  wait_for_previous_grid();
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p == 0 && stats) {
     double loss = 0;
@@ -570,13 +756,35 @@ SampleKernel sample_kernel_for(Subsampling pooling) {
 
 SampleKernel sample_kernel_for(const NetConfig& config) {
   switch (config.activation) {
-    case Activation::tanh: return sample_kernel_for<Activation::tanh>(config.subsampling);
-    case Activation::sigmoid: return sample_kernel_for<Activation::sigmoid>(config.subsampling);
+    case Activation::tanh:
+      return sample_kernel_for<Activation::tanh>(config.subsampling);
+    case Activation::sigmoid:
+      return sample_kernel_for<Activation::sigmoid>(config.subsampling);
     case Activation::scaled_tanh:
       return sample_kernel_for<Activation::scaled_tanh>(config.subsampling);
-    case Activation::relu: return sample_kernel_for<Activation::relu>(config.subsampling);
+    case Activation::relu:
+      return sample_kernel_for<Activation::relu>(config.subsampling);
   }
   throw Error("internal: unknown activation");
+}
+
+// Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels
+// here wait for it themselves: wait_for_previous_grid). Inside a captured graph this becomes a
+// programmatic dependency edge.
+template <class... Params, class... Args>
+void launch_after_previous(void (*kernel)(Params...), int blocks, int threads,
+                           std::size_t shared_bytes, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
 int offset_of(const ParamLayout& layout, const char* name) {
@@ -627,10 +835,17 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
   if (n < 1 || n > m_max_batch)
     throw Error("internal: whole-step batch of " + std::to_string(n) + " samples, room for " +
                 std::to_string(m_max_batch));
-  SampleArgs args{images, labels, indices, n, params, m_offsets, m_records.data(),
-                  m_sample_loss.data(), m_sample_correct.data()};
-  sample_kernel_for(m_config)<<<n, kThreads, sizeof(SampleShared), stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  SampleArgs args{images,
+                  labels,
+                  indices,
+                  n,
+                  params,
+                  m_offsets,
+                  m_records.data(),
+                  m_sample_loss.data(),
+                  m_sample_correct.data()};
+  launch_after_previous(sample_kernel_for(m_config), n, kThreads, sizeof(SampleShared), stream,
+                        args);
 }
 
 void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* labels,
@@ -640,22 +855,25 @@ void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* label
   run_samples(images, labels, indices, n, params, stream);
   const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
   // The same float conversions as sgd_step_cpu, done once on the host.
-  whole_step_update_kernel<<<blocks, kUpdateThreads, 0, stream>>>(
-      m_offsets, m_records.data(), n, m_c3_mask.data(), float(sgd.momentum), sgd.nesterov,
-      float(sgd.weight_decay), lr, params, velocity, nullptr, m_sample_loss.data(),
-      m_sample_correct.data(), stats);
-  CUDA_CHECK_LAUNCH();
+  launch_after_previous(
+      whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
+      static_cast<const float*>(m_records.data()), n, static_cast<const float*>(m_c3_mask.data()),
+      float(sgd.momentum), sgd.nesterov, float(sgd.weight_decay), lr, params, velocity,
+      static_cast<float*>(nullptr), static_cast<const double*>(m_sample_loss.data()),
+      static_cast<const std::int32_t*>(m_sample_correct.data()), stats);
 }
 
 void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels,
-                          const std::int32_t* indices, int n, const float* params,
-                          float* gradients, StepStats* stats, cudaStream_t stream) {
+                          const std::int32_t* indices, int n, const float* params, float* gradients,
+                          StepStats* stats, cudaStream_t stream) {
   run_samples(images, labels, indices, n, params, stream);
   const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
-  whole_step_update_kernel<<<blocks, kUpdateThreads, 0, stream>>>(
-      m_offsets, m_records.data(), n, m_c3_mask.data(), 0.0f, false, 0.0f, nullptr, nullptr,
-      nullptr, gradients, m_sample_loss.data(), m_sample_correct.data(), stats);
-  CUDA_CHECK_LAUNCH();
+  launch_after_previous(
+      whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
+      static_cast<const float*>(m_records.data()), n, static_cast<const float*>(m_c3_mask.data()),
+      0.0f, false, 0.0f, static_cast<const float*>(nullptr), static_cast<float*>(nullptr),
+      static_cast<float*>(nullptr), gradients, static_cast<const double*>(m_sample_loss.data()),
+      static_cast<const std::int32_t*>(m_sample_correct.data()), stats);
 }
 
 }  // namespace lenet5::cuda

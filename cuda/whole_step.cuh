@@ -35,8 +35,8 @@ namespace lenet5::cuda {
 
 // Where each parameter tensor starts in the flat buffer (net/layout.hpp), in floats.
 struct WholeStepOffsets {
-  int c1_weight, s2_bias, c3_weight, s4_bias, c5_weight, c5_bias, f6_weight, f6_bias,
-      output_weight, output_bias;
+  int c1_weight, s2_bias, c3_weight, s4_bias, c5_weight, c5_bias, f6_weight, f6_bias, output_weight,
+      output_bias;
   int buffer_floats;
 };
 
@@ -67,10 +67,10 @@ class WholeStep {
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
-  Buffer<float> m_records;        // (max_batch, record floats): see whole_step.cu
-  Buffer<double> m_sample_loss;   // (max_batch)
+  Buffer<float> m_records;       // (max_batch, record floats): see whole_step.cu
+  Buffer<double> m_sample_loss;  // (max_batch)
   Buffer<std::int32_t> m_sample_correct;
-  Buffer<float> m_c3_mask;        // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
+  Buffer<float> m_c3_mask;  // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
 };
 
 }  // namespace lenet5::cuda

@@ -83,7 +83,8 @@ struct DeviceBatch {
   Buffer<std::uint8_t> images, labels;
   Buffer<std::int32_t> indices;
   explicit DeviceBatch(const Batch& b)
-      : images(Device::gpu, b.images.size()), labels(Device::gpu, b.labels.size()),
+      : images(Device::gpu, b.images.size()),
+        labels(Device::gpu, b.labels.size()),
         indices(Device::gpu, b.indices.size()) {
     images.copy_from_host(b.images.data());
     labels.copy_from_host(b.labels.data());
@@ -100,11 +101,13 @@ void expect_gradients_match(const ParamLayout& layout, const std::vector<float>&
   constexpr double kTolerance = 1e-4;
   for (const ParamSpec& spec : layout.tensors) {
     double scale = 0, worst = 0;
-    for (std::size_t i = 0; i < spec.count; ++i) scale = std::max(scale, std::fabs(want[spec.offset + i]));
+    for (std::size_t i = 0; i < spec.count; ++i)
+      scale = std::max(scale, std::fabs(want[spec.offset + i]));
     ASSERT_GT(scale, 0.0) << what << " " << spec.name << ": the reference gradient is all zero";
     for (std::size_t i = 0; i < spec.count; ++i)
       worst = std::max(worst, std::fabs(double(got[spec.offset + i]) - want[spec.offset + i]));
-    EXPECT_LE(worst / scale, kTolerance) << what << " " << spec.name << " (largest |g| " << scale << ")";
+    EXPECT_LE(worst / scale, kTolerance)
+        << what << " " << spec.name << " (largest |g| " << scale << ")";
   }
 }
 
@@ -113,7 +116,8 @@ std::string describe(const NetConfig& c) {
          to_string(c.c3_table);
 }
 
-class WholeStepGradients : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {};
+class WholeStepGradients
+    : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {};
 
 TEST_P(WholeStepGradients, MatchTheCpuReference) {
   LENET5_REQUIRE_GPU();
@@ -199,8 +203,8 @@ TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
   const std::vector<float> params = initial_parameters(config, 21);
   const Batch batch = make_batch(64, 64, 2);
   DeviceBatch device(batch);
-  for (const SgdSettings sgd : {SgdSettings{0, false, 0}, SgdSettings{0.9, false, 0},
-                                SgdSettings{0.9, true, 5e-4}}) {
+  for (const SgdSettings sgd :
+       {SgdSettings{0, false, 0}, SgdSettings{0.9, false, 0}, SgdSettings{0.9, true, 5e-4}}) {
     cuda::WholeStep step(config, layout, 64);
     Buffer<float> device_params = test::upload(params);
     Buffer<float> gradients(Device::gpu, layout.buffer_floats);
