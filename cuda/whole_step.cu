@@ -86,6 +86,7 @@ struct SampleShared {
   float d6[kF6];
   float z[kOut];   // logits
   float d7[kOut];  // dL/dlogits
+  int label;       // the sample's label, read with its image
   // Partial sums that one stage combines in a fixed order: C3's two halves of input maps, the
   // dense layers' input gradients per warp, C1's weight gradient per output column.
   alignas(16) float scratch[kWarps * kFlat4];
@@ -134,6 +135,7 @@ __device__ void load_image(SampleShared& s, const SampleArgs& args, int sample) 
     s.x[i] = inside ? normalise_pixel_device(image[y * kImage + x]) : background;
   }
   for (int i = threadIdx.x; i < kMaps3 * kD3Map; i += kThreads) s.d3[i] = 0.0f;
+  if (threadIdx.x == 0) s.label = args.labels[source];
 }
 
 // C1's and C3's weights into shared memory (after the previous step's update).
@@ -310,8 +312,7 @@ __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int s
                                   float* record_d7) {
   if (threadIdx.x >= 32) return;
   const int lane = threadIdx.x;
-  const std::size_t source = args.indices ? std::size_t(args.indices[sample]) : std::size_t(sample);
-  const int label = args.labels[source];
+  const int label = s.label;
   int best = 0;
   for (int k = 1; k < kOut; ++k)
     if (s.z[k] > s.z[best]) best = k;
