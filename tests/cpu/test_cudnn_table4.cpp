@@ -1,7 +1,9 @@
 // cudnn.tab4 on the CPU (src/figures/cudnn_table4.hpp): the bookkeeping of the timed intervals,
 // the bound on overall vs the sum of the phases, the speedup column and the check that catches
-// the paper's D01, all with fixed numbers; and the paper's own Table 4 (textbook-figures.md §3.7)
-// through the same functions.
+// the paper's D01, all with fixed numbers; the paper's own Table 4 (textbook-figures.md §3.7)
+// through the same functions; the random data the target trains on; and the target's place in
+// `lenet5 figures` (listed, and SKIPPED without a GPU). The measurement itself is tested in
+// tests/gpu/test_phase_timing.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +15,8 @@
 #include "core/error.hpp"
 #include "figures/cudnn_table4.hpp"
 #include "figures/figures.hpp"
+#include "figures/phase_timing.hpp"
+#include "test_util.hpp"
 
 namespace lenet5 {
 namespace {
@@ -167,6 +171,35 @@ TEST(CudnnTable4, LongTableHasFiveRowsPerConfigurationAndTheBaselineFirst) {
   EXPECT_EQ(t.csv().substr(0, t.csv().find('\n')),
             "configuration,phase,ms,speedup over book + 1 direct");
   EXPECT_THROW(figures::table4_long({}), Error);
+}
+
+// ---- the data and the command -------------------------------------------------------------------
+
+TEST(CudnnTable4, RandomDataIsSeededAndMnistShaped) {
+  const Dataset a = figures::random_dataset(300, 7), b = figures::random_dataset(300, 7);
+  EXPECT_EQ(a.count, 300);
+  EXPECT_EQ(a.images.size(), 300u * 28 * 28);
+  ASSERT_EQ(a.labels.size(), 300u);
+  EXPECT_EQ(a.images, b.images);
+  EXPECT_EQ(a.labels, b.labels);
+  std::vector<int> per_label(10, 0);
+  for (std::uint8_t label : a.labels) {
+    ASSERT_LT(label, 10);
+    ++per_label[label];
+  }
+  for (int n : per_label) EXPECT_GT(n, 0);  // 300 draws of 10 labels: each is there
+  EXPECT_NE(figures::random_dataset(300, 8).images, a.images);
+}
+
+TEST(CudnnTable4, ListedAsAGpuTargetAndSkippedWithoutOne) {
+  testing::TempDir dir;
+  const auto list = testing::run_lenet5("figures --list", dir);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("cudnn.tab4  GPU"), std::string::npos) << list.out;
+  const auto run = testing::run_lenet5(
+      "figures cudnn.tab4 --device cpu --out '" + (dir / "figs").string() + "'", dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("SKIPPED cudnn.tab4: --device cpu"), std::string::npos) << run.out;
 }
 
 }  // namespace
