@@ -19,6 +19,35 @@ void throw_cublas_error(cublasStatus_t status, const char* expression, const cha
                           cublasGetStatusString(status), expression, file, line));
 }
 
+namespace {
+
+const char* cufft_result_name(cufftResult status) {
+  switch (status) {
+    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED (out of GPU memory)";
+    case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE (a bad pointer or parameter)";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED (the transform failed to run on the GPU)";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED (cuFFT could not initialise)";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE (an unsupported transform size)";
+    case CUFFT_UNALIGNED_DATA: return "CUFFT_UNALIGNED_DATA";
+    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE (no work area was set)";
+    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    default: return "cufftResult";
+  }
+}
+
+}  // namespace
+
+void throw_cufft_error(cufftResult status, const char* expression, const char* file, int line) {
+  throw Error(fmt::format("cuFFT error {} = {} in {} at {}:{}", cufft_result_name(status),
+                          int(status), expression, file, line));
+}
+
 namespace cuda {
 
 int device_count() {

@@ -1,8 +1,10 @@
 // lenet5 figures [ID...] [--out DIR] [--device auto|gpu|cpu] [--list]
+//                [--cudnn-table2 paper|convnet-benchmarks]
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "figures/figures.hpp"
+#include "figures/paper_math.hpp"
 
 namespace lenet5::cli {
 
@@ -22,6 +24,12 @@ Command add_figures_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--device", o->figures.device,
                   "auto|gpu|cpu: GPU targets run on a GPU, and are skipped with cpu or without one")
+      ->capture_default_str();
+  cmd->add_option("--cudnn-table2", o->figures.settings.cudnn_table2,
+                  "paper|convnet-benchmarks: the Table 2 rows cudnn.tab3 times, as printed in the "
+                  "cuDNN paper or with the C of the benchmark it cites (64 for layer 2, 384 for "
+                  "layer 5; D04)")
+      ->check(CLI::IsMember(figures::cudnn_row_set_names()))
       ->capture_default_str();
   cmd->add_flag("--list", o->list, "list the targets and exit");
   return {cmd, [o]() {

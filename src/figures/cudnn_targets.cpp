@@ -4,8 +4,10 @@
 // finds: GFLOP, time, TFLOP/s and % of the FP32 peak (from device attributes), workspace bytes;
 // then a batch sweep N = 16..128 of one layer (the paper's "86 % of its maximum at N = 16").
 //
-// Shapes are the paper's printed ones (C = 96 for layer 2 and C = 128 for layer 5; the cited
-// convnet-benchmarks use 64 and 384, §3.4 caveat D04). Valid, stride 1, cross-correlation.
+// Shapes: the row set that --cudnn-table2 names (Block::settings()): the paper's printed rows
+// (C = 96 for layer 2 and C = 128 for layer 5, the default) or those of the convnet-benchmarks the
+// paper cites (64 and 384; §3.4 caveat, D04). The block says which it ran, and its files carry the
+// row set's name. Valid, stride 1, cross-correlation.
 // Correctness first: every method is checked on 512 sampled outputs against a double-precision
 // CPU sum, and cuDNN's whole output against ours, before its time counts.
 #include <algorithm>
@@ -18,24 +20,35 @@
 #include "cuda/conv_algorithm.hpp"
 #include "cuda/cudnn_conv.hpp"
 #include "figures/gpu_common.hpp"
+#include "figures/paper_math.hpp"
 
 namespace lenet5::figures {
 namespace {
 
-// Table 2 [T CDNN:133-141] and its GFLOP = 2*N*K*C*R*S*P*Q [D] (§3.4).
+// One Table 2 row [T CDNN:133-141] in the chapter's naming (M = the paper's K, K = R = S) with
+// its GFLOP = 2*N*K*C*R*S*P*Q as §3.4 gives it.
 struct PaperLayer {
   int number;
   ConvShape s;
   double gflop;
 };
-const std::vector<PaperLayer>& table2() {
-  static const std::vector<PaperLayer> layers{
-      {1, ConvShape{128, 3, 128, 128, 96, 11}, 124.22},
-      {2, ConvShape{128, 96, 64, 64, 128, 9}, 799.07},
-      {3, ConvShape{128, 128, 32, 32, 128, 9}, 195.69},
-      {4, ConvShape{128, 128, 16, 16, 128, 7}, 20.55},
-      {5, ConvShape{128, 128, 13, 13, 384, 3}, 13.70},
-  };
+
+// §3.4's GFLOP: the table's [D] column for the printed rows; the caveat's 532.71 (layer 2) and
+// 41.11 (layer 5) for the convnet-benchmarks rows.
+std::vector<double> spec_gflop(const CudnnRowSet& rows) {
+  if (rows.name == "paper") return {124.22, 799.07, 195.69, 20.55, 13.70};
+  if (rows.name == "convnet-benchmarks") return {124.22, 532.71, 195.69, 20.55, 41.11};
+  throw Error("internal: no GFLOP figures for Table 2 row set " + rows.name);
+}
+
+std::vector<PaperLayer> table2(const CudnnRowSet& rows) {
+  const std::vector<double> gflop = spec_gflop(rows);
+  std::vector<PaperLayer> layers;
+  for (std::size_t i = 0; i < rows.layers->size(); ++i) {
+    const CudnnLayer& l = (*rows.layers)[i];
+    if (l.h != l.w || l.r != l.s) throw Error("internal: Table 2 rows must be square (H = W, R = S)");
+    layers.push_back({int(i + 1), ConvShape{l.n, l.c, l.h, l.w, l.k, l.r}, gflop.at(i)});
+  }
   return layers;
 }
 
@@ -209,20 +222,21 @@ std::vector<Measured> measure_layer(Block& b, const ConvShape& s, std::uint64_t 
   return rows;
 }
 
-void table3(Block& b, double peak) {
+void table3(Block& b, const CudnnRowSet& rows, double peak) {
   Table t{{"layer", "GFLOP", "method", "ms", "TFLOP/s", "% of FP32 peak", "reps", "workspace", "check"}, {}};
-  for (const PaperLayer& l : table2()) {
+  for (const PaperLayer& l : table2(rows)) {
     b.check("layer " + std::to_string(l.number) + ": GFLOP = " + fixed(l.gflop, 2) + " (§3.4)",
             fixed(2.0 * conv_macs(l.s) / 1e9, 2) == fixed(l.gflop, 2));
     for (const Measured& r : measure_layer(b, l.s, 5000 + 10 * l.number)) t.add(result_row(l, r, peak));
   }
-  b.table("table3", t);
+  b.table("table3_" + rows.file_suffix, t);
 }
 
 // The batch sweep: layer 3 at N = 16, 32, 64, 128, each method's TFLOP/s as a share of its own
-// at N = 128.
-void batch_sweep(Block& b, double peak) {
-  const PaperLayer& base = table2()[2];
+// at N = 128. (Layer 3 is the same in both row sets; its file still carries the row set's name,
+// so that every file of a run says which run it came from.)
+void batch_sweep(Block& b, const CudnnRowSet& rows, double peak) {
+  const PaperLayer base = table2(rows)[2];
   std::vector<std::vector<Measured>> per_n;
   std::vector<double> gflop;
   const std::vector<int> batches{16, 32, 64, 128};
@@ -245,18 +259,20 @@ void batch_sweep(Block& b, double peak) {
              has ? fixed(tflops, 2) : "n/a", has ? fixed(100.0 * tflops / peak, 1) + " %" : "n/a",
              has && !std::isnan(at_128) ? fixed(100.0 * tflops / at_128, 1) + " %" : "n/a"});
     }
-  b.table("batch_sweep_layer3", t);
+  b.table("batch_sweep_layer3_" + rows.file_suffix, t);
 }
 
 void cudnn_tab3(Block& b) {
+  const CudnnRowSet rows = cudnn_row_set(b.settings().cudnn_table2);
   const GpuInfo gpu = gpu_info();
   b.line(gpu.text());
   b.line(cuda::cudnn_description() + "; cuDNN with CUDNN_FMA_MATH (FP32, no TF32), cross-correlation");
-  b.line("Table 2 shapes as printed in the paper, N = 128; times: CUDA events, warm-up, median of");
+  b.line("row set: " + rows.description + "; --cudnn-table2 chooses");
+  b.line("Table 2 shapes, N = 128; times: CUDA events, warm-up, median of");
   b.line("10 runs, or of 3..9 where 10 would exceed 1.5 s (the 'reps' column)");
   b.line("paper (K40 / GTX 980): 23-35 % / 30-51 % of peak; the paper's Table 3 is not re-run here");
-  table3(b, gpu.fp32_peak_tflops());
-  batch_sweep(b, gpu.fp32_peak_tflops());
+  table3(b, rows, gpu.fp32_peak_tflops());
+  batch_sweep(b, rows, gpu.fp32_peak_tflops());
 }
 
 }  // namespace

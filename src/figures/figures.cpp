@@ -11,6 +11,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "cuda/runtime.hpp"
+#include "figures/paper_math.hpp"
 
 namespace lenet5::figures {
 namespace {
@@ -70,8 +71,8 @@ std::string grouped(long long value) {
   return value < 0 ? "-" + out : out;
 }
 
-Block::Block(std::ostream& out, std::filesystem::path folder)
-    : m_out(out), m_folder(std::move(folder)) {}
+Block::Block(std::ostream& out, std::filesystem::path folder, TargetSettings settings)
+    : m_out(out), m_folder(std::move(folder)), m_settings(std::move(settings)) {}
 
 void Block::line(const std::string& text) { m_out << "  " << text << "\n"; }
 
@@ -133,7 +134,11 @@ void list_targets(std::ostream& out) {
 }
 
 int run_figures(const FiguresOptions& options, std::ostream& out) {
-  const std::vector<Target> targets = all_targets();
+  return run_figures(options, all_targets(), out);
+}
+
+int run_figures(const FiguresOptions& options, const std::vector<Target>& targets,
+                std::ostream& out) {
   std::set<std::string> known;
   for (const Target& t : targets) known.insert(t.id);
   std::string unknown;
@@ -143,6 +148,7 @@ int run_figures(const FiguresOptions& options, std::ostream& out) {
     throw UsageError("unknown figure target(s) " + unknown + "; `lenet5 figures --list` lists them");
   if (options.device != "auto" && options.device != "gpu" && options.device != "cpu")
     throw UsageError("--device must be auto, gpu or cpu");
+  (void)cudnn_row_set(options.settings.cudnn_table2);  // a UsageError listing the accepted names
 
   std::string no_gpu;  // why GPU targets are skipped ("" when they run)
   if (options.device == "cpu")
@@ -160,7 +166,7 @@ int run_figures(const FiguresOptions& options, std::ostream& out) {
         std::find(options.ids.begin(), options.ids.end(), t.id) == options.ids.end())
       continue;
     out << "== " << t.id << ": " << t.title << " (textbook-figures.md " << t.section << ")\n";
-    Block block(out, options.out / t.id);
+    Block block(out, options.out / t.id, options.settings);
     if (t.needs_gpu && !no_gpu.empty()) {
       block.skip(no_gpu);
     } else {

@@ -31,10 +31,20 @@ std::string fixed(double value, int decimals);
 // "1,234,567".
 std::string grouped(long long value);
 
-// What a target writes to: the terminal block, its files, and its checks' outcomes.
+// Settings of a run that targets may read (Block::settings()), from the command line. Only the
+// targets that name a field here read it; every other target runs the same whatever they are.
+struct TargetSettings {
+  // The Table 2 rows that cudnn.tab3 times (--cudnn-table2): "paper" (as printed) or
+  // "convnet-benchmarks" (the cited benchmark's C; §3.4 caveat, D04). paper_math.hpp's
+  // cudnn_row_set() resolves the name and lists the accepted ones.
+  std::string cudnn_table2 = "paper";
+};
+
+// What a target writes to: the terminal block, its files, and its checks' outcomes; and the run's
+// settings it may read.
 class Block {
  public:
-  Block(std::ostream& out, std::filesystem::path folder);
+  Block(std::ostream& out, std::filesystem::path folder, TargetSettings settings = {});
 
   // A line of the block (indented under its header).
   void line(const std::string& text);
@@ -55,10 +65,12 @@ class Block {
   bool skipped() const { return !m_skip_reason.empty(); }
   const std::string& skip_reason() const { return m_skip_reason; }
   const std::filesystem::path& folder() const { return m_folder; }
+  const TargetSettings& settings() const { return m_settings; }
 
  private:
   std::ostream& m_out;
   std::filesystem::path m_folder;
+  TargetSettings m_settings;
   int m_failures = 0;
   int m_checks = 0;
   std::string m_skip_reason;
@@ -82,11 +94,16 @@ struct FiguresOptions {
   std::vector<std::string> ids;  // empty: every target
   std::filesystem::path out = "figures";
   std::string device = "auto";  // auto|gpu|cpu: cpu (or auto without a GPU) skips GPU targets
+  TargetSettings settings;      // handed to every target's Block
 };
 
 // Runs the chosen targets and prints a summary; returns the exit code (0 when nothing failed).
-// Unknown ids are a UsageError naming them and the --list option.
+// Unknown ids and unknown settings' values are UsageErrors naming them (and --list, or the
+// accepted values).
 int run_figures(const FiguresOptions& options, std::ostream& out);
+// The same over the given targets instead of all_targets() (tests run stand-in targets).
+int run_figures(const FiguresOptions& options, const std::vector<Target>& targets,
+                std::ostream& out);
 // One line per target: id, GPU or CPU, title.
 void list_targets(std::ostream& out);
 

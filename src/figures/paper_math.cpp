@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace lenet5::figures {
 
@@ -111,6 +114,23 @@ const std::vector<CudnnLayer>& cudnn_table2_convnet_benchmarks() {
     return l;
   }();
   return layers;
+}
+
+const std::vector<std::string>& cudnn_row_set_names() {
+  static const std::vector<std::string> names{"paper", "convnet-benchmarks"};
+  return names;
+}
+
+CudnnRowSet cudnn_row_set(const std::string& name) {
+  if (name == "paper")
+    return {name, "paper (as printed: C = 96 for layer 2, C = 128 for layer 5)", "paper",
+            &cudnn_table2_paper()};
+  if (name == "convnet-benchmarks")
+    return {name, "convnet-benchmarks (C = 64 for layer 2, C = 384 for layer 5; D04)",
+            "convnet_benchmarks", &cudnn_table2_convnet_benchmarks()};
+  std::string accepted;
+  for (const std::string& n : cudnn_row_set_names()) accepted += (accepted.empty() ? "" : ", ") + n;
+  throw UsageError("--cudnn-table2: unknown row set '" + name + "' (accepted: " + accepted + ")");
 }
 
 LayerDerived derive(const CudnnLayer& l) {

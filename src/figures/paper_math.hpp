@@ -4,6 +4,7 @@
 // Naming follows the cuDNN paper here (§0.2): K output maps, R x S filters, P x Q outputs.
 #pragma once
 
+#include <string>
 #include <vector>
 
 namespace lenet5::figures {
@@ -57,6 +58,19 @@ const std::vector<CudnnLayer>& cudnn_table2_paper();
 // The same layers with the C of the benchmark the paper cites (convnet-benchmarks: layer 2 has
 // C = 64, layer 5 has C = 384), outside knowledge [X] in the specification.
 const std::vector<CudnnLayer>& cudnn_table2_convnet_benchmarks();
+
+// The row sets that cudnn.tab3 can time (lenet5 figures --cudnn-table2=NAME; §3.4's caveat asks
+// for both and for saying which one ran).
+struct CudnnRowSet {
+  std::string name;         // the option's value: "paper" or "convnet-benchmarks"
+  std::string description;  // "convnet-benchmarks (C = 64 for layer 2, C = 384 for layer 5; D04)"
+  std::string file_suffix;  // in output file names, so that both runs' tables coexist
+  const std::vector<CudnnLayer>* layers = nullptr;  // cudnn_table2_paper() or ..._benchmarks()
+};
+// The accepted names, the default ("paper") first.
+const std::vector<std::string>& cudnn_row_set_names();
+// The row set called `name`; a UsageError naming the accepted values for any other name.
+CudnnRowSet cudnn_row_set(const std::string& name);
 
 struct LayerDerived {
   int p = 0, q = 0;

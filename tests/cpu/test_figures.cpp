@@ -1,9 +1,11 @@
-// `lenet5 figures` (textbook-figures.md): the command end to end on the CPU, the errata page
-// (tests/errata.md) against the code it describes, and direct tests of the computations whose
-// values matter most (the Fig 16.14 erratum E26, the reconstruction of the figure's input, the
-// Exercise 5 sector model, the errata signatures of E01, E08 and E23, formula (1) and Eq. (3)).
+// `lenet5 figures` (textbook-figures.md): the command end to end on the CPU, its settings
+// (--cudnn-table2) on their way to the targets, the errata page (tests/errata.md) against the code
+// it describes, and direct tests of the computations whose values matter most (the Fig 16.14
+// erratum E26, the reconstruction of the figure's input, the Exercise 3 FFT memory and Exercise 5
+// sector model, the errata signatures of E01, E08 and E23, formula (1) and Eq. (3)).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -11,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/error.hpp"
+#include "cuda/conv_fft.hpp"
 #include "figures/chapter_math.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "figures/figures.hpp"
@@ -75,6 +79,81 @@ TEST(FiguresCommand, UnknownTargetIsAUsageErrorNamingIt) {
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_TRUE(mentions(result.err, "fig16.99")) << result.err;
   EXPECT_TRUE(mentions(result.err, "--list")) << result.err;
+}
+
+// --cudnn-table2 (textbook-figures.md §3.4 caveat): an unknown row set is a usage error that names
+// the accepted ones; a known one is accepted (cudnn.tab3 is a GPU target: here it is SKIPPED, so
+// FiguresSettings below checks that the value reaches a target's Block).
+TEST(FiguresCommand, CudnnTable2AcceptsTheTwoRowSetsOnly) {
+  TempDir dir;
+  const auto bad = run_lenet5(
+      "figures cudnn.tab3 --cudnn-table2 bogus --device cpu --out '" + (dir / "f").string() + "'",
+      dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  for (const char* what : {"--cudnn-table2", "bogus", "paper", "convnet-benchmarks"})
+    EXPECT_TRUE(mentions(bad.err, what)) << what << "\n" << bad.err;
+  for (const char* rows : {"paper", "convnet-benchmarks"}) {
+    const auto good = run_lenet5("figures cudnn.tab3 cudnn.tab2 --cudnn-table2=" +
+                                     std::string(rows) + " --device cpu --out '" +
+                                     (dir / rows).string() + "'",
+                                 dir);
+    EXPECT_EQ(good.exit_code, 0) << rows << "\n" << good.err;
+    EXPECT_TRUE(mentions(good.out, "SKIPPED cudnn.tab3: --device cpu")) << good.out;
+    EXPECT_TRUE(mentions(good.out, "PASS cudnn.tab2 (")) << good.out;
+  }
+  const auto help = run_lenet5("figures --help", dir);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(mentions(help.out, "--cudnn-table2")) << help.out;
+  EXPECT_TRUE(mentions(help.out, "paper|convnet-benchmarks")) << help.out;
+}
+
+// The settings reach every target's Block through run_figures; a bad value stops the run before
+// any target runs.
+TEST(FiguresSettings, RunFiguresHandsTheSettingsToEachTarget) {
+  TempDir dir;
+  std::vector<std::string> seen;
+  const std::vector<figures::Target> stand_ins{
+      {"stand.in", "records its settings", "-", false, [&](figures::Block& b) {
+         seen.push_back(b.settings().cudnn_table2);
+         b.check("ran", true);
+       }}};
+  figures::FiguresOptions options;
+  options.out = dir / "f";
+  options.device = "cpu";
+  EXPECT_EQ(options.settings.cudnn_table2, figures::cudnn_row_set_names().front());  // default
+  std::ostringstream out;
+  options.settings.cudnn_table2 = "convnet-benchmarks";
+  EXPECT_EQ(figures::run_figures(options, stand_ins, out), 0) << out.str();
+  EXPECT_EQ(seen, std::vector<std::string>{"convnet-benchmarks"});
+  options.settings.cudnn_table2 = "printed";
+  EXPECT_THROW(figures::run_figures(options, stand_ins, out), UsageError);
+  EXPECT_EQ(seen.size(), 1u);
+}
+
+// The function cudnn.tab3 resolves its rows with (cudnn_targets.cpp: cudnn_row_set of the Block's
+// settings): the paper's printed C or the cited benchmark's, a line that says which, and file names
+// that differ so that both runs' tables coexist.
+TEST(FiguresSettings, CudnnRowSetsAreThePaperAndTheBenchmarkRows) {
+  EXPECT_EQ(figures::cudnn_row_set_names(),
+            (std::vector<std::string>{"paper", "convnet-benchmarks"}));
+  const figures::CudnnRowSet paper = figures::cudnn_row_set("paper");
+  const figures::CudnnRowSet bench = figures::cudnn_row_set("convnet-benchmarks");
+  EXPECT_EQ(paper.layers, &figures::cudnn_table2_paper());
+  EXPECT_EQ(bench.layers, &figures::cudnn_table2_convnet_benchmarks());
+  EXPECT_EQ((*paper.layers)[1].c, 96);
+  EXPECT_EQ((*paper.layers)[4].c, 128);
+  EXPECT_EQ((*bench.layers)[1].c, 64);
+  EXPECT_EQ((*bench.layers)[4].c, 384);
+  EXPECT_EQ(bench.description, "convnet-benchmarks (C = 64 for layer 2, C = 384 for layer 5; D04)");
+  EXPECT_EQ(paper.description.rfind("paper", 0), 0u) << paper.description;
+  EXPECT_NE(paper.file_suffix, bench.file_suffix);
+  try {
+    figures::cudnn_row_set("printed");
+    FAIL() << "no error for an unknown row set";
+  } catch (const UsageError& e) {
+    for (const char* what : {"--cudnn-table2", "'printed'", "paper", "convnet-benchmarks"})
+      EXPECT_TRUE(mentions(e.what(), what)) << e.what();
+  }
 }
 
 // ---- the errata page against the code -----------------------------------------------------------
@@ -269,6 +348,27 @@ TEST(FiguresUnit, Exercise5SectorCountsMatchTheTable) {
     EXPECT_NEAR(s.writes_row_major, e.literal, 0.005) << e.c;
     EXPECT_NEAR(s.ideal, e.ideal, 0.005) << e.c;
   }
+}
+
+// §1.22 ex 3: the FFT convolution's extra memory (cuda::fft_scratch, pure arithmetic). C1's
+// filters padded to 32x32: 6,144 floats instead of 150, 40.96x ("41x" in the spec).
+TEST(FiguresUnit, Exercise3FftScratch) {
+  const cuda::FftScratch c1 = cuda::fft_scratch({64, 1, 32, 32, 6, 5});
+  EXPECT_EQ(c1.filter_floats, 150u);
+  EXPECT_EQ(c1.padded_filter_floats, 6144u);
+  EXPECT_DOUBLE_EQ(c1.padding_ratio(), 40.96);
+  EXPECT_EQ(std::lround(c1.padding_ratio()), 41);
+  EXPECT_EQ(c1.filter_spectrum_complex, 6u * 32 * 17);             // W/2+1 = 17 columns
+  EXPECT_EQ(c1.input_spectrum_complex, 64u * 32 * 17);
+  EXPECT_EQ(c1.output_spectrum_complex, 64u * 6 * 32 * 17);
+  EXPECT_EQ(c1.circular_output_floats, 64u * 6 * 32 * 32);
+  EXPECT_EQ(c1.bytes(), 4u * (6144 + 393216) + 8u * (3264 + 34816 + 208896));
+  const cuda::FftScratch c3 = cuda::fft_scratch({64, 6, 14, 14, 16, 5});
+  EXPECT_EQ(c3.filter_floats, 2400u);
+  EXPECT_EQ(c3.padded_filter_floats, 18816u);  // 7.84x
+  const cuda::FftScratch c5 = cuda::fft_scratch({64, 16, 5, 5, 120, 5});
+  EXPECT_EQ(c5.padded_filter_floats, c5.filter_floats);  // K = H = W: nothing to pad
+  EXPECT_EQ(cuda::fft_scratch({1, 1, 9, 20, 1, 3}).filter_spectrum_complex, 9u * 11);  // odd rows
 }
 
 TEST(FiguresUnit, E01DoublesTheRunningSum) {
