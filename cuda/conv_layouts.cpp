@@ -1,17 +1,21 @@
 // Host side of Exercise 2's layouts (cuda/conv_layouts.cuh): names, sizes, and conversions of host
 // tensors between NCHW and each layout, through the same index helpers the kernels use.
+#include "cuda/conv_layouts.cuh"
+
 #include <string>
 
 #include "core/error.hpp"
-#include "cuda/conv_layouts.cuh"
 
 namespace lenet5::cuda {
 
 const char* layout_name(Layout layout) {
   switch (layout) {
-    case Layout::nhwc: return "NHWC";
-    case Layout::chwn: return "CHWN";
-    default: return "NCHW";
+    case Layout::nhwc:
+      return "NHWC";
+    case Layout::chwn:
+      return "CHWN";
+    default:
+      return "NCHW";
   }
 }
 
@@ -21,7 +25,9 @@ std::size_t unrolled_floats(const ConvShape& s) {
 
 namespace {
 
-std::size_t count_of(const Extents& e) { return std::size_t(e.N) * e.C * e.H * e.W; }
+std::size_t count_of(const Extents& e) {
+  return std::size_t(e.N) * e.C * e.H * e.W;
+}
 
 // Calls f(nchw_index, layout_index) for every element of a tensor of extents e.
 template <class L, class F>

@@ -41,15 +41,17 @@ const char* layout_name(Layout layout);  // "NCHW", "NHWC", "CHWN"
 struct Extents {
   int N, C, H, W;
 };
-LENET5_HOST_DEVICE Extents x_extents(const ConvDims& d) { return Extents{d.N, d.C, d.H, d.W}; }
+LENET5_HOST_DEVICE Extents x_extents(const ConvDims& d) {
+  return Extents{d.N, d.C, d.H, d.W};
+}
 LENET5_HOST_DEVICE Extents y_extents(const ConvDims& d) {
   return Extents{d.N, d.M, d.H_out, d.W_out};
 }
 
-constexpr int kLayoutWarp = 32;         // threads of a warp
-constexpr int kChwnSamples = 32;        // CHWN direct kernel: threadIdx.x over 32 samples
-constexpr int kChwnPositions = 8;       //   and threadIdx.y over 8 output positions (256 threads)
-constexpr int kUnrollThreads = 1024;    // Fig 16.17's CUDA_MAX_NUM_THREADS: 1-D unroll blocks
+constexpr int kLayoutWarp = 32;       // threads of a warp
+constexpr int kChwnSamples = 32;      // CHWN direct kernel: threadIdx.x over 32 samples
+constexpr int kChwnPositions = 8;     //   and threadIdx.y over 8 output positions (256 threads)
+constexpr int kUnrollThreads = 1024;  // Fig 16.17's CUDA_MAX_NUM_THREADS: 1-D unroll blocks
 
 // What a thread of the direct kernel computes: Y[n, m, h, w]. `active` false: an idle thread
 // (past the edge of the output, or past N), which returns at once and issues no memory request.
@@ -181,9 +183,12 @@ std::size_t unrolled_floats(const ConvShape& s);
 template <class F>
 decltype(auto) with_layout(Layout layout, F&& f) {
   switch (layout) {
-    case Layout::nhwc: return f(layout::NHWC{});
-    case Layout::chwn: return f(layout::CHWN{});
-    default: return f(layout::NCHW{});
+    case Layout::nhwc:
+      return f(layout::NHWC{});
+    case Layout::chwn:
+      return f(layout::CHWN{});
+    default:
+      return f(layout::NCHW{});
   }
 }
 

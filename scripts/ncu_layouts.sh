@@ -7,10 +7,10 @@
 #   scripts/ncu_layouts.sh [--out DIR] [--ex5] [--binary PATH]
 #
 #   --out DIR      folder for the figures, ncu's report and CSV, and the joined table
-#                  (default ncu-layouts/)
+#                  (default ncu-layouts/ in the project root, which git ignores)
 #   --ex5          also measure Exercise 5's unroll kernel (cuda::conv_unroll, Fig 16.18) on ex5's
 #                  cases (C1, C3, cuDNN L1 at N = 1), next to ex5's analytic sector counts
-#   --binary PATH  the lenet5 binary (default: $LENET5, else build/lenet5)
+#   --binary PATH  the lenet5 binary (default: $LENET5, else build/lenet5 in the project root)
 #
 # How rows are named: the ex2 target runs the first launch of each kernel inside the NVTX push/pop
 # ranges "ex2" > "ex2 <layer> <layout> <kernel>" (and "ex5" > "ex5 <case> unroll"); ncu --nvtx
@@ -27,15 +27,16 @@
 # (root, or the driver's NVreg_RestrictProfilingToAdminUsers=0).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
 say() { echo "ncu_layouts: $*" >&2; }
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }  # from the caller's folder
 
-out=ncu-layouts ex5=0 binary=${LENET5:-build/lenet5}
+out=$root/ncu-layouts ex5=0 binary=$root/build/lenet5
+[ -n "${LENET5:-}" ] && binary=$(absolute "$LENET5")
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) [ $# -ge 2 ] || { say "--out needs a folder"; exit 2; }; out=$2; shift 2 ;;
+    --out) [ $# -ge 2 ] || { say "--out needs a folder"; exit 2; }; out=$(absolute "$2"); shift 2 ;;
     --ex5) ex5=1; shift ;;
-    --binary) [ $# -ge 2 ] || { say "--binary needs a path"; exit 2; }; binary=$2; shift 2 ;;
+    --binary) [ $# -ge 2 ] || { say "--binary needs a path"; exit 2; }; binary=$(absolute "$2"); shift 2 ;;
     -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
@@ -79,7 +80,7 @@ ncu --import "$out/layouts.ncu-rep" --csv --page raw --print-units base \
   --print-nvtx-rename kernel >"$out/ncu_raw.csv"
 
 python3 - "$out" "$ex5" <<'PY' || status=$?
-import csv, io, os, sys
+import csv, io, os, re, sys
 
 out, ex5 = sys.argv[1], sys.argv[2] == "1"
 M = {"read": "dram__bytes_read.sum", "write": "dram__bytes_write.sum",
@@ -100,12 +101,23 @@ lines = open(os.path.join(out, "ncu_raw.csv")).read().splitlines()
 start = next((i for i, l in enumerate(lines) if '"Kernel Name"' in l), None)
 if start is None:
     sys.exit("ncu_layouts: no profiled kernels in ncu's CSV (see ncu_raw.csv and figures_ex2.log)")
+
+def range_of(row):
+    # --print-nvtx-rename kernel makes the name "<innermost range>/<demangled kernel>"; the raw
+    # page also has the push/pop stack ('"<default domain>:ex2:..."  "<default domain>:ex2 C1 ...:..."').
+    name = (row.get("Kernel Name") or "").strip()
+    head = name.split("/", 1)[0]
+    if head.startswith(("ex2 ", "ex5 ")):
+        return head
+    stack = next((v for k, v in row.items() if k and "Push/Pop_Range" in k), "") or ""
+    found = re.findall(r'<default domain>:([^:"]*):', stack)
+    return found[-1] if found else name
+
 measured = {}
 for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
     if not (row.get("ID") or "").strip():
         continue  # the units row
-    name = row["Kernel Name"].strip()
-    measured[name] = {k: number(row.get(v)) for k, v in M.items()}
+    measured[range_of(row)] = {k: number(row.get(v)) for k, v in M.items()}
 
 def ratio(a, b):
     return a / b if b else float("nan")
@@ -120,12 +132,16 @@ def fmt(v, digits=2):
 def fmt_int(v):
     return "n/a" if v != v else f"{int(v):,}"
 
-rows, missing = [], []
+rows, missing, agree, compared = [], [], 0, 0
 for a in read_csv("analytic.csv"):
     m = measured.get(a["range"])
     if m is None:
         missing.append(a["range"])
         m = {k: float("nan") for k in M}
+    else:
+        compared += 1
+        agree += (fmt(ratio(m["ld_sec"], m["ld_req"])) == fmt(float(a["load_sectors_per_request"])) and
+                  fmt(ratio(m["st_sec"], m["st_req"])) == fmt(float(a["store_sectors_per_request"])))
     rows.append([a["kernel"], a["layout"], a["layer"], fmt_int(m["read"]), fmt_int(m["write"]),
                  f'{int(a["least_dram_read_bytes"]):,}', f'{int(a["least_dram_write_bytes"]):,}',
                  fmt(ratio(m["ld_sec"], m["ld_req"])), fmt(float(a["load_sectors_per_request"])),
@@ -159,6 +175,8 @@ for name, cols, body in tables:
     with open(os.path.join(out, name + ".md"), "w") as f:
         f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
         f.writelines("| " + " | ".join(r) + " |\n" for r in body)
+print(f"measured load and store sectors/request equal the model's (to 2 decimals) on {agree} of "
+      f"{compared} profiled ex2 kernels")
 print(f"tables: {out}/ncu_layouts.csv" + (f", {out}/ncu_ex5.csv" if ex5 else "") +
       f"; ncu's own: {out}/ncu_raw.csv, {out}/layouts.ncu-rep")
 if missing:

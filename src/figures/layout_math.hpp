@@ -33,9 +33,9 @@ struct AccessCount {
 };
 
 struct KernelSectors {
-  AccessCount x_loads;  // X, in the layout
-  AccessCount w_loads;  // W[M][C][K][K] (direct kernel only)
-  AccessCount stores;   // Y (direct) or the unrolled matrix (unroll)
+  AccessCount x_loads;         // X, in the layout
+  AccessCount w_loads;         // W[M][C][K][K] (direct kernel only)
+  AccessCount stores;          // Y (direct) or the unrolled matrix (unroll)
   AccessCount loads() const {  // every global load: what ncu's _op_ld counters see
     AccessCount all = x_loads;
     return all += w_loads;

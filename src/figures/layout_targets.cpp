@@ -13,6 +13,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -52,7 +54,9 @@ std::vector<Layer> layers() {
 }
 
 enum class Kernel { direct, unroll };
-const char* kernel_name(Kernel k) { return k == Kernel::direct ? "direct" : "unroll"; }
+const char* kernel_name(Kernel k) {
+  return k == Kernel::direct ? "direct" : "unroll";
+}
 
 // One (layer, layout, kernel): what was measured and modelled.
 struct Row {
@@ -70,8 +74,9 @@ struct LayerData {
   std::vector<float> x, w, y_ref, unrolled_ref;
 };
 LayerData layer_data(const ConvShape& s, std::uint64_t seed) {
-  LayerData d{random_integers(x_count(s), -3, 3, seed), random_integers(weight_count(s), -3, 3, seed + 1),
-              std::vector<float>(y_count(s)), std::vector<float>(cuda::unrolled_floats(s))};
+  LayerData d{random_integers(x_count(s), -3, 3, seed),
+              random_integers(weight_count(s), -3, 3, seed + 1), std::vector<float>(y_count(s)),
+              std::vector<float>(cuda::unrolled_floats(s))};
   conv_forward_cpu(s, d.x.data(), d.w.data(), static_cast<const float*>(nullptr), d.y_ref.data());
   const std::size_t per_x = x_count(s) / s.n, per_u = d.unrolled_ref.size() / s.n;
   for (int n = 0; n < s.n; ++n)
@@ -79,16 +84,20 @@ LayerData layer_data(const ConvShape& s, std::uint64_t seed) {
   return d;
 }
 
-// Runs, checks, times and models one kernel in one layout.
+// Models, runs, checks and times one kernel in one layout (a wrong result is not timed).
 Row run_one(Block& b, const Layer& layer, const LayerData& data, Layout layout, Kernel kernel) {
   const ConvShape& s = layer.s;
   const cuda::ConvDims d = cuda::dims_of(s);
   Row r;
   r.layer = layer.name, r.layout = layout, r.kernel = kernel;
   r.range = "ex2 " + layer.name + " " + cuda::layout_name(layout) + " " + kernel_name(kernel);
+  const bool direct = kernel == Kernel::direct;
+  r.sectors = direct ? direct_kernel_sectors(layout, s) : unroll_kernel_sectors(layout, s);
+  const long long bytes = sizeof(float);
+  r.dram_read = bytes * (long long)(x_count(s) + (direct ? weight_count(s) : 0));
+  r.dram_write = bytes * (long long)(direct ? y_count(s) : cuda::unrolled_floats(s));
   const Buffer<float> x = upload(cuda::to_layout(layout, cuda::x_extents(d), data.x));
   const Buffer<float> w = upload(data.w);
-  const bool direct = kernel == Kernel::direct;
   Buffer<float> out = poisoned(direct ? y_count(s) : cuda::unrolled_floats(s));
   auto launch = [&] {
     if (direct)
@@ -110,14 +119,12 @@ Row run_one(Block& b, const Layer& layer, const LayerData& data, Layout layout, 
                m.ok(), m.text()))
     return r;  // not timed: correctness first
   r.us = gpu_median_us(kRepetitions, launch);
-  r.sectors = direct ? direct_kernel_sectors(layout, s) : unroll_kernel_sectors(layout, s);
-  const long long bytes = sizeof(float);
-  r.dram_read = bytes * (long long)(x_count(s) + (direct ? weight_count(s) : 0));
-  r.dram_write = bytes * (long long)(direct ? y_count(s) : cuda::unrolled_floats(s));
   return r;
 }
 
-std::string per_request(const AccessCount& a) { return fixed(a.sectors_per_request(), 2); }
+std::string per_request(const AccessCount& a) {
+  return fixed(a.sectors_per_request(), 2);
+}
 
 Table layer_table(const std::vector<Row>& rows, const std::string& layer) {
   Table t{{"layout", "kernel", "time (us)", "load sectors/req", "X-load sectors/req",
@@ -128,11 +135,11 @@ Table layer_table(const std::vector<Row>& rows, const std::string& layer) {
     if (r.layer != layer) continue;
     const KernelSectors& k = r.sectors;
     t.add({cuda::layout_name(r.layout), kernel_name(r.kernel),
-           std::isnan(r.us) ? "n/a" : fixed(r.us, 2), per_request(k.loads()), per_request(k.x_loads),
-           fixed(k.x_loads.lanes_per_request(), 1), fixed(100.0 * k.x_loads.efficiency(), 0) + " %",
-           per_request(k.stores), fixed(k.stores.lanes_per_request(), 1),
-           grouped(k.loads().requests), grouped(k.stores.requests), grouped(r.dram_read),
-           grouped(r.dram_write)});
+           std::isnan(r.us) ? "n/a" : fixed(r.us, 2), per_request(k.loads()),
+           per_request(k.x_loads), fixed(k.x_loads.lanes_per_request(), 1),
+           fixed(100.0 * k.x_loads.efficiency(), 0) + " %", per_request(k.stores),
+           fixed(k.stores.lanes_per_request(), 1), grouped(k.loads().requests),
+           grouped(k.stores.requests), grouped(r.dram_read), grouped(r.dram_write)});
   }
   return t;
 }
@@ -144,9 +151,11 @@ void write_joined_csv(Block& b, const std::vector<Row>& rows) {
           {}};
   for (const Row& r : rows)
     t.add({r.range, r.layer, cuda::layout_name(r.layout), kernel_name(r.kernel),
-           std::isnan(r.us) ? "" : fixed(r.us, 3), fixed(r.sectors.loads().sectors_per_request(), 4),
+           std::isnan(r.us) ? "" : fixed(r.us, 3),
+           fixed(r.sectors.loads().sectors_per_request(), 4),
            fixed(r.sectors.stores.sectors_per_request(), 4), std::to_string(r.dram_read),
            std::to_string(r.dram_write)});
+  std::filesystem::create_directories(b.folder());
   const auto path = b.folder() / "analytic.csv";
   std::ofstream file(path);
   file << t.csv();
@@ -161,22 +170,37 @@ const Row& find(const std::vector<Row>& rows, const std::string& layer, Layout l
   throw Error("internal: ex2 has no row " + layer);
 }
 
+// "direct CHWN 79.23 us" for the layer's fastest layout of a kernel (timings only: no check).
+std::string fastest(const std::vector<Row>& rows, const std::string& layer, Kernel kernel) {
+  const Row* best = nullptr;
+  for (const Row& r : rows)
+    if (r.layer == layer && r.kernel == kernel && !std::isnan(r.us) && (!best || r.us < best->us))
+      best = &r;
+  return std::string(kernel_name(kernel)) + " " +
+         (best ? std::string(cuda::layout_name(best->layout)) + " " + fixed(best->us, 2) + " us"
+               : "n/a");
+}
+
 // ---- checks of the model: properties derived from the layouts, not fitted to the numbers --------
 
-bool all_four(const AccessCount& a) { return a.requests > 0 && a.sectors == 4 * a.requests; }
+bool all_four(const AccessCount& a) {
+  return a.requests > 0 && a.sectors == 4 * a.requests;
+}
 
 void check_model(Block& b, const std::vector<Row>& rows) {
   bool chwn = true;
   for (const Row& r : rows)
     if (r.layout == Layout::chwn)
       chwn = chwn && all_four(r.sectors.x_loads) && all_four(r.sectors.stores);
-  b.check("CHWN, threads on n (N = 64): every X load and every store of both kernels touches exactly "
-          "4 sectors (32 consecutive floats of one 128-B line), on every layer", chwn);
+  b.check(
+      "CHWN, threads on n (N = 64): every X load and every store of both kernels touches exactly "
+      "4 sectors (32 consecutive floats of one 128-B line), on every layer",
+      chwn);
 
   bool c1_same = true;
   for (Kernel k : {Kernel::direct, Kernel::unroll}) {
-    const AccessCount& a = find(rows, "C1", Layout::nchw, k).sectors.x_loads;
-    const AccessCount& h = find(rows, "C1", Layout::nhwc, k).sectors.x_loads;
+    const AccessCount a = find(rows, "C1", Layout::nchw, k).sectors.x_loads;
+    const AccessCount h = find(rows, "C1", Layout::nhwc, k).sectors.x_loads;
     c1_same = c1_same && a.requests == h.requests && a.sectors == h.sectors;
   }
   b.check("C1 (C = 1): NHWC is NCHW for X, so both kernels' X loads cost the same", c1_same);
@@ -184,14 +208,19 @@ void check_model(Block& b, const std::vector<Row>& rows) {
   const auto stores = [&](const char* layer, Layout l) {
     return find(rows, layer, l, Kernel::direct).sectors.stores;
   };
-  b.check("direct kernel, threads on (h,w): NHWC stores Y with stride M and costs more sectors per "
-          "request than NCHW (C1: M = 6, C3: M = 16)",
-          stores("C1", Layout::nhwc).sectors_per_request() > stores("C1", Layout::nchw).sectors_per_request() &&
-              stores("C3", Layout::nhwc).sectors_per_request() > stores("C3", Layout::nchw).sectors_per_request());
+  b.check(
+      "direct kernel, threads on (h,w): NHWC stores Y with stride M and costs more sectors per "
+      "request than NCHW (C1: M = 6, C3: M = 16)",
+      stores("C1", Layout::nhwc).sectors_per_request() >
+              stores("C1", Layout::nchw).sectors_per_request() &&
+          stores("C3", Layout::nhwc).sectors_per_request() >
+              stores("C3", Layout::nchw).sectors_per_request());
   const AccessCount c3_store = stores("C3", Layout::nhwc);
-  b.check("C3 NHWC direct: stride M = 16 floats = 64 B, so each active lane's store is a sector of its own",
-          c3_store.sectors == c3_store.lanes, per_request(c3_store) + " sectors for " +
-                                                  fixed(c3_store.lanes_per_request(), 1) + " lanes");
+  b.check(
+      "C3 NHWC direct: stride M = 16 floats = 64 B, so each active lane's store is a sector of its "
+      "own",
+      c3_store.sectors == c3_store.lanes,
+      per_request(c3_store) + " sectors for " + fixed(c3_store.lanes_per_request(), 1) + " lanes");
 
   std::string ratios;
   bool c3_worse = true;
@@ -202,30 +231,36 @@ void check_model(Block& b, const std::vector<Row>& rows) {
     ratios += std::string(ratios.empty() ? "" : ", ") + kernel_name(k) + " " +
               fixed(h.sectors_per_request() / a.sectors_per_request(), 1) + "x";
   }
-  b.check("C3 (C = 6): NHWC's X loads, stride C = 24 B along the warp, cost more sectors per request "
-          "than NCHW's in both kernels (" + ratios + ")", c3_worse);
+  b.check(
+      "C3 (C = 6): NHWC's X loads, stride C = 24 B along the warp, cost more sectors per request "
+      "than NCHW's in both kernels (" +
+          ratios + ")",
+      c3_worse);
 
-  const Row& c5_chwn = find(rows, "C5", Layout::chwn, Kernel::direct);
+  const Row c5_chwn = find(rows, "C5", Layout::chwn, Kernel::direct);
   bool one_lane = true;
   for (Layout l : {Layout::nchw, Layout::nhwc}) {
-    const KernelSectors& k = find(rows, "C5", l, Kernel::direct).sectors;
+    const KernelSectors k = find(rows, "C5", l, Kernel::direct).sectors;
     one_lane = one_lane && k.x_loads.lanes == k.x_loads.requests &&
                k.x_loads.sectors == k.x_loads.requests &&
                k.loads().requests == 32 * c5_chwn.sectors.loads().requests;
   }
-  b.check("C5 (1x1 outputs): threads on (h,w) leave one active lane per warp, so every request is one "
-          "sector at 1/8 efficiency, and there are 32x the load requests of CHWN's threads on n",
-          one_lane);
+  b.check(
+      "C5 (1x1 outputs): threads on (h,w) leave one active lane per warp, so every request is one "
+      "sector at 1/8 efficiency, and there are 32x the load requests of CHWN's threads on n",
+      one_lane);
 
   const AccessCount c5_nchw = find(rows, "C5", Layout::nchw, Kernel::unroll).sectors.x_loads;
   const AccessCount c5_nhwc = find(rows, "C5", Layout::nhwc, Kernel::unroll).sectors.x_loads;
-  b.check("C5 unroll (H_out*W_out = 1): consecutive threads take consecutive channels c, so NHWC's "
-          "loads are coalesced (4 sectors) and NCHW's, stride H*W = 25 floats, take one sector per lane (32)",
-          all_four(c5_nhwc) && c5_nchw.sectors == 32 * c5_nchw.requests,
-          per_request(c5_nhwc) + " and " + per_request(c5_nchw));
+  b.check(
+      "C5 unroll (H_out*W_out = 1): consecutive threads take consecutive channels c, so NHWC's "
+      "loads are coalesced (4 sectors) and NCHW's, stride H*W = 25 floats, take one sector per "
+      "lane (32)",
+      all_four(c5_nhwc) && c5_nchw.sectors == 32 * c5_nchw.requests,
+      per_request(c5_nhwc) + " and " + per_request(c5_nchw));
 }
 
-// ---- Exercise 5's kernel, for the profiler ---------------------------------------------------------
+// ---- Exercise 5's kernel, for the profiler ------------------------------------------------------
 
 // The `ex5` target states analytic sector counts for the project's unroll kernel (Fig 16.18,
 // cuda::conv_unroll, one sample). Its cases run here once each inside NVTX ranges, so that
@@ -239,7 +274,8 @@ void ex5_kernel(Block& b) {
   const std::vector<Case> cases{{"C1", ConvShape{1, 1, 32, 32, 1, 5}},
                                 {"C3", ConvShape{1, 6, 14, 14, 1, 5}},
                                 {"cuDNN-L1", ConvShape{1, 3, 128, 128, 1, 11}}};
-  Table t{{"range", "case", "ex5 X reads", "ex5 writes (Fig 16.14)", "this model: loads", "stores"}, {}};
+  Table t{{"range", "case", "ex5 X reads", "ex5 writes (Fig 16.14)", "this model: loads", "stores"},
+          {}};
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     const std::vector<float> x = random_integers(x_count(c.s), -9, 9, 2200 + i);
@@ -256,11 +292,13 @@ void ex5_kernel(Block& b) {
     b.check("ex5 " + c.name + ": cuda::conv_unroll equals conv_unroll_cpu", m.ok(), m.text());
     const SectorCounts ex5 = unroll_sector_counts(c.s.c, c.s.h, c.s.w, c.s.k);
     const KernelSectors mine = unroll_kernel_sectors(Layout::nchw, c.s);
-    const double loads = mine.x_loads.sectors_per_request(), stores = mine.stores.sectors_per_request();
-    b.check("ex5 " + c.name + ": this model at N = 1 gives Exercise 5's " + fixed(ex5.x_reads, 2) + " / " +
-                fixed(ex5.writes_fig16_14, 2) + " sectors per request",
-            std::fabs(loads - ex5.x_reads) < 1e-12 && std::fabs(stores - ex5.writes_fig16_14) < 1e-12,
-            fixed(loads, 4) + " / " + fixed(stores, 4));
+    const double loads = mine.x_loads.sectors_per_request(),
+                 stores = mine.stores.sectors_per_request();
+    b.check(
+        "ex5 " + c.name + ": this model at N = 1 gives Exercise 5's " + fixed(ex5.x_reads, 2) +
+            " / " + fixed(ex5.writes_fig16_14, 2) + " sectors per request",
+        std::fabs(loads - ex5.x_reads) < 1e-12 && std::fabs(stores - ex5.writes_fig16_14) < 1e-12,
+        fixed(loads, 4) + " / " + fixed(stores, 4));
     t.add({range, c.name, fixed(ex5.x_reads, 4), fixed(ex5.writes_fig16_14, 4), fixed(loads, 4),
            fixed(stores, 4)});
   }
@@ -269,10 +307,10 @@ void ex5_kernel(Block& b) {
 
 void ex2(Block& b) {
   b.line(gpu_info().text());
-  b.line("X and Y in NCHW, NHWC or CHWN; W stays (M, C, K, K). Threads on (h,w) (Fig 16.12's 16x16");
-  b.line("tiles) for NCHW and NHWC, on n (32 samples x 8 output positions per block) for CHWN. The");
-  b.line("unroll (Fig 16.18, 1-D blocks of 1,024) writes each sample's Fig 16.14 matrix, N outermost");
-  b.line("(NCHW, NHWC) or innermost (CHWN). N = 64, integer data in [-3, 3]: exact comparisons.");
+  b.line("X and Y in NCHW, NHWC or CHWN; W stays (M, C, K, K). Threads on (h,w) (Fig 16.12's");
+  b.line("16x16 tiles) for NCHW and NHWC, on n (32 samples x 8 output positions per block) for");
+  b.line("CHWN. The unroll (Fig 16.18, 1-D blocks of 1,024) writes each sample's Fig 16.14");
+  b.line("matrix, N outermost (NCHW, NHWC) or innermost (CHWN). N = 64, integer data: exact.");
   b.line("time: kernel only, CUDA events, warm-up, median of " + std::to_string(kRepetitions) +
          ". Sectors: the exact model of layout_math.hpp");
   b.line("(every warp request of the real launch, 32-B sectors, 128-B aligned buffers).");
@@ -284,13 +322,15 @@ void ex2(Block& b) {
         rows.push_back(run_one(b, layer, data, layout, kernel));
     b.line(layer.name + ": " + shape_text(layer.s));
     b.table(layer.name, layer_table(rows, layer.name));
+    b.line(layer.name + " fastest: " + fastest(rows, layer.name, Kernel::direct) + ", " +
+           fastest(rows, layer.name, Kernel::unroll));
   }
   write_joined_csv(b, rows);
   check_model(b, rows);
   ex5_kernel(b);
-  b.line("DRAM bytes (dram__bytes_read.sum, dram__bytes_write.sum) and the measured sectors per");
-  b.line("request (l1tex__t_sectors / l1tex__t_requests _pipe_lsu_mem_global_op_ld and _st) come from");
-  b.line("scripts/ncu_layouts.sh, which profiles this target's NVTX-ranged launches with Nsight Compute.");
+  b.line("DRAM bytes (dram__bytes_read.sum, dram__bytes_write.sum) and the measured sectors");
+  b.line("per request (l1tex__t_sectors / l1tex__t_requests, _pipe_lsu_mem_global_op_ld and _st)");
+  b.line("come from scripts/ncu_layouts.sh, which profiles the NVTX-ranged launches above.");
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ using cuda::Layout;
 // shows.
 const ConvShape kSmall{3, 2, 6, 5, 4, 3};
 
-std::string name(Layout l) { return cuda::layout_name(l); }
+std::string name(Layout l) {
+  return cuda::layout_name(l);
+}
 
 std::vector<ConvShape> lenet_shapes(int n) {
   return {ConvShape{n, 1, 32, 32, 6, 5}, ConvShape{n, 6, 14, 14, 16, 5},
@@ -98,7 +100,8 @@ TEST(ConvLayouts, ConversionsPlaceEachElementAtItsOffsetAndInvertEachOther) {
   for (Layout l : cuda::kLayouts) {
     const std::vector<float> data = cuda::to_layout(l, e, nchw);
     const std::vector<std::size_t> at = offsets(l, e);
-    for (std::size_t i = 0; i < nchw.size(); ++i) ASSERT_EQ(data[at[i]], nchw[i]) << name(l) << " " << i;
+    for (std::size_t i = 0; i < nchw.size(); ++i)
+      ASSERT_EQ(data[at[i]], nchw[i]) << name(l) << " " << i;
     EXPECT_EQ(cuda::from_layout(l, e, data), nchw) << name(l);
   }
 }
@@ -137,7 +140,8 @@ TEST(ConvLayouts, DirectMappingCoversEveryOutputOnce) {
               for (unsigned bx = 0; bx < launch.grid.x; ++bx)
                 for (unsigned ty = 0; ty < launch.block.y; ++ty)
                   for (unsigned tx = 0; tx < launch.block.x; ++tx) {
-                    const cuda::DirectThread t = cuda::direct_thread<L>(d, uint3{bx, by, bz}, uint3{tx, ty, 0});
+                    const cuda::DirectThread t =
+                        cuda::direct_thread<L>(d, uint3{bx, by, bz}, uint3{tx, ty, 0});
                     if (t.active) ++hits[cuda::y_index(d, t.n, t.m, t.h, t.w)];
                   }
         });
@@ -150,12 +154,13 @@ TEST(ConvLayouts, UnrollMappingCoversEveryChannelAndPositionOnce) {
   for (const ConvShape& s : lenet_shapes(5))
     for (Layout l : cuda::kLayouts) {
       const cuda::ConvDims d = cuda::dims_of(s);
-      const std::size_t HW = std::size_t(s.h_out()) * s.w_out(), threads = std::size_t(s.n) * s.c * HW;
+      const std::size_t HW = std::size_t(s.h_out()) * s.w_out(),
+                        threads = std::size_t(s.n) * s.c * HW;
       std::vector<int> hits(threads);
       cuda::with_layout(l, [&](auto tag) {
         using L = decltype(tag);
-        const std::size_t launched = (threads + cuda::kUnrollThreads - 1) / cuda::kUnrollThreads *
-                                     cuda::kUnrollThreads;
+        const std::size_t launched =
+            (threads + cuda::kUnrollThreads - 1) / cuda::kUnrollThreads * cuda::kUnrollThreads;
         for (std::size_t t = 0; t < launched; ++t) {
           const cuda::UnrollThread u = cuda::unroll_thread<L>(d, t);
           if (!u.active) continue;
@@ -163,27 +168,31 @@ TEST(ConvLayouts, UnrollMappingCoversEveryChannelAndPositionOnce) {
           ++hits[(std::size_t(u.n) * s.c + u.c) * HW + u.s];
         }
       });
-      EXPECT_EQ(std::set<int>(hits.begin(), hits.end()), std::set<int>{1}) << name(l) << " C=" << s.c;
+      EXPECT_EQ(std::set<int>(hits.begin(), hits.end()), std::set<int>{1})
+          << name(l) << " C=" << s.c;
     }
 }
 
 // ---- the sector counter ------------------------------------------------------------------------
 
-int sectors_of(std::vector<std::int64_t> bytes) { return figures::distinct_sectors(bytes); }
-std::vector<std::int64_t> floats_at(int count, std::int64_t first_byte, std::int64_t stride_floats) {
+int sectors_of(std::vector<std::int64_t> bytes) {
+  return figures::distinct_sectors(bytes);
+}
+std::vector<std::int64_t> floats_at(int count, std::int64_t first_byte,
+                                    std::int64_t stride_floats) {
   std::vector<std::int64_t> bytes;
   for (int i = 0; i < count; ++i) bytes.push_back(first_byte + 4 * stride_floats * i);
   return bytes;
 }
 
 TEST(SectorCounter, HandCountedWarpRequests) {
-  EXPECT_EQ(sectors_of(floats_at(32, 0, 1)), 4);    // 128 aligned bytes
-  EXPECT_EQ(sectors_of(floats_at(32, 4, 1)), 5);    // shifted by one float: a fifth sector
-  EXPECT_EQ(sectors_of(floats_at(32, 0, 2)), 8);    // stride 2: 256 bytes, half of each used
-  EXPECT_EQ(sectors_of(floats_at(32, 0, 8)), 32);   // stride 32 B: a sector per thread
-  EXPECT_EQ(sectors_of(floats_at(32, 0, 6)), 24);   // stride 24 B (NHWC, C = 6): 768 B / 32
-  EXPECT_EQ(sectors_of(floats_at(32, 0, 0)), 1);    // one address: a broadcast
-  EXPECT_EQ(sectors_of(floats_at(16, 16, 1)), 3);   // 64 B from byte 16: bytes 16..79
+  EXPECT_EQ(sectors_of(floats_at(32, 0, 1)), 4);   // 128 aligned bytes
+  EXPECT_EQ(sectors_of(floats_at(32, 4, 1)), 5);   // shifted by one float: a fifth sector
+  EXPECT_EQ(sectors_of(floats_at(32, 0, 2)), 8);   // stride 2: 256 bytes, half of each used
+  EXPECT_EQ(sectors_of(floats_at(32, 0, 8)), 32);  // stride 32 B: a sector per thread
+  EXPECT_EQ(sectors_of(floats_at(32, 0, 6)), 24);  // stride 24 B (NHWC, C = 6): 768 B / 32
+  EXPECT_EQ(sectors_of(floats_at(32, 0, 0)), 1);   // one address: a broadcast
+  EXPECT_EQ(sectors_of(floats_at(16, 16, 1)), 3);  // 64 B from byte 16: bytes 16..79
 }
 
 // A case small enough to count by hand: N = 32, C = 1, 5x5 input, M = 1, K = 5: one output per

@@ -69,7 +69,8 @@ TEST_P(ConvLayoutKernels, UnrollMatchesTheCpuUnrollOfEverySample) {
   std::vector<float> expected(cuda::unrolled_floats(s));
   const std::size_t per_unrolled = expected.size() / s.n;
   for (int n = 0; n < s.n; ++n)
-    lenet5::conv_unroll_cpu<float>(s, x.data() + n * per_sample, expected.data() + n * per_unrolled);
+    lenet5::conv_unroll_cpu<float>(s, x.data() + n * per_sample,
+                                   expected.data() + n * per_unrolled);
   const Buffer<float> x_dev = upload(cuda::to_layout(layout, cuda::x_extents(cuda::dims_of(s)), x));
   Buffer<float> x_unroll = poisoned(expected.size());
   cuda::conv_unroll_layout(layout, s, x_dev.data(), x_unroll.data(), nullptr);
