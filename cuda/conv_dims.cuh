@@ -1,9 +1,18 @@
-// The sizes and NCHW index arithmetic shared by every convolution version's kernels.
+// The sizes and NCHW index arithmetic shared by every convolution version's kernels. Host code may
+// include it too (the index functions are __host__ __device__ under nvcc, plain inline functions
+// under a host compiler): the layout exercise's sector model and tests use the same arithmetic.
 #pragma once
 
 #include <cstddef>
 
 #include "layers/reference_cpu.hpp"
+
+// __host__ __device__ inline under nvcc; inline for a host compiler, which knows neither keyword.
+#if defined(__CUDACC__)
+#define LENET5_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define LENET5_HOST_DEVICE inline
+#endif
 
 namespace lenet5::cuda {
 
@@ -19,15 +28,13 @@ inline ConvDims dims_of(const ConvShape& s) {
 
 // Linear NCHW offsets (never the chapter's A[i, j, k], which C++ reads as the comma operator,
 // hazard H1). n is a std::size_t so that batch offsets never overflow an int.
-__device__ __forceinline__ std::size_t x_index(const ConvDims& d, std::size_t n, int c, int h,
-                                               int w) {
+LENET5_HOST_DEVICE std::size_t x_index(const ConvDims& d, std::size_t n, int c, int h, int w) {
   return ((n * d.C + c) * d.H + h) * d.W + w;
 }
-__device__ __forceinline__ std::size_t weight_index(const ConvDims& d, int m, int c, int p, int q) {
+LENET5_HOST_DEVICE std::size_t weight_index(const ConvDims& d, int m, int c, int p, int q) {
   return ((std::size_t(m) * d.C + c) * d.K + p) * d.K + q;
 }
-__device__ __forceinline__ std::size_t y_index(const ConvDims& d, std::size_t n, int m, int h,
-                                               int w) {
+LENET5_HOST_DEVICE std::size_t y_index(const ConvDims& d, std::size_t n, int m, int h, int w) {
   return ((n * d.M + m) * d.H_out + h) * d.W_out + w;
 }
 

@@ -284,14 +284,13 @@ namespace {
 constexpr int kWarp = 32;
 constexpr std::int64_t kSectorBytes = 32;
 
-// Distinct 32-byte sectors among byte addresses (the bases are 128-byte aligned at 0).
-int sectors(std::vector<std::int64_t>& byte_addresses) {
+}  // namespace
+
+int distinct_sectors(std::vector<std::int64_t>& byte_addresses) {
   for (auto& a : byte_addresses) a /= kSectorBytes;
   std::sort(byte_addresses.begin(), byte_addresses.end());
   return int(std::unique(byte_addresses.begin(), byte_addresses.end()) - byte_addresses.begin());
 }
-
-}  // namespace
 
 SectorCounts unroll_sector_counts(int C, int H, int W, int K) {
   const std::int64_t H_out = H - K + 1, W_out = W - K + 1, HW = H_out * W_out;
@@ -312,7 +311,8 @@ SectorCounts unroll_sector_counts(int C, int H, int W, int K) {
           lit.push_back(word * (s * CKK + tap));
           id.push_back(word * (t - first));
         }
-        reads += sectors(r), writes += sectors(wr), literal += sectors(lit), ideal += sectors(id);
+        reads += distinct_sectors(r), writes += distinct_sectors(wr);
+        literal += distinct_sectors(lit), ideal += distinct_sectors(id);
         ++out.requests;
       }
   const double n = double(out.requests);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -138,6 +139,11 @@ long long unroll_blocks_correct(long long threads, int threads_per_block);
 // each (p, q) iteration is one warp request for the X read and one for the X_unroll write; X and
 // X_unroll start on 128-byte boundaries; a request costs the number of distinct 32-byte sectors its
 // active threads touch. Each figure is the average over all requests (every warp, every (p, q)).
+// The number of distinct 32-byte sectors among byte addresses (offsets from a 128-byte aligned
+// base, as cudaMalloc's are): what one warp request costs. Overwrites the addresses (sorts the
+// sector numbers). Also the building block of Exercise 2's model (layout_math.hpp).
+int distinct_sectors(std::vector<std::int64_t>& byte_addresses);
+
 struct SectorCounts {
   double x_reads = 0;           // X[c, h_out+p, w_out+q]
   double writes_fig16_14 = 0;   // X_unroll[(c*K*K + p*K + q)*H_out*W_out + t % (H_out*W_out)]

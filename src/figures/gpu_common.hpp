@@ -1,7 +1,7 @@
 // Shared by the GPU targets of `lenet5 figures` (gpu_targets.cpp, gpu_unroll_targets.cpp,
-// gpu_fft_targets.cpp, timing_targets.cpp, cudnn_targets.cpp, phase_timing_targets.cpp): device
-// data in and out, NaN poisoning, comparisons that count unwritten and wrong elements, test data,
-// timing, and what the GPU is.
+// gpu_fft_targets.cpp, layout_targets.cpp, timing_targets.cpp, cudnn_targets.cpp,
+// phase_timing_targets.cpp): device data in and out, NaN poisoning, comparisons that count
+// unwritten and wrong elements, test data, timing, and what the GPU is.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +25,7 @@ namespace lenet5::figures {
 // The parts of gpu_targets(), one per source file, in the specification's order.
 std::vector<Target> gpu_errata_targets();  // fig16.12, fig16.13 (gpu_targets.cpp)
 std::vector<Target> gpu_unroll_targets();  // fig16.14.gpu, fig16.17 (gpu_unroll_targets.cpp)
+std::vector<Target> layout_targets();      // ex2 (layout_targets.cpp)
 std::vector<Target> gpu_fft_targets();     // ex3 (gpu_fft_targets.cpp)
 std::vector<Target> timing_targets();      // lenet.timing, zf.timing (timing_targets.cpp)
 std::vector<Target> cudnn_targets();       // cudnn.tab3 (cudnn_targets.cpp)

@@ -19,8 +19,8 @@ namespace lenet5::figures {
 
 std::vector<Target> gpu_targets() {
   std::vector<Target> all;
-  for (auto part : {gpu_errata_targets(), gpu_unroll_targets(), gpu_fft_targets(), timing_targets(),
-                    cudnn_targets(), phase_timing_targets()})
+  for (auto part : {gpu_errata_targets(), gpu_unroll_targets(), layout_targets(),
+                    gpu_fft_targets(), timing_targets(), cudnn_targets(), phase_timing_targets()})
     for (auto& target : part) all.push_back(std::move(target));
   return all;
 }
