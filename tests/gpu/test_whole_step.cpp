@@ -157,7 +157,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Activation::tanh, Activation::sigmoid,
                                          Activation::scaled_tanh, Activation::relu),
                        ::testing::Values(Subsampling::average, Subsampling::max),
-                       ::testing::Values(C3Table::full, C3Table::lecun)));
+                       ::testing::Values(C3Table::full, C3Table::lecun)),
+    [](const auto& info) {  // "tanh_average_full": test names must be alphanumeric or '_'
+      NetConfig config;
+      std::tie(config.activation, config.subsampling, config.c3_table) = info.param;
+      std::string name = describe(config);
+      for (char& c : name)
+        if (c == '/' || c == '-') c = '_';
+      return name;
+    });
 
 // The loss statistics are the reference's: the batch's loss sum and correct count.
 TEST(WholeStep, StatisticsMatchTheCpuReference) {
