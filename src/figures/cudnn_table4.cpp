@@ -30,8 +30,6 @@ double PhaseTimes::phase_sum() const {
   return sum;
 }
 
-namespace {
-
 PhaseTimes phase_times(double backward, double forward, double testing, double update,
                        double overall) {
   PhaseTimes t;
@@ -42,8 +40,6 @@ PhaseTimes phase_times(double backward, double forward, double testing, double u
   t.overall_ms = overall;
   return t;
 }
-
-}  // namespace
 
 PhaseTimes cdnn_table4_caffe() {
   return phase_times(156270, 109310, 21600, 2926, 290106);

@@ -30,6 +30,10 @@ struct PhaseTimes {
   double phase_sum() const;
 };
 
+// Times in the paper's row order (Backward, Forward, Testing, Update) and the overall time.
+PhaseTimes phase_times(double backward, double forward, double testing, double update,
+                       double overall);
+
 // The paper's two columns [T CDNN:167-183], in the printed units (probably milliseconds, D05).
 PhaseTimes cdnn_table4_caffe();        // 156,270 / 109,310 / 21,600 / 2,926; overall 290,106
 PhaseTimes cdnn_table4_caffe_cudnn();  // 120,651 / 75,330 / 14,529 / 2,920; overall 213,431

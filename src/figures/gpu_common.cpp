@@ -14,9 +14,6 @@
 
 namespace lenet5::figures {
 
-std::size_t x_count(const ConvShape& s) { return std::size_t(s.n) * s.c * s.h * s.w; }
-std::size_t weight_count(const ConvShape& s) { return std::size_t(s.m) * s.c * s.k * s.k; }
-std::size_t y_count(const ConvShape& s) { return std::size_t(s.n) * s.m * s.h_out() * s.w_out(); }
 double conv_macs(const ConvShape& s) { return double(y_count(s)) * s.c * s.k * s.k; }
 
 std::string shape_text(const ConvShape& s) {

@@ -32,9 +32,6 @@ std::vector<Target> cudnn_targets();       // cudnn.tab3 (cudnn_targets.cpp)
 std::vector<Target> phase_timing_targets();  // cudnn.tab4 (phase_timing_targets.cpp)
 
 // ---- sizes --------------------------------------------------------------------------------------
-std::size_t x_count(const ConvShape& s);       // N*C*H*W
-std::size_t weight_count(const ConvShape& s);  // M*C*K*K
-std::size_t y_count(const ConvShape& s);       // N*M*H_out*W_out
 double conv_macs(const ConvShape& s);          // N*M*H_out*W_out*C*K*K
 std::string shape_text(const ConvShape& s);    // "N=2 C=1 32x32 -> M=6 28x28, K=5"
 

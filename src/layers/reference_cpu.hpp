@@ -25,6 +25,11 @@ struct ConvShape {
   int h_out() const { return h - k + 1; }
   int w_out() const { return w - k + 1; }
 };
+inline std::size_t x_count(const ConvShape& s) { return std::size_t(s.n) * s.c * s.h * s.w; }
+inline std::size_t weight_count(const ConvShape& s) { return std::size_t(s.m) * s.c * s.k * s.k; }
+inline std::size_t y_count(const ConvShape& s) {
+  return std::size_t(s.n) * s.m * s.h_out() * s.w_out();
+}
 
 // Fig 16.4 / 16.10 (mini-batch): Y[n,m,h,w] = sum_{c,p,q} X[n,c,h+p,w+q] * W[m,c,p,q] (+ bias[m]).
 // Errata fixed: E01 (A's "Y += Y + ..." doubled the running sum), E02 (the int width W and the

@@ -25,16 +25,6 @@ using figures::Phase;
 using figures::PhaseTimes;
 using figures::Table;
 
-PhaseTimes times(double backward, double forward, double testing, double update, double overall) {
-  PhaseTimes t;
-  t[Phase::backward] = backward;
-  t[Phase::forward] = forward;
-  t[Phase::testing] = testing;
-  t[Phase::update] = update;
-  t.overall_ms = overall;
-  return t;
-}
-
 // ---- the phase arithmetic -----------------------------------------------------------------------
 
 TEST(CudnnTable4, IntervalsGoToTheirPhasesInMarkOrder) {
@@ -68,12 +58,12 @@ TEST(CudnnTable4, OverallSumBoundCountsEveryReading) {
 }
 
 TEST(CudnnTable4, PositiveAndFinite) {
-  EXPECT_TRUE(figures::positive_and_finite(times(1, 2, 3, 4, 10)));
-  EXPECT_FALSE(figures::positive_and_finite(times(1, 2, 3, 0, 6)));
-  EXPECT_FALSE(figures::positive_and_finite(times(1, -2, 3, 4, 6)));
-  EXPECT_FALSE(figures::positive_and_finite(times(1, std::nan(""), 3, 4, 8)));
-  EXPECT_FALSE(
-      figures::positive_and_finite(times(1, 2, 3, 4, std::numeric_limits<double>::infinity())));
+  EXPECT_TRUE(figures::positive_and_finite(figures::phase_times(1, 2, 3, 4, 10)));
+  EXPECT_FALSE(figures::positive_and_finite(figures::phase_times(1, 2, 3, 0, 6)));
+  EXPECT_FALSE(figures::positive_and_finite(figures::phase_times(1, -2, 3, 4, 6)));
+  EXPECT_FALSE(figures::positive_and_finite(figures::phase_times(1, std::nan(""), 3, 4, 8)));
+  EXPECT_FALSE(figures::positive_and_finite(
+      figures::phase_times(1, 2, 3, 4, std::numeric_limits<double>::infinity())));
 }
 
 TEST(CudnnTable4, Differences) {
@@ -103,7 +93,8 @@ TEST(CudnnTable4, PaperColumnsSumAndSpeedupsAsTheSpecificationDerives) {
 // ---- the tables ---------------------------------------------------------------------------------
 
 TEST(CudnnTable4, TableHasThePapersLayout) {
-  const PhaseTimes base = times(8, 4, 2, 1, 15.0004), fast = times(4, 2, 1, 0.5, 7.5);
+  const PhaseTimes base = figures::phase_times(8, 4, 2, 1, 15.0004),
+                   fast = figures::phase_times(4, 2, 1, 0.5, 7.5);
   const Table t = figures::table4("book + 1 direct", base, "fast + 5 staged", fast);
   EXPECT_EQ(t.columns, (std::vector<std::string>{"phase", "book + 1 direct ms",
                                                  "fast + 5 staged ms", "speedup"}));
@@ -133,7 +124,8 @@ TEST(CudnnTable4, SpeedupComesFromTheUnroundedTimes) {
   // Both forward times print as 1.000, but 1.0004 / 0.9996 = 1.0008: the table says 1.001, which
   // a reader can also get from 1.000 / 1.000 within their rounding; 1.000 (the ratio of the
   // rounded times) is refused.
-  const PhaseTimes base = times(1, 1.0004, 1, 1, 4.0004), fast = times(1, 0.9996, 1, 1, 3.9996);
+  const PhaseTimes base = figures::phase_times(1, 1.0004, 1, 1, 4.0004),
+                   fast = figures::phase_times(1, 0.9996, 1, 1, 3.9996);
   Table t = figures::table4("a", base, "b", fast);
   EXPECT_EQ(t.rows[1], (std::vector<std::string>{"Forward", "1.000", "1.000", "1.001"}));
   std::string detail;
@@ -144,7 +136,8 @@ TEST(CudnnTable4, SpeedupComesFromTheUnroundedTimes) {
 }
 
 TEST(CudnnTable4, SpeedupCheckRefusesOtherTimesAndLayouts) {
-  const PhaseTimes base = times(8, 4, 2, 1, 15), fast = times(4, 2, 1, 0.5, 7.5);
+  const PhaseTimes base = figures::phase_times(8, 4, 2, 1, 15),
+                   fast = figures::phase_times(4, 2, 1, 0.5, 7.5);
   Table t = figures::table4("a", base, "b", fast);
   std::string detail;
   Table wrong_time = t;
@@ -160,8 +153,8 @@ TEST(CudnnTable4, SpeedupCheckRefusesOtherTimesAndLayouts) {
 }
 
 TEST(CudnnTable4, LongTableHasFiveRowsPerConfigurationAndTheBaselineFirst) {
-  const Table t = figures::table4_long(
-      {{"book + 1 direct", times(8, 4, 2, 1, 15)}, {"fast + 2 tiled", times(2, 1, 1, 1, 5)}});
+  const Table t = figures::table4_long({{"book + 1 direct", figures::phase_times(8, 4, 2, 1, 15)},
+                                        {"fast + 2 tiled", figures::phase_times(2, 1, 1, 1, 5)}});
   EXPECT_EQ(t.columns, (std::vector<std::string>{"configuration", "phase", "ms",
                                                  "speedup over book + 1 direct"}));
   ASSERT_EQ(t.rows.size(), 10u);

@@ -24,10 +24,6 @@ using lenet5::ConvShape;
 using namespace lenet5::test;
 namespace ap = lenet5::cuda::as_printed;
 
-std::size_t x_count(const ConvShape& s) { return std::size_t(s.n) * s.c * s.h * s.w; }
-std::size_t w_count(const ConvShape& s) { return std::size_t(s.m) * s.c * s.k * s.k; }
-std::size_t y_count(const ConvShape& s) { return std::size_t(s.n) * s.m * s.h_out() * s.w_out(); }
-
 const ConvShape kC1{2, 1, 32, 32, 6, 5};
 const ConvShape kC3{2, 6, 14, 14, 16, 5};
 const ConvShape kC5{2, 16, 5, 5, 120, 5};
@@ -38,7 +34,7 @@ struct Data {
   std::vector<float> x, w, y;
 };
 Data integer_data(const ConvShape& s, unsigned seed) {
-  Data d{random_integers(x_count(s), -3, 3, seed), random_integers(w_count(s), -3, 3, seed + 1),
+  Data d{random_integers(x_count(s), -3, 3, seed), random_integers(weight_count(s), -3, 3, seed + 1),
          std::vector<float>(y_count(s))};
   lenet5::conv_forward_cpu(s, d.x.data(), d.w.data(), static_cast<const float*>(nullptr), d.y.data());
   return d;
@@ -123,7 +119,7 @@ TEST(AsPrinted, Fig16_13_E15_E16_Signatures_OnLeNetC1) {
   // Distinct float inputs: an output that reads a misplaced tile element is wrong (no chance
   // coincidences as with small integers), and right outputs are bit-identical to the fixed
   // variant's (same kernel, same summation order).
-  const std::vector<float> x = random_floats(x_count(kC1), 21), w = random_floats(w_count(kC1), 22);
+  const std::vector<float> x = random_floats(x_count(kC1), 21), w = random_floats(weight_count(kC1), 22);
   const Result fixed = fig16_13(kC1, x, w, {false, false, true});
   EXPECT_EQ(count_nans(fixed.y), 0u);
   EXPECT_EQ(fixed.launch.tally.shared_out_of_tile, 0);

@@ -37,16 +37,6 @@ std::ostream& operator<<(std::ostream& out, const Case& c) {
   return out << c.name;
 }
 
-std::size_t x_count(const ConvShape& s) {
-  return std::size_t(s.n) * s.c * s.h * s.w;
-}
-std::size_t weight_count(const ConvShape& s) {
-  return std::size_t(s.m) * s.c * s.k * s.k;
-}
-std::size_t y_count(const ConvShape& s) {
-  return std::size_t(s.n) * s.m * s.h_out() * s.w_out();
-}
-
 std::vector<double> reference(const ConvShape& s, const std::vector<float>& x,
                               const std::vector<float>& w) {
   const std::vector<double> xd(x.begin(), x.end()), wd(w.begin(), w.end());

@@ -47,16 +47,6 @@ std::string version_label(ConvAlgo algo) {
   return name;
 }
 
-std::size_t x_count(const ConvShape& s) {
-  return std::size_t(s.n) * s.c * s.h * s.w;
-}
-std::size_t weight_count(const ConvShape& s) {
-  return std::size_t(s.m) * s.c * s.k * s.k;
-}
-std::size_t y_count(const ConvShape& s) {
-  return std::size_t(s.n) * s.m * s.h_out() * s.w_out();
-}
-
 // The inputs of all three directions: x (N,C,H,W), weight (M,C,K,K), bias (M), dL_dy
 // (N,M,H_out,W_out).
 struct ConvData {

@@ -30,9 +30,6 @@ std::size_t sample_count(const ConvShape& s) {
 std::size_t unrolled_count(const ConvShape& s) {
   return std::size_t(s.c) * s.k * s.k * s.h_out() * s.w_out();
 }
-std::size_t y_count(const ConvShape& s) {
-  return std::size_t(s.n) * s.m * s.h_out() * s.w_out();
-}
 
 // The unroll of sample n of x; the caller offsets the pointer (erratum E21), as Fig 16.15 must.
 std::vector<float> unroll_gpu(const ConvShape& s, const std::vector<float>& x, int n) {

@@ -61,9 +61,14 @@ std::vector<float> initial_parameters(const NetConfig& config, std::uint64_t see
   return params;
 }
 
-// The reference: the CPU network in double, from the same float weights.
-std::vector<double> reference_gradients(const NetConfig& config, const std::vector<float>& params,
-                                        const Batch& batch) {
+// The reference: the CPU network in double, from the same float weights: the step's gradient
+// and its loss statistics.
+struct ReferenceStep {
+  std::vector<double> gradients;
+  LossStats loss;
+};
+ReferenceStep reference_step(const NetConfig& config, const std::vector<float>& params,
+                             const Batch& batch) {
   const int n = int(batch.indices.size());
   Network<double> net(config, Device::cpu, n);
   std::vector<double> wide(params.begin(), params.end());
@@ -74,9 +79,10 @@ std::vector<double> reference_gradients(const NetConfig& config, const std::vect
   for (const std::int32_t i : batch.indices) labels.push_back(batch.labels[i]);
   net.forward(input.data(), n);
   std::vector<double> dL_dlogits(std::size_t(n) * 10);
-  softmax_cross_entropy_cpu(net.logits(), labels.data(), n, 10, dL_dlogits.data(), nullptr);
+  const LossStats loss =
+      softmax_cross_entropy_cpu(net.logits(), labels.data(), n, 10, dL_dlogits.data(), nullptr);
   net.backward(dL_dlogits.data(), n);
-  return net.gradients().to_vector();
+  return {net.gradients().to_vector(), loss};
 }
 
 struct DeviceBatch {
@@ -138,7 +144,7 @@ TEST_P(WholeStepGradients, MatchTheCpuReference) {
     step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n,
                    device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
     const std::vector<float> got = test::download(gradients);
-    expect_gradients_match(layout, got, reference_gradients(config, params, batch),
+    expect_gradients_match(layout, got, reference_step(config, params, batch).gradients,
                            describe(config) + " n=" + std::to_string(n));
     const cuda::StepStats totals = stats.to_vector()[0];
     EXPECT_GE(totals.correct, 0);
@@ -184,18 +190,7 @@ TEST(WholeStep, StatisticsMatchTheCpuReference) {
   step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64,
                  device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
   const cuda::StepStats got = stats.to_vector()[0];
-
-  Network<double> net(config, Device::cpu, 64);
-  std::vector<double> wide(params.begin(), params.end());
-  net.parameters().copy_from_host(wide.data());
-  std::vector<double> input(64 * 32 * 32);
-  gather_batch_cpu(batch.images.data(), batch.indices.data(), 64, input.data());
-  std::vector<std::uint8_t> labels;
-  for (const std::int32_t i : batch.indices) labels.push_back(batch.labels[i]);
-  net.forward(input.data(), 64);
-  std::vector<int> predictions(64);
-  const LossStats want = softmax_cross_entropy_cpu<double>(net.logits(), labels.data(), 64, 10,
-                                                           nullptr, predictions.data());
+  const LossStats want = reference_step(config, params, batch).loss;
   // Float logits against double ones: the loss sum of 64 samples agrees to ~1e-6 relative.
   EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-4 * want.loss_sum);
   EXPECT_EQ(got.correct, want.correct);
