@@ -117,6 +117,28 @@ void expect_gradients_match(const ParamLayout& layout, const std::vector<float>&
   }
 }
 
+// WholeStep::gradients on the GPU for the batch's n samples: the gradient (the padding between
+// tensors poisoned with NaN, which the comparisons never read) and the step's statistics.
+struct GpuStep {
+  std::vector<float> gradients;
+  cuda::StepStats stats;
+};
+GpuStep gpu_gradients(const NetConfig& config, const std::vector<float>& params,
+                      const Batch& batch) {
+  const ParamLayout layout = lenet5_layout(config);
+  const int n = int(batch.indices.size());
+  DeviceBatch device(batch);
+  cuda::WholeStep step(config, layout, 64);
+  Buffer<float> device_params = test::upload(params);
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+  test::poison(gradients);
+  Buffer<cuda::StepStats> stats(Device::gpu, 1);
+  stats.zero();
+  step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n,
+                 device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
+  return {test::download(gradients), stats.to_vector()[0]};
+}
+
 std::string describe(const NetConfig& c) {
   return std::string(to_string(c.activation)) + "/" + to_string(c.subsampling) + "/" +
          to_string(c.c3_table);
@@ -134,19 +156,11 @@ TEST_P(WholeStepGradients, MatchTheCpuReference) {
   const std::vector<float> params = initial_parameters(config, 11);
   for (const int n : {64, 37}) {  // a full batch and a short last one
     const Batch batch = make_batch(100, n, 3 + n);
-    DeviceBatch device(batch);
-    cuda::WholeStep step(config, layout, 64);
-    Buffer<float> device_params = test::upload(params);
-    Buffer<float> gradients(Device::gpu, layout.buffer_floats);
-    test::poison(gradients);
-    Buffer<cuda::StepStats> stats(Device::gpu, 1);
-    stats.zero();
-    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n,
-                   device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
-    const std::vector<float> got = test::download(gradients);
+    const GpuStep result = gpu_gradients(config, params, batch);
+    const std::vector<float>& got = result.gradients;
     expect_gradients_match(layout, got, reference_step(config, params, batch).gradients,
                            describe(config) + " n=" + std::to_string(n));
-    const cuda::StepStats totals = stats.to_vector()[0];
+    const cuda::StepStats totals = result.stats;
     EXPECT_GE(totals.correct, 0);
     EXPECT_LE(totals.correct, n);
     EXPECT_TRUE(std::isfinite(totals.loss_sum) && totals.loss_sum > 0);
@@ -178,18 +192,9 @@ TEST(WholeStep, StatisticsMatchTheCpuReference) {
   LENET5_REQUIRE_GPU();
   NetConfig config;
   config.kernels = GpuKernels::whole_step;
-  const ParamLayout layout = lenet5_layout(config);
   const std::vector<float> params = initial_parameters(config, 4);
   const Batch batch = make_batch(80, 64, 8);
-  DeviceBatch device(batch);
-  cuda::WholeStep step(config, layout, 64);
-  Buffer<float> device_params = test::upload(params);
-  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
-  Buffer<cuda::StepStats> stats(Device::gpu, 1);
-  stats.zero();
-  step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64,
-                 device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
-  const cuda::StepStats got = stats.to_vector()[0];
+  const cuda::StepStats got = gpu_gradients(config, params, batch).stats;
   const LossStats want = reference_step(config, params, batch).loss;
   // Float logits against double ones: the loss sum of 64 samples agrees to ~1e-6 relative.
   EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-4 * want.loss_sum);
