@@ -306,8 +306,10 @@ __device__ void dense_forward(const float* weight, const float* bias, const floa
   }
 }
 
-// Softmax cross-entropy of softmax_cross_entropy_kernel1 (cuda/loss.cu) for one sample, one lane
-// per class: in double, the first maximum as the prediction, dL/dz = (p - onehot) / n.
+// The softmax cross-entropy of softmax_cross_entropy_kernel1 (cuda/loss.cu) for one sample, one
+// lane per class, the first maximum as the prediction, dL/dz = (p - onehot) / n; in float, not in
+// double as there: this stage is on the step's critical path (about 1,800 cycles with the double
+// exp, log and divide), and float's relative error (~1e-7) is far below what training notices.
 __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int sample,
                                   float* record_d7) {
   if (threadIdx.x >= 32) return;
@@ -316,21 +318,19 @@ __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int s
   int best = 0;
   for (int k = 1; k < kOut; ++k)
     if (s.z[k] > s.z[best]) best = k;
-  const double top = double(s.z[best]);
-  const double term = lane < kOut ? exp(double(s.z[lane]) - top) : 0.0;
-  double sum = term;
+  const float top = s.z[best];
+  const float term = lane < kOut ? expf(s.z[lane] - top) : 0.0f;
+  float sum = term;
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  const double log_sum = log(sum) + top;
+  const float log_sum = logf(sum) + top;
   if (lane < kOut) {
-    // exp(z - log_sum) of the reference, as term / sum: the same value up to double rounding
-    // (far below float's), one double exp fewer on the step's critical path.
-    const double p = term / sum;
-    const float d = float((p - (lane == label)) / args.n);
+    const float p = term / sum;
+    const float d = (p - float(lane == label)) / float(args.n);
     s.d7[lane] = d;
     record_d7[lane] = d;
   }
   if (lane == 0) {
-    args.sample_loss[sample] = log_sum - double(s.z[label]);
+    args.sample_loss[sample] = double(log_sum - s.z[label]);
     args.sample_correct[sample] = best == label;
   }
 }
@@ -356,10 +356,10 @@ __device__ void dense_backward_columns(const float* weight, const float* dy, con
 // forward pass reads them: warp w takes rows w, w + 16, ..., Rows of them in flight at a time,
 // each lane accumulating dy[o] * W[o, i..i+3] for its float4 columns; then the 16 warps' partial
 // sums are added in warp order through the scratch. Rows are taken from row_shift on, as in
-// dense_forward.
-template <Activation A, int In, int Out, int Rows>
+// dense_forward. then(i, dx[i]) runs on the thread that forms dx[i], right after.
+template <Activation A, int In, int Out, int Rows, class Then>
 __device__ void dense_backward_rows(const float* weight, const float* dy, const float* a, float* dx,
-                                    float* record_dx, float* scratch, int row_shift) {
+                                    float* record_dx, float* scratch, int row_shift, Then then) {
   static_assert(In % 4 == 0 && In <= kFlat4, "rows are read as float4; partials fit the scratch");
   constexpr int kIn4 = In / 4, kChunks = (kIn4 + 31) / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -402,6 +402,7 @@ __device__ void dense_backward_rows(const float* weight, const float* dy, const 
     const float value = sum * activation_slope(A, a[i]);
     dx[i] = value;
     if (record_dx) record_dx[i] = value;
+    then(i, value);
   }
 }
 
@@ -437,21 +438,20 @@ __device__ void pool_backward_window(float* window, int row_stride, float dy) {
   }
 }
 
-// S4 backward: dL/dC3 into the row-padded buffer (max pooling reads C3's outputs to find the
-// maximum, so it first copies the window there).
+// S4 backward for S4 output i = (m, h, w), whose dL/dz is dy: dL/dC3 of its window into the
+// row-padded buffer (max pooling reads C3's outputs to find the maximum, so it first copies the
+// window there). Called by the thread that computes dy, as soon as it has it.
 template <Subsampling P>
-__device__ void s4_backward(SampleShared& s) {
+__device__ void s4_backward_window(SampleShared& s, int i, float dy) {
   constexpr int kPerMap = kSide4 * kSide4;
-  for (int i = threadIdx.x; i < kMaps3 * kPerMap; i += kThreads) {
-    const int m = i / kPerMap, h = i % kPerMap / kSide4, w = i % kSide4;
-    const float* forward = s.c3 + (m * kSide3 + 2 * h) * kSide3 + 2 * w;
-    float* window = s.d3 + m * kD3Map + (kPadRows + 2 * h) * kD3Row + 2 * w;
-    window[0] = forward[0];
-    window[1] = forward[1];
-    window[kD3Row] = forward[kSide3];
-    window[kD3Row + 1] = forward[kSide3 + 1];
-    pool_backward_window<P>(window, kD3Row, s.d4[i]);
-  }
+  const int m = i / kPerMap, h = i % kPerMap / kSide4, w = i % kSide4;
+  const float* forward = s.c3 + (m * kSide3 + 2 * h) * kSide3 + 2 * w;
+  float* window = s.d3 + m * kD3Map + (kPadRows + 2 * h) * kD3Row + 2 * w;
+  window[0] = forward[0];
+  window[1] = forward[1];
+  window[kD3Row] = forward[kSide3];
+  window[kD3Row + 1] = forward[kSide3 + 1];
+  pool_backward_window<P>(window, kD3Row, dy);
 }
 
 // This sample's dL/dc3.weight[m][c][p][q] = sum_{h,w} dC3[m][h][w] * a2[c][h+p][w+q]. Thread
@@ -485,14 +485,24 @@ __device__ void c3_weight_gradient(const SampleShared& s, float* record_g3, int 
       record_g3[(((2 * pair + k) * kMaps1 + c) * kK + p) * kK + q] = acc[k][q];
 }
 
+// S2 backward for S2 output i = (m, h, w), whose dL/dz is dy: dL/dC1 of its window, in place over
+// C1's outputs (only this thread touches the window).
+template <Subsampling P>
+__device__ void s2_backward_window(SampleShared& s, int i, float dy) {
+  constexpr int kPerMap = kSide2 * kSide2;
+  const int m = i / kPerMap, h = i % kPerMap / kSide2, w = i % kSide2;
+  pool_backward_window<P>(s.c1 + (m * kSide1 + 2 * h) * kSide1 + 2 * w, kSide1, dy);
+}
+
 // dL/d(S2 pre-activation)[c][u][v] = f'(a2) * sum_{m,p,q} c3.weight[m][c][p][q] dC3[m][u-p][v-q].
 // Thread (quarter of the maps m, input map c, half of the rows, pair of columns v0, v0 + 1)
 // computes 2 x 7 outputs over 4 maps (336 threads). Output column v0 + 1 needs at filter column q
 // the dC3 column that v0 needed at q - 1, so each loaded column serves both outputs: 6 column
 // loads per map instead of 10. Rows outside dC3 read the zero padding, columns outside it read as
-// zeros. The quarters' sums go through the scratch and are added in quarter order. All threads
-// call it (it has a barrier).
-template <Activation A>
+// zeros. The quarters' sums go through the scratch and are added in quarter order. The thread that
+// forms an output also does S2's backward for its window (s2_backward_window). All threads call it
+// (it has a barrier).
+template <Activation A, Subsampling P>
 __device__ void c3_input_gradient(SampleShared& s) {
   constexpr int kRows = kSide2 / 2, kQuarterMaps = kMaps3 / 4, kColumn = kRows + kK - 1;
   constexpr int kPerQuarter = kMaps1 * 2 * (kSide2 / 2);  // 84
@@ -546,18 +556,10 @@ __device__ void c3_input_gradient(SampleShared& s) {
         const int at = output(j, i);
         float sum = acc[j][i];
         for (int k = 0; k < 3; ++k) sum += s.scratch[k * kOutputs + at];
-        s.d2[at] = sum * activation_slope(A, s.a2[at]);
+        const float dz = sum * activation_slope(A, s.a2[at]);
+        s.d2[at] = dz;
+        s2_backward_window<P>(s, at, dz);
       }
-}
-
-// S2 backward: dL/dC1, in place over C1's outputs (a thread per window).
-template <Subsampling P>
-__device__ void s2_backward(SampleShared& s) {
-  constexpr int kPerMap = kSide2 * kSide2;
-  for (int i = threadIdx.x; i < kMaps1 * kPerMap; i += kThreads) {
-    const int m = i / kPerMap, h = i % kPerMap / kSide2, w = i % kSide2;
-    pool_backward_window<P>(s.c1 + (m * kSide1 + 2 * h) * kSide1 + 2 * w, kSide1, s.d2[i]);
-  }
 }
 
 // This sample's dL/dc1.weight[m][p][q] = sum_{h,w} dC1[m][h][w] * x[h+p][w+q]. Thread t = (map m,
@@ -644,19 +646,16 @@ __global__ void __launch_bounds__(kThreads) whole_step_sample_kernel(SampleArgs 
                                        record + record::d6);
   __syncthreads();
   dense_backward_rows<A, kC5, kF6, 6>(params + at.f6_weight, s.d6, s.a5, s.d5, record + record::d5,
-                                      s.scratch, row_shift(kF6));
+                                      s.scratch, row_shift(kF6), [](int, float) {});
   __syncthreads();
-  dense_backward_rows<A, kFlat4, kC5, 4>(params + at.c5_weight, s.d5, s.a4, s.d4, nullptr,
-                                         s.scratch, row_shift(kC5));
+  dense_backward_rows<A, kFlat4, kC5, 4>(
+      params + at.c5_weight, s.d5, s.a4, s.d4, nullptr, s.scratch, row_shift(kC5),
+      [&s](int i, float dz) { s4_backward_window<P>(s, i, dz); });
   __syncthreads();
   bias_gradient(s.d4, kMaps3, kSide4 * kSide4, record + record::gb4);
-  s4_backward<P>(s);
-  __syncthreads();
-  c3_input_gradient<A>(s);
+  c3_input_gradient<A, P>(s);
   __syncthreads();
   bias_gradient(s.d2, kMaps1, kSide2 * kSide2, record + record::gb2);
-  s2_backward<P>(s);
-  __syncthreads();
   // Side by side: warps 0-5 C1's weight-gradient partials, warps 8-15 C3's weight gradient.
   static_assert(
       kC1WeightGradientThreads <= kThreads / 2 && kC3WeightGradientThreads <= kThreads / 2,
