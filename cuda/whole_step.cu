@@ -111,7 +111,11 @@ struct SampleArgs {
 // scheduled while it runs (allow_next_grid), and the next one reads nothing the previous one
 // writes, and writes nothing it reads, before wait_for_previous_grid(), which returns once the
 // previous grid has finished and its writes are visible. The launch latency between the two
-// kernels of a step, and between steps, then overlaps with work.
+// kernels of a step, and between steps, then overlaps with work. The parameters are read with
+// plain loads, not __ldg: the read-only path is only defined for data that no grid running at
+// the same time writes, and with programmatic launch the previous step's update may still be
+// running when this grid starts. Where the instructions are not available (a build's PTX for
+// an older architecture), the launches do not ask for programmatic serialization either.
 __device__ inline void allow_next_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
@@ -148,7 +152,7 @@ __device__ void load_weights(SampleShared& s, const SampleArgs& args) {
   for (int k = 0; k < (kW3 / 4 + kThreads - 1) / kThreads; ++k) {
     const int i = threadIdx.x + k * kThreads;
     if (i >= kW3 / 4) continue;
-    const float4 v = __ldg(w3 + i);
+    const float4 v = w3[i];
     const float values[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -280,7 +284,7 @@ __device__ void dense_forward(const float* weight, const float* bias, const floa
         const int i = lane + 32 * c;
         const int o = (o0 + k + row_shift) % Out;
         w[k][c] = o0 + k < Out && i < kIn4
-                      ? __ldg(reinterpret_cast<const float4*>(weight + o * In + 4 * i))
+                      ? *reinterpret_cast<const float4*>(weight + o * In + 4 * i)
                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
     float acc[Group] = {};
@@ -345,7 +349,7 @@ __device__ void dense_backward_columns(const float* weight, const float* dy, con
   for (int i = threadIdx.x; i < In; i += kThreads) {
     float acc = 0.0f;
 #pragma unroll
-    for (int o = 0; o < Out; ++o) acc += __ldg(weight + o * In + i) * dy[o];
+    for (int o = 0; o < Out; ++o) acc += weight[o * In + i] * dy[o];
     const float value = acc * activation_slope(A, a[i]);
     dx[i] = value;
     if (record_dx) record_dx[i] = value;
@@ -373,9 +377,10 @@ __device__ void dense_backward_rows(const float* weight, const float* dy, const 
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         const int o = o0 + r * kWarps, i = lane + 32 * c;
-        w[r][c] = o < Out && i < kIn4 ? __ldg(reinterpret_cast<const float4*>(
-                                            weight + (o + row_shift) % Out * In + 4 * i))
-                                      : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        w[r][c] =
+            o < Out && i < kIn4
+                ? *reinterpret_cast<const float4*>(weight + (o + row_shift) % Out * In + 4 * i)
+                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
@@ -772,7 +777,7 @@ SampleKernel sample_kernel_for(const NetConfig& config) {
 // here wait for it themselves: wait_for_previous_grid). Inside a captured graph this becomes a
 // programmatic dependency edge.
 template <class... Params, class... Args>
-void launch_after_previous(void (*kernel)(Params...), int blocks, int threads,
+void launch_after_previous(bool programmatic, void (*kernel)(Params...), int blocks, int threads,
                            std::size_t shared_bytes, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(blocks));
@@ -783,8 +788,23 @@ void launch_after_previous(void (*kernel)(Params...), int blocks, int threads,
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
-  config.numAttrs = 1;
+  config.numAttrs = programmatic ? 1 : 0;
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+// Whether `kernel` as loaded on this device contains the griddepcontrol instructions (it was
+// compiled for sm_90 or newer), which programmatic serialization relies on.
+template <class Kernel>
+bool has_programmatic_launch(Kernel kernel) {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  return attributes.ptxVersion >= 90;
+}
+
+// The batch size, checked before anything is sized by it.
+int checked_batch(int max_batch) {
+  if (max_batch < 1) throw UsageError("batch size must be at least 1");
+  return max_batch;
 }
 
 int offset_of(const ParamLayout& layout, const char* name) {
@@ -804,8 +824,8 @@ WholeStepOffsets offsets_of(const ParamLayout& layout) {
   at.output_weight = offset_of(layout, "output.weight");
   at.output_bias = offset_of(layout, "output.bias");
   at.buffer_floats = int(layout.buffer_floats);
-  // The dense rows are read as float4: each weight tensor must start 16-byte aligned.
-  for (int offset : {at.c5_weight, at.f6_weight, at.output_weight})
+  // c3.weight and the dense rows are read as float4: those tensors must start 16-byte aligned.
+  for (int offset : {at.c3_weight, at.c5_weight, at.f6_weight, at.output_weight})
     if (offset % 4 != 0) throw Error("internal: a dense weight tensor is not 16-byte aligned");
   return at;
 }
@@ -815,14 +835,24 @@ WholeStepOffsets offsets_of(const ParamLayout& layout) {
 WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch)
     : m_config(config),
       m_offsets(offsets_of(layout)),
-      m_max_batch(max_batch),
+      m_max_batch(checked_batch(max_batch)),
       m_records(Device::gpu, std::size_t(max_batch) * record::floats),
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
       m_sample_correct(Device::gpu, std::size_t(max_batch)),
       m_c3_mask(Device::gpu, kW3) {
-  if (max_batch < 1) throw UsageError("batch size must be at least 1");
   const std::vector<float> mask = c3_weight_mask(config);
   m_c3_mask.copy_from_host(mask.data());
+  int device = 0, shared_limit = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (std::size_t(shared_limit) < sizeof(SampleShared))
+    throw UsageError("--kernels whole-step keeps a sample in " +
+                     std::to_string(sizeof(SampleShared) / 1024) +
+                     " KB of shared memory per block; this GPU allows " +
+                     std::to_string(shared_limit / 1024) + " KB: use --kernels fast");
+  m_programmatic = has_programmatic_launch(sample_kernel_for(config)) &&
+                   has_programmatic_launch(whole_step_update_kernel);
   // Opt in to the working set's shared memory (above the default 48 KB), once per kernel used.
   CUDA_CHECK(cudaFuncSetAttribute(sample_kernel_for(config),
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -844,19 +874,21 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
                   m_records.data(),
                   m_sample_loss.data(),
                   m_sample_correct.data()};
-  launch_after_previous(sample_kernel_for(m_config), n, kThreads, sizeof(SampleShared), stream,
-                        args);
+  launch_after_previous(m_programmatic, sample_kernel_for(m_config), n, kThreads,
+                        sizeof(SampleShared), stream, args);
 }
 
 void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* labels,
                            const std::int32_t* indices, int n, const SgdSettings& sgd,
                            const float* lr, float* params, float* velocity, StepStats* stats,
                            cudaStream_t stream) {
+  if (sgd.momentum != 0 && !velocity)
+    throw Error("internal: a whole-step update with momentum needs a velocity buffer");
   run_samples(images, labels, indices, n, params, stream);
   const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
   // The same float conversions as sgd_step_cpu, done once on the host.
   launch_after_previous(
-      whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
+      m_programmatic, whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
       static_cast<const float*>(m_records.data()), n, static_cast<const float*>(m_c3_mask.data()),
       float(sgd.momentum), sgd.nesterov, float(sgd.weight_decay), lr, params, velocity,
       static_cast<float*>(nullptr), static_cast<const double*>(m_sample_loss.data()),
@@ -869,7 +901,7 @@ void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels
   run_samples(images, labels, indices, n, params, stream);
   const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
   launch_after_previous(
-      whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
+      m_programmatic, whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
       static_cast<const float*>(m_records.data()), n, static_cast<const float*>(m_c3_mask.data()),
       0.0f, false, 0.0f, static_cast<const float*>(nullptr), static_cast<float*>(nullptr),
       static_cast<float*>(nullptr), gradients, static_cast<const double*>(m_sample_loss.data()),

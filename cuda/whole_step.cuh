@@ -46,6 +46,7 @@ class WholeStep {
 
   // One SGD step on the n samples images[indices[0..n)] (indices null: the first n images),
   // reading the rate from *lr on the device (so that a captured graph can replay the launch).
+  // velocity may be null only when sgd.momentum is 0.
   // ADDS the batch's loss sum and correct count to *stats. Nothing waits for the device.
   void train_step(const std::uint8_t* images, const std::uint8_t* labels,
                   const std::int32_t* indices, int n, const SgdSettings& sgd, const float* lr,
@@ -70,7 +71,8 @@ class WholeStep {
   Buffer<float> m_records;       // (max_batch, record floats): see whole_step.cu
   Buffer<double> m_sample_loss;  // (max_batch)
   Buffer<std::int32_t> m_sample_correct;
-  Buffer<float> m_c3_mask;  // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
+  Buffer<float> m_c3_mask;      // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
+  bool m_programmatic = false;  // the kernels were built with griddepcontrol (sm_90 and newer)
 };
 
 }  // namespace lenet5::cuda

@@ -240,5 +240,49 @@ TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
   }
 }
 
+// Consecutive train_steps on one stream, as in training (with programmatic launches each kernel
+// may start before the previous one ends, and must still see its writes): three steps on the
+// first n images (no permutation), with another option set, equal bit for bit the same steps
+// taken one at a time, each gradient from gradients() and each update by sgd_step_cpu.
+TEST(WholeStep, ConsecutiveStepsSeeEachOthersUpdates) {
+  LENET5_REQUIRE_GPU();
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  config.activation = Activation::relu;
+  config.subsampling = Subsampling::max;
+  config.c3_table = C3Table::lecun;
+  const ParamLayout layout = lenet5_layout(config);
+  constexpr int n = 37;
+  const Batch batch = make_batch(n, n, 5);
+  DeviceBatch device(batch);
+  const SgdSettings sgd{0.9, true, 5e-4};
+  const std::vector<float> rates{0.05f, 0.04f, 0.03f};
+  const std::vector<float> params = initial_parameters(config, 7);
+  const std::vector<float> velocity(layout.buffer_floats, 0.0f);
+  cuda::WholeStep step(config, layout, n);
+
+  Buffer<float> device_params = test::upload(params), device_velocity = test::upload(velocity),
+                device_rates = test::upload(rates);
+  for (std::size_t k = 0; k < rates.size(); ++k)
+    step.train_step(device.images.data(), device.labels.data(), nullptr, n, sgd,
+                    device_rates.data() + k, device_params.data(), device_velocity.data(), nullptr,
+                    cudaStreamPerThread);
+  const std::vector<float> got = test::download(device_params);
+  const std::vector<float> got_velocity = test::download(device_velocity);
+
+  std::vector<float> want = params, want_velocity = velocity;
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+  for (const float rate : rates) {
+    Buffer<float> current = test::upload(want);
+    gradients.zero();
+    step.gradients(device.images.data(), device.labels.data(), nullptr, n, current.data(),
+                   gradients.data(), nullptr, cudaStreamPerThread);
+    const std::vector<float> g = test::download(gradients);
+    sgd_step_cpu(sgd, rate, g.data(), want.data(), want_velocity.data(), g.size());
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got_velocity, want_velocity);
+}
+
 }  // namespace
 }  // namespace lenet5
