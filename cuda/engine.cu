@@ -129,16 +129,15 @@ class GpuEngine final : public Engine {
   std::vector<float> velocity() const override { return m_velocity.to_vector(); }
   void set_state(const std::vector<float>& parameters,
                  const std::vector<float>& velocity) override {
-    const std::size_t floats = m_network.layout().buffer_floats;
-    if (parameters.size() != floats || velocity.size() != floats)
-      throw Error("internal: set_state needs " + std::to_string(floats) +
-                  " parameters and velocities, got " + std::to_string(parameters.size()) + " and " +
-                  std::to_string(velocity.size()));
+    check_state_sizes(m_network.layout(), parameters, velocity);
     m_network.parameters().copy_from_host(parameters.data());
     m_velocity.copy_from_host(velocity.data());
   }
 
-  void set_training_data(const Dataset& train) override { m_train.upload(train); }
+  void set_training_data(const Dataset& train) override {
+    m_epoch_graph.reset();  // its launches point into the buffers replaced here
+    m_train.upload(train);
+  }
 
   // The epoch's uploads: the permutation and the rates; and fresh statistics slots, one per step.
   void begin_epoch(const std::vector<std::int32_t>& permutation,

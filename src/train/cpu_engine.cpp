@@ -36,11 +36,7 @@ class CpuEngine final : public Engine {
   std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
   std::vector<float> velocity() const override { return m_velocity; }
   void set_state(const std::vector<float>& parameters, const std::vector<float>& velocity) override {
-    const std::size_t floats = m_network.layout().buffer_floats;
-    if (parameters.size() != floats || velocity.size() != floats)
-      throw Error("internal: set_state needs " + std::to_string(floats) +
-                  " parameters and velocities, got " + std::to_string(parameters.size()) + " and " +
-                  std::to_string(velocity.size()));
+    check_state_sizes(m_network.layout(), parameters, velocity);
     m_network.parameters().copy_from_host(parameters.data());
     m_velocity = velocity;
   }

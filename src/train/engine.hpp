@@ -63,6 +63,11 @@ class Engine {
   virtual std::vector<float> probabilities(const std::uint8_t* images, int n) = 0;
 };
 
+// set_state's precondition, shared by the engines: both vectors hold layout.buffer_floats values
+// (throws an internal Error otherwise).
+void check_state_sizes(const ParamLayout& layout, const std::vector<float>& parameters,
+                       const std::vector<float>& velocity);
+
 std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
                                     int batch_size);
 
