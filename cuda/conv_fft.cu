@@ -164,12 +164,6 @@ std::string cufft_description() {
 FftConvolution::FftConvolution(const ConvShape& s) : m_impl(std::make_unique<Impl>(s)) {}
 FftConvolution::~FftConvolution() = default;
 
-const ConvShape& FftConvolution::shape() const {
-  return m_impl->s;
-}
-const FftScratch& FftConvolution::scratch() const {
-  return m_impl->scratch;
-}
 std::size_t FftConvolution::cufft_work_bytes() const {
   return m_impl->work.size();
 }

@@ -75,8 +75,6 @@ class FftConvolution {
   FftConvolution(const FftConvolution&) = delete;
   FftConvolution& operator=(const FftConvolution&) = delete;
 
-  const ConvShape& shape() const;
-  const FftScratch& scratch() const;
   // cuFFT's work area, one for the three plans (they never run at the same time).
   std::size_t cufft_work_bytes() const;
 

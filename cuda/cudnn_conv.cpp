@@ -73,7 +73,6 @@ bool is_tensor_core_math(cudnnMathType_t math) {
 }  // namespace
 
 struct CudnnConvolution::Impl {
-  ConvShape shape;
   Handle handle;
   TensorDescriptor x, y;
   FilterDescriptor weight;
@@ -91,7 +90,6 @@ std::string cudnn_description() {
 
 CudnnConvolution::CudnnConvolution(const ConvShape& s) : m_impl(std::make_unique<Impl>()) {
   Impl& i = *m_impl;
-  i.shape = s;
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(i.x.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.c,
                                          s.h, s.w));
   CUDNN_CHECK(cudnnSetFilter4dDescriptor(i.weight.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.m,

@@ -59,8 +59,6 @@ class WholeStep {
                  const std::int32_t* indices, int n, const float* params, float* gradients,
                  StepStats* stats, cudaStream_t stream);
 
-  int max_batch() const { return m_max_batch; }
-
  private:
   void run_samples(const std::uint8_t* images, const std::uint8_t* labels,
                    const std::int32_t* indices, int n, const float* params, cudaStream_t stream);

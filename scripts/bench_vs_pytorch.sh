@@ -67,16 +67,12 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
     lines = [json.loads(l) for l in open(path) if l.startswith("{")]
     epochs = [l for l in lines if l.get("event") == "epoch"]
     first = lines[0]
-    if first["framework"] == "lenet5":
-        per_seed = [l for l in lines if l.get("event") == "seed"]
-        medians = [l["median_epoch_s"] for l in per_seed]
-        accs = [l["final_test_accuracy"] for l in per_seed]
-        t99s = [l.get("time_to_99_s") for l in per_seed]
-    else:
-        per_seed = [l for l in lines if l.get("event") == "summary"]
-        medians = [l["median_epoch_s"] for l in per_seed]
-        accs = [l["final_test_accuracy"] for l in per_seed]
-        t99s = [l.get("time_to_99_s") for l in per_seed]
+    # lenet5 writes one "seed" line per seed; the PyTorch script one "summary" line per run.
+    per_seed_event = "seed" if first["framework"] == "lenet5" else "summary"
+    per_seed = [l for l in lines if l.get("event") == per_seed_event]
+    medians = [l["median_epoch_s"] for l in per_seed]
+    accs = [l["final_test_accuracy"] for l in per_seed]
+    t99s = [l.get("time_to_99_s") for l in per_seed]
     median_epoch = statistics.median(medians)
     reached = [t for t in t99s if t is not None]
     rows.append(dict(framework=first["framework"], mode=first["mode"], epoch=median_epoch,

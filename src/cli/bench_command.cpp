@@ -57,10 +57,7 @@ Command add_bench_command(CLI::App& parent) {
               run_layer_benchmark(*settings, 50, print);
               return 0;
             }
-            run_benchmark(*settings, *seeds, [](const std::string& line) {
-              std::printf("%s\n", line.c_str());
-              std::fflush(stdout);
-            });
+            run_benchmark(*settings, *seeds, print);
             return 0;
           }};
 }

@@ -58,9 +58,9 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
     m_activations.emplace_back(device, spec.out.size() * max_batch);
     m_activation_grads.emplace_back(device, spec.out.size() * max_batch);
   }
-  // Only the fast kernels: the book's kernel set uses one cuBLAS handle (and workspace), which two
-  // streams must not use at the same time; it stays strictly in order.
-  if (device == Device::gpu && config.kernels != GpuKernels::book)
+  // Only the fused kernel sets: the book's kernel set uses one cuBLAS handle (and workspace),
+  // which two streams must not use at the same time; it stays strictly in order.
+  if (fused)
     m_side = std::make_unique<cuda::SideStream>();
 }
 
