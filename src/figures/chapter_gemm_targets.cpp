@@ -22,17 +22,6 @@ namespace {
 using Floats = std::vector<float>;
 namespace fig = fig16_14;
 
-const LayerSpec& layer(const std::string& name) {
-  for (const LayerSpec& l : lenet5_topology())
-    if (l.name == name) return l;
-  throw Error("internal: no layer '" + name + "' in the topology");
-}
-
-ConvShape conv_shape(const std::string& name, int n = 1) {
-  const LayerSpec& l = layer(name);
-  return {n, l.in.c, l.in.h, l.in.w, l.out.c, l.kernel};
-}
-
 std::vector<ConvShape> lenet_convolutions() {
   return {conv_shape("c1"), conv_shape("c3"), conv_shape("c5")};
 }
@@ -418,14 +407,7 @@ double conv_loss(const ConvShape& s, const std::vector<double>& x, const std::ve
                  const std::vector<double>& bias, std::vector<double>* dy) {
   std::vector<double> y(std::size_t(s.n) * s.m * s.h_out() * s.w_out());
   conv_forward_cpu<double>(s, x.data(), w.data(), bias.data(), y.data());
-  double e = 0;
-  if (dy) dy->resize(y.size());
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const double t = std::tanh(y[i]);
-    e += t * t / 2;
-    if (dy) (*dy)[i] = t * (1 - t * t);
-  }
-  return e;
+  return tanh_square_loss(y, dy);
 }
 
 void ex4_finite_differences(Block& b) {

@@ -25,16 +25,6 @@ namespace {
 using Floats = std::vector<float>;
 namespace fig = fig16_14;
 
-const LayerSpec& layer(const std::string& name) {
-  for (const LayerSpec& l : lenet5_topology())
-    if (l.name == name) return l;
-  throw Error("internal: no layer '" + name + "' in the topology");
-}
-
-ConvShape conv_shape(const LayerSpec& l, int n = 1) {
-  return {n, l.in.c, l.in.h, l.in.w, l.out.c, l.kernel};
-}
-
 std::string dims(const Dims& d) {
   return d.h == 1 && d.w == 1 && d.c > 1
              ? std::to_string(d.c)
@@ -295,7 +285,8 @@ void fig16_5(Block& b) {
          ", the stray statement writes S[" + std::to_string(e06.stray_index) + "] of " +
          std::to_string(e06.size) + " elements (not performed here)");
   b.check("E06 signature: outputs equal the plain average (no bias, no sigmoid)", e06.s == average);
-  b.check("E06's stray write is out of range", e06.stray_index >= e06.size);
+  b.line("E06's stray write goes to index " + std::to_string(e06.stray_index) + ", past the " +
+         std::to_string(e06.size) + " outputs");
   for (const char* name : {"s2", "s4"}) {
     const LayerSpec& l = layer(name);
     b.line(std::string("LeNet ") + name + ": " + dims(l.in) + " -> " + dims(l.out));
@@ -360,14 +351,7 @@ double fc_loss(const FcShape& s, const std::vector<double>& x, const std::vector
                const std::vector<double>& bias, std::vector<double>* dy) {
   std::vector<double> y(std::size_t(s.n) * s.out);
   fc_forward_cpu(s, x.data(), w.data(), bias.data(), y.data());
-  double e = 0;
-  if (dy) dy->resize(y.size());
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const double t = std::tanh(y[i]);
-    e += t * t / 2;
-    if (dy) (*dy)[i] = t * (1 - t * t);
-  }
-  return e;
+  return tanh_square_loss(y, dy);
 }
 
 void fc_finite_differences(Block& b) {
@@ -440,7 +424,7 @@ void e08_demo(Block& b) {
   b.line("E08 dE/dW as printed, dE/dY padded with NaN: " + maps_text(dw, 6, 2, 2) + " (" +
          std::to_string(wrong) + " of 24 wrong, " + std::to_string(nan) + " of them NaN)");
   b.check("E08 gives wrong gradients when C > 1", wrong > 0);
-  const ConvShape c1 = conv_shape(layer("c1"));
+  const ConvShape c1 = conv_shape("c1");
   const LiteralIndexReads r1 = e08_literal_dy_reads(c1);
   b.line("with C = 1 (LeNet C1): " + std::to_string(r1.differ) + " of " + std::to_string(r1.reads) +
          " literal indices differ from the correct ones");
@@ -477,7 +461,7 @@ void fig16_9(Block& b) {
 // ---- fig16.10, fig16.11 -------------------------------------------------------------------------
 
 void fig16_10(Block& b) {
-  const ConvShape batch = conv_shape(layer("c3"), 4);
+  const ConvShape batch = conv_shape("c3", 4);
   const std::size_t in = std::size_t(6) * 14 * 14, out = std::size_t(16) * 10 * 10;
   const Floats x = random_floats(batch.n * in, 101), w = random_floats(16 * 6 * 25, 102);
   Floats y(batch.n * out), y1(out);
@@ -532,6 +516,28 @@ std::vector<Target> chapter_cpu_targets() {
   };
   for (Target& t : chapter_gemm_cpu_targets()) targets.push_back(std::move(t));
   return targets;
+}
+
+const LayerSpec& layer(const std::string& name) {
+  for (const LayerSpec& l : lenet5_topology())
+    if (l.name == name) return l;
+  throw Error("internal: no layer '" + name + "' in the topology");
+}
+
+ConvShape conv_shape(const std::string& name, int n) {
+  const LayerSpec& l = layer(name);
+  return {n, l.in.c, l.in.h, l.in.w, l.out.c, l.kernel};
+}
+
+double tanh_square_loss(const std::vector<double>& y, std::vector<double>* dy) {
+  double e = 0;
+  if (dy) dy->resize(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double t = std::tanh(y[i]);
+    e += t * t / 2;
+    if (dy) (*dy)[i] = t * (1 - t * t);
+  }
+  return e;
 }
 
 void check_finite_differences(Block& b, const std::string& setup, const std::string& what,

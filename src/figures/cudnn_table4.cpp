@@ -193,16 +193,6 @@ Table table4_long(const std::vector<PhaseColumn>& columns) {
 
 // ---- the paper's table --------------------------------------------------------------------------
 
-namespace {
-
-std::string list_text(const std::vector<double>& values, int decimals) {
-  std::string out;
-  for (double v : values) out += (out.empty() ? "" : ", ") + fixed(v, decimals);
-  return out;
-}
-
-}  // namespace
-
 void paper_table4(Block& b, const std::string& table_name) {
   const PhaseTimes caffe = cdnn_table4_caffe(), cudnn = cdnn_table4_caffe_cudnn();
   // The printed speedups, with the decimals they are printed with ("1.7" has one).
@@ -226,12 +216,8 @@ void paper_table4(Block& b, const std::string& table_name) {
       mismatched += std::string(" ") + row_name(row);
   }
   b.table(table_name, t);
-  const std::vector<double> expected{1.295, 1.451, 1.487, 1.002, 1.359};
-  bool all_agree = true;
-  for (int row = 0; row < kRows; ++row) all_agree &= agrees(computed[row], expected[row], 3);
-  b.line("speedups computed from the times: " + list_text(computed, 3));
-  b.check("speedups computed from the times = " + list_text(expected, 3), all_agree,
-          list_text(computed, 3));
+  check_list(b, "speedups computed from the times", computed, {1.295, 1.451, 1.487, 1.002, 1.359},
+             3);
   b.check("D01: the printed Backward (1.52) and Forward (1.7) speedups do not match the times",
           mismatched == " Backward Forward", mismatched);
   b.check("\"improves performance by 36 %\" matches the overall 1.359",

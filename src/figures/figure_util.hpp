@@ -75,6 +75,30 @@ inline bool agrees(double computed, double printed, int decimals) {
   return std::fabs(computed - printed) <= 0.5 * std::pow(10.0, -decimals) + 1e-9;
 }
 
+// "1.295, 1.451, ..." with `decimals` decimals.
+inline std::string list_text(const std::vector<double>& values, int decimals) {
+  std::string out;
+  for (double v : values) out += (out.empty() ? "" : ", ") + fixed(v, decimals);
+  return out;
+}
+
+// Whether every computed value agrees with its printed counterpart to `decimals` decimals.
+inline bool all_agree(const std::vector<double>& computed, const std::vector<double>& expected,
+                      int decimals) {
+  if (computed.size() != expected.size()) return false;
+  for (std::size_t i = 0; i < computed.size(); ++i)
+    if (!agrees(computed[i], expected[i], decimals)) return false;
+  return true;
+}
+
+// Prints "<what>: <computed>" and checks it against the specification's values to `decimals`.
+inline bool check_list(Block& b, const std::string& what, const std::vector<double>& computed,
+                       const std::vector<double>& expected, int decimals) {
+  b.line(what + ": " + list_text(computed, decimals));
+  return b.check(what + " = " + list_text(expected, decimals),
+                 all_agree(computed, expected, decimals), list_text(computed, decimals));
+}
+
 // "computed X, expected Y" for a failed check's detail.
 inline std::string versus(const std::string& computed, const std::string& expected) {
   return "computed " + computed + ", expected " + expected;

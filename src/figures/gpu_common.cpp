@@ -69,9 +69,6 @@ std::vector<float> random_floats(std::size_t count, std::uint64_t seed) {
   return values;
 }
 
-std::vector<double> to_double(const std::vector<float>& values) {
-  return std::vector<double>(values.begin(), values.end());
-}
 
 std::vector<double> absolute(const std::vector<double>& values) {
   std::vector<double> out(values.size());

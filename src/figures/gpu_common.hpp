@@ -49,7 +49,6 @@ Buffer<float> poisoned(std::size_t count);
 std::vector<float> random_integers(std::size_t count, int lo, int hi, std::uint64_t seed);
 // Uniform in [-1, 1): no two results of different sums coincide (used to count wrong outputs).
 std::vector<float> random_floats(std::size_t count, std::uint64_t seed);
-std::vector<double> to_double(const std::vector<float>& values);
 std::vector<double> absolute(const std::vector<double>& values);
 
 // ---- comparisons --------------------------------------------------------------------------------

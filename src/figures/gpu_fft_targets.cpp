@@ -42,7 +42,7 @@ struct Case {
 
 Case make_case(std::string name, const ConvShape& s, std::vector<float> x, std::vector<float> w) {
   Case c{std::move(name), s, std::move(x), std::move(w), std::vector<double>(y_count(s))};
-  const std::vector<double> xd = to_double(c.x), wd = to_double(c.w);
+  const std::vector<double> xd = as_doubles(c.x), wd = as_doubles(c.w);
   conv_forward_cpu(s, xd.data(), wd.data(), static_cast<const double*>(nullptr), c.y_ref.data());
   return c;
 }

@@ -13,6 +13,7 @@
 #include "cuda/as_printed.cuh"
 #include "cuda/check.hpp"
 #include "cuda/conv_algorithm.hpp"
+#include "figures/figure_util.hpp"
 #include "figures/gpu_common.hpp"
 
 namespace lenet5::figures {
@@ -268,7 +269,7 @@ Fig16_13Run run_fig16_13(const ConvShape& s, const std::vector<float>& x_host,
 // whose float rounding in any order stays below 400 * 2^-24 = 2.4e-5 of the sum of |terms|.
 bool fixed_matches_cpu(const ConvShape& s, const std::vector<float>& x, const std::vector<float>& w,
                        const std::vector<float>& y) {
-  const std::vector<double> xd = to_double(x), wd = to_double(w);
+  const std::vector<double> xd = as_doubles(x), wd = as_doubles(w);
   std::vector<double> ref(y_count(s)), scale(y_count(s));
   conv_forward_cpu(s, xd.data(), wd.data(), static_cast<const double*>(nullptr), ref.data());
   const std::vector<double> xa = absolute(xd), wa = absolute(wd);

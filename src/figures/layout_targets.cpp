@@ -294,6 +294,10 @@ void ex5_kernel(Block& b) {
     const KernelSectors mine = unroll_kernel_sectors(Layout::nchw, c.s);
     const double loads = mine.x_loads.sectors_per_request(),
                  stores = mine.stores.sectors_per_request();
+    // Two independent models (ex5's per-warp count and this target's access model) of the same
+    // integer sector and request totals, each divided once: they agree to the last bits when
+    // they count the same thing, and a disagreement in a single sector moves the quotient by
+    // more than 1e-6. 1e-12 only absorbs a different order of the divisions.
     b.check(
         "ex5 " + c.name + ": this model at N = 1 gives Exercise 5's " + fixed(ex5.x_reads, 2) +
             " / " + fixed(ex5.writes_fig16_14, 2) + " sectors per request",

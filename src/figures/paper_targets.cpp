@@ -21,27 +21,6 @@ namespace {
 
 using Doubles = std::vector<double>;
 
-std::string list_text(const Doubles& values, int decimals) {
-  std::string out;
-  for (double v : values) out += (out.empty() ? "" : ", ") + fixed(v, decimals);
-  return out;
-}
-
-bool all_agree(const Doubles& computed, const Doubles& expected, int decimals) {
-  if (computed.size() != expected.size()) return false;
-  for (std::size_t i = 0; i < computed.size(); ++i)
-    if (!agrees(computed[i], expected[i], decimals)) return false;
-  return true;
-}
-
-// Prints "<what>: <computed>" and checks it against the specification's values to `decimals`.
-bool check_list(Block& b, const std::string& what, const Doubles& computed, const Doubles& expected,
-                int decimals) {
-  b.line(what + ": " + list_text(computed, decimals));
-  return b.check(what + " = " + list_text(expected, decimals),
-                 all_agree(computed, expected, decimals), list_text(computed, decimals));
-}
-
 // ---- cudnn.eq1 ----------------------------------------------------------------------------------
 
 void output_size_sweep(Block& b) {
@@ -416,10 +395,10 @@ void zf_table11(Block& b) {
               agrees(best.first, 286.1, 1) && agrees(best.second, 1251.3, 1) &&
               naive.second < 620.93 && best.second < 1287.47);
   const double ratio = 1287.47 / 620.93;
-  b.check("only 1287.47 / 620.93 = 2.0735 (the abstract's 107.35 %) is consistent",
-          agrees(ratio, 2.0735, 4));
-  b.check("Z06: 1287.47 rounds to 1287 (abstract), not the 1286 of ZF:422/434",
-          std::lround(1287.47) == 1287);
+  // Arithmetic on the printed numbers only (nothing computed here could make them fail): lines.
+  b.line("only 1287.47 / 620.93 = " + fixed(ratio, 4) + " (the abstract's 107.35 %) is consistent");
+  b.line("Z06: 1287.47 rounds to " + std::to_string(std::lround(1287.47)) +
+         " (abstract), not the 1286 of ZF:422/434");
   b.line(
       "Z05: \"the z dimension of a block is always 0\" (ZF:141): a block dimension is at least 1 "
       "(text only, nothing to compute)");
@@ -509,7 +488,7 @@ void cutlass_lenet_shapes(Block& b) {
   b.check("per-sample GEMMs 784x6x25, 100x16x150, 1x120x400",
           shapes == "784x6x25 100x16x150 1x120x400", shapes);
   b.check("C1 and C3 need ragged handling: k not a multiple of 8, n below 32", ragged);
-  b.check("batched C1 with N = 256 gives m = 200,704", 256 * gemms[0].m == 200704);
+  b.line("batched C1 with N = 256 gives m = " + grouped(256LL * gemms[0].m));
 }
 
 void cutlass_policy(Block& b) {

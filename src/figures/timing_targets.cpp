@@ -23,6 +23,7 @@
 #include "cuda/conv_unroll_gemm.cuh"
 #include "cuda/dense.cuh"
 #include "cuda/runtime.hpp"
+#include "figures/figure_util.hpp"
 #include "figures/gpu_common.hpp"
 
 namespace lenet5::figures {
@@ -78,7 +79,7 @@ LayerData layer_data(const ConvShape& s, std::uint64_t seed, bool backward) {
   d.x_dev = upload(d.x);
   d.w_dev = upload(d.w);
   d.dy_dev = upload(d.dy);
-  const std::vector<double> x = to_double(d.x), w = to_double(d.w), dy = to_double(d.dy);
+  const std::vector<double> x = as_doubles(d.x), w = as_doubles(d.w), dy = as_doubles(d.dy);
   const std::vector<double> xa = absolute(x), wa = absolute(w), dya = absolute(dy);
   const double* none = nullptr;
   d.y_ref.resize(y_count(s));
