@@ -15,11 +15,8 @@ namespace lenet5 {
 namespace {
 
 using testing::run_lenet5;
+using testing::mentions;
 using testing::TempDir;
-
-bool mentions(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
 
 TEST(Cli, HelpListsEveryCommandAndVersionPrintsIt) {
   TempDir dir;

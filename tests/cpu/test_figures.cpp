@@ -27,12 +27,9 @@ namespace {
 
 using testing::read_text;
 using testing::run_lenet5;
+using testing::mentions;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-bool mentions(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
 
 // ---- the command ------------------------------------------------------------------------------
 
@@ -229,17 +226,10 @@ TEST(FiguresDocs, ConvolutionVersionsMatchRegistryAndHelp) {
   EXPECT_EQ(listed, registry_versions()) << line;
 }
 
-// GPU targets named on the page are written in src/figures/gpu_targets.cpp, in parallel with this
-// page. While that file registers no target yet, their ids are taken on trust from this list;
-// once it registers any, every id on the page must be registered.
-const std::set<std::string> kPendingGpuTargets = {"fig16.12", "fig16.13", "fig16.17",
-                                                  "fig16.14.gpu"};
-
+// Every target id, GPU ones included (they are registered on every build).
 std::set<std::string> known_targets() {
   std::set<std::string> ids;
   for (const figures::Target& t : figures::all_targets()) ids.insert(t.id);
-  if (figures::gpu_targets().empty())
-    ids.insert(kPendingGpuTargets.begin(), kPendingGpuTargets.end());
   return ids;
 }
 

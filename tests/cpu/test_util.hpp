@@ -46,6 +46,11 @@ inline bool have_mnist() { return fs::exists(mnist_dir() / "t10k-labels-idx1-uby
       << "MNIST is not in " << ::lenet5::testing::mnist_dir()                        \
       << ": run scripts/fetch_mnist.sh (scripts/setup.sh does it)"
 
+// Whether `what` occurs in `text` (help texts, error messages, command output).
+inline bool mentions(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
 inline std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::stringstream buffer;
