@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures Exercise 2's layout kernels (cuda/conv_layouts.cuh) with Nsight Compute: runs
+# Measures Exercise 2's layout kernels (cuda/figures/conv_layouts.cuh) with Nsight Compute: runs
 # `lenet5 figures ex2` under ncu, profiles one launch of each (layer, layout, kernel), and prints
 # the DRAM bytes and the measured global-memory sectors per request next to the target's exact
 # analytic model (and the least DRAM traffic, each byte once).

@@ -1,7 +1,7 @@
 #include "cli/train_options.hpp"
 
-#include "net/config.hpp"
-#include "net/conv_algo.hpp"
+#include "core/conv_algo.hpp"
+#include "core/net_config.hpp"
 #include "train/schedule.hpp"
 
 namespace lenet5::cli {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace lenet5 {
+#include "core/shapes.hpp"
 
-constexpr int kImageSide = 28;
+namespace lenet5 {
 
 struct Dataset {
   int count = 0;

@@ -8,13 +8,13 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/topology.hpp"
 #include "figures/chapter_math.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "figures/figure_util.hpp"
 #include "figures/paper_math.hpp"
 #include "figures/targets_internal.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/topology.hpp"
 
 namespace lenet5::figures {
 namespace {

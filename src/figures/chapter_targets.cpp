@@ -8,16 +8,16 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/activation_math.hpp"
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "core/rng.hpp"
+#include "core/topology.hpp"
 #include "figures/chapter_math.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "figures/figure_util.hpp"
 #include "figures/targets_internal.hpp"
-#include "layers/activation_math.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/layout.hpp"
-#include "net/topology.hpp"
 
 namespace lenet5::figures {
 namespace {
@@ -138,7 +138,7 @@ void check_chapter_totals(Block& b, const std::vector<CountRow>& rows) {
           fixed(mflop, 3) == "0.833" && std::lround(epoch_gflop) == 50);
 }
 
-// The network this program trains (net/layout.hpp) differs from the chapter's table only in the
+// The network this program trains (core/layout.hpp) differs from the chapter's table only in the
 // biases: C1 and C3 have none of their own because S2 and S4 add one per map right after them
 // (Fig 16.5), and the output layer is fully connected with a bias.
 void check_our_network(Block& b, const std::vector<CountRow>& rows) {

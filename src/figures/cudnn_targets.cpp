@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/conv_algorithm.hpp"
-#include "cuda/cudnn_conv.hpp"
+#include "cuda/figures/cudnn_conv.hpp"
+#include "cuda/kernels/conv/registry.hpp"
 #include "figures/gpu_common.hpp"
 #include "figures/paper_math.hpp"
 

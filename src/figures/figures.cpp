@@ -10,7 +10,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
-#include "cuda/runtime.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "figures/paper_math.hpp"
 
 namespace lenet5::figures {

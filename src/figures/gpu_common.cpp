@@ -8,9 +8,9 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "cuda/check.hpp"
-#include "cuda/conv_algorithm.hpp"
-#include "cuda/runtime.hpp"
+#include "cuda/kernels/conv/registry.hpp"
+#include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
 
 namespace lenet5::figures {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/buffer.hpp"
+#include "core/conv_algo.hpp"
+#include "cuda/runtime/buffer.hpp"
 #include "figures/figures.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/conv_algo.hpp"
 
 namespace lenet5::cuda {
 class ConvAlgorithm;

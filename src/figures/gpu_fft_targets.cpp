@@ -1,5 +1,5 @@
 // ex3 (textbook-figures.md §1.22 item 3, Exercise 3): the forward convolution by FFT with cuFFT
-// (cuda/conv_fft.hpp), on LeNet's C1, C3 and C5 at N = 64 and on the Fig 16.14 example:
+// (cuda/figures/conv_fft.hpp), on LeNet's C1, C3 and C5 at N = 64 and on the Fig 16.14 example:
 //   * accuracy against the double-precision CPU reference, relative tolerance 1e-4 (the spec's);
 //   * the extra memory, the filters zero-padded to the input size (C1: 6,144 floats instead of
 //     150, 41x), the temporary-memory cost the cuDNN paper cites (§3.6);
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/conv_algorithm.hpp"
-#include "cuda/conv_fft.hpp"
+#include "cuda/figures/conv_fft.hpp"
+#include "cuda/kernels/conv/registry.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "figures/figure_util.hpp"
 #include "figures/gpu_common.hpp"
@@ -160,7 +160,7 @@ void ex3(Block& b) {
   b.line(gpu_info().text());
   b.line(cuda::cufft_description() + ": Y = the window [0,H_out) x [0,W_out) of");
   b.line("IDFT(sum_c DFT(X) . conj(DFT(W padded to H x W))) / (H W): a circular correlation");
-  b.line("that never wraps inside the window (cuda/conv_fft.hpp has the algebra)");
+  b.line("that never wraps inside the window (cuda/figures/conv_fft.hpp has the algebra)");
   b.line("error: max |y - ref| / max |ref| over the whole output, ref = the double CPU reference");
   b.line("timing: CUDA events, one warm-up, median of 20; the FFT's includes the filter transform");
   const std::vector<Case> all = cases();

@@ -1,5 +1,5 @@
 // GPU targets of `lenet5 figures`: the printed Figs 16.12 and 16.13 run as printed
-// (cuda/as_printed.cuh) next to the corrected versions, with the bug signatures of
+// (cuda/figures/as_printed.cuh) next to the corrected versions, with the bug signatures of
 // textbook-figures.md §2.2 checked (fig16.12, fig16.13); gpu_targets() joins every GPU part.
 //
 // Every output buffer is filled with NaN before a launch: "unwritten" counts what is still NaN,
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/as_printed.cuh"
-#include "cuda/check.hpp"
-#include "cuda/conv_algorithm.hpp"
+#include "cuda/figures/as_printed.cuh"
+#include "cuda/kernels/conv/registry.hpp"
+#include "cuda/runtime/check.hpp"
 #include "figures/figure_util.hpp"
 #include "figures/gpu_common.hpp"
 

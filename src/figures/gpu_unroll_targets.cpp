@@ -3,7 +3,7 @@
 // the printed Fig 16.17 host code's truncating block count (fig16.17).
 //
 // The GPU unroll, cuda::conv_unroll (Fig 16.18 corrected), and the book's per-sample loop,
-// cuda::conv_forward_unroll_per_sample (Fig 16.15), come from cuda/conv_unroll_gemm.cuh.
+// cuda::conv_forward_unroll_per_sample (Fig 16.15), come from cuda/kernels/conv/unroll_gemm.cuh.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/as_printed.cuh"
-#include "cuda/conv_algorithm.hpp"
-#include "cuda/conv_unroll_gemm.cuh"
-#include "cuda/dense.cuh"
+#include "cuda/figures/as_printed.cuh"
+#include "cuda/kernels/conv/registry.hpp"
+#include "cuda/kernels/conv/unroll_gemm.cuh"
+#include "cuda/kernels/dense.cuh"
 #include "figures/gpu_common.hpp"
 
 namespace lenet5::figures {

@@ -1,5 +1,5 @@
 // The memory-sector model behind the `ex2` figure target (Exercise 2, textbook-figures.md §1.22):
-// for Exercise 2's kernels (cuda/conv_layouts.cuh), every warp-level load and store instruction
+// for Exercise 2's kernels (cuda/figures/conv_layouts.cuh), every warp-level load and store instruction
 // they execute, and the distinct 32-byte sectors each touches. Exact, not sampled: the model runs
 // the kernels' own thread mappings (direct_thread, unroll_thread) and index helpers over every
 // block and warp of the real launch, so it counts the requests Nsight Compute counts as
@@ -11,7 +11,7 @@
 // thread issues no request; each loop iteration's load is one request (nothing vectorised).
 #pragma once
 
-#include "cuda/conv_layouts.cuh"
+#include "cuda/figures/conv_layouts.cuh"
 #include "layers/reference_cpu.hpp"
 
 namespace lenet5::figures {

@@ -1,5 +1,5 @@
 // Exercise 2 (textbook-figures.md §1.22): tensor layouts NCHW, NHWC and CHWN in the basic
-// (Fig 16.12) and unroll (Fig 16.18) kernels of cuda/conv_layouts.cuh, on LeNet's three
+// (Fig 16.12) and unroll (Fig 16.18) kernels of cuda/figures/conv_layouts.cuh, on LeNet's three
 // convolution layers at N = 64 (the `ex2` target).
 //
 // Per layer, layout and kernel: the result (converted back to NCHW) against the CPU reference,
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/conv_layouts.cuh"
-#include "cuda/conv_unroll_gemm.cuh"
+#include "cuda/figures/conv_layouts.cuh"
+#include "cuda/kernels/conv/unroll_gemm.cuh"
 #include "figures/chapter_math.hpp"
 #include "figures/gpu_common.hpp"
 #include "figures/layout_math.hpp"

@@ -9,12 +9,12 @@
 #include <cmath>
 
 #include "core/rng.hpp"
+#include "core/topology.hpp"
 #include "figures/cudnn_table4.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "figures/figure_util.hpp"
 #include "figures/paper_math.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/topology.hpp"
 
 namespace lenet5::figures {
 namespace {

@@ -8,18 +8,16 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "cuda/batch.cuh"
-#include "cuda/check.hpp"
-#include "cuda/dense.cuh"
-#include "cuda/loss.cuh"
-#include "cuda/optimizer.cuh"
-#include "net/topology.hpp"
+#include "core/topology.hpp"
+#include "cuda/kernels/batch.cuh"
+#include "cuda/kernels/dense.cuh"
+#include "cuda/kernels/loss.cuh"
+#include "cuda/kernels/optimizer.cuh"
+#include "cuda/runtime/check.hpp"
 
 namespace lenet5::figures {
 namespace {
 
-constexpr std::size_t kImageBytes = std::size_t(kImageSide) * kImageSide;
-constexpr std::size_t kInputFloats = std::size_t(kInputSide) * kInputSide;
 
 // One CUDA event with timing, destroyed with its owner.
 class Event {
@@ -149,7 +147,7 @@ PhaseRun PhaseTrainer::run(const DeviceDataset& train, const DeviceDataset& test
   Buffer<cuda::StepStats> train_stats(Device::gpu, std::size_t(steps));
   Buffer<cuda::StepStats> test_stats(Device::gpu, std::size_t(test_batches));
   EventChain chain(std::size_t(interval_count(steps)) + 1);
-  const cudaStream_t stream = cuda::kDefaultStream;  // the layers' stream (cuda/streams.hpp)
+  const cudaStream_t stream = cuda::kDefaultStream;  // the layers' stream (cuda/runtime/streams.hpp)
 
   for (int step = 0; step < steps; ++step) {
     const std::size_t first = std::size_t(step) * batch;

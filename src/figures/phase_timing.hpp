@@ -1,5 +1,5 @@
 // The measurement behind cudnn.tab4: LeNet-5 trained for a fixed number of steps from the same
-// building blocks as the GPU engine (cuda/engine.cu: gather -> forward -> loss -> backward -> SGD
+// building blocks as the GPU engine (cuda/engine/gpu_engine.cu: gather -> forward -> loss -> backward -> SGD
 // on kDefaultStream), with CUDA events marked between the phases, then tested once. The engine
 // itself is not used: its steps run as one captured graph, with nothing to mark in between.
 //
@@ -13,12 +13,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/buffer.hpp"
+#include "core/net_config.hpp"
+#include "core/sgd.hpp"
+#include "cuda/runtime/buffer.hpp"
 #include "data/mnist.hpp"
+#include "engine/network.hpp"
 #include "figures/cudnn_table4.hpp"
-#include "net/config.hpp"
-#include "net/network.hpp"
-#include "train/sgd.hpp"
 
 namespace lenet5::figures {
 

@@ -29,7 +29,7 @@ constexpr int kTestImages = 10000;  // MNIST's test set, as the paper's "Testing
 constexpr std::uint64_t kTrainSeed = 4401, kTestSeed = 4402;
 
 // Configurations differ only in summation order, fused multiply-adds and the last bits of the
-// activation functions (net/config.hpp): from the same weights and data, each step's loss (~2.3,
+// activation functions (core/net_config.hpp): from the same weights and data, each step's loss (~2.3,
 // ln 10 for random labels) agrees to a few float roundings, plus what the weights' drift adds.
 // GpuEngine.BookAndFastKernelsComputeTheSameNetwork bounds that drift by 1e-3 after 16 MNIST
 // steps at lr 0.05 (its comment reports ~1e-6). Here the rate is 0.01, so that with momentum 0.9

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/topology.hpp"
 #include "figures/figures.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/topology.hpp"
 
 namespace lenet5::figures {
 

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "cuda/check.hpp"
-#include "cuda/conv_algorithm.hpp"
-#include "cuda/conv_unroll_gemm.cuh"
-#include "cuda/dense.cuh"
-#include "cuda/runtime.hpp"
+#include "cuda/kernels/conv/registry.hpp"
+#include "cuda/kernels/conv/unroll_gemm.cuh"
+#include "cuda/kernels/dense.cuh"
+#include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "figures/figure_util.hpp"
 #include "figures/gpu_common.hpp"
 

@@ -3,9 +3,9 @@
 
 #include <memory>
 
-#include "layers/layer.hpp"
-#include "net/config.hpp"
-#include "net/topology.hpp"
+#include "core/layer.hpp"
+#include "core/net_config.hpp"
+#include "core/topology.hpp"
 
 namespace lenet5 {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "layers/activation_math.hpp"
+#include "core/activation_math.hpp"
 #include "layers/reference_cpu.hpp"
 
 namespace lenet5 {

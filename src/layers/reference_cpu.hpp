@@ -3,8 +3,7 @@
 // activation and softmax cross-entropy. They are the oracle for every GPU kernel and the real
 // backend of --device cpu. Templated on float (training) and double (gradient checks).
 //
-// Layout NCHW throughout. Index convention (textbook-figures.md §0.2):
-//   X[((n*C + c)*H + h)*W + w], W[((m*C + c)*K + p)*K + q], Y[((n*M + m)*H_out + h)*W_out + w].
+// Layout NCHW throughout; the shapes and the index convention are core/shapes.hpp's.
 // Parallelism (OpenMP) is over samples or over output channels only, each output element is
 // written by exactly one thread, and every sum runs in a fixed order: results do not depend on
 // the number of threads.
@@ -15,21 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "net/config.hpp"
+#include "core/net_config.hpp"
+#include "core/shapes.hpp"
 
 namespace lenet5 {
-
-// Valid, stride-1 cross-correlation: C input maps of H x W, M output maps of H_out x W_out.
-struct ConvShape {
-  int n = 1, c = 1, h = 1, w = 1, m = 1, k = 1;
-  int h_out() const { return h - k + 1; }
-  int w_out() const { return w - k + 1; }
-};
-inline std::size_t x_count(const ConvShape& s) { return std::size_t(s.n) * s.c * s.h * s.w; }
-inline std::size_t weight_count(const ConvShape& s) { return std::size_t(s.m) * s.c * s.k * s.k; }
-inline std::size_t y_count(const ConvShape& s) {
-  return std::size_t(s.n) * s.m * s.h_out() * s.w_out();
-}
 
 // Fig 16.4 / 16.10 (mini-batch): Y[n,m,h,w] = sum_{c,p,q} X[n,c,h+p,w+q] * W[m,c,p,q] (+ bias[m]).
 // Errata fixed: E01 (A's "Y += Y + ..." doubled the running sum), E02 (the int width W and the
@@ -62,11 +50,6 @@ void conv_backward_weights_cpu(const ConvShape& s, const T* x, const T* dL_dy, T
 // (which is a layer of its own here): S[n,c,h,w] = pool(Y[n,c,K*h+p,K*w+q]) + b[c].
 // Errata fixed: E03-E07 (undeclared loop variables, the doubled sum "S += S + ...", the bias and
 // sigmoid statement placed outside the loops in rendering B, the missing b parameter).
-struct PoolShape {
-  int n = 1, c = 1, h = 1, w = 1, k = 2;
-  int h_out() const { return h / k; }
-  int w_out() const { return w / k; }
-};
 template <class T>
 void subsample_forward_cpu(const PoolShape& s, Subsampling kind, const T* x, const T* bias, T* y);
 // Average: each input of a window receives dE/dS / K^2. Max: the window's first maximum (in
@@ -83,11 +66,7 @@ template <class T>
 void activation_backward_cpu(Activation kind, const T* y, const T* dL_dy, T* dL_dx,
                              std::size_t count);
 
-// Fully connected, Y = W X + b for each sample: W is (out, in), row-major, as F6's 84 x 120
-// (the text's "120 x 84", erratum T02, has it transposed).
-struct FcShape {
-  int n = 1, in = 1, out = 1;
-};
+// Fully connected (core/shapes.hpp's FcShape).
 template <class T>
 void fc_forward_cpu(const FcShape& s, const T* x, const T* weight, const T* bias, T* y);
 // Figs 16.6/16.7: dE/dX = W^T dE/dY, dE/dW = dE/dY X^T (summed over the batch), dE/db = dE/dY.

@@ -1,3 +1,4 @@
+#include "backend/backend.hpp"
 #include "train/bench.hpp"
 
 #include <spdlog/spdlog.h>
@@ -7,12 +8,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "core/buffer.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "net/network.hpp"
-#include "cuda/runtime.hpp"
+#include "cuda/runtime/buffer.hpp"
+#include "cuda/runtime/runtime.hpp"
+#include "engine/network.hpp"
 #include "train/trainer.hpp"
 
 namespace lenet5 {

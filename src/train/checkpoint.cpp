@@ -6,8 +6,8 @@
 #include <exception>
 
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "io/safetensors.hpp"
-#include "net/layout.hpp"
 
 namespace lenet5 {
 namespace {

@@ -1,4 +1,4 @@
-// Checkpoints: safetensors files holding every parameter tensor by name (net/layout.hpp), the
+// Checkpoints: safetensors files holding every parameter tensor by name (core/layout.hpp), the
 // momentum buffers as "<name>.momentum" when momentum is used, and in __metadata__ everything a
 // resumed run needs to continue exactly where this one stopped.
 #pragma once
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "net/config.hpp"
-#include "train/engine.hpp"
+#include "core/net_config.hpp"
+#include "engine/engine.hpp"
 
 namespace lenet5 {
 

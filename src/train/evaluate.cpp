@@ -1,3 +1,4 @@
+#include "backend/backend.hpp"
 #include "train/evaluate.hpp"
 
 #include <spdlog/fmt/fmt.h>

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.hpp"
 #include "image/preprocess.hpp"
 #include "train/checkpoint.hpp"
-#include "train/engine.hpp"
 
 namespace lenet5 {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "net/config.hpp"
+#include "core/net_config.hpp"
+#include "core/sgd.hpp"
 #include "train/schedule.hpp"
-#include "train/sgd.hpp"
 
 namespace lenet5 {
 
@@ -16,12 +16,12 @@ struct TrainSettings {
   // data
   std::string data_dir;  // empty: $LENET5_DATA or data/mnist
   int train_limit = 0;   // train on the first N images only (0: all)
-  // network (net/config.hpp)
+  // network (core/net_config.hpp)
   std::string activation = "tanh";
   std::string subsampling = "average";
   std::string c3_table = "full";
   std::string kernels = "fast";  // GPU kernel set: book | fast | whole-step (same function)
-  std::string conv_algo = "auto";  // a net/conv_algo.hpp name; auto: direct (book), staged (fast)
+  std::string conv_algo = "auto";  // a core/conv_algo.hpp name; auto: direct (book), staged (fast)
   // optimisation
   int epochs = 10;
   int batch_size = 64;

@@ -1,3 +1,4 @@
+#include "backend/backend.hpp"
 #include "train/trainer.hpp"
 
 #include <spdlog/fmt/fmt.h>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "train/engine.hpp"
+#include "engine/engine.hpp"
 
 namespace lenet5::testing {
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "io/safetensors.hpp"
-#include "net/layout.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 

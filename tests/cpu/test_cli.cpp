@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "cuda/runtime.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "test_util.hpp"
 
 namespace lenet5 {

@@ -1,4 +1,4 @@
-// Exercise 2's layouts on the host (cuda/conv_layouts.cuh, src/figures/layout_math.hpp): the index
+// Exercise 2's layouts on the host (cuda/figures/conv_layouts.cuh, src/figures/layout_math.hpp): the index
 // helpers are bijections and NCHW's is the project's own, the conversions invert each other, the
 // kernels' thread mappings cover every output once, and the sector model counts what a hand count
 // gives (and Exercise 5's model where both apply). The kernels themselves run in
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/conv_layouts.cuh"
+#include "cuda/figures/conv_layouts.cuh"
 #include "figures/chapter_math.hpp"
 #include "figures/layout_math.hpp"
 

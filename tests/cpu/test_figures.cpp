@@ -13,13 +13,13 @@
 #include <tuple>
 #include <vector>
 
+#include "core/conv_algo.hpp"
 #include "core/error.hpp"
-#include "cuda/conv_fft.hpp"
+#include "cuda/figures/conv_fft.hpp"
 #include "figures/chapter_math.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "figures/figures.hpp"
 #include "figures/paper_math.hpp"
-#include "net/conv_algo.hpp"
 #include "test_util.hpp"
 
 namespace lenet5 {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "backend/backend.hpp"
 #include "common/golden_trajectory.hpp"
 
 namespace lenet5 {

@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
 #include "core/rng.hpp"
+#include "core/topology.hpp"
 #include "data/batch.hpp"
+#include "engine/network.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/config.hpp"
-#include "net/layout.hpp"
-#include "net/network.hpp"
-#include "net/topology.hpp"
 
 namespace {
 

@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "core/activation_math.hpp"
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
 #include "core/rng.hpp"
+#include "core/topology.hpp"
 #include "data/batch.hpp"
-#include "layers/activation_math.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/config.hpp"
-#include "net/layout.hpp"
-#include "net/topology.hpp"
 
 namespace {
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/buffer.hpp"
 #include "core/device.hpp"
-#include "cuda/check.hpp"
-#include "cuda/runtime.hpp"
+#include "cuda/runtime/buffer.hpp"
+#include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
 
 namespace lenet5::test {
 

@@ -1,4 +1,4 @@
-// The as-printed kernels (cuda/as_printed.cuh) reproduce the deterministic bug signatures of
+// The as-printed kernels (cuda/figures/as_printed.cuh) reproduce the deterministic bug signatures of
 // textbook-figures.md §2.2 and §1.17, so that `lenet5 figures` demonstrates real behaviour:
 //   E10: with a 2x2-tile grid only the top-left 17x17 of each 32x32 map is written (735 of 1,024
 //        unwritten); LeNet C1 (N=2) leaves 6,336 unwritten with the printed grid, 5,940 with ceil;
@@ -14,7 +14,7 @@
 #include <cmath>
 #include <vector>
 
-#include "cuda/as_printed.cuh"
+#include "cuda/figures/as_printed.cuh"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 

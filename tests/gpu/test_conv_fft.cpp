@@ -1,4 +1,4 @@
-// The FFT convolution (cuda/conv_fft.hpp, Exercise 3) against the CPU reference in double, on every
+// The FFT convolution (cuda/figures/conv_fft.hpp, Exercise 3) against the CPU reference in double, on every
 // LeNet shape, the Fig 16.14 example, and shapes that a square-only or wrong-window implementation
 // gets wrong: H != W with K odd and even, an output only one row high (K = H), and W odd (so that
 // W/2+1 rounds). Every output is poisoned with NaN first, so an unwritten output fails.
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/conv_fft.hpp"
+#include "cuda/figures/conv_fft.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"

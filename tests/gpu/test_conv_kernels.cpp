@@ -1,5 +1,5 @@
-// Convolution kernels, every version of the registry (net/conv_algo.hpp, through
-// cuda/conv_algorithm.hpp), against the CPU reference
+// Convolution kernels, every version of the registry (core/conv_algo.hpp, through
+// cuda/kernels/conv/registry.hpp), against the CPU reference
 // (layers/conv_cpu.cpp) on every LeNet shape and on the cases that expose the printed Fig 16.12's
 // errata (textbook-figures.md §2.2): C1 has H_out = 28 > 16 (several tiles, E10/E11), "one tile"
 // fills exactly one 16x16 tile, "2x2 tiles" has H_out = 32 (E10 leaves 735 of 1,024 outputs per map
@@ -20,7 +20,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cuda/conv_algorithm.hpp"
+#include "cuda/kernels/conv/registry.hpp"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 
@@ -32,7 +32,7 @@ using namespace lenet5::test;
 
 using lenet5::ConvAlgo;
 
-// Every version of the registry (net/conv_algo.hpp); every test below runs on each.
+// Every version of the registry (core/conv_algo.hpp); every test below runs on each.
 std::vector<ConvAlgo> all_versions() {
   std::vector<ConvAlgo> versions;
   for (const auto& info : lenet5::conv_algorithms()) versions.push_back(info.algo);

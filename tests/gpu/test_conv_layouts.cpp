@@ -1,4 +1,4 @@
-// Exercise 2's kernels (cuda/conv_layouts.cuh): the direct forward kernel and the unroll kernel in
+// Exercise 2's kernels (cuda/figures/conv_layouts.cuh): the direct forward kernel and the unroll kernel in
 // each layout (NCHW, NHWC, CHWN) on LeNet's three convolution shapes, against the CPU reference,
 // exactly (integer data: every float sum is exact). N = 64 (the `ex2` target's batch, two warps
 // of samples for CHWN) and N = 5 (CHWN's samples-per-block guard: 27 of 32 lanes idle).
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/conv_layouts.cuh"
+#include "cuda/figures/conv_layouts.cuh"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 

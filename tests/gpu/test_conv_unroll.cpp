@@ -1,4 +1,4 @@
-// The book's own form of convolution version 3 (cuda/conv_unroll_gemm.cuh): the GPU unroll of
+// The book's own form of convolution version 3 (cuda/kernels/conv/unroll_gemm.cuh): the GPU unroll of
 // Figs 16.17/16.18 against the CPU unroll of Fig 16.16 and the corrected Fig 16.14 matrix
 // (textbook-figures.md §1.13), and the per-sample unroll + cublasSgemm of Fig 16.15 against the CPU
 // forward (Fig 16.4). The batched ConvAlgorithm of version 3 runs, with every other version, in
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/conv_unroll_gemm.cuh"
+#include "cuda/kernels/conv/unroll_gemm.cuh"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 

@@ -1,5 +1,5 @@
 // The activation, fully connected, loss, SGD and gather kernels against their CPU references
-// (layers/reference_cpu.hpp, train/sgd.hpp, data/batch.hpp), on LeNet's shapes at batch 64.
+// (layers/reference_cpu.hpp, core/sgd.hpp, data/batch.hpp), on LeNet's shapes at batch 64.
 // Every output buffer is filled with NaN bytes (0xFF) before the launch, so an element a kernel
 // forgets to write cannot pass by accident, and is checked for NaN afterwards.
 #include <gtest/gtest.h>
@@ -12,18 +12,19 @@
 #include <string>
 #include <vector>
 
-#include "core/buffer.hpp"
+#include "core/layout.hpp"
 #include "core/rng.hpp"
-#include "cuda/batch.cuh"
-#include "cuda/check.hpp"
-#include "cuda/dense.cuh"
-#include "cuda/loss.cuh"
-#include "cuda/optimizer.cuh"
-#include "cuda/runtime.hpp"
+#include "core/sgd.hpp"
+#include "cuda/kernels/batch.cuh"
+#include "cuda/kernels/dense.cuh"
+#include "cuda/kernels/loss.cuh"
+#include "cuda/kernels/optimizer.cuh"
+#include "cuda/runtime/buffer.hpp"
+#include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "data/batch.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/layout.hpp"
-#include "train/sgd.hpp"
+#include "layers/sgd_cpu.hpp"
 
 namespace lenet5 {
 namespace {
@@ -394,7 +395,8 @@ TEST(SgdKernel, MatchesCpuBitForBit) {
 // Bit-identical to gather_batch_cpu: batch.cu rounds each step of normalise_pixel as the host does.
 TEST(GatherKernel, MatchesCpuThroughThePermutation) {
   SKIP_WITHOUT_GPU();
-  constexpr int kImages = 100, kImageBytes = 28 * 28, kField = 32 * 32, kFirst = 10;
+  constexpr int kImages = 100, kFirst = 10;
+  constexpr std::size_t kField = kInputFloats;
   SplitMix64 rng(51);
   std::vector<std::uint8_t> images(std::size_t(kImages) * kImageBytes), labels(kImages);
   for (auto& pixel : images) pixel = std::uint8_t(rng.below(256));

@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "cuda/dense.cuh"
-#include "cuda/subsample.cuh"
+#include "cuda/kernels/dense.cuh"
+#include "cuda/kernels/subsample.cuh"
 #include "gpu/gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 

@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "cuda/engine.hpp"
-#include "cuda/runtime.hpp"
+#include "cuda/engine/gpu_engine.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "data/mnist.hpp"
-#include "train/engine.hpp"
+#include "engine/engine.hpp"
 
 namespace lenet5 {
 namespace {
@@ -50,7 +51,7 @@ const Mnist* mnist(std::string* why) {
 Dataset first_images(const Dataset& data, int count) {
   Dataset subset;
   subset.count = count;
-  subset.images.assign(data.images.begin(), data.images.begin() + std::size_t(count) * 28 * 28);
+  subset.images.assign(data.images.begin(), data.images.begin() + std::size_t(count) * kImageBytes);
   subset.labels.assign(data.labels.begin(), data.labels.begin() + count);
   return subset;
 }

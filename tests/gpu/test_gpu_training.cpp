@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "cuda/runtime.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda/engine.hpp"
+#include "core/conv_algo.hpp"
+#include "cuda/engine/gpu_engine.hpp"
 #include "figures/cudnn_table4.hpp"
 #include "figures/figures.hpp"
 #include "figures/phase_timing.hpp"
 #include "gpu_test_util.hpp"
-#include "net/conv_algo.hpp"
 
 namespace lenet5 {
 namespace {

@@ -1,4 +1,4 @@
-// Subsampling kernels (cuda/subsample.cu) against the CPU reference (layers/subsample_cpu.cpp), for
+// Subsampling kernels (cuda/kernels/subsample.cu) against the CPU reference (layers/subsample_cpu.cpp), for
 // average and max, on LeNet's S2 and S4 shapes and on odd sizes whose last rows and columns belong
 // to no full window (they must get zero gradient). Max inputs are small integers, so windows often
 // hold tied maxima: forward and backward must both pick the first one in row-major order.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/subsample.cuh"
+#include "cuda/kernels/subsample.cuh"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 

@@ -1,7 +1,7 @@
-// The whole-step kernels (cuda/whole_step.cuh) against the CPU reference: the batch gradient of
+// The whole-step kernels (cuda/engine/whole_step.cuh) against the CPU reference: the batch gradient of
 // every parameter tensor, for every activation, subsampling kind and C3 table, through the
 // permutation gather and with a short last batch; and the SGD update they apply. (The engine
-// launches on cudaStreamPerThread, cuda/dense.cuh's kDefaultStream; so do these tests.)
+// launches on cudaStreamPerThread, cuda/kernels/dense.cuh's kDefaultStream; so do these tests.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -11,20 +11,20 @@
 #include <string>
 #include <vector>
 
-#include "core/buffer.hpp"
 #include "core/rng.hpp"
-#include "cuda/runtime.hpp"
-#include "cuda/whole_step.cuh"
+#include "core/sgd.hpp"
+#include "cuda/engine/whole_step.cuh"
+#include "cuda/runtime/buffer.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "data/batch.hpp"
+#include "engine/network.hpp"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
-#include "net/network.hpp"
-#include "train/sgd.hpp"
+#include "layers/sgd_cpu.hpp"
 
 namespace lenet5 {
 namespace {
 
-constexpr int kImageBytes = 28 * 28;
 
 struct Batch {
   std::vector<std::uint8_t> images, labels;  // a small "data set"

@@ -1,0 +1,307 @@
+// The GPU engine: Network<float> on the device, the data set resident on the device as bytes, the
+// loss statistics accumulated on the device. A training step is five launch sequences on one
+// stream (gather, forward, loss, backward, SGD) with no host synchronisation and no copy; the
+// host waits once per epoch, in take_epoch_totals().
+//
+// A whole epoch of steps is captured once into a CUDA graph and replayed every epoch: launching
+// ~30 small kernels per step costs more host time than the GPU needs to run them, and a graph
+// removes that overhead. Replaying is valid because every argument of every launch is the same
+// each epoch: the buffers keep their addresses, the permutation and the per-step learning rates
+// are uploaded into the same buffers at the start of each epoch, and each step's rate is read
+// from memory by the SGD kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
+//
+// With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the gather,
+// forward, loss, backward and SGD all happen inside them. Evaluation runs the fast layers either way.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/topology.hpp"
+#include "cuda/engine/gpu_engine.hpp"
+#include "cuda/engine/whole_step.cuh"
+#include "cuda/kernels/batch.cuh"
+#include "cuda/kernels/dense.cuh"
+#include "cuda/kernels/loss.cuh"
+#include "cuda/kernels/optimizer.cuh"
+#include "cuda/runtime/buffer.hpp"
+#include "cuda/runtime/check.hpp"
+#include "engine/network.hpp"
+
+namespace lenet5 {
+namespace {
+
+
+// A Dataset's images and labels in device memory, uploaded once.
+struct DeviceDataset {
+  const Dataset* source = nullptr;
+  const std::uint8_t* host_images = nullptr;
+  int count = 0;
+  Buffer<std::uint8_t> images, labels;
+
+  void upload(const Dataset& data) {
+    if (data.count < 0 || data.images.size() < std::size_t(data.count) * kImageBytes ||
+        data.labels.size() < std::size_t(data.count))
+      throw Error("internal: data set of " + std::to_string(data.count) +
+                  " images has too few image or label bytes");
+    images = Buffer<std::uint8_t>(Device::gpu, std::size_t(data.count) * kImageBytes);
+    images.copy_from_host(data.images.data());
+    labels = Buffer<std::uint8_t>(Device::gpu, std::size_t(data.count));
+    labels.copy_from_host(data.labels.data());
+    source = &data;
+    host_images = data.images.data();
+    count = data.count;
+  }
+};
+
+// Sums the slots in order on the host: the same order, hence the same double, every run.
+EpochTotals sum_slots(const Buffer<cuda::StepStats>& slots) {
+  EpochTotals totals;
+  for (const cuda::StepStats& slot : slots.to_vector()) {
+    totals.loss_sum += slot.loss_sum;
+    totals.correct += slot.correct;
+  }
+  return totals;
+}
+
+// An instantiated CUDA graph, destroyed with its owner.
+class GraphExec {
+ public:
+  GraphExec() = default;
+  ~GraphExec() { reset(); }
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  explicit operator bool() const { return m_exec != nullptr; }
+  void reset() {
+    if (m_exec) (void)cudaGraphExecDestroy(m_exec);  // never throws from a destructor
+    m_exec = nullptr;
+  }
+  // Records everything `enqueue` launches on `stream` (nothing runs) and instantiates it.
+  template <class Enqueue>
+  void capture(cudaStream_t stream, Enqueue&& enqueue) {
+    reset();
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    cudaGraph_t graph = nullptr;
+    try {
+      enqueue();
+    } catch (...) {
+      (void)cudaStreamEndCapture(stream, &graph);
+      if (graph) (void)cudaGraphDestroy(graph);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    const cudaError_t status = cudaGraphInstantiate(&m_exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    CUDA_CHECK(status);
+  }
+  void launch(cudaStream_t stream) { CUDA_CHECK(cudaGraphLaunch(m_exec, stream)); }
+
+ private:
+  cudaGraphExec_t m_exec = nullptr;
+};
+
+class GpuEngine final : public Engine {
+ public:
+  GpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size, bool use_graphs)
+      : m_sgd(sgd),
+        m_use_graphs(use_graphs),
+        m_batch(batch_size),
+        m_network(net, Device::gpu, std::max(batch_size, kEvalBatch)),
+        m_velocity(Device::gpu, m_network.layout().buffer_floats),
+        m_input(Device::gpu, kInputFloats * m_network.max_batch()),
+        m_labels(Device::gpu, m_network.max_batch()),
+        m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
+    if (net.kernels == GpuKernels::whole_step)
+      m_whole_step = std::make_unique<cuda::WholeStep>(net, m_network.layout(), batch_size);
+  }
+
+  Device device() const override { return Device::gpu; }
+  const ParamLayout& layout() const override { return m_network.layout(); }
+
+  void initialise(std::uint64_t seed) override {
+    m_network.initialise(seed);
+    m_velocity.zero();
+  }
+  std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
+  std::vector<float> velocity() const override { return m_velocity.to_vector(); }
+  void set_state(const std::vector<float>& parameters,
+                 const std::vector<float>& velocity) override {
+    check_state_sizes(m_network.layout(), parameters, velocity);
+    m_network.parameters().copy_from_host(parameters.data());
+    m_velocity.copy_from_host(velocity.data());
+  }
+
+  void set_training_data(const Dataset& train) override {
+    m_epoch_graph.reset();  // its launches point into the buffers replaced here
+    m_train.upload(train);
+  }
+
+  // The epoch's uploads: the permutation and the rates; and fresh statistics slots, one per step.
+  void begin_epoch(const std::vector<std::int32_t>& permutation,
+                   const std::vector<float>& learning_rates) override {
+    for (const std::int32_t index : permutation)
+      if (index < 0 || index >= m_train.count)
+        throw Error("internal: permutation index " + std::to_string(index) + " outside the " +
+                    std::to_string(m_train.count) + " training images");
+    const std::size_t steps = (permutation.size() + m_batch - 1) / m_batch;
+    if (learning_rates.size() != steps)
+      throw Error("internal: " + std::to_string(learning_rates.size()) + " learning rates for " +
+                  std::to_string(steps) + " steps");
+    if (m_permutation.size() != permutation.size() || m_step_stats.size() != steps) {
+      m_epoch_graph.reset();  // its launches point into the buffers replaced here
+      m_permutation = Buffer<std::int32_t>(Device::gpu, permutation.size());
+      m_learning_rates = Buffer<float>(Device::gpu, steps);
+      m_step_stats = Buffer<cuda::StepStats>(Device::gpu, steps);
+    } else {
+      m_step_stats.zero();
+    }
+    m_permutation.copy_from_host(permutation.data());
+    m_learning_rates.copy_from_host(learning_rates.data());
+    m_seen = 0;
+  }
+
+  void train_steps(int first_step, int end_step) override {
+    const int steps = int(m_step_stats.size());
+    if (first_step < 0 || end_step > steps || first_step > end_step)
+      throw Error("internal: steps [" + std::to_string(first_step) + ", " +
+                  std::to_string(end_step) + ") outside an epoch of " + std::to_string(steps));
+    if (m_use_graphs && first_step == 0 && end_step == steps) {
+      if (!m_epoch_graph)
+        m_epoch_graph.capture(cuda::kDefaultStream, [&] { enqueue_steps(0, steps); });
+      m_epoch_graph.launch(cuda::kDefaultStream);
+    } else {
+      enqueue_steps(first_step, end_step);
+    }
+    const int n = int(m_permutation.size());
+    m_seen += std::min(n, end_step * m_batch) - first_step * m_batch;
+  }
+
+  int preferred_steps_per_call(int steps_in_epoch) const override {
+    return m_use_graphs ? steps_in_epoch : 1;
+  }
+
+ private:
+  // Step s: gather -> forward -> loss (gradient and statistics slot s) -> backward -> SGD with
+  // the rate learning_rates[s], all queued on kDefaultStream. Nothing waits for the device.
+  void enqueue_steps(int first_step, int end_step) {
+    const int n = int(m_permutation.size());
+    for (int step = first_step; step < end_step; ++step) {
+      const int first = step * m_batch, count = std::min(m_batch, n - first);
+      if (m_whole_step) {
+        m_whole_step->train_step(m_train.images.data(), m_train.labels.data(),
+                                 m_permutation.data() + first, count, m_sgd,
+                                 m_learning_rates.data() + step, m_network.parameters().data(),
+                                 m_velocity.data(), m_step_stats.data() + step,
+                                 cuda::kDefaultStream);
+        continue;
+      }
+      cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
+                         m_permutation.data() + first, count, m_input.data(), m_labels.data(),
+                         cuda::kDefaultStream);
+      m_network.forward(m_input.data(), count);
+      cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
+                                  nullptr, m_step_stats.data() + step, cuda::kDefaultStream);
+      m_network.backward(m_dL_dlogits.data(), count);
+      cuda::sgd_step(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
+                     m_network.parameters().data(), m_velocity.data(), m_velocity.size(),
+                     cuda::kDefaultStream);
+    }
+  }
+
+ public:
+  // The epoch's one synchronisation: the copy of the slots waits for the last step.
+  EpochTotals take_epoch_totals() override {
+    EpochTotals totals = sum_slots(m_step_stats);
+    totals.seen = m_seen;
+    return totals;
+  }
+
+  Evaluation evaluate(const Dataset& data) override;
+  std::vector<float> probabilities(const std::uint8_t* images, int n) override;
+
+ private:
+  const DeviceDataset& device_copy(const Dataset& data);
+
+  SgdSettings m_sgd;
+  bool m_use_graphs;
+  int m_batch;
+  Network<float> m_network;
+  Buffer<float> m_velocity, m_input;
+  Buffer<std::uint8_t> m_labels;
+  Buffer<float> m_dL_dlogits;
+  std::unique_ptr<cuda::WholeStep> m_whole_step;  // the whole-step kernel set only
+  DeviceDataset m_train;
+  Buffer<std::int32_t> m_permutation;
+  Buffer<float> m_learning_rates;  // (steps per epoch)
+  GraphExec m_epoch_graph;
+  Buffer<cuda::StepStats> m_step_stats;  // (steps per epoch)
+  std::int64_t m_seen = 0;
+  DeviceDataset m_eval;  // the last evaluated data set (the test set, in practice)
+};
+
+// Uploads an evaluation set the first time it is seen; later epochs reuse the device copy (the
+// training set's copy too, if that is what is evaluated). The key is the Dataset's address plus
+// its storage and size, so a different set that happens to reuse an address is not mistaken for
+// the cached one.
+const DeviceDataset& GpuEngine::device_copy(const Dataset& data) {
+  const auto holds = [&data](const DeviceDataset& set) {
+    return set.source == &data && set.host_images == data.images.data() && set.count == data.count;
+  };
+  if (holds(m_train)) return m_train;
+  if (!holds(m_eval)) m_eval.upload(data);
+  return m_eval;
+}
+
+// Forward in batches of 256 on the device; one StepStats slot per batch (summed on the host in
+// order, so the loss is the same every time) and the predictions come back in one copy for the
+// confusion matrix. Evaluation is outside the timed epoch, so its synchronisation is harmless.
+Evaluation GpuEngine::evaluate(const Dataset& data) {
+  Evaluation result;
+  result.count = data.count;
+  if (data.count == 0) return result;
+  const DeviceDataset& set = device_copy(data);
+  const int batches = (data.count + kEvalBatch - 1) / kEvalBatch;
+  Buffer<cuda::StepStats> slots(Device::gpu, batches);
+  Buffer<std::int32_t> predictions(Device::gpu, data.count);
+  for (int b = 0; b < batches; ++b) {
+    const int first = b * kEvalBatch, n = std::min(kEvalBatch, data.count - first);
+    cuda::gather_batch(set.images.data() + first * kImageBytes, nullptr, nullptr, n, m_input.data(),
+                       nullptr, cuda::kDefaultStream);
+    m_network.forward(m_input.data(), n);
+    cuda::softmax_cross_entropy(m_network.logits(), set.labels.data() + first, n, nullptr,
+                                predictions.data() + first, slots.data() + b, cuda::kDefaultStream);
+  }
+  const std::vector<std::int32_t> predicted = predictions.to_vector();
+  const EpochTotals totals = sum_slots(slots);
+  result.loss_sum = totals.loss_sum;
+  result.correct = totals.correct;
+  for (int i = 0; i < data.count; ++i) ++result.confusion[data.labels[i]][predicted[i]];
+  return result;
+}
+
+std::vector<float> GpuEngine::probabilities(const std::uint8_t* images, int n) {
+  if (n <= 0) return {};
+  Buffer<std::uint8_t> device_images(Device::gpu, std::size_t(n) * kImageBytes);
+  device_images.copy_from_host(images);
+  Buffer<float> device_probabilities(Device::gpu, std::size_t(n) * kClasses);
+  for (int first = 0; first < n; first += kEvalBatch) {
+    const int count = std::min(kEvalBatch, n - first);
+    cuda::gather_batch(device_images.data() + first * kImageBytes, nullptr, nullptr, count,
+                       m_input.data(), nullptr, cuda::kDefaultStream);
+    m_network.forward(m_input.data(), count);
+    cuda::softmax_probabilities(m_network.logits(), count,
+                                device_probabilities.data() + std::size_t(first) * kClasses,
+                                cuda::kDefaultStream);
+  }
+  return device_probabilities.to_vector();
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> make_gpu_engine(const NetConfig& net, const SgdSettings& sgd,
+                                        int batch_size, bool use_graphs) {
+  if (batch_size < 1) throw UsageError("batch size must be at least 1");
+  return std::make_unique<GpuEngine>(net, sgd, batch_size, use_graphs);
+}
+
+}  // namespace lenet5

@@ -1,0 +1,76 @@
+// The whole-step kernel set (`--kernels whole-step`): a training step of the whole network in two
+// launches instead of about twenty.
+//
+// Why: at batch 64 a step is ~160 MFLOP, a few microseconds of arithmetic, but the layer-by-layer
+// kernel sets run ~18 dependent kernels per step, and each one's launch, ramp-up and drain costs
+// more than its work. This set keeps a sample's whole forward and backward pass inside one thread
+// block, in shared memory, so the only step-wide dependency left is the weight-gradient sum.
+//
+//   1. whole_step_sample_kernel: one block per sample. It gathers its image through the epoch's
+//      permutation, runs C1-S2-C3-S4-C5-F6-output, the softmax cross-entropy and its gradient,
+//      and back-propagates to C1. It writes the sample's dense-layer activations and output
+//      gradients, and its own C1/C3/bias gradient contributions, to a per-sample record.
+//   2. whole_step_update_kernel: one thread per parameter. It sums the parameter's gradient over
+//      the batch's records in sample order (deterministic: no atomics) and applies the SGD update
+//      of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The step's loss and
+//      correct count are summed in sample order into its statistics slot.
+//
+// The function is the same network as the other kernel sets (core/topology.hpp), every option
+// included (the four activations, average and max subsampling, both C3 tables, SGD with momentum,
+// Nesterov and weight decay); only summation orders differ, so results agree up to rounding.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
+#include "core/sgd.hpp"
+#include "cuda/kernels/loss.cuh"
+#include "cuda/runtime/buffer.hpp"
+
+namespace lenet5::cuda {
+
+// Where each parameter tensor starts in the flat buffer (core/layout.hpp), in floats.
+struct WholeStepOffsets {
+  int c1_weight, s2_bias, c3_weight, s4_bias, c5_weight, c5_bias, f6_weight, f6_bias, output_weight,
+      output_bias;
+  int buffer_floats;
+};
+
+class WholeStep {
+ public:
+  WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch);
+
+  // One SGD step on the n samples images[indices[0..n)] (indices null: the first n images),
+  // reading the rate from *lr on the device (so that a captured graph can replay the launch).
+  // velocity may be null only when sgd.momentum is 0.
+  // ADDS the batch's loss sum and correct count to *stats. Nothing waits for the device.
+  void train_step(const std::uint8_t* images, const std::uint8_t* labels,
+                  const std::int32_t* indices, int n, const SgdSettings& sgd, const float* lr,
+                  float* params, float* velocity, StepStats* stats, cudaStream_t stream);
+
+  // The batch-mean gradient of the same step, written to `gradients` (layout buffer_floats, the
+  // padding left untouched), without updating anything: what the tests compare with the CPU
+  // reference. stats may be null.
+  void gradients(const std::uint8_t* images, const std::uint8_t* labels,
+                 const std::int32_t* indices, int n, const float* params, float* gradients,
+                 StepStats* stats, cudaStream_t stream);
+
+ private:
+  void run_samples(const std::uint8_t* images, const std::uint8_t* labels,
+                   const std::int32_t* indices, int n, const float* params, cudaStream_t stream);
+
+  NetConfig m_config;
+  WholeStepOffsets m_offsets;
+  int m_max_batch;
+  Buffer<float> m_records;       // (max_batch, record floats): see whole_step.cu
+  Buffer<double> m_sample_loss;  // (max_batch)
+  Buffer<std::int32_t> m_sample_correct;
+  Buffer<float> m_c3_mask;      // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
+  bool m_programmatic = false;  // the kernels were built with griddepcontrol (sm_90 and newer)
+};
+
+}  // namespace lenet5::cuda

@@ -1,0 +1,42 @@
+// Batch gather kernel (see batch.cuh for the contract).
+#include <cstddef>
+
+#include "cuda/kernels/batch.cuh"
+#include "core/shapes.hpp"
+#include "cuda/kernels/pixel.cuh"
+#include "cuda/runtime/check.hpp"
+
+namespace lenet5::cuda {
+namespace {
+
+constexpr int kGatherThreads = 256;
+constexpr int kFieldPixels = kInputSide * kInputSide;  // 1,024
+static_assert(kInputSide == kImageSide + 2 * kPad, "the input field is the padded MNIST image");
+
+}  // namespace
+
+__global__ void gather_batch_kernel1(const std::uint8_t* images, const std::uint8_t* labels,
+                                     const std::int32_t* indices, float* out,
+                                     std::uint8_t* labels_out) {
+  const int i = blockIdx.x;
+  const std::size_t source = indices ? std::size_t(indices[i]) : std::size_t(i);
+  const std::uint8_t* image = images + source * kImageBytes;
+  float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
+  const float background = normalise_pixel_device(0);
+  for (int p = threadIdx.x; p < kFieldPixels; p += blockDim.x) {
+    const int y = p / kInputSide - kPad, x = p % kInputSide - kPad;
+    const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
+    field[p] = inside ? normalise_pixel_device(image[y * kImageSide + x]) : background;
+  }
+  if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
+}
+
+void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
+                  const std::int32_t* indices, int n, float* out, std::uint8_t* labels_out,
+                  cudaStream_t stream) {
+  if (n == 0) return;
+  gather_batch_kernel1<<<n, kGatherThreads, 0, stream>>>(images, labels, indices, out, labels_out);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lenet5::cuda

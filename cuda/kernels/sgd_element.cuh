@@ -1,0 +1,28 @@
+// The SGD update of one parameter, shared by the update kernels (cuda/kernels/optimizer.cu and the
+// whole-step kernels, cuda/engine/whole_step.cu), so that every kernel set updates bit for bit alike.
+#pragma once
+
+namespace lenet5::cuda {
+
+// The formula of sgd_step_cpu (core/sgd.hpp):
+//   g = grad + decay * w;   v = mu * v + g;   w -= lr * (nesterov ? g + mu * v : v)
+//   (mu = 0: w -= lr * g, and the velocity is not touched)
+// written with explicit round-to-nearest intrinsics. nvcc would otherwise contract each
+// "a * b + c" into one FMA, which rounds once instead of twice; the CPU reference is compiled
+// without contraction (GCC in ISO C++ mode uses -ffp-contract=off, and baseline x86-64 has no FMA
+// instruction anyway), so these intrinsics are what make the two updates bit-identical.
+__device__ inline void sgd_update_element(float mu, bool nesterov, float decay, float lr,
+                                          float gradient, float* param, float* velocity) {
+  const float w = *param;
+  const float g = __fadd_rn(gradient, __fmul_rn(decay, w));
+  if (mu == 0.0f) {
+    *param = __fsub_rn(w, __fmul_rn(lr, g));
+    return;
+  }
+  const float v = __fadd_rn(__fmul_rn(mu, *velocity), g);
+  *velocity = v;
+  const float direction = nesterov ? __fadd_rn(g, __fmul_rn(mu, v)) : v;
+  *param = __fsub_rn(w, __fmul_rn(lr, direction));
+}
+
+}  // namespace lenet5::cuda

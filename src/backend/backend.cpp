@@ -1,0 +1,33 @@
+#include "backend/backend.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.hpp"
+#include "cpu/cpu_engine.hpp"
+#include "cuda/engine/gpu_engine.hpp"
+#include "cuda/runtime/runtime.hpp"
+
+namespace lenet5 {
+
+Device resolve_device(const std::string& request, bool warn_on_cpu_fallback) {
+  if (request == "cpu") return Device::cpu;
+  if (request != "auto" && request != "gpu")
+    throw UsageError("--device must be auto, gpu or cpu, not '" + request + "'");
+  if (cuda::device_count() == 0) {
+    if (request == "gpu")
+      throw Error("--device gpu: no usable CUDA device (no GPU or no driver); use --device cpu");
+    spdlog::log(warn_on_cpu_fallback ? spdlog::level::warn : spdlog::level::debug,
+                "no usable CUDA device: running on the CPU (slow; pass --device cpu to silence this)");
+    return Device::cpu;
+  }
+  spdlog::info("device: {}", cuda::device_description());
+  return Device::gpu;
+}
+
+std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
+                                    int batch_size) {
+  if (device == Device::gpu) return make_gpu_engine(net, sgd, batch_size);
+  return make_cpu_engine(net, sgd, batch_size);
+}
+
+}  // namespace lenet5

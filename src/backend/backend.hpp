@@ -1,0 +1,23 @@
+// Which engine runs: the --device choice resolved against the machine, and the engine made for
+// it. The one place that knows both engines (src/cpu/, cuda/engine/); everything that trains,
+// evaluates or classifies asks here.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/device.hpp"
+#include "core/net_config.hpp"
+#include "core/sgd.hpp"
+#include "engine/engine.hpp"
+
+namespace lenet5 {
+
+// Resolves --device auto|gpu|cpu. "auto" picks the GPU when one is usable, else the CPU (with a
+// warning when slowness matters, i.e. for training); "gpu" without a usable GPU is an error.
+Device resolve_device(const std::string& request, bool warn_on_cpu_fallback = true);
+
+std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
+                                    int batch_size);
+
+}  // namespace lenet5

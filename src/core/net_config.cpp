@@ -1,0 +1,68 @@
+#include "core/net_config.hpp"
+
+#include <array>
+
+#include "core/error.hpp"
+
+namespace lenet5 {
+namespace {
+
+template <class Enum>
+Enum parse_named(const std::string& name, const std::vector<std::string>& names,
+                 const char* what) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<Enum>(i);
+  std::string accepted;
+  for (const auto& n : names) accepted += (accepted.empty() ? "" : ", ") + n;
+  throw UsageError(std::string("unknown ") + what + " '" + name + "' (accepted: " + accepted + ")");
+}
+
+}  // namespace
+
+const std::vector<std::string>& activation_names() {
+  static const std::vector<std::string> names{"tanh", "sigmoid", "scaled-tanh", "relu"};
+  return names;
+}
+const std::vector<std::string>& subsampling_names() {
+  static const std::vector<std::string> names{"average", "max"};
+  return names;
+}
+const std::vector<std::string>& c3_table_names() {
+  static const std::vector<std::string> names{"full", "lecun"};
+  return names;
+}
+
+const std::vector<std::string>& gpu_kernels_names() {
+  static const std::vector<std::string> names{"book", "fast", "whole-step"};
+  return names;
+}
+
+const char* to_string(GpuKernels value) { return gpu_kernels_names()[int(value)].c_str(); }
+
+GpuKernels parse_gpu_kernels(const std::string& name) {
+  return parse_named<GpuKernels>(name, gpu_kernels_names(), "kernel set");
+}
+
+const char* to_string(Activation value) { return activation_names()[int(value)].c_str(); }
+const char* to_string(Subsampling value) { return subsampling_names()[int(value)].c_str(); }
+const char* to_string(C3Table value) { return c3_table_names()[int(value)].c_str(); }
+
+Activation parse_activation(const std::string& name) {
+  return parse_named<Activation>(name, activation_names(), "activation");
+}
+Subsampling parse_subsampling(const std::string& name) {
+  return parse_named<Subsampling>(name, subsampling_names(), "subsampling");
+}
+C3Table parse_c3_table(const std::string& name) {
+  return parse_named<C3Table>(name, c3_table_names(), "C3 table");
+}
+
+bool lecun_c3_connected(int output_map, int input_map) {
+  // Rows: input maps 0..5; columns: output maps 0..15 (an X in the paper's Table I).
+  static constexpr std::array<const char*, 6> table{
+      "X   XXX  XXXX XX", "XX   XXX  XXXX X", "XXX   XXX  X XXX",
+      " XXX  XXXX  X XX", "  XXX  XXXX XX X", "   XXX  XXXX XXX"};
+  return table[input_map][output_map] == 'X';
+}
+
+}  // namespace lenet5

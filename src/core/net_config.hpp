@@ -1,0 +1,53 @@
+// The network's settings. The topology is fixed (book Fig 16.2); these choose its parts, with the
+// book's choices as defaults.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/conv_algo.hpp"
+
+namespace lenet5 {
+
+enum class Activation { tanh, sigmoid, scaled_tanh, relu };
+enum class Subsampling { average, max };
+enum class C3Table { full, lecun };
+
+// Which GPU kernels compute the network (the function is the same; the CPU always runs the
+// sequential reference): "book" runs every layer on its own, with the chapter's direct
+// convolution kernel (Fig 16.12) and cuBLAS for the fully connected layers; "fast" fuses each
+// activation into the layer before it and uses the faster convolution and dense kernels;
+// "whole-step" trains with two kernels per step, one block per sample running the whole forward
+// and backward pass in shared memory (cuda/engine/whole_step.cuh), and evaluates with the fast set.
+enum class GpuKernels { book, fast, whole_step };
+
+struct NetConfig {
+  Activation activation = Activation::tanh;
+  Subsampling subsampling = Subsampling::average;
+  C3Table c3_table = C3Table::full;
+  // Neither is part of a checkpoint: they do not change what the weights mean.
+  GpuKernels kernels = GpuKernels::fast;
+  // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
+  // output is 1x1, as a dense layer).
+  ConvAlgo conv_algo = ConvAlgo::staged;
+};
+
+const char* to_string(Activation value);
+const char* to_string(Subsampling value);
+const char* to_string(C3Table value);
+const char* to_string(GpuKernels value);
+// Each throws UsageError listing the accepted names.
+Activation parse_activation(const std::string& name);
+Subsampling parse_subsampling(const std::string& name);
+C3Table parse_c3_table(const std::string& name);
+GpuKernels parse_gpu_kernels(const std::string& name);
+
+const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
+const std::vector<std::string>& subsampling_names();  // "average", "max"
+const std::vector<std::string>& c3_table_names();     // "full", "lecun"
+const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
+
+// LeCun et al. 1998, Table I: which of S2's 6 maps feed each of C3's 16 maps.
+bool lecun_c3_connected(int output_map, int input_map);
+
+}  // namespace lenet5

@@ -1,0 +1,33 @@
+// The fixed LeNet-5 topology (book Fig 16.2) as data, shared by every backend. The chapter's
+// ordering: convolution, then subsampling with a per-map bias, then the activation (Fig 16.5);
+// C5 and F6 are followed by the activation directly; the output layer is linear and feeds
+// softmax cross-entropy.
+//   input (1,32,32) -> c1 (6,28,28) -> s2 (6,14,14) -> a2 -> c3 (16,10,10) -> s4 (16,5,5) -> a4
+//   -> c5 (120,1,1) -> a5 -> f6 (84) -> a6 -> output (10)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/layer.hpp"
+
+namespace lenet5 {
+
+enum class LayerKind { convolution, subsampling, activation, fully_connected };
+
+struct LayerSpec {
+  LayerKind kind;
+  std::string name;    // "c3"
+  Dims in, out;
+  int kernel = 0;      // convolution filter size or subsampling window
+  std::string weight;  // parameter tensor names, empty when the layer has none
+  std::string bias;
+  bool activate = false;  // applies the network's activation to its own output (fused form)
+};
+
+const std::vector<LayerSpec>& lenet5_topology();
+// The same network with every activation layer folded into the layer before it (activate = true):
+// s2, s4, c5 and f6 then write f(z) themselves. Same function, six fewer layers.
+std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers);
+
+}  // namespace lenet5

@@ -1,0 +1,132 @@
+// The CPU engine: Network<float> with the reference layers, SGD on the host.
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/topology.hpp"
+#include "cpu/cpu_engine.hpp"
+#include "data/batch.hpp"
+#include "engine/engine.hpp"
+#include "engine/network.hpp"
+#include "layers/reference_cpu.hpp"
+#include "layers/sgd_cpu.hpp"
+
+namespace lenet5 {
+namespace {
+
+
+class CpuEngine final : public Engine {
+ public:
+  CpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size)
+      : m_sgd(sgd), m_batch(batch_size), m_network(net, Device::cpu, std::max(batch_size, kEvalBatch)),
+        m_velocity(m_network.layout().buffer_floats, 0.0f),
+        m_input(kInputFloats * m_network.max_batch()),
+        m_dL_dlogits(std::size_t(kClasses) * m_network.max_batch()),
+        m_labels(m_network.max_batch()) {}
+
+  Device device() const override { return Device::cpu; }
+  const ParamLayout& layout() const override { return m_network.layout(); }
+
+  void initialise(std::uint64_t seed) override {
+    m_network.initialise(seed);
+    std::fill(m_velocity.begin(), m_velocity.end(), 0.0f);
+  }
+  std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
+  std::vector<float> velocity() const override { return m_velocity; }
+  void set_state(const std::vector<float>& parameters, const std::vector<float>& velocity) override {
+    check_state_sizes(m_network.layout(), parameters, velocity);
+    m_network.parameters().copy_from_host(parameters.data());
+    m_velocity = velocity;
+  }
+
+  void set_training_data(const Dataset& train) override { m_train = &train; }
+  void begin_epoch(const std::vector<std::int32_t>& permutation,
+                   const std::vector<float>& learning_rates) override {
+    m_permutation = permutation;
+    m_learning_rates = learning_rates;
+    m_totals = {};
+  }
+
+  void train_steps(int first_step, int end_step) override {
+    const int n = int(m_permutation.size());
+    for (int step = first_step; step < end_step; ++step)
+      train_step(step * m_batch, std::min(m_batch, n - step * m_batch), m_learning_rates.at(step));
+  }
+  int preferred_steps_per_call(int) const override { return 1; }
+  EpochTotals take_epoch_totals() override { return m_totals; }
+
+  Evaluation evaluate(const Dataset& data) override {
+    Evaluation result;
+    std::vector<int> predictions(kEvalBatch);
+    for (int first = 0; first < data.count; first += kEvalBatch) {
+      const int n = std::min(kEvalBatch, data.count - first);
+      gather_batch_cpu<float>(data.images.data() + first * kImageBytes, nullptr, n, m_input.data());
+      m_network.forward(m_input.data(), n);
+      const std::uint8_t* labels = data.labels.data() + first;
+      const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), labels, n, kClasses,
+                                                        (float*)nullptr, predictions.data());
+      result.loss_sum += stats.loss_sum;
+      result.correct += stats.correct;
+      for (int i = 0; i < n; ++i) ++result.confusion[labels[i]][predictions[i]];
+    }
+    result.count = data.count;
+    return result;
+  }
+
+  std::vector<float> probabilities(const std::uint8_t* images, int n) override {
+    std::vector<float> result(std::size_t(n) * kClasses);
+    for (int first = 0; first < n; first += kEvalBatch) {
+      const int count = std::min(kEvalBatch, n - first);
+      gather_batch_cpu<float>(images + first * kImageBytes, nullptr, count, m_input.data());
+      m_network.forward(m_input.data(), count);
+      softmax_rows(m_network.logits(), count, result.data() + std::size_t(first) * kClasses);
+    }
+    return result;
+  }
+
+ private:
+  void train_step(int first, int count, float lr) {
+    const std::int32_t* indices = m_permutation.data() + first;
+    gather_batch_cpu(m_train->images.data(), indices, count, m_input.data());
+    for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
+    m_network.forward(m_input.data(), count);
+    const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
+                                                      kClasses, m_dL_dlogits.data(), nullptr);
+    m_network.backward(m_dL_dlogits.data(), count);
+    sgd_step_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
+                 m_velocity.data(), m_velocity.size());
+    m_totals.loss_sum += stats.loss_sum;
+    m_totals.correct += stats.correct;
+    m_totals.seen += count;
+  }
+
+  static void softmax_rows(const float* logits, int n, float* out) {
+    for (int s = 0; s < n; ++s) {
+      const float* z = logits + s * kClasses;
+      const float top = *std::max_element(z, z + kClasses);
+      double sum = 0;
+      for (int k = 0; k < kClasses; ++k) sum += std::exp(double(z[k] - top));
+      for (int k = 0; k < kClasses; ++k) out[s * kClasses + k] = float(std::exp(double(z[k] - top)) / sum);
+    }
+  }
+
+  SgdSettings m_sgd;
+  int m_batch;
+  Network<float> m_network;
+  std::vector<float> m_velocity, m_input, m_dL_dlogits;
+  std::vector<std::uint8_t> m_labels;
+  const Dataset* m_train = nullptr;
+  std::vector<std::int32_t> m_permutation;
+  std::vector<float> m_learning_rates;
+  EpochTotals m_totals;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_cpu_engine(const NetConfig& net, const SgdSettings& sgd,
+                                        int batch_size) {
+  if (batch_size < 1) throw UsageError("batch size must be at least 1");
+  return std::make_unique<CpuEngine>(net, sgd, batch_size);
+}
+
+}  // namespace lenet5

@@ -1,0 +1,71 @@
+// Engine: one device's implementation of the operations the trainer, `evaluate` and `classify`
+// need. The training data is handed over once; within an epoch nothing crosses back to the host
+// until take_epoch_totals() (the one synchronisation per epoch on the GPU).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
+#include "core/sgd.hpp"
+#include "data/mnist.hpp"
+
+namespace lenet5 {
+
+struct EpochTotals {
+  double loss_sum = 0;
+  std::int64_t correct = 0;
+  std::int64_t seen = 0;
+};
+
+struct Evaluation {
+  double loss_sum = 0;
+  std::int64_t correct = 0;
+  int count = 0;
+  std::array<std::array<std::int64_t, 10>, 10> confusion{};  // [true][predicted]
+
+  double accuracy() const { return count ? double(correct) / count : 0.0; }
+  double mean_loss() const { return count ? loss_sum / count : 0.0; }
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual Device device() const = 0;
+  virtual const ParamLayout& layout() const = 0;
+
+  // Fresh weights from the seed, zero momentum.
+  virtual void initialise(std::uint64_t seed) = 0;
+  // Host copies of the flat parameter and momentum buffers (layout().buffer_floats each).
+  virtual std::vector<float> parameters() const = 0;
+  virtual std::vector<float> velocity() const = 0;
+  virtual void set_state(const std::vector<float>& parameters, const std::vector<float>& velocity) = 0;
+
+  // The dataset must outlive the engine's use of it (the GPU engine keeps a device copy).
+  virtual void set_training_data(const Dataset& train) = 0;
+  // An epoch: the order of the training samples and the learning rate of each step (step s
+  // trains on permutation[s * batch, min((s + 1) * batch, n)) with learning_rates[s]).
+  virtual void begin_epoch(const std::vector<std::int32_t>& permutation,
+                           const std::vector<float>& learning_rates) = 0;
+  // Runs steps [first_step, end_step) of the current epoch, in order.
+  virtual void train_steps(int first_step, int end_step) = 0;
+  // How many steps the trainer should hand over per call: 1 gives the finest progress and
+  // interruption; the GPU engine prefers whole epochs, which it replays as one CUDA graph.
+  virtual int preferred_steps_per_call(int steps_in_epoch) const = 0;
+  virtual EpochTotals take_epoch_totals() = 0;
+
+  virtual Evaluation evaluate(const Dataset& data) = 0;
+  // Softmax probabilities (n, 10) for n 28x28 byte images.
+  virtual std::vector<float> probabilities(const std::uint8_t* images, int n) = 0;
+};
+
+// set_state's precondition, shared by the engines: both vectors hold layout.buffer_floats values
+// (throws an internal Error otherwise).
+void check_state_sizes(const ParamLayout& layout, const std::vector<float>& parameters,
+                       const std::vector<float>& velocity);
+
+}  // namespace lenet5
