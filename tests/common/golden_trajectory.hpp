@@ -5,9 +5,12 @@
 // label, over SplitMix64 noise, so the loss falls and every layer's gradient matters.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
-#include <numeric>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -71,6 +74,38 @@ inline Trajectory golden_trajectory(Engine& engine) {
     result.absolute_sum += std::fabs(double(w[i]));
   }
   return result;
+}
+
+// "losses 2.28 ...; weighted ...; absolute ...", every number with the 17 digits that give back
+// its double, ready to be pasted into the stored values.
+inline std::string printed(const Trajectory& t) {
+  std::string out = "losses";
+  char number[64];
+  for (const double loss : t.step_losses) {
+    std::snprintf(number, sizeof number, " %.17g,", loss);
+    out += number;
+  }
+  std::snprintf(number, sizeof number, "; weighted %.17g", t.weighted_sum);
+  out += number;
+  std::snprintf(number, sizeof number, "; absolute %.17g", t.absolute_sum);
+  return out + number;
+}
+
+// Compares a run with its stored values, each within `relative_tolerance` (the caller's reason).
+inline void expect_trajectory(const Trajectory& actual, const Trajectory& stored,
+                              double relative_tolerance) {
+  SCOPED_TRACE("this run: " + printed(actual));
+  const auto expect_near = [&](double a, double b, const std::string& what) {
+    EXPECT_LE(std::fabs(a - b), relative_tolerance * std::fabs(b))
+        << what << ": " << a << " against the stored " << b;
+  };
+  ASSERT_EQ(actual.step_losses.size(), stored.step_losses.size());
+  for (std::size_t s = 0; s < stored.step_losses.size(); ++s)
+    expect_near(actual.step_losses[s], stored.step_losses[s], "loss of step " + std::to_string(s));
+  expect_near(actual.weighted_sum, stored.weighted_sum, "weighted parameter sum");
+  expect_near(actual.absolute_sum, stored.absolute_sum, "absolute parameter sum");
+  // The data are learnable: the last step's loss is well below the first (about 2.3 = ln 10).
+  EXPECT_LT(actual.step_losses.back(), 0.8 * actual.step_losses.front());
 }
 
 }  // namespace lenet5::testing

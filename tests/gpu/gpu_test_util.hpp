@@ -99,34 +99,34 @@ inline std::size_t count_nans(const std::vector<float>& values) {
 
 // Exact equality, element by element, and no NaN. The message gives the NaN count, the mismatch
 // count and the first mismatch.
-inline testing::AssertionResult all_equal(const std::vector<float>& actual,
+inline ::testing::AssertionResult all_equal(const std::vector<float>& actual,
                                           const std::vector<float>& expected) {
   if (actual.size() != expected.size())
-    return testing::AssertionFailure()
+    return ::testing::AssertionFailure()
            << "size " << actual.size() << ", expected " << expected.size();
   const std::size_t nans = count_nans(actual);
   std::size_t mismatches = 0, first = 0;
   for (std::size_t i = 0; i < actual.size(); ++i)
     if (!(actual[i] == expected[i]) && mismatches++ == 0) first = i;
-  if (nans == 0 && mismatches == 0) return testing::AssertionSuccess();
+  if (nans == 0 && mismatches == 0) return ::testing::AssertionSuccess();
   std::ostringstream message;
   message << nans << " NaN (unwritten) and " << mismatches << " of " << actual.size()
           << " elements differ";
   if (mismatches > 0)
     message << "; first at [" << first << "]: " << actual[first] << ", expected "
             << expected[first];
-  return testing::AssertionFailure() << message.str();
+  return ::testing::AssertionFailure() << message.str();
 }
 
 // |actual - expected| <= rel * scale for every element, and no NaN. `scale` is the sum of the
 // absolute values of the terms that make each element (the same computation on |inputs|): the
 // rounding error of a float sum in any order is bounded by a small multiple of it, whatever the
 // cancellation, so a fixed `rel` works for every element.
-inline testing::AssertionResult all_close(const std::vector<float>& actual,
+inline ::testing::AssertionResult all_close(const std::vector<float>& actual,
                                           const std::vector<float>& expected,
                                           const std::vector<float>& scale, double rel) {
   if (actual.size() != expected.size() || scale.size() != expected.size())
-    return testing::AssertionFailure() << "size " << actual.size() << ", expected "
+    return ::testing::AssertionFailure() << "size " << actual.size() << ", expected "
                                        << expected.size() << ", scale " << scale.size();
   const std::size_t nans = count_nans(actual);
   std::size_t mismatches = 0, first = 0;
@@ -134,14 +134,14 @@ inline testing::AssertionResult all_close(const std::vector<float>& actual,
     const double error = std::fabs(double(actual[i]) - double(expected[i]));
     if (!(error <= rel * double(scale[i])) && mismatches++ == 0) first = i;
   }
-  if (nans == 0 && mismatches == 0) return testing::AssertionSuccess();
+  if (nans == 0 && mismatches == 0) return ::testing::AssertionSuccess();
   std::ostringstream message;
   message << nans << " NaN (unwritten) and " << mismatches << " of " << actual.size()
           << " elements outside rel " << rel << " x scale";
   if (mismatches > 0)
     message << "; first at [" << first << "]: " << actual[first] << ", expected " << expected[first]
             << ", scale " << scale[first];
-  return testing::AssertionFailure() << message.str();
+  return ::testing::AssertionFailure() << message.str();
 }
 
 }  // namespace lenet5::test
