@@ -81,9 +81,11 @@ inline Trajectory golden_trajectory(Engine& engine) {
 inline std::string printed(const Trajectory& t) {
   std::string out = "losses";
   char number[64];
+  const char* separator = " ";
   for (const double loss : t.step_losses) {
-    std::snprintf(number, sizeof number, " %.17g,", loss);
+    std::snprintf(number, sizeof number, "%s%.17g", separator, loss);
     out += number;
+    separator = ", ";
   }
   std::snprintf(number, sizeof number, "; weighted %.17g", t.weighted_sum);
   out += number;
