@@ -49,7 +49,7 @@ fs::path preprocessed_path(const ClassifyOptions& options, const std::string& fi
 
 std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, const std::string& device) {
   auto engine = make_engine(resolve_device(device, false), checkpoint.net, SgdSettings{}, 1);
-  engine->set_state(checkpoint.parameters, std::vector<float>(checkpoint.parameters.size(), 0.0f));
+  engine->set_state(checkpoint.parameters, {});  // evaluation takes no optimizer steps
   return engine;
 }
 
