@@ -1,6 +1,6 @@
 // The GPU engine: Network<float> on the device, the data set resident on the device as bytes, the
 // loss statistics accumulated on the device. A training step is five launch sequences on one
-// stream (gather, forward, loss, backward, SGD) with no host synchronisation and no copy; the
+// stream (gather, forward, loss, backward, update) with no host synchronisation and no copy; the
 // host waits once per epoch, in take_epoch_totals().
 //
 // A whole epoch of steps is captured once into a CUDA graph and replayed every epoch: launching
@@ -8,7 +8,7 @@
 // removes that overhead. Replaying is valid because every argument of every launch is the same
 // each epoch: the buffers keep their addresses, the permutation and the per-step learning rates
 // are uploaded into the same buffers at the start of each epoch, and each step's rate is read
-// from memory by the SGD kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
+// from memory by the update kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the gather,
 // forward, loss, backward and SGD all happen inside them. Evaluation runs the fast layers either way.
@@ -23,10 +23,10 @@
 #include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/dense.cuh"
 #include "cuda/kernels/loss.cuh"
-#include "cuda/kernels/optimizer.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 #include "engine/network.hpp"
+#include "engine/optimizers.hpp"
 
 namespace lenet5 {
 namespace {
@@ -107,12 +107,19 @@ class GpuEngine final : public Engine {
         m_use_graphs(use_graphs),
         m_batch(batch_size),
         m_network(net, Device::gpu, std::max(batch_size, kEvalBatch)),
-        m_velocity(Device::gpu, m_network.layout().buffer_floats),
+        m_optimizer(optimizer_for(sgd)),
+        m_state(m_optimizer.description, sgd, Device::gpu, m_network.layout().buffer_floats),
         m_input(Device::gpu, kInputFloats * m_network.max_batch()),
         m_labels(Device::gpu, m_network.max_batch()),
         m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
-    if (net.kernels == GpuKernels::whole_step)
+    if (net.kernels == GpuKernels::whole_step) {
+      // The whole-step kernels fold SGD's update into their own last kernel.
+      if (m_optimizer.description.name != kSgdName)
+        throw UsageError("the optimizer " + m_optimizer.description.name +
+                         " does not run in the whole-step kernel set, whose kernels apply SGD "
+                         "themselves: choose --kernels fast or book");
       m_whole_step = std::make_unique<cuda::WholeStep>(net, m_network.layout(), batch_size);
+    }
   }
 
   Device device() const override { return Device::gpu; }
@@ -120,15 +127,14 @@ class GpuEngine final : public Engine {
 
   void initialise(std::uint64_t seed) override {
     m_network.initialise(seed);
-    m_velocity.zero();
+    m_state.zero();
   }
   std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
-  std::vector<float> velocity() const override { return m_velocity.to_vector(); }
-  void set_state(const std::vector<float>& parameters,
-                 const std::vector<float>& velocity) override {
-    check_state_sizes(m_network.layout(), parameters, velocity);
+  OptimizerState optimizer_state() const override { return m_state.to_host(); }
+  void set_state(const std::vector<float>& parameters, const OptimizerState& state) override {
+    check_parameter_count(m_network.layout(), parameters);
     m_network.parameters().copy_from_host(parameters.data());
-    m_velocity.copy_from_host(velocity.data());
+    m_state.set(state);
   }
 
   void set_training_data(const Dataset& train) override {
@@ -181,8 +187,9 @@ class GpuEngine final : public Engine {
   }
 
  private:
-  // Step s: gather -> forward -> loss (gradient and statistics slot s) -> backward -> SGD with
-  // the rate learning_rates[s], all queued on kDefaultStream. Nothing waits for the device.
+  // Step s: gather -> forward -> loss (gradient and statistics slot s) -> backward -> the
+  // optimizer's update with the rate learning_rates[s], all queued on kDefaultStream. Nothing
+  // waits for the device. The whole-step kernels take SGD's velocity (null without momentum).
   void enqueue_steps(int first_step, int end_step) {
     const int n = int(m_permutation.size());
     for (int step = first_step; step < end_step; ++step) {
@@ -191,7 +198,7 @@ class GpuEngine final : public Engine {
         m_whole_step->train_step(m_train.images.data(), m_train.labels.data(),
                                  m_permutation.data() + first, count, m_sgd,
                                  m_learning_rates.data() + step, m_network.parameters().data(),
-                                 m_velocity.data(), m_step_stats.data() + step,
+                                 m_state.find(kMomentumState), m_step_stats.data() + step,
                                  cuda::kDefaultStream);
         continue;
       }
@@ -202,9 +209,9 @@ class GpuEngine final : public Engine {
       cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
                                   nullptr, m_step_stats.data() + step, cuda::kDefaultStream);
       m_network.backward(m_dL_dlogits.data(), count);
-      cuda::sgd_step(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
-                     m_network.parameters().data(), m_velocity.data(), m_velocity.size(),
-                     cuda::kDefaultStream);
+      m_optimizer.update_gpu(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
+                             m_network.parameters().data(), m_state.pointers(),
+                             m_network.layout().buffer_floats, cuda::kDefaultStream);
     }
   }
 
@@ -226,7 +233,9 @@ class GpuEngine final : public Engine {
   bool m_use_graphs;
   int m_batch;
   Network<float> m_network;
-  Buffer<float> m_velocity, m_input;
+  const Optimizer& m_optimizer;
+  OptimizerBuffers m_state;
+  Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;  // the whole-step kernel set only

@@ -1,4 +1,5 @@
-// SGD kernel (see optimizer.cuh for the contract).
+// SGD kernel (see optimizer.cuh for the contract), and SGD's device update in the optimizers'
+// table.
 #include <algorithm>
 
 #include "cuda/kernels/optimizer.cuh"
@@ -50,6 +51,13 @@ void sgd_step(const SgdSettings& settings, float lr, const float* gradients, flo
 void sgd_step(const SgdSettings& settings, const float* lr, const float* gradients, float* params,
               float* velocity, std::size_t count, cudaStream_t stream) {
   launch_sgd_step(settings, 0.0f, lr, gradients, params, velocity, count, stream);
+}
+
+// The table's form of sgd_step: state[0] is the velocity, SGD's one state buffer (null without
+// momentum; sgd_optimizer in layers/sgd_cpu.cpp declares it).
+void sgd_update(const SgdSettings& settings, const float* lr, const float* gradients,
+                float* params, float* const* state, std::size_t count, cudaStream_t stream) {
+  sgd_step(settings, lr, gradients, params, state[0], count, stream);
 }
 
 }  // namespace lenet5::cuda

@@ -3,6 +3,9 @@
 // Contract: exactly sgd_step_cpu of core/sgd.hpp, bit for bit, on device pointers.
 //
 // Version 1, sgd_step_kernel1: one thread per parameter (grid-stride loop).
+//
+// Also the type of an optimizer's device update in the optimizers' table (engine/optimizers.hpp);
+// SGD's, sgd_update, is defined in optimizer.cu (declared in engine/optimizers.cpp).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,5 +24,12 @@ void sgd_step(const SgdSettings& settings, float lr, const float* gradients, flo
 // its launches with fixed arguments, so a rate that changes every epoch must live in memory).
 void sgd_step(const SgdSettings& settings, const float* lr, const float* gradients, float* params,
               float* velocity, std::size_t count, cudaStream_t stream);
+
+// An optimizer's update on the device, the counterpart of HostUpdate (core/optimizer.hpp): device
+// pointers (`state` itself a host array of them, as for HostUpdate), and the learning rate read
+// on the device from *lr, as a captured CUDA graph needs.
+using DeviceUpdate = void (*)(const SgdSettings& settings, const float* lr,
+                              const float* gradients, float* params, float* const* state,
+                              std::size_t count, cudaStream_t stream);
 
 }  // namespace lenet5::cuda

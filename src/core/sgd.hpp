@@ -16,4 +16,9 @@ struct SgdSettings {
   double weight_decay = 0;
 };
 
+// SGD's name in the optimizers' table (core/optimizer.hpp), and the name of its one state buffer,
+// the velocity v, kept only when momentum is above 0 (checkpoint tensors "<tensor>.momentum").
+constexpr const char* kSgdName = "sgd";
+constexpr const char* kMomentumState = "momentum";
+
 }  // namespace lenet5

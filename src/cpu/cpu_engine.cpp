@@ -1,4 +1,4 @@
-// The CPU engine: Network<float> with the reference layers, SGD on the host.
+// The CPU engine: Network<float> with the reference layers, the optimizer's host update.
 #include <algorithm>
 #include <cmath>
 
@@ -8,8 +8,8 @@
 #include "data/batch.hpp"
 #include "engine/engine.hpp"
 #include "engine/network.hpp"
+#include "engine/optimizers.hpp"
 #include "layers/reference_cpu.hpp"
-#include "layers/sgd_cpu.hpp"
 
 namespace lenet5 {
 namespace {
@@ -19,7 +19,8 @@ class CpuEngine final : public Engine {
  public:
   CpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size)
       : m_sgd(sgd), m_batch(batch_size), m_network(net, Device::cpu, std::max(batch_size, kEvalBatch)),
-        m_velocity(m_network.layout().buffer_floats, 0.0f),
+        m_optimizer(optimizer_for(sgd).description),
+        m_state(m_optimizer, sgd, Device::cpu, m_network.layout().buffer_floats),
         m_input(kInputFloats * m_network.max_batch()),
         m_dL_dlogits(std::size_t(kClasses) * m_network.max_batch()),
         m_labels(m_network.max_batch()) {}
@@ -29,14 +30,14 @@ class CpuEngine final : public Engine {
 
   void initialise(std::uint64_t seed) override {
     m_network.initialise(seed);
-    std::fill(m_velocity.begin(), m_velocity.end(), 0.0f);
+    m_state.zero();
   }
   std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
-  std::vector<float> velocity() const override { return m_velocity; }
-  void set_state(const std::vector<float>& parameters, const std::vector<float>& velocity) override {
-    check_state_sizes(m_network.layout(), parameters, velocity);
+  OptimizerState optimizer_state() const override { return m_state.to_host(); }
+  void set_state(const std::vector<float>& parameters, const OptimizerState& state) override {
+    check_parameter_count(m_network.layout(), parameters);
     m_network.parameters().copy_from_host(parameters.data());
-    m_velocity = velocity;
+    m_state.set(state);
   }
 
   void set_training_data(const Dataset& train) override { m_train = &train; }
@@ -93,8 +94,8 @@ class CpuEngine final : public Engine {
     const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
                                                       kClasses, m_dL_dlogits.data(), nullptr);
     m_network.backward(m_dL_dlogits.data(), count);
-    sgd_step_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
-                 m_velocity.data(), m_velocity.size());
+    m_optimizer.update_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
+                           m_state.pointers(), m_network.layout().buffer_floats);
     m_totals.loss_sum += stats.loss_sum;
     m_totals.correct += stats.correct;
     m_totals.seen += count;
@@ -113,7 +114,9 @@ class CpuEngine final : public Engine {
   SgdSettings m_sgd;
   int m_batch;
   Network<float> m_network;
-  std::vector<float> m_velocity, m_input, m_dL_dlogits;
+  const OptimizerDescription& m_optimizer;
+  OptimizerBuffers m_state;
+  std::vector<float> m_input, m_dL_dlogits;
   std::vector<std::uint8_t> m_labels;
   const Dataset* m_train = nullptr;
   std::vector<std::int32_t> m_permutation;

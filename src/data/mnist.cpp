@@ -10,24 +10,25 @@
 namespace lenet5 {
 namespace {
 
-constexpr const char* kFetchHint = "run scripts/fetch_mnist.sh or pass --data DIR";
-
-std::filesystem::path find_file(const std::filesystem::path& dir, const std::string& name) {
+std::filesystem::path find_file(const DatasetDescription& dataset,
+                                const std::filesystem::path& dir, const std::string& name) {
   std::error_code ec;
   for (const std::string& candidate : {name, name + ".gz"}) {
     if (std::filesystem::exists(dir / candidate, ec)) return dir / candidate;
   }
-  throw Error("MNIST not found in " + dir.string() + " (missing " + name + "[.gz]): " + kFetchHint);
+  throw Error(dataset.title + " not found in " + dir.string() + " (missing " + name +
+              "[.gz]): " + dataset.fetch_hint);
 }
 
-Dataset load_split(const std::filesystem::path& dir, const std::string& prefix) {
-  const std::filesystem::path images_file = find_file(dir, prefix + "-images-idx3-ubyte");
-  const std::filesystem::path labels_file = find_file(dir, prefix + "-labels-idx1-ubyte");
+Dataset load_split(const DatasetDescription& dataset, const std::filesystem::path& dir,
+                   const DataFile& images_name, const DataFile& labels_name) {
+  const std::filesystem::path images_file = find_file(dataset, dir, images_name.name);
+  const std::filesystem::path labels_file = find_file(dataset, dir, labels_name.name);
   Dataset split;
   IdxImages images = read_idx_images(images_file, &split.images_crc32);
   if (images.rows != kImageSide || images.cols != kImageSide) {
     throw Error(images_file.string() + ": images are " + std::to_string(images.rows) + "x" +
-                std::to_string(images.cols) + ", expected 28x28 (MNIST)");
+                std::to_string(images.cols) + ", expected 28x28 (" + dataset.title + ")");
   }
   if (images.count == 0) throw Error(images_file.string() + ": holds no images");
   split.labels = read_idx_labels(labels_file, &split.labels_crc32);
@@ -47,18 +48,21 @@ std::filesystem::path resolve_data_dir(const std::string& flag_value) {
   if (!flag_value.empty()) return flag_value;
   const char* env = std::getenv("LENET5_DATA");
   if (env != nullptr && *env != '\0') return env;
-  return "data/mnist";
+  return mnist_dataset().folder;
 }
 
-Mnist load_mnist(const std::filesystem::path& dir) {
+Mnist load_dataset(const DatasetDescription& dataset, const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    throw Error("MNIST not found in " + dir.string() + " (no such directory): " + kFetchHint);
+    throw Error(dataset.title + " not found in " + dir.string() + " (no such directory): " +
+                dataset.fetch_hint);
   }
-  Mnist mnist;
-  mnist.train = load_split(dir, "train");
-  mnist.test = load_split(dir, "t10k");
-  return mnist;
+  Mnist data;
+  data.train = load_split(dataset, dir, dataset.train_images, dataset.train_labels);
+  data.test = load_split(dataset, dir, dataset.test_images, dataset.test_labels);
+  return data;
 }
+
+Mnist load_mnist(const std::filesystem::path& dir) { return load_dataset(mnist_dataset(), dir); }
 
 }  // namespace lenet5

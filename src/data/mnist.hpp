@@ -1,4 +1,5 @@
-// MNIST (or any data set in its four-file IDX layout, such as Fashion-MNIST) loaded into memory.
+// MNIST (or any data set in its four-file IDX layout, such as Fashion-MNIST) loaded into memory,
+// from the files its description names (data/datasets.hpp).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "core/shapes.hpp"
+#include "data/datasets.hpp"
 
 namespace lenet5 {
 
@@ -22,12 +24,15 @@ struct Mnist {
   Dataset train, test;
 };
 
-// The --data flag if given, else $LENET5_DATA, else "data/mnist" (relative to the working folder).
+// The --data flag if given, else $LENET5_DATA, else MNIST's folder "data/mnist" (relative to the
+// working folder).
 std::filesystem::path resolve_data_dir(const std::string& flag_value);
 
-// Reads train-{images-idx3,labels-idx1}-ubyte and t10k-{...} from dir, each plain or with .gz
-// (the plain file wins when both exist). Throws lenet5::Error if a file is missing or invalid,
-// if images are not 28x28, or if image and label counts disagree.
+// Reads the data set's four files from dir, each plain or with .gz (the plain file wins when both
+// exist). Throws lenet5::Error if a file is missing or invalid, if images are not 28x28, or if
+// image and label counts disagree.
+Mnist load_dataset(const DatasetDescription& dataset, const std::filesystem::path& dir);
+// load_dataset of MNIST: train-{images-idx3,labels-idx1}-ubyte and t10k-{...}.
 Mnist load_mnist(const std::filesystem::path& dir);
 
 }  // namespace lenet5

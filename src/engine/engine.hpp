@@ -11,6 +11,7 @@
 #include "core/device.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
+#include "core/optimizer.hpp"
 #include "core/sgd.hpp"
 #include "data/mnist.hpp"
 
@@ -38,12 +39,15 @@ class Engine {
   virtual Device device() const = 0;
   virtual const ParamLayout& layout() const = 0;
 
-  // Fresh weights from the seed, zero momentum.
+  // Fresh weights from the seed, zero optimizer state.
   virtual void initialise(std::uint64_t seed) = 0;
-  // Host copies of the flat parameter and momentum buffers (layout().buffer_floats each).
+  // Host copies of the flat parameter buffer and of the optimizer's state buffers, the ones it
+  // keeps under the engine's settings (core/optimizer.hpp), layout().buffer_floats each.
   virtual std::vector<float> parameters() const = 0;
-  virtual std::vector<float> velocity() const = 0;
-  virtual void set_state(const std::vector<float>& parameters, const std::vector<float>& velocity) = 0;
+  virtual OptimizerState optimizer_state() const = 0;
+  // The parameters, and the optimizer state by name as OptimizerBuffers::set takes it
+  // (engine/optimizers.hpp): a kept buffer that `state` lacks is zeroed, others are ignored.
+  virtual void set_state(const std::vector<float>& parameters, const OptimizerState& state) = 0;
 
   // The dataset must outlive the engine's use of it (the GPU engine keeps a device copy).
   virtual void set_training_data(const Dataset& train) = 0;
@@ -63,9 +67,8 @@ class Engine {
   virtual std::vector<float> probabilities(const std::uint8_t* images, int n) = 0;
 };
 
-// set_state's precondition, shared by the engines: both vectors hold layout.buffer_floats values
-// (throws an internal Error otherwise).
-void check_state_sizes(const ParamLayout& layout, const std::vector<float>& parameters,
-                       const std::vector<float>& velocity);
+// set_state's precondition on the parameters, shared by the engines: layout.buffer_floats values
+// (throws an internal Error otherwise; OptimizerBuffers::set checks the state buffers).
+void check_parameter_count(const ParamLayout& layout, const std::vector<float>& parameters);
 
 }  // namespace lenet5

@@ -7,12 +7,11 @@
 
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "engine/optimizers.hpp"
 #include "io/safetensors.hpp"
 
 namespace lenet5 {
 namespace {
-
-const char* const kMomentumSuffix = ".momentum";
 
 Metadata checkpoint_metadata(const Checkpoint& c) {
   const TrainingPosition& p = c.position;
@@ -79,6 +78,38 @@ std::vector<float> flat_tensors(const SafetensorsFile& file, const ParamLayout& 
   return flat;
 }
 
+bool holds_state(const SafetensorsFile& file, const ParamLayout& layout, const std::string& state) {
+  for (const ParamSpec& spec : layout.tensors)
+    if (file.tensors.count(spec.name + "." + state)) return true;
+  return false;
+}
+
+// Every state buffer of the optimizers' table that the file holds a tensor of; such a buffer must
+// then be complete, a tensor for every parameter tensor, each of the parameter's shape.
+OptimizerState optimizer_state(const SafetensorsFile& file, const ParamLayout& layout) {
+  OptimizerState state;
+  for (const std::string& name : all_state_names())
+    if (holds_state(file, layout, name))
+      state.push_back({name, flat_tensors(file, layout, "." + name)});
+  return state;
+}
+
+// The names of the tensors that are neither parameters nor optimizer state.
+std::vector<std::string> unknown_tensors(const SafetensorsFile& file, const ParamLayout& layout,
+                                         const OptimizerState& state) {
+  std::vector<std::string> unknown;
+  for (const auto& entry : file.tensors) {
+    bool known = false;
+    for (const ParamSpec& spec : layout.tensors) {
+      known = known || entry.first == spec.name;
+      for (const StateBuffer& buffer : state)
+        known = known || entry.first == spec.name + "." + buffer.name;
+    }
+    if (!known) unknown.push_back("'" + entry.first + "'");
+  }
+  return unknown;
+}
+
 Checkpoint decode_checkpoint(const SafetensorsFile& file) {
   const Metadata& m = file.metadata;
   if (m.count("format") == 0 || m.at("format") != kCheckpointFormat)
@@ -114,12 +145,12 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
 
   const ParamLayout layout = lenet5_layout(c.net);
   c.parameters = flat_tensors(file, layout, "");
-  const bool has_momentum = file.tensors.count(layout.tensors.front().name + kMomentumSuffix) > 0;
-  if (has_momentum) c.velocity = flat_tensors(file, layout, kMomentumSuffix);
-  const std::size_t expected = layout.tensors.size() * (has_momentum ? 2 : 1);
+  c.optimizer_state = optimizer_state(file, layout);
+  const std::size_t expected = layout.tensors.size() * (1 + c.optimizer_state.size());
   if (file.tensors.size() != expected)
-    throw Error(fmt::format("holds {} tensors, expected {} (unknown extra tensors)",
-                            file.tensors.size(), expected));
+    throw Error(fmt::format("holds {} tensors, expected {}: unknown extra tensors ({})",
+                            file.tensors.size(), expected,
+                            fmt::join(unknown_tensors(file, layout, c.optimizer_state), ", ")));
   return c;
 }
 
@@ -127,15 +158,17 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
 
 void save_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
   const ParamLayout layout = lenet5_layout(c.net);
-  if (c.parameters.size() != layout.buffer_floats ||
-      !(c.velocity.empty() || c.velocity.size() == layout.buffer_floats))
-    throw Error("internal: checkpoint buffers do not match the network layout");
+  bool sizes_match = c.parameters.size() == layout.buffer_floats;
+  for (const StateBuffer& buffer : c.optimizer_state)
+    sizes_match = sizes_match && buffer.values.size() == layout.buffer_floats;
+  if (!sizes_match) throw Error("internal: checkpoint buffers do not match the network layout");
   std::vector<TensorView> tensors;
   for (const ParamSpec& spec : layout.tensors)
     tensors.push_back({spec.name, spec.shape, c.parameters.data() + spec.offset});
-  if (!c.velocity.empty())
+  for (const StateBuffer& buffer : c.optimizer_state)
     for (const ParamSpec& spec : layout.tensors)
-      tensors.push_back({spec.name + kMomentumSuffix, spec.shape, c.velocity.data() + spec.offset});
+      tensors.push_back(
+          {spec.name + "." + buffer.name, spec.shape, buffer.values.data() + spec.offset});
   write_safetensors(file, tensors, checkpoint_metadata(c));
 }
 

@@ -1,6 +1,7 @@
-// Checkpoints: safetensors files holding every parameter tensor by name (core/layout.hpp), the
-// momentum buffers as "<name>.momentum" when momentum is used, and in __metadata__ everything a
-// resumed run needs to continue exactly where this one stopped.
+// Checkpoints: safetensors files holding every parameter tensor by name (core/layout.hpp), then
+// the optimizer's state buffers by name, buffer S of tensor T as "T.S" (core/optimizer.hpp; SGD
+// with momentum: "c1.weight.momentum", ...), and in __metadata__ everything a resumed run needs
+// to continue exactly where this one stopped.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/net_config.hpp"
+#include "core/optimizer.hpp"
 #include "engine/engine.hpp"
 
 namespace lenet5 {
@@ -35,7 +37,7 @@ struct Checkpoint {
   NetConfig net;
   std::string config_toml;       // the run's effective settings
   std::vector<float> parameters;  // flat, layout().buffer_floats
-  std::vector<float> velocity;    // flat, same length, or empty when momentum is 0
+  OptimizerState optimizer_state;  // each buffer flat, same length; none for plain SGD
   TrainingPosition position;
   double learning_rate = 0;      // rate of the last step taken
   std::uint64_t seed = 0;

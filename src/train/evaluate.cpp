@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "data/datasets.hpp"
 #include "image/image_io.hpp"
 #include "train/report.hpp"
 
@@ -39,6 +40,9 @@ std::vector<int> ranked_digits(const std::vector<float>& probabilities) {
 }
 
 // --save-preprocessed: for one image the named file, for several a folder of <stem>.png files.
+// What the text reports call class k: MNIST's class names (the digits themselves).
+const std::string& class_name(int k) { return mnist_dataset().class_names.at(std::size_t(k)); }
+
 fs::path preprocessed_path(const ClassifyOptions& options, const std::string& file,
                            bool several) {
   if (!several) return options.save_preprocessed;
@@ -49,7 +53,7 @@ fs::path preprocessed_path(const ClassifyOptions& options, const std::string& fi
 
 std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, const std::string& device) {
   auto engine = make_engine(resolve_device(device, false), checkpoint.net, SgdSettings{}, 1);
-  engine->set_state(checkpoint.parameters, std::vector<float>(checkpoint.parameters.size(), 0.0f));
+  engine->set_state(checkpoint.parameters, {});  // evaluation takes no optimizer steps
   return engine;
 }
 
@@ -58,17 +62,18 @@ std::string format_evaluation(const Evaluation& e) {
                                 format_percent(e.correct, e.count), e.correct, e.count,
                                 e.mean_loss());
   out += "confusion matrix (rows: true digit, columns: predicted digit)\n      ";
-  for (int k = 0; k < 10; ++k) out += fmt::format("{:>6}", k);
+  for (int k = 0; k < 10; ++k) out += fmt::format("{:>6}", class_name(k));
   out += "\n";
   for (int t = 0; t < 10; ++t) {
-    out += fmt::format("{:>6}", t);
+    out += fmt::format("{:>6}", class_name(t));
     for (int k = 0; k < 10; ++k) out += fmt::format("{:>6}", e.confusion[t][k]);
     out += "\n";
   }
   out += "\ndigit  precision  recall\n";
   for (int d = 0; d < 10; ++d) {
     const ClassRates rates = class_rates(e, d);
-    out += fmt::format("{:>5}  {:>8.2f}%  {:>5.2f}%\n", d, 100 * rates.precision, 100 * rates.recall);
+    out += fmt::format("{:>5}  {:>8.2f}%  {:>5.2f}%\n", class_name(d), 100 * rates.precision,
+                       100 * rates.recall);
   }
   return out;
 }
@@ -118,11 +123,12 @@ std::vector<Classification> classify_images(Engine& engine, const std::vector<st
 std::string format_classification(const Classification& r, int top) {
   if (!r.error.empty()) return fmt::format("{}: error: {}\n", r.file, r.error);
   const std::vector<int> order = ranked_digits(r.probabilities);
-  std::string line = fmt::format("{}: {} ({:.1f}%)", r.file, order[0], 100 * r.probabilities[order[0]]);
+  std::string line = fmt::format("{}: {} ({:.1f}%)", r.file, class_name(order[0]),
+                                 100 * r.probabilities[order[0]]);
   if (top > 1) {
     line += "  top:";
     for (int i = 0; i < std::min<int>(top, 10); ++i)
-      line += fmt::format(" {} {:.1f}%", order[i], 100 * r.probabilities[order[i]]);
+      line += fmt::format(" {} {:.1f}%", class_name(order[i]), 100 * r.probabilities[order[i]]);
   }
   return line + "\n";
 }

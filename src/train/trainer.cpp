@@ -161,9 +161,7 @@ class Run {
   void start_fresh() { m_engine->initialise(m_settings.seed); }
 
   void resume_from(const Checkpoint& checkpoint) {
-    std::vector<float> velocity = checkpoint.velocity;
-    if (velocity.empty()) velocity.assign(checkpoint.parameters.size(), 0.0f);
-    m_engine->set_state(checkpoint.parameters, velocity);
+    m_engine->set_state(checkpoint.parameters, checkpoint.optimizer_state);
     m_position = checkpoint.position;
     m_last_lr = checkpoint.learning_rate;
     if (!(checkpoint.data == checksums(m_data)))
@@ -256,7 +254,7 @@ class Run {
     c.net = m_net;
     c.config_toml = m_config_toml;
     c.parameters = m_engine->parameters();
-    if (m_settings.momentum > 0) c.velocity = m_engine->velocity();
+    c.optimizer_state = m_engine->optimizer_state();  // none for plain SGD
     c.position = m_position;
     c.learning_rate = m_last_lr;
     c.seed = m_settings.seed;

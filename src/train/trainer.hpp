@@ -31,7 +31,7 @@ struct TrainOutcome {
 };
 
 // config_toml: the effective settings, written to the run folder and into every checkpoint.
-// resume: the checkpoint to continue from (its weights, momentum and position).
+// resume: the checkpoint to continue from (its weights, optimizer state and position).
 TrainOutcome train(const TrainSettings& settings, const std::string& config_toml,
                    const std::optional<Checkpoint>& resume = std::nullopt,
                    const std::filesystem::path& resume_file = {});

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "core/sgd.hpp"
 #include "io/safetensors.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
@@ -21,8 +22,10 @@ Checkpoint sample_checkpoint(bool with_momentum) {
   const ParamLayout layout = lenet5_layout(c.net);
   c.parameters.resize(layout.buffer_floats);
   initialise_parameters(layout, c.net, 7, c.parameters.data());
-  if (with_momentum)
-    for (float p : c.parameters) c.velocity.push_back(0.5f * p);
+  if (with_momentum) {
+    c.optimizer_state.push_back({kMomentumState, {}});
+    for (float p : c.parameters) c.optimizer_state.back().values.push_back(0.5f * p);
+  }
   c.config_toml = "[train]\nepochs=3\nlr=0.05\n";
   c.position = {2, 17, {12.5, 1000, 1088}, 0.9871};
   c.learning_rate = 0.0123456789;
@@ -41,6 +44,20 @@ std::string error_of(const std::filesystem::path& file) {
   return "";
 }
 
+using Tensors = std::map<std::string, Tensor32>;
+
+// Writes `original` with one change to dir/bad.safetensors and returns the loader's complaint.
+std::string complaint(const TempDir& dir, const SafetensorsFile& original,
+                      const std::function<void(Tensors&, Metadata&)>& edit) {
+  Tensors tensors = original.tensors;
+  Metadata metadata = original.metadata;
+  edit(tensors, metadata);
+  std::vector<TensorView> views;
+  for (const auto& [name, t] : tensors) views.push_back({name, t.shape, t.values.data()});
+  write_safetensors(dir / "bad.safetensors", views, metadata);
+  return error_of(dir / "bad.safetensors");
+}
+
 TEST(Checkpoint, RoundTripKeepsEverything) {
   TempDir dir;
   for (bool momentum : {false, true}) {
@@ -48,7 +65,8 @@ TEST(Checkpoint, RoundTripKeepsEverything) {
     save_checkpoint(dir / "c.safetensors", saved);
     const Checkpoint loaded = load_checkpoint(dir / "c.safetensors");
     EXPECT_EQ(loaded.parameters, saved.parameters);
-    EXPECT_EQ(loaded.velocity, saved.velocity);
+    EXPECT_EQ(loaded.optimizer_state.size(), momentum ? 1u : 0u);
+    EXPECT_TRUE(loaded.optimizer_state == saved.optimizer_state);
     EXPECT_EQ(loaded.net.activation, Activation::relu);
     EXPECT_EQ(loaded.net.subsampling, Subsampling::max);
     EXPECT_EQ(loaded.net.c3_table, C3Table::lecun);
@@ -92,16 +110,9 @@ TEST(Checkpoint, RefusesFilesThatAreNotCompleteCheckpoints) {
   const SafetensorsFile original = read_safetensors(dir / "good.safetensors");
 
   // Rewrites the good file with one change and returns the loader's complaint.
-  auto complaint = [&](const std::function<void(std::map<std::string, Tensor32>&, Metadata&)>& edit) {
-    std::map<std::string, Tensor32> tensors = original.tensors;
-    Metadata metadata = original.metadata;
-    edit(tensors, metadata);
-    std::vector<TensorView> views;
-    for (const auto& [name, t] : tensors) views.push_back({name, t.shape, t.values.data()});
-    write_safetensors(dir / "bad.safetensors", views, metadata);
-    return error_of(dir / "bad.safetensors");
+  auto complaint = [&](const std::function<void(Tensors&, Metadata&)>& edit) {
+    return lenet5::complaint(dir, original, edit);
   };
-  using Tensors = std::map<std::string, Tensor32>;
   EXPECT_NE(complaint([](Tensors& t, Metadata&) { t.erase("f6.bias"); }).find("'f6.bias' is missing"),
             std::string::npos);
   EXPECT_NE(complaint([](Tensors& t, Metadata&) { t["c1.weight"].shape = {6, 25}; })
@@ -123,6 +134,29 @@ TEST(Checkpoint, RefusesFilesThatAreNotCompleteCheckpoints) {
   EXPECT_NE(complaint([](Tensors& t, Metadata&) { t.erase("s2.bias"); }).find("bad.safetensors"),
             std::string::npos);
   (void)layout;
+}
+
+// The optimizer state loads by name: a state buffer must be complete and of the parameters'
+// shapes, and a tensor that is neither a parameter nor a known state buffer is named.
+TEST(Checkpoint, RefusesIncompleteOrMisshapenOptimizerState) {
+  TempDir dir;
+  save_checkpoint(dir / "good.safetensors", sample_checkpoint(true));
+  const SafetensorsFile original = read_safetensors(dir / "good.safetensors");
+  auto complaint = [&](const std::function<void(Tensors&)>& edit) {
+    return lenet5::complaint(dir, original, [&](Tensors& tensors, Metadata&) { edit(tensors); });
+  };
+  EXPECT_PRED2(testing::mentions, complaint([](Tensors& t) { t.erase("c3.weight.momentum"); }),
+               "tensor 'c3.weight.momentum' is missing");
+  // Even the first tensor's buffer missing: the others still show that momentum was saved.
+  EXPECT_PRED2(testing::mentions, complaint([](Tensors& t) { t.erase("c1.weight.momentum"); }),
+               "tensor 'c1.weight.momentum' is missing");
+  EXPECT_PRED2(testing::mentions,
+               complaint([](Tensors& t) { t["f6.bias.momentum"] = {{83}, std::vector<float>(83)}; }),
+               "tensor 'f6.bias.momentum' has shape [83], expected [84]");
+  EXPECT_PRED2(testing::mentions,
+               complaint([](Tensors& t) { t["f6.bias.second_moment"] = t["f6.bias"]; }),
+               "unknown extra tensors ('f6.bias.second_moment')");
+  EXPECT_EQ(complaint([](Tensors&) {}), "");  // the unedited file loads
 }
 
 TEST(Checkpoint, TruncatedFileIsRefusedAndTheOldFileSurvivesAFailedSave) {

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "data/datasets.hpp"
+
 namespace lenet5::testing {
 
 namespace fs = std::filesystem;
@@ -39,8 +41,10 @@ class TempDir {
 
 inline fs::path source_dir() { return fs::path(LENET5_SOURCE_DIR); }
 inline fs::path mnist_dir() { return source_dir() / "data" / "mnist"; }
-inline bool have_mnist() { return fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte") ||
-                                  fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte.gz"); }
+inline bool have_mnist() {
+  const std::string labels = mnist_dataset().test_labels.name;
+  return fs::exists(mnist_dir() / labels) || fs::exists(mnist_dir() / (labels + ".gz"));
+}
 #define LENET5_REQUIRE_MNIST()                                                       \
   ASSERT_TRUE(::lenet5::testing::have_mnist())                                       \
       << "MNIST is not in " << ::lenet5::testing::mnist_dir()                        \

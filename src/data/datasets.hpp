@@ -1,0 +1,34 @@
+// The data sets lenet5 knows, each a named description in one table (data/datasets.cpp): its
+// four IDX files with their SHA-256 checksums, and the names of its classes. The loader
+// (data/mnist.hpp) reads the files a description names; `evaluate` and `classify` print its class
+// names. Adding a data set in the same four-file layout (Fashion-MNIST, say) is one entry there,
+// plus its test.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lenet5 {
+
+struct DataFile {
+  std::string name;    // in the data folder, plain or with .gz appended
+  std::string sha256;  // of the uncompressed file, as scripts/fetch_mnist.sh checks it
+};
+
+struct DatasetDescription {
+  std::string name;        // how the code asks for it: "mnist"
+  std::string title;       // how messages name it: "MNIST"
+  std::string folder;      // its default folder, relative to the working folder
+  std::string fetch_hint;  // how to get the files, for the error when they are missing
+  DataFile train_images, train_labels, test_images, test_labels;
+  std::vector<std::string> class_names;  // label k is class_names[k]
+};
+
+// Every data set, in table order.
+const std::vector<DatasetDescription>& datasets();
+// The description called `name`; throws UsageError naming the known ones otherwise.
+const DatasetDescription& find_dataset(const std::string& name);
+// MNIST, the data set of every command (there is no setting that picks another yet).
+const DatasetDescription& mnist_dataset();
+
+}  // namespace lenet5
