@@ -1,4 +1,4 @@
-// lenet5 train [--config F] [flags]: every setting of TrainSettings declared once, here.
+// lenet5 train [--config F] [flags]: the declared settings (train/settings.hpp), plus --resume.
 #include <spdlog/spdlog.h>
 
 #include <sstream>
@@ -10,11 +10,6 @@
 
 namespace lenet5::cli {
 namespace {
-
-std::string effective_config(const CLI::App& cmd) {
-  return "# lenet5 train settings (lenet5 --config FILE train)\n[train]\n" +
-         cmd.config_to_str(true, false);
-}
 
 // --resume F: the checkpoint's own settings, overridden by whatever was given explicitly now.
 TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoint,

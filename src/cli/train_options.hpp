@@ -1,5 +1,5 @@
-// The options of `lenet5 train` (and `lenet5 bench`, which trains with the same settings):
-// every field of TrainSettings declared once, with its help text and default.
+// The options of `lenet5 train` (and `lenet5 bench`, which trains with the same settings): one per
+// declared setting (train/settings.hpp), with the declaration's flag, help and default.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,8 +12,8 @@ namespace lenet5::cli {
 
 void bind_train_settings(CLI::App& cmd, TrainSettings& settings);
 
-// "1 direct (PMPP Fig 16.12), 2 tiled (...), ...": every registered convolution version, as the
-// --conv-algo help lists them.
-std::string conv_algo_help();
+// The effective settings of a command bound by bind_train_settings, as a config file: what the run
+// folder's config.toml and every checkpoint store, and what --resume reads back.
+std::string effective_config(const CLI::App& cmd);
 
 }  // namespace lenet5::cli

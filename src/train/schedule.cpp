@@ -23,17 +23,6 @@ ScheduleKind parse_schedule(const std::string& name) {
                    "' (accepted: constant, step, exponential, cosine, one-cycle)");
 }
 
-void Schedule::validate() const {
-  if (!(lr > 0)) throw UsageError("--lr must be positive");
-  if (!(gamma > 0)) throw UsageError("lr-gamma must be positive");
-  if (!(step_epochs > 0)) throw UsageError("lr-step-epochs must be positive");
-  if (!(min_lr >= 0) || min_lr > lr) throw UsageError("min-lr must be between 0 and --lr");
-  if (!(warmup_epochs >= 0)) throw UsageError("warmup-epochs must not be negative");
-  if (!(one_cycle_start > 0 && one_cycle_start < 1))
-    throw UsageError("one-cycle-start must be strictly between 0 and 1");
-  if (total_epochs < 1) throw UsageError("--epochs must be at least 1");
-}
-
 double Schedule::rate(double epochs_done) const {
   const double progress = std::clamp(epochs_done / total_epochs, 0.0, 1.0);
   const double cosine_factor = 0.5 * (1 + std::cos(M_PI * progress));

@@ -23,8 +23,8 @@ struct Schedule {
   double one_cycle_start = 0.25;  // one-cycle: fraction of training spent rising from lr/25 to lr
   int total_epochs = 1;
 
-  // Throws UsageError for values that make no sense (negative rates, gamma <= 0, ...).
-  void validate() const;
+  // The accepted values are the settings' (train/settings.cpp declares each one's range), and
+  // TrainSettings::schedule_config() checks them before it builds a schedule.
   // Rate for the step that starts at `epochs_done` (e.g. 2.5 = halfway through the third epoch).
   double rate(double epochs_done) const;
 };

@@ -1,8 +1,243 @@
 #include "train/settings.hpp"
 
+#include <sstream>
+#include <type_traits>
+
+#include "core/conv_algo.hpp"
 #include "core/error.hpp"
 
 namespace lenet5 {
+namespace {
+
+// The default's type is the field's, so that a literal of another type (0 for a double) converts
+// here instead of failing to deduce.
+template <typename T>
+struct Same {
+  using type = T;
+};
+
+template <typename T>
+SettingDeclaration setting(T TrainSettings::*field, std::string flag,
+                           typename Same<T>::type default_value, std::string help) {
+  SettingDeclaration declaration;
+  declaration.flag = std::move(flag);
+  declaration.field = field;
+  declaration.default_value = std::move(default_value);
+  declaration.help = std::move(help);
+  return declaration;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : "|") + n;
+  return out;
+}
+
+// "1 direct (PMPP Fig 16.12), 2 tiled (...), ...": every registered convolution version.
+std::string conv_algo_help() {
+  std::string out;
+  for (const ConvAlgoInfo& info : conv_algorithms())
+    out += std::string(out.empty() ? "" : ", ") + std::to_string(info.number) + " " + info.name +
+           " (" + info.source + ")";
+  return out;
+}
+
+// The table. Its order is the effective config text's (settings.hpp says why it must not change):
+// the general settings, then the network's, which --help and the text show under their own group.
+// Names that a parser checks (activation, schedule, ...) are listed from the parser's own list; the
+// parser's error names the setting and the accepted names.
+std::vector<SettingDeclaration> declare_train_settings() {
+  using S = TrainSettings;
+  return {
+      setting(&S::data_dir, "--data", "", "MNIST folder (default: $LENET5_DATA or data/mnist)"),
+      setting(&S::train_limit, "--train-limit", 0,
+              "train on the first N training images only (0: all)")
+          .within(at_least(0)),
+      setting(&S::epochs, "--epochs", 10, "passes over the training set").within(at_least(1)),
+      setting(&S::batch_size, "--batch-size", 64, "images per SGD step").within(between(1, 60000)),
+      setting(&S::lr, "--lr", 0.07, "learning rate (peak rate for one-cycle)").within(above(0)),
+      setting(&S::schedule, "--schedule", "cosine", "learning-rate schedule")
+          .one_of(schedule_names()),
+      setting(&S::lr_gamma, "--lr-gamma", 0.1, "step/exponential: decay factor").within(above(0)),
+      setting(&S::lr_step_epochs, "--lr-step-epochs", 1, "step: epochs between decays")
+          .within(above(0)),
+      setting(&S::min_lr, "--min-lr", 0, "cosine/one-cycle: final learning rate (at most --lr)")
+          .within(at_least(0)),
+      setting(&S::warmup_epochs, "--warmup-epochs", 0, "linear warm-up length in epochs (0: none)")
+          .within(at_least(0)),
+      setting(&S::one_cycle_start, "--one-cycle-start", 0.25,
+              "one-cycle: fraction of training spent rising")
+          .within(above(0).below(1)),
+      setting(&S::momentum, "--momentum", 0.9, "SGD momentum (0: the book's plain SGD)")
+          .within(at_least(0).below(1)),
+      setting(&S::nesterov, "--nesterov", false,
+              "Nesterov momentum instead of classical (needs --momentum above 0)"),
+      setting(&S::weight_decay, "--weight-decay", 5e-4, "L2 weight decay").within(at_least(0)),
+      setting(&S::seed, "--seed", 1, "seed of the initial weights and of every epoch's shuffle"),
+      setting(&S::device, "--device", "auto", "auto|gpu|cpu"),
+      // Where a run is written is not a training setting: kept out of config.toml and checkpoints,
+      // so that same-seed runs into different folders write byte-identical checkpoints.
+      setting(&S::out, "--out", "",
+              "run folder (default: runs/<date-time>; runs/latest points at the newest)")
+          .not_in_config(),
+      setting(&S::evaluate_every_epoch, "--evaluate", true,
+              "evaluate on the test set after each epoch"),
+
+      setting(&S::activation, "--activation", "tanh", "activation function")
+          .one_of(activation_names())
+          .in_group("Network"),
+      setting(&S::subsampling, "--subsampling", "average", "S2 and S4 subsampling")
+          .one_of(subsampling_names())
+          .in_group("Network"),
+      setting(&S::c3_table, "--c3-table", "full",
+              "C3 connectivity: full (the book) or lecun (LeCun 1998)")
+          .in_group("Network"),
+      setting(&S::kernels, "--kernels", "fast",
+              "GPU kernels: book (the chapter's kernels, one layer at a time), fast (fused "
+              "layers) or whole-step (a training step in two kernels, one block per sample)")
+          .in_group("Network"),
+      setting(&S::conv_algo, "--conv-algo", "auto",
+              "GPU convolution version for C1 and C3, by name or number: auto (direct with "
+              "--kernels book, staged with fast; whole-step trains with its own convolution "
+              "stages and takes only auto), " +
+                  conv_algo_help())
+          .in_group("Network"),
+  };
+}
+
+template <typename Field>
+using FieldType = std::remove_reference_t<decltype(std::declval<TrainSettings&>().*Field())>;
+
+// A numeric field's value as a double (exact for every int and for the doubles themselves).
+std::optional<double> numeric_value(const TrainSettings& settings, const SettingField& field) {
+  return std::visit(
+      [&](auto member) -> std::optional<double> {
+        using T = FieldType<decltype(member)>;
+        if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+          return static_cast<double>(settings.*member);
+        return std::nullopt;
+      },
+      field);
+}
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// The ranges of single settings are declared with them; these are the settings that depend on
+// each other.
+void check_combinations(const TrainSettings& s) {
+  if (s.min_lr > s.lr)
+    throw UsageError("--min-lr " + number_text(s.min_lr) + " is above --lr " + number_text(s.lr) +
+                     ": the final learning rate must be at most the starting one");
+  if (s.nesterov && s.momentum == 0) throw UsageError("--nesterov needs --momentum above 0");
+}
+
+// Every declared range, then the combinations: what schedule_config() and sgd() need.
+void check_values(const TrainSettings& settings) {
+  for (const SettingDeclaration& declaration : train_setting_declarations())
+    declaration.check(settings);
+  check_combinations(settings);
+}
+
+}  // namespace
+
+SettingRange SettingRange::below(double limit) const {
+  SettingRange range = *this;
+  range.high = limit;
+  range.high_included = false;
+  return range;
+}
+
+SettingRange SettingRange::at_most(double limit) const {
+  SettingRange range = *this;
+  range.high = limit;
+  range.high_included = true;
+  return range;
+}
+
+bool SettingRange::contains(double value) const {
+  const bool above_low = low_included ? value >= low : value > low;
+  const bool below_high = high_included ? value <= high : value < high;
+  return above_low && below_high;  // false for NaN
+}
+
+std::string SettingRange::text() const {
+  const bool has_low = low > -std::numeric_limits<double>::infinity();
+  const bool has_high = high < std::numeric_limits<double>::infinity();
+  if (has_low && has_high && low_included && high_included)
+    return "between " + number_text(low) + " and " + number_text(high);
+  std::string out;
+  if (has_low) out = (low_included ? "at least " : "above ") + number_text(low);
+  if (has_high)
+    out += (out.empty() ? "" : " and ") + std::string(high_included ? "at most " : "below ") +
+           number_text(high);
+  return out;
+}
+
+SettingRange at_least(double limit) {
+  return {limit, true};
+}
+SettingRange above(double limit) {
+  return {limit, false};
+}
+SettingRange between(double low, double high) {
+  return SettingRange{low, true}.at_most(high);
+}
+
+std::string SettingDeclaration::help_text() const {
+  if (!names.empty()) return help + ": " + joined(names);
+  if (range) return help + "; " + range->text();
+  return help;
+}
+
+void SettingDeclaration::check(const TrainSettings& settings) const {
+  if (!range) return;
+  const double value = *numeric_value(settings, field);
+  if (!range->contains(value))
+    throw UsageError(flag + " must be " + range->text() + ", not " + number_text(value));
+}
+
+SettingDeclaration SettingDeclaration::within(SettingRange accepted) const {
+  SettingDeclaration declaration = *this;
+  declaration.range = accepted;
+  return declaration;
+}
+
+SettingDeclaration SettingDeclaration::one_of(std::vector<std::string> accepted) const {
+  SettingDeclaration declaration = *this;
+  declaration.names = std::move(accepted);
+  return declaration;
+}
+
+SettingDeclaration SettingDeclaration::in_group(std::string heading) const {
+  SettingDeclaration declaration = *this;
+  declaration.group = std::move(heading);
+  return declaration;
+}
+
+SettingDeclaration SettingDeclaration::not_in_config() const {
+  SettingDeclaration declaration = *this;
+  declaration.in_config = false;
+  return declaration;
+}
+
+const std::vector<SettingDeclaration>& train_setting_declarations() {
+  static const std::vector<SettingDeclaration> declarations = declare_train_settings();
+  return declarations;
+}
+
+TrainSettings::TrainSettings() {
+  for (const SettingDeclaration& declaration : train_setting_declarations())
+    std::visit(
+        [&](auto member) {
+          using T = FieldType<decltype(member)>;
+          this->*member = std::get<T>(declaration.default_value);
+        },
+        declaration.field);
+}
 
 NetConfig TrainSettings::net_config() const {
   NetConfig config;
@@ -25,6 +260,7 @@ NetConfig TrainSettings::net_config() const {
 }
 
 Schedule TrainSettings::schedule_config() const {
+  check_values(*this);
   Schedule s;
   s.kind = parse_schedule(schedule);
   s.lr = lr;
@@ -34,24 +270,18 @@ Schedule TrainSettings::schedule_config() const {
   s.warmup_epochs = warmup_epochs;
   s.one_cycle_start = one_cycle_start;
   s.total_epochs = epochs;
-  s.validate();
   return s;
 }
 
 SgdSettings TrainSettings::sgd() const {
-  if (!(momentum >= 0 && momentum < 1)) throw UsageError("--momentum must be in [0, 1)");
-  if (!(weight_decay >= 0)) throw UsageError("--weight-decay must not be negative");
-  if (nesterov && momentum == 0) throw UsageError("nesterov needs --momentum above 0");
+  check_values(*this);
   return {momentum, nesterov, weight_decay};
 }
 
 void TrainSettings::validate() const {
+  check_values(*this);
   net_config();
-  schedule_config();
-  sgd();
-  if (batch_size < 1 || batch_size > 60000)
-    throw UsageError("--batch-size must be between 1 and 60000");
-  if (train_limit < 0) throw UsageError("--train-limit must not be negative");
+  parse_schedule(schedule);
 }
 
 }  // namespace lenet5

@@ -1,10 +1,17 @@
-// Everything `lenet5 train` can be told. The defaults are configs/lenet5.toml's: the book's
-// network, trained with the settings measured to reach 99 % within 10 epochs. The CLI declares each field
-// once as an option (src/cli/train_options.cpp); configs/*.toml set the same names.
+// Everything `lenet5 train` can be told. Each setting is declared once, in settings.cpp's table
+// (train_setting_declarations()): its flag, which is also its key in a config file's [train]
+// section, its default, its range or accepted names, and its help. The command line, --help, the
+// config-file reader, the run folder's config.toml and the range errors all read that table. The
+// defaults are configs/lenet5.toml's: the book's network, trained with the settings measured to
+// reach 99 % within 10 epochs.
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "core/net_config.hpp"
 #include "core/sgd.hpp"
@@ -12,39 +19,91 @@
 
 namespace lenet5 {
 
+// The fields hold values only; each one's default is in its declaration (the constructor sets
+// them).
 struct TrainSettings {
+  TrainSettings();  // every field at its declared default
+
   // data
   std::string data_dir;  // empty: $LENET5_DATA or data/mnist
-  int train_limit = 0;   // train on the first N images only (0: all)
+  int train_limit;       // train on the first N images only (0: all)
   // network (core/net_config.hpp)
-  std::string activation = "tanh";
-  std::string subsampling = "average";
-  std::string c3_table = "full";
-  std::string kernels = "fast";  // GPU kernel set: book | fast | whole-step (same function)
-  std::string conv_algo = "auto";  // a core/conv_algo.hpp name; auto: direct (book), staged (fast)
+  std::string activation;
+  std::string subsampling;
+  std::string c3_table;
+  std::string kernels;    // GPU kernel set: book | fast | whole-step (same function)
+  std::string conv_algo;  // a core/conv_algo.hpp name; auto: direct (book), staged (fast)
   // optimisation
-  int epochs = 10;
-  int batch_size = 64;
-  double lr = 0.07;
-  std::string schedule = "cosine";
-  double lr_gamma = 0.1;
-  double lr_step_epochs = 1;
-  double min_lr = 0;
-  double warmup_epochs = 0;
-  double one_cycle_start = 0.25;
-  double momentum = 0.9;
-  bool nesterov = false;
-  double weight_decay = 5e-4;
-  std::uint64_t seed = 1;
+  int epochs;
+  int batch_size;
+  double lr;
+  std::string schedule;
+  double lr_gamma;
+  double lr_step_epochs;
+  double min_lr;
+  double warmup_epochs;
+  double one_cycle_start;
+  double momentum;
+  bool nesterov;
+  double weight_decay;
+  std::uint64_t seed;
   // running
-  std::string device = "auto";
+  std::string device;
   std::string out;  // run folder; empty: runs/<timestamp>
-  bool evaluate_every_epoch = true;
+  bool evaluate_every_epoch;
 
   NetConfig net_config() const;      // UsageError on unknown names
   Schedule schedule_config() const;  // validated
   SgdSettings sgd() const;           // validated
-  void validate() const;             // everything above, plus sizes
+  void validate() const;             // every declared range, the names, and the combinations
 };
+
+// The values a numeric setting accepts: from `low` to `high`, each end included or not.
+struct SettingRange {
+  double low = -std::numeric_limits<double>::infinity();
+  bool low_included = true;
+  double high = std::numeric_limits<double>::infinity();
+  bool high_included = true;
+
+  SettingRange below(double limit) const;    // high end, excluded
+  SettingRange at_most(double limit) const;  // high end, included
+  bool contains(double value) const;
+  std::string text() const;  // "at least 0 and below 1", "between 1 and 60000", "above 0"
+};
+SettingRange at_least(double limit);
+SettingRange above(double limit);
+SettingRange between(double low, double high);  // both ends included
+
+using SettingField =
+    std::variant<std::string TrainSettings::*, int TrainSettings::*, double TrainSettings::*,
+                 bool TrainSettings::*, std::uint64_t TrainSettings::*>;
+using SettingValue = std::variant<std::string, int, double, bool, std::uint64_t>;
+
+// One [train] setting. The table's order is that of --help and of the effective config text, which
+// every checkpoint stores (CLI11 writes the general options, then each group, in table order):
+// moving a setting changes the bytes of every checkpoint written after.
+struct SettingDeclaration {
+  std::string flag;  // "--batch-size"; the config key is the flag without its dashes
+  SettingField field;
+  SettingValue default_value;  // of the field's own type
+  std::string help;
+  std::optional<SettingRange> range;  // numbers: the values accepted
+  std::vector<std::string> names;     // names: the values accepted, where they are a fixed list
+  std::string group;                  // --help's heading; empty: the general options
+  bool in_config = true;  // false: kept out of config files, config.toml and checkpoints
+
+  // What --help says: the help, then the accepted names or the range.
+  std::string help_text() const;
+  // UsageError naming the flag and its range when `settings` holds a value outside it.
+  void check(const TrainSettings& settings) const;
+
+  SettingDeclaration within(SettingRange accepted) const;
+  SettingDeclaration one_of(std::vector<std::string> accepted) const;
+  SettingDeclaration in_group(std::string heading) const;
+  SettingDeclaration not_in_config() const;
+};
+
+// Every setting of `lenet5 train` (and `lenet5 bench`), in the order of the effective config text.
+const std::vector<SettingDeclaration>& train_setting_declarations();
 
 }  // namespace lenet5

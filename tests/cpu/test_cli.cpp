@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cuda/runtime/runtime.hpp"
+#include "settings_test_util.hpp"
 #include "test_util.hpp"
 
 namespace lenet5 {
@@ -62,6 +63,23 @@ TEST(Cli, UsageErrorsExitWithTwo) {
     const auto result = run_lenet5(c.arguments, dir);
     EXPECT_EQ(result.exit_code, 2) << c.arguments << "\n" << result.err;
     EXPECT_TRUE(mentions(result.err, c.message)) << c.arguments << "\n" << result.err;
+  }
+}
+
+// Every declared range, through the program: a value outside it is a usage error naming the flag.
+TEST(Cli, EachOutOfRangeSettingIsAUsageErrorNamingTheFlag) {
+  TempDir dir;
+  for (const SettingDeclaration& d : train_setting_declarations()) {
+    if (!d.range) continue;
+    for (double value : testing::values_outside(*d.range)) {
+      // "--flag=-1": a value that starts with a dash must be joined to its flag.
+      const std::string arguments =
+          "train --device cpu " + d.flag + "=" + testing::number_argument(value);
+      const auto result = run_lenet5(arguments, dir);
+      EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
+      EXPECT_TRUE(mentions(result.err, d.flag + " must be " + d.range->text()))
+          << arguments << "\n" << result.err;
+    }
   }
 }
 

@@ -1,9 +1,9 @@
-// Learning-rate schedules: the documented shapes, and refusal of settings that make no sense.
+// Learning-rate schedules: the documented shapes, and refusal of unknown names (the ranges of the
+// schedule's settings are tested with the settings, test_settings.cpp).
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
 #include "train/schedule.hpp"
-#include "train/settings.hpp"
 
 namespace lenet5 {
 namespace {
@@ -60,33 +60,6 @@ TEST(Schedule, NamesParseAndNonsenseIsRefused) {
   for (const std::string& name : schedule_names())
     EXPECT_EQ(to_string(parse_schedule(name)), name);
   EXPECT_THROW(parse_schedule("linear"), UsageError);
-  Schedule s = schedule(ScheduleKind::cosine);
-  s.lr = -1;
-  EXPECT_THROW(s.validate(), UsageError);
-  s = schedule(ScheduleKind::step);
-  s.gamma = 0;
-  EXPECT_THROW(s.validate(), UsageError);
-  s = schedule(ScheduleKind::cosine);
-  s.min_lr = 1;
-  EXPECT_THROW(s.validate(), UsageError);
-}
-
-TEST(TrainSettings, DefaultsAreValidAndBadValuesAreUsageErrors) {
-  TrainSettings settings;
-  EXPECT_NO_THROW(settings.validate());
-  TrainSettings bad = settings;
-  bad.batch_size = 0;
-  EXPECT_THROW(bad.validate(), UsageError);
-  bad = settings;
-  bad.nesterov = true;
-  bad.momentum = 0;
-  EXPECT_THROW(bad.validate(), UsageError);
-  bad = settings;
-  bad.c3_table = "sparse";
-  EXPECT_THROW(bad.validate(), UsageError);
-  bad = settings;
-  bad.train_limit = -5;
-  EXPECT_THROW(bad.validate(), UsageError);
 }
 
 }  // namespace

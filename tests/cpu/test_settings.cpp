@@ -1,0 +1,131 @@
+// The declared [train] settings (train/settings.cpp): every declaration complete and its default
+// accepted, every range enforced with an error that names the flag, the settings that depend on
+// each other checked together.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "settings_test_util.hpp"
+#include "train/settings.hpp"
+
+namespace lenet5 {
+namespace {
+
+using testing::set_number;
+using testing::values_outside;
+
+// The message of the UsageError that validate() throws; empty when it throws none.
+std::string refusal(const TrainSettings& settings) {
+  try {
+    settings.validate();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainSettings, EveryDeclarationHasAFlagHelpAndADefaultItAccepts) {
+  const TrainSettings defaults;
+  EXPECT_EQ(refusal(defaults), "");
+  std::set<std::string> flags;
+  std::set<std::size_t> fields;
+  for (const SettingDeclaration& d : train_setting_declarations()) {
+    EXPECT_EQ(d.flag.rfind("--", 0), 0u) << d.flag;
+    EXPECT_TRUE(flags.insert(d.flag).second) << d.flag << " is declared twice";
+    EXPECT_FALSE(d.help.empty()) << d.flag;
+    EXPECT_EQ(d.field.index(), d.default_value.index()) << d.flag << ": default of another type";
+    EXPECT_NO_THROW(d.check(defaults)) << d.flag;
+    if (!d.names.empty()) {
+      const std::string value = defaults.*std::get<std::string TrainSettings::*>(d.field);
+      EXPECT_NE(std::find(d.names.begin(), d.names.end(), value), d.names.end()) << d.flag;
+    }
+  }
+  // Two declarations of one field would let the later default overwrite the earlier silently.
+  const auto& all = train_setting_declarations();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    for (std::size_t j = i + 1; j < all.size(); ++j)
+      EXPECT_FALSE(all[i].field == all[j].field) << all[i].flag << " and " << all[j].flag;
+}
+
+TEST(TrainSettings, EveryAcceptedNameIsAccepted) {
+  for (const SettingDeclaration& d : train_setting_declarations())
+    for (const std::string& name : d.names) {
+      TrainSettings settings;
+      settings.*std::get<std::string TrainSettings::*>(d.field) = name;
+      EXPECT_EQ(refusal(settings), "") << d.flag << " " << name;
+    }
+}
+
+TEST(TrainSettings, EachOutOfRangeValueIsRefusedNamingTheFlagAndItsRange) {
+  int ranged = 0;
+  for (const SettingDeclaration& d : train_setting_declarations()) {
+    if (!d.range) continue;
+    ++ranged;
+    const std::vector<double> outside = values_outside(*d.range);
+    EXPECT_FALSE(outside.empty()) << d.flag << ": a range without an end refuses nothing";
+    for (double value : outside) {
+      TrainSettings settings;
+      set_number(settings, d, value);
+      const std::string message = refusal(settings);
+      EXPECT_NE(message.find(d.flag + " must be " + d.range->text()), std::string::npos)
+          << d.flag << " " << value << ": \"" << message << "\"";
+    }
+  }
+  EXPECT_GE(ranged, 10);  // train-limit, epochs, batch-size, lr, ... weight-decay
+}
+
+TEST(TrainSettings, NotANumberIsOutOfEveryRange) {
+  TrainSettings settings;
+  settings.lr = std::nan("");
+  EXPECT_NE(refusal(settings).find("--lr must be above 0"), std::string::npos) << refusal(settings);
+}
+
+TEST(TrainSettings, RangesReadAsTheyAreWritten) {
+  EXPECT_EQ(between(1, 60000).text(), "between 1 and 60000");
+  EXPECT_EQ(at_least(0).below(1).text(), "at least 0 and below 1");
+  EXPECT_EQ(above(0).below(1).text(), "above 0 and below 1");
+  EXPECT_EQ(above(0).text(), "above 0");
+  EXPECT_EQ(at_least(0.5).at_most(2).text(), "between 0.5 and 2");
+  EXPECT_EQ(above(0.5).at_most(2).text(), "above 0.5 and at most 2");
+  EXPECT_EQ(SettingRange().at_most(2).text(), "at most 2");
+  EXPECT_TRUE(at_least(0).below(1).contains(0));
+  EXPECT_FALSE(at_least(0).below(1).contains(1));
+  EXPECT_FALSE(above(0).contains(0));
+}
+
+TEST(TrainSettings, SettingsThatDependOnEachOtherAreCheckedTogether) {
+  TrainSettings settings;
+  settings.min_lr = 0.5;  // above the default --lr 0.07
+  EXPECT_NE(refusal(settings).find("--min-lr 0.5 is above --lr 0.07"), std::string::npos)
+      << refusal(settings);
+  settings = TrainSettings();
+  settings.nesterov = true;
+  settings.momentum = 0;
+  EXPECT_NE(refusal(settings).find("--momentum above 0"), std::string::npos) << refusal(settings);
+  settings = TrainSettings();
+  settings.c3_table = "sparse";
+  EXPECT_NE(refusal(settings).find("sparse"), std::string::npos) << refusal(settings);
+}
+
+// schedule_config() and sgd() hand their values to the trainer and the engines: both refuse what
+// validate() refuses, so that neither can be built from an unchecked value.
+TEST(TrainSettings, ScheduleAndSgdAreBuiltFromCheckedValuesOnly) {
+  TrainSettings settings;
+  settings.momentum = 1;
+  EXPECT_THROW(settings.sgd(), UsageError);
+  EXPECT_THROW(settings.schedule_config(), UsageError);
+  settings = TrainSettings();
+  const SgdSettings sgd = settings.sgd();
+  EXPECT_EQ(sgd.momentum, 0.9);
+  EXPECT_EQ(sgd.weight_decay, 5e-4);
+  const Schedule schedule = settings.schedule_config();
+  EXPECT_EQ(schedule.kind, ScheduleKind::cosine);
+  EXPECT_EQ(schedule.lr, 0.07);
+  EXPECT_EQ(schedule.total_epochs, 10);
+}
+
+}  // namespace
+}  // namespace lenet5

@@ -1,0 +1,153 @@
+// The [train] settings on the command line and in config files (cli/train_options.cpp): the
+// effective config text that checkpoints and config.toml store, read back to the same settings and
+// the same text, for every shipped config and for the defaults; unknown keys refused; --help built
+// from the declarations.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "cli/train_options.hpp"
+#include "settings_test_util.hpp"
+#include "test_util.hpp"
+
+namespace lenet5 {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::first_difference;
+using testing::TempDir;
+
+struct ReadSettings {
+  TrainSettings settings;
+  std::string text;  // the effective config text
+};
+
+// `train` under a top-level app, bound to `settings` as the program binds it; like main(), the app
+// takes --config and refuses keys that name no setting.
+CLI::App* add_train(CLI::App& app, TrainSettings& settings) {
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.set_config("--config");
+  CLI::App* train = app.add_subcommand("train");
+  cli::bind_train_settings(*train, settings);
+  return train;
+}
+
+// `lenet5 <arguments>` as far as the settings go, e.g. {"--config", "configs/fast.toml", "train"}.
+ReadSettings read_arguments(std::vector<std::string> arguments) {
+  ReadSettings read;
+  CLI::App app;
+  CLI::App* train = add_train(app, read.settings);
+  std::reverse(arguments.begin(), arguments.end());  // CLI11 takes them last first
+  app.parse(arguments);
+  read.text = cli::effective_config(*train);
+  return read;
+}
+
+// A stored effective config text read back, as --resume reads a checkpoint's.
+ReadSettings read_stored(const std::string& text) {
+  ReadSettings read;
+  CLI::App app;
+  CLI::App* train = add_train(app, read.settings);
+  std::istringstream stored(text);
+  app.parse_from_stream(stored);
+  read.text = cli::effective_config(*train);
+  return read;
+}
+
+// The text every default run stores, byte for byte: checkpoints written before a change of the
+// declarations must keep reading as they did, and runs after it must write what they did. (CLI11
+// writes a default bool as 0 or 1, and a value that was given as it was given.)
+const char* const kDefaultText =
+    "# lenet5 train settings (lenet5 --config FILE train)\n"
+    "[train]\n"
+    "data=\"\"\n"
+    "train-limit=0\n"
+    "epochs=10\n"
+    "batch-size=64\n"
+    "lr=0.07\n"
+    "schedule=\"cosine\"\n"
+    "lr-gamma=0.1\n"
+    "lr-step-epochs=1\n"
+    "min-lr=0\n"
+    "warmup-epochs=0\n"
+    "one-cycle-start=0.25\n"
+    "momentum=0.9\n"
+    "nesterov=0\n"
+    "weight-decay=0.0005\n"
+    "seed=1\n"
+    "device=\"auto\"\n"
+    "evaluate=1\n"
+    "activation=\"tanh\"\n"
+    "subsampling=\"average\"\n"
+    "c3-table=\"full\"\n"
+    "kernels=\"fast\"\n"
+    "conv-algo=\"auto\"\n";
+
+TEST(TrainOptions, DefaultsWriteTheTextThatRunsHaveAlwaysStored) {
+  const ReadSettings defaults = read_arguments({"train"});
+  EXPECT_EQ(defaults.text, kDefaultText);
+  EXPECT_EQ(first_difference(defaults.settings, TrainSettings()), "");
+}
+
+// Read -> effective text -> read again: the same settings and the same text, for the defaults,
+// every shipped config, and flags over a config (the flags win and are stored).
+TEST(TrainOptions, ShippedConfigsAndDefaultsRoundTrip) {
+  std::vector<std::vector<std::string>> cases{{"train"}};
+  for (const auto& entry : fs::directory_iterator(testing::source_dir() / "configs"))
+    if (entry.path().extension() == ".toml")
+      cases.push_back({"--config", entry.path().string(), "train"});
+  ASSERT_GE(cases.size(), 4u) << "configs/ should hold lenet5.toml, fast.toml and quick.toml";
+  cases.push_back({"--config", (testing::source_dir() / "configs" / "fast.toml").string(), "train",
+                   "--batch-size", "32", "--nesterov", "true", "--lr", "0.050", "--seed", "7",
+                   "--data", "/tmp/mnist", "--out", "/tmp/run"});
+
+  for (const auto& arguments : cases) {
+    const std::string what = arguments.size() > 1 ? arguments[1] : "the defaults";
+    const ReadSettings first = read_arguments(arguments);
+    EXPECT_NO_THROW(first.settings.validate()) << what;
+    const ReadSettings again = read_stored(first.text);
+    EXPECT_EQ(again.text, first.text) << what;
+    // --out is where a run goes, not how it trains: never stored, so never read back.
+    TrainSettings expected = first.settings;
+    expected.out = TrainSettings().out;
+    EXPECT_EQ(first_difference(again.settings, expected), "") << what;
+  }
+}
+
+TEST(TrainOptions, AConfigFileSetsWhatItNames) {
+  const ReadSettings fast = read_arguments(
+      {"--config", (testing::source_dir() / "configs" / "fast.toml").string(), "train"});
+  EXPECT_EQ(fast.settings.kernels, "whole-step");
+  EXPECT_EQ(fast.settings.batch_size, 128);
+  EXPECT_EQ(fast.settings.schedule, "one-cycle");
+  EXPECT_NE(fast.text.find("kernels=\"whole-step\"\n"), std::string::npos) << fast.text;
+}
+
+TEST(TrainOptions, AnUnknownKeyIsAnErrorNamingIt) {
+  TempDir dir;
+  const fs::path file = dir / "typo.toml";
+  std::ofstream(file) << "[train]\nepochs = 1\nlearning-rate = 0.1\n";
+  try {
+    read_arguments({"--config", file.string(), "train"});
+    ADD_FAILURE() << "learning-rate was accepted";
+  } catch (const CLI::ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("learning-rate"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_stored("[train]\nlearning-rate=0.1\n"), CLI::ParseError);
+}
+
+TEST(TrainOptions, HelpShowsEveryDeclaredSettingWithItsHelpAndRange) {
+  TrainSettings settings;
+  CLI::App app;
+  const std::string help = add_train(app, settings)->help();
+  for (const SettingDeclaration& d : train_setting_declarations()) {
+    EXPECT_NE(help.find(d.flag), std::string::npos) << d.flag;
+    EXPECT_NE(help.find(d.help_text()), std::string::npos) << d.flag;
+    if (d.range) EXPECT_NE(d.help_text().find(d.range->text()), std::string::npos) << d.flag;
+  }
+}
+
+}  // namespace
+}  // namespace lenet5
