@@ -111,7 +111,7 @@ class GpuEngine final : public Engine {
         m_input(Device::gpu, kInputFloats * m_network.max_batch()),
         m_labels(Device::gpu, m_network.max_batch()),
         m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
-    if (net.kernels == GpuKernels::whole_step)
+    if (gpu_kernel_set(net.kernels).whole_step)
       m_whole_step = std::make_unique<cuda::WholeStep>(net, m_network.layout(), batch_size);
   }
 

@@ -13,6 +13,17 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+// "book (the chapter's kernels, ...), fast (fused layers) or whole-step (...)".
+std::string kernels_help() {
+  const std::vector<GpuKernelSet>& sets = gpu_kernel_sets();
+  std::string out;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const char* before = i == 0 ? "" : i + 1 == sets.size() ? " or " : ", ";
+    out += before + std::string(sets[i].name) + " (" + sets[i].help + ")";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string conv_algo_help() {
@@ -31,10 +42,7 @@ void bind_train_settings(CLI::App& cmd, TrainSettings& s) {
   cmd.add_option("--subsampling", s.subsampling, joined(subsampling_names()))->group("Network");
   cmd.add_option("--c3-table", s.c3_table, "C3 connectivity: full (the book) or lecun (LeCun 1998)")
       ->group("Network");
-  cmd.add_option("--kernels", s.kernels,
-                 "GPU kernels: book (the chapter's kernels, one layer at a time), fast (fused "
-                 "layers) or whole-step (a training step in two kernels, one block per sample)")
-      ->group("Network");
+  cmd.add_option("--kernels", s.kernels, "GPU kernels: " + kernels_help())->group("Network");
   cmd.add_option("--conv-algo", s.conv_algo,
                  "GPU convolution version for C1 and C3, by name or number: auto (direct with "
                  "--kernels book, staged with fast; whole-step trains with its own convolution "

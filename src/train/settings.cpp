@@ -10,15 +10,16 @@ NetConfig TrainSettings::net_config() const {
   config.subsampling = parse_subsampling(subsampling);
   config.c3_table = parse_c3_table(c3_table);
   config.kernels = parse_gpu_kernels(kernels);
+  const GpuKernelSet& set = gpu_kernel_set(config.kernels);
   if (conv_algo == "auto") {
-    config.conv_algo = config.kernels == GpuKernels::book ? ConvAlgo::direct : ConvAlgo::staged;
+    config.conv_algo = set.default_conv_algo;
   } else {
     // Accepting the option and ignoring it would make a comparison silently measure something
-    // else: the whole-step kernels train with their own convolution stages.
-    if (config.kernels == GpuKernels::whole_step)
-      throw UsageError("--conv-algo " + conv_algo +
-                       " does not apply to --kernels whole-step, which trains with its own "
-                       "convolution stages: leave --conv-algo at auto, or choose --kernels fast");
+    // else: such a kernel set trains with its own convolution stages.
+    if (!set.takes_conv_algo)
+      throw UsageError("--conv-algo " + conv_algo + " does not apply to --kernels " + set.name +
+                       ", which trains with its own convolution stages: leave --conv-algo at "
+                       "auto, or choose --kernels fast");
     config.conv_algo = parse_conv_algo(conv_algo);
   }
   return config;
