@@ -269,20 +269,6 @@ __global__ void conv_backward_weights_kernel5(ConvDims d, const float* __restric
   }
 }
 
-// ---- version 5: weight and bias gradients, phase 2 (sum over the batch) -------------------------
-
-// sum_weight_partials over the N per-sample partial sums, in order n = 0..N-1 (C1: 150 + 6
-// threads, C3: 2,400 + 16).
-__global__ void conv_backward_weights_reduce_kernel5(int N, int n_weights, int n_bias,
-                                                     const float* __restrict__ partial_weight,
-                                                     const float* __restrict__ partial_bias,
-                                                     const float* __restrict__ mask,
-                                                     float* __restrict__ dL_dweight,
-                                                     float* __restrict__ dL_dbias) {
-  sum_weight_partials(N, n_weights, n_bias, partial_weight, partial_bias, mask, dL_dweight,
-                      dL_dbias);
-}
-
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------------------------
@@ -374,12 +360,13 @@ void conv_backward_weights5(const ConvShape& s, const float* x, const float* dL_
         d, x, dL_dy, partial_weight, partial_bias);
     CUDA_CHECK_LAUNCH();
   }
-  // Without terms (N = 0 or an empty output) phase 2 sums nothing and writes zeros, as the CPU
-  // reference does.
-  conv_backward_weights_reduce_kernel5<<<blocks_for(std::size_t(n_weights) + n_bias), kThreads, 0,
-                                         stream>>>(has_terms ? d.N : 0, n_weights, n_bias,
-                                                   partial_weight, partial_bias, mask, dL_dweight,
-                                                   dL_dbias);
+  // Phase 2: the N per-sample partial sums added in order n, one thread per output (C1: 150 + 6,
+  // C3: 2,400 + 16). Without terms (N = 0 or an empty output) it sums nothing and writes zeros,
+  // as the CPU reference does.
+  conv_backward_weights_reduce_kernel<5><<<blocks_for(std::size_t(n_weights) + n_bias), kThreads,
+                                           0, stream>>>(has_terms ? d.N : 0, n_weights, n_bias,
+                                                        partial_weight, partial_bias, mask,
+                                                        dL_dweight, dL_dbias);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -12,8 +12,10 @@ namespace lenet5::cuda {
 // One thread per output, grid-stride; neighbouring threads read neighbouring partials (coalesced).
 // Deterministic: one owner thread per output, s in order (the unrolling only lets the loads
 // overlap; the additions stay in sequence). parts = 0 writes zeros, as the CPU reference does.
-// mask may be null. Overwrites both outputs.
-__device__ __forceinline__ void sum_weight_partials(int parts, int n_weights, int n_bias,
+// mask may be null. Overwrites both outputs. Version is the number of the convolution version
+// that launches it, so that a profile names it.
+template <int Version>
+__global__ void conv_backward_weights_reduce_kernel(int parts, int n_weights, int n_bias,
                                                     const float* __restrict__ partial_weight,
                                                     const float* __restrict__ partial_bias,
                                                     const float* __restrict__ mask,

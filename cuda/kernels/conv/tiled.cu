@@ -250,20 +250,6 @@ __global__ void conv_backward_weights_kernel2(ConvDims d, int slices, const floa
   }
 }
 
-// ---- backward: weight and bias gradients, phase 2 (sum over the slices) -------------------------
-
-// sum_weight_partials over the slices' partial sums, in order s = 0..slices-1 (0 slices, an
-// empty batch, writes zeros).
-__global__ void conv_backward_weights_reduce_kernel2(int slices, int n_weights, int n_bias,
-                                                     const float* __restrict__ partial_weight,
-                                                     const float* __restrict__ partial_bias,
-                                                     const float* __restrict__ mask,
-                                                     float* __restrict__ dL_dweight,
-                                                     float* __restrict__ dL_dbias) {
-  sum_weight_partials(slices, n_weights, n_bias, partial_weight, partial_bias, mask, dL_dweight,
-                      dL_dbias);
-}
-
 // ---- the ConvAlgorithm object -------------------------------------------------------------------
 
 // Slices of the batch in the weight gradient: about kTargetBlocks2 blocks, at most one per sample.
@@ -351,8 +337,9 @@ class TiledConvolution final : public ConvAlgorithm {
           d, slices, x, dL_dy, partial_weight, dL_dbias ? partial_bias : nullptr);
       CUDA_CHECK_LAUNCH();
     }
+    // Phase 2: the slices' partial sums added in order s (no slices, an empty batch: zeros).
     const int blocks = ceil_div(n_weights + n_bias, kReduceThreads2);
-    conv_backward_weights_reduce_kernel2<<<blocks, kReduceThreads2, 0, stream>>>(
+    conv_backward_weights_reduce_kernel<2><<<blocks, kReduceThreads2, 0, stream>>>(
         slices, n_weights, n_bias, partial_weight, partial_bias, mask, dL_dweight, dL_dbias);
     CUDA_CHECK_LAUNCH();
   }
