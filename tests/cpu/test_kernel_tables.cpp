@@ -13,9 +13,11 @@
 namespace lenet5 {
 namespace {
 
+// Numbers 1, 2, 3, ... without a gap: a version whose file the linker left out shows as a gap (or,
+// the newest, as a missing row of tests/errata.md, which FiguresDocs checks).
 TEST(ConvVersions, EveryVersionRegisteredOnceInNumberOrder) {
   const std::vector<ConvAlgoInfo>& table = conv_algorithms();
-  ASSERT_EQ(table.size(), 5u) << "a registration missing from the program, or one too many";
+  ASSERT_GE(table.size(), 5u) << "versions 1-5 (direct ... staged) not all registered";
   std::set<std::string> names;
   for (std::size_t i = 0; i < table.size(); ++i) {
     const ConvAlgoInfo& info = table[i];
@@ -38,7 +40,7 @@ TEST(ConvVersions, TheNamedConstantsAreTheirVersions) {
 TEST(ConvVersions, ParsedByNameOrNumber) {
   EXPECT_EQ(parse_conv_algo("implicit-gemm"), ConvAlgo::implicit_gemm);
   EXPECT_EQ(parse_conv_algo("2"), ConvAlgo::tiled);
-  EXPECT_THROW(parse_conv_algo("6"), UsageError);
+  EXPECT_THROW(parse_conv_algo(std::to_string(conv_algorithms().size() + 1)), UsageError);
   EXPECT_THROW(parse_conv_algo("winograd"), UsageError);
 }
 
