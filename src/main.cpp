@@ -41,11 +41,7 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_flag("-v,--verbose", verbosity, "more log output (-vv for even more)");
   app.add_flag("-q,--quiet", quiet, "only warnings and errors on stderr");
-  const std::vector<cli::Command> commands{cli::add_train_command(app),
-                                           cli::add_evaluate_command(app),
-                                           cli::add_classify_command(app),
-                                           cli::add_bench_command(app),
-                                           cli::add_figures_command(app)};
+  const std::vector<cli::Command> commands = cli::add_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

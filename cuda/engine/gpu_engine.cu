@@ -112,7 +112,7 @@ class GpuEngine final : public Engine {
         m_input(Device::gpu, kInputFloats * m_network.max_batch()),
         m_labels(Device::gpu, m_network.max_batch()),
         m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
-    if (net.kernels == GpuKernels::whole_step) {
+    if (gpu_kernel_set(net.kernels).whole_step) {
       // The whole-step kernels fold SGD's update into their own last kernel.
       if (m_optimizer.description.name != kSgdName)
         throw UsageError("the optimizer " + m_optimizer.description.name +

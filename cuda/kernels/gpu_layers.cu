@@ -195,7 +195,7 @@ std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetCon
                                              float* weight, float* weight_grad, float* bias,
                                              float* bias_grad, const float* c3_mask,
                                              int max_batch) {
-  if (config.kernels != GpuKernels::book)  // whole-step evaluates with the fast layers
+  if (gpu_kernel_set(config.kernels).fused_layers)  // whole-step evaluates with them too
     return make_fast_layer(spec, config, weight, weight_grad, bias, bias_grad, c3_mask,
                            max_batch);
   if (spec.activate) throw Error("internal: the book's kernels run activations as layers");

@@ -14,6 +14,8 @@
 
 #include "core/activation_math.hpp"
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/element_grid.cuh"
+#include "cuda/kernels/map_element.cuh"
 #include "cuda/kernels/subsample.cuh"
 #include "cuda/runtime/check.hpp"
 
@@ -28,13 +30,7 @@ PoolDims dims_of(const PoolShape& s) {
   return PoolDims{s.n, s.c, s.h, s.w, s.k, s.h_out(), s.w_out()};
 }
 
-constexpr int kThreads = 256;        // element-wise kernels: threads per block
 constexpr int kReduceThreads = 256;  // reduction kernel: a power of two (tree below)
-constexpr int kMaxBlocks = 1 << 20;  // grid-stride loops cover anything beyond
-
-int blocks_for(std::size_t count) {
-  return int(std::min<std::size_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
 
 // Row-major index p*K + q of the first maximum of the K x K window whose top-left element is
 // `window` (rows `row_stride` apart): the same strict '>' scan as the CPU's first_max_in_window, so
@@ -70,9 +66,7 @@ __global__ void subsample_forward_kernel1(PoolDims d, Subsampling kind, const fl
   const std::size_t count = std::size_t(d.N) * d.C * d.H_out * d.W_out;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const int w = int(i % d.W_out);
-    const int h = int(i / d.W_out % d.H_out);
-    const std::size_t map = i / (std::size_t(d.W_out) * d.H_out);  // n*C + c
+    const auto [w, h, map] = map_element(i, d.H_out, d.W_out);
     const int c = int(map % d.C);
     const float* window = x + (map * d.H + std::size_t(d.K) * h) * d.W + std::size_t(d.K) * w;
     float pooled;
@@ -104,9 +98,7 @@ __global__ void subsample_backward_input_kernel1(PoolDims d, Subsampling kind,
   const std::size_t count = std::size_t(d.N) * d.C * d.H * d.W;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const int w = int(i % d.W);
-    const int h = int(i / d.W % d.H);
-    const std::size_t map = i / (std::size_t(d.W) * d.H);  // n*C + c
+    const auto [w, h, map] = map_element(i, d.H, d.W);
     const int h_out = h / d.K, w_out = w / d.K;
     float grad = 0.0f;
     if (h_out < d.H_out && w_out < d.W_out) {

@@ -31,8 +31,6 @@ void apply_train_section(const CLI::App& parent, CLI::App& bench) {
   }
 }
 
-}  // namespace
-
 Command add_bench_command(CLI::App& parent) {
   auto* cmd = parent.add_subcommand(
       "bench", "time training epochs and report accuracy, as JSON lines (same settings as train)");
@@ -61,5 +59,9 @@ Command add_bench_command(CLI::App& parent) {
             return 0;
           }};
 }
+
+const CommandRegistration kBench{40, add_bench_command};
+
+}  // namespace
 
 }  // namespace lenet5::cli

@@ -7,6 +7,7 @@
 #include "train/evaluate.hpp"
 
 namespace lenet5::cli {
+namespace {
 
 Command add_classify_command(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("classify", "recognise the digit in image files (PNG, JPEG, BMP, ...)");
@@ -56,5 +57,9 @@ Command add_classify_command(CLI::App& parent) {
             return failures == 0 ? 0 : 1;
           }};
 }
+
+const CommandRegistration kClassify{30, add_classify_command};
+
+}  // namespace
 
 }  // namespace lenet5::cli

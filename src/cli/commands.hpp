@@ -1,9 +1,11 @@
-// The subcommands. Each file binds its options and calls one library function; main() parses,
-// sets up logging and turns exceptions into exit codes.
+// The subcommands. Each file binds its options, calls one library function, and registers itself
+// in the table below; main() adds the registered ones, parses, sets up logging and turns
+// exceptions into exit codes. Adding a subcommand is its file in src/cli/ plus its test.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <vector>
 
 namespace lenet5::cli {
 
@@ -12,11 +14,21 @@ struct Command {
   std::function<int()> run;  // called after parsing; returns the exit code
 };
 
-Command add_train_command(CLI::App& parent);
-Command add_evaluate_command(CLI::App& parent);
-Command add_classify_command(CLI::App& parent);
-Command add_bench_command(CLI::App& parent);
-Command add_figures_command(CLI::App& parent);
+// Adds a subcommand and its options to `parent`.
+using AddCommand = Command (*)(CLI::App& parent);
+
+// A subcommand's one registration, at namespace scope in its own file:
+//   const CommandRegistration kEvaluate{20, add_evaluate_command};
+// `order` places it in `lenet5 --help`, smallest first (the keys go in tens, leaving room between).
+// The files of src/cli/ are compiled into the executable itself, not taken from a library, so
+// the linker keeps every registration.
+class CommandRegistration {
+ public:
+  CommandRegistration(int order, AddCommand add);
+};
+
+// Every registered subcommand, added to `parent` in order.
+std::vector<Command> add_commands(CLI::App& parent);
 
 // Also set by the commands: whether stdout must stay machine-readable (logging is then quieter).
 extern bool g_json_output;

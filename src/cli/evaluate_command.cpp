@@ -6,6 +6,7 @@
 #include "train/evaluate.hpp"
 
 namespace lenet5::cli {
+namespace {
 
 Command add_evaluate_command(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("evaluate", "test accuracy, loss and confusion matrix of a checkpoint");
@@ -32,5 +33,9 @@ Command add_evaluate_command(CLI::App& parent) {
             return 0;
           }};
 }
+
+const CommandRegistration kEvaluate{20, add_evaluate_command};
+
+}  // namespace
 
 }  // namespace lenet5::cli

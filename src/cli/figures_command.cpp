@@ -7,6 +7,7 @@
 #include "figures/paper_math.hpp"
 
 namespace lenet5::cli {
+namespace {
 
 Command add_figures_command(CLI::App& parent) {
   auto* cmd = parent.add_subcommand(
@@ -41,5 +42,9 @@ Command add_figures_command(CLI::App& parent) {
             return figures::run_figures(o->figures, std::cout);
           }};
 }
+
+const CommandRegistration kFigures{50, add_figures_command};
+
+}  // namespace
 
 }  // namespace lenet5::cli

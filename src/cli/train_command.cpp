@@ -37,8 +37,6 @@ TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoi
   return settings;
 }
 
-}  // namespace
-
 Command add_train_command(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("train", "train LeNet-5 on MNIST");
   cmd->fallthrough();  // --config belongs to the top level but may follow "train"
@@ -68,5 +66,9 @@ Command add_train_command(CLI::App& parent) {
             return 0;
           }};
 }
+
+const CommandRegistration kTrain{10, add_train_command};
+
+}  // namespace
 
 }  // namespace lenet5::cli

@@ -32,12 +32,29 @@ const std::vector<std::string>& c3_table_names() {
   return names;
 }
 
+const std::vector<GpuKernelSet>& gpu_kernel_sets() {
+  static const std::vector<GpuKernelSet> table{
+      {GpuKernels::book, "book", "the chapter's kernels, one layer at a time", ConvAlgo::direct,
+       true, false, false},
+      {GpuKernels::fast, "fast", "fused layers", ConvAlgo::staged, true, true, false},
+      {GpuKernels::whole_step, "whole-step", "a training step in two kernels, one block per sample",
+       ConvAlgo::staged, false, true, true},
+  };
+  return table;
+}
+
+const GpuKernelSet& gpu_kernel_set(GpuKernels kernels) { return gpu_kernel_sets()[int(kernels)]; }
+
 const std::vector<std::string>& gpu_kernels_names() {
-  static const std::vector<std::string> names{"book", "fast", "whole-step"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const GpuKernelSet& set : gpu_kernel_sets()) out.push_back(set.name);
+    return out;
+  }();
   return names;
 }
 
-const char* to_string(GpuKernels value) { return gpu_kernels_names()[int(value)].c_str(); }
+const char* to_string(GpuKernels value) { return gpu_kernel_set(value).name; }
 
 GpuKernels parse_gpu_kernels(const std::string& name) {
   return parse_named<GpuKernels>(name, gpu_kernels_names(), "kernel set");

@@ -14,12 +14,32 @@ enum class Subsampling { average, max };
 enum class C3Table { full, lecun };
 
 // Which GPU kernels compute the network (the function is the same; the CPU always runs the
-// sequential reference): "book" runs every layer on its own, with the chapter's direct
-// convolution kernel (Fig 16.12) and cuBLAS for the fully connected layers; "fast" fuses each
-// activation into the layer before it and uses the faster convolution and dense kernels;
-// "whole-step" trains with two kernels per step, one block per sample running the whole forward
-// and backward pass in shared memory (cuda/engine/whole_step.cuh), and evaluates with the fast set.
+// sequential reference). What each set means is its row of gpu_kernel_sets(), which the settings,
+// the network, the GPU engine and the GPU layers all read.
 enum class GpuKernels { book, fast, whole_step };
+
+struct GpuKernelSet {
+  GpuKernels kernels;
+  const char* name;  // what --kernels takes
+  const char* help;  // its words in --kernels' help
+  ConvAlgo default_conv_algo;  // what --conv-algo auto chooses
+  // false: it trains with convolution stages of its own, and refuses any --conv-algo but auto.
+  bool takes_conv_algo;
+  // The layers (and so evaluation) run the fused form, each activation computed inside the layer
+  // before it (core/topology.hpp's fused_topology), by the fast kernels; false: one layer per
+  // operation, by the book's kernels, strictly in order on one stream.
+  bool fused_layers;
+  // Training runs the whole step in two kernels, one block per sample (cuda/engine/whole_step.cuh)
+  // instead of layer by layer.
+  bool whole_step;
+};
+
+// book: the chapter's direct convolution kernel (Fig 16.12) and cuBLAS for the fully connected
+// layers, every layer on its own; fast: each activation fused into the layer before it, the faster
+// convolution and dense kernels; whole-step: trains in two kernels per step, evaluates with the
+// fast set. In --kernels' order.
+const std::vector<GpuKernelSet>& gpu_kernel_sets();
+const GpuKernelSet& gpu_kernel_set(GpuKernels kernels);
 
 struct NetConfig {
   Activation activation = Activation::tanh;

@@ -51,7 +51,7 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
   m_activation_grads.emplace_back();
   // The CPU always runs the reference form, one layer per operation; the GPU's fast kernels run
   // the fused form (same function, activations computed inside the layers before them).
-  const bool fused = device == Device::gpu && config.kernels != GpuKernels::book;
+  const bool fused = device == Device::gpu && gpu_kernel_set(config.kernels).fused_layers;
   for (const LayerSpec& spec : fused ? fused_topology(lenet5_topology()) : lenet5_topology()) {
     m_layers.push_back(make_layer<T>(device, spec, config, m_layout, m_params.data(),
                                      m_grads.data(), m_c3_mask.data(), max_batch));

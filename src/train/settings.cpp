@@ -33,6 +33,17 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+// "book (the chapter's kernels, ...), fast (fused layers) or whole-step (...)": every kernel set.
+std::string kernels_help() {
+  const std::vector<GpuKernelSet>& sets = gpu_kernel_sets();
+  std::string out;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const char* before = i == 0 ? "" : i + 1 == sets.size() ? " or " : ", ";
+    out += before + std::string(sets[i].name) + " (" + sets[i].help + ")";
+  }
+  return out;
+}
+
 // "1 direct (PMPP Fig 16.12), 2 tiled (...), ...": every registered convolution version.
 std::string conv_algo_help() {
   std::string out;
@@ -92,9 +103,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::c3_table, "--c3-table", "full",
               "C3 connectivity: full (the book) or lecun (LeCun 1998)")
           .in_group("Network"),
-      setting(&S::kernels, "--kernels", "fast",
-              "GPU kernels: book (the chapter's kernels, one layer at a time), fast (fused "
-              "layers) or whole-step (a training step in two kernels, one block per sample)")
+      setting(&S::kernels, "--kernels", "fast", "GPU kernels: " + kernels_help())
           .in_group("Network"),
       setting(&S::conv_algo, "--conv-algo", "auto",
               "GPU convolution version for C1 and C3, by name or number: auto (direct with "
@@ -245,15 +254,16 @@ NetConfig TrainSettings::net_config() const {
   config.subsampling = parse_subsampling(subsampling);
   config.c3_table = parse_c3_table(c3_table);
   config.kernels = parse_gpu_kernels(kernels);
+  const GpuKernelSet& set = gpu_kernel_set(config.kernels);
   if (conv_algo == "auto") {
-    config.conv_algo = config.kernels == GpuKernels::book ? ConvAlgo::direct : ConvAlgo::staged;
+    config.conv_algo = set.default_conv_algo;
   } else {
     // Accepting the option and ignoring it would make a comparison silently measure something
-    // else: the whole-step kernels train with their own convolution stages.
-    if (config.kernels == GpuKernels::whole_step)
-      throw UsageError("--conv-algo " + conv_algo +
-                       " does not apply to --kernels whole-step, which trains with its own "
-                       "convolution stages: leave --conv-algo at auto, or choose --kernels fast");
+    // else: such a kernel set trains with its own convolution stages.
+    if (!set.takes_conv_algo)
+      throw UsageError("--conv-algo " + conv_algo + " does not apply to --kernels " + set.name +
+                       ", which trains with its own convolution stages: leave --conv-algo at "
+                       "auto, or choose --kernels fast");
     config.conv_algo = parse_conv_algo(conv_algo);
   }
   return config;

@@ -23,7 +23,13 @@ TEST(Cli, HelpListsEveryCommandAndVersionPrintsIt) {
   TempDir dir;
   const auto help = run_lenet5("--help", dir);
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* command : {"train", "evaluate", "classify"}) EXPECT_TRUE(mentions(help.out, command));
+  // Listed in the order of their registrations' keys (src/cli/commands.hpp).
+  std::size_t at = help.out.find("Subcommands:");
+  ASSERT_NE(at, std::string::npos) << help.out;
+  for (const char* command : {"train", "evaluate", "classify", "bench", "figures"}) {
+    at = help.out.find(std::string("\n  ") + command + " ", at);
+    ASSERT_NE(at, std::string::npos) << command << " missing or out of order in\n" << help.out;
+  }
   const auto train_help = run_lenet5("train --help", dir);
   EXPECT_EQ(train_help.exit_code, 0);
   for (const char* flag : {"--epochs", "--batch-size", "--lr", "--schedule", "--momentum",

@@ -614,10 +614,11 @@ class ImplicitGemmConvolution final : public ConvAlgorithm {
   Buffer<float> m_forward_scratch, m_input_scratch, m_weights_scratch;
 };
 
-}  // namespace
+const ConvRegistration kImplicitGemm{
+    4, "implicit-gemm", "cuDNN paper, section 3",
+    "GEMM whose unrolled-input tiles are built in shared memory only, never in global memory",
+    make_version<ImplicitGemmConvolution>};
 
-std::unique_ptr<ConvAlgorithm> make_implicit_gemm_convolution(const ConvShape& largest) {
-  return std::make_unique<ImplicitGemmConvolution>(largest);
-}
+}  // namespace
 
 }  // namespace lenet5::cuda

@@ -1,86 +1,38 @@
-// make_conv_algorithm, and the adapters of versions 1 (direct) and 5 (staged), whose kernels
-// predate the interface and keep their free-function launchers in cuda/kernels/conv/conv.cuh.
+// The registrations of the convolution versions and make_conv_algorithm, which finds a version's
+// factory by its number.
 #include "cuda/kernels/conv/registry.hpp"
 
+#include <map>
 #include <string>
 
 #include "core/error.hpp"
-#include "cuda/kernels/conv/conv.cuh"
-#include "cuda/runtime/buffer.hpp"
 
 namespace lenet5::cuda {
 namespace {
 
-class DirectConvolution final : public ConvAlgorithm {
- public:
-  void forward(const ConvShape& s, const float* x, const float* weight, const float* bias,
-               float* y, cudaStream_t stream) override {
-    conv_forward1(s, x, weight, bias, y, stream);
-  }
-  void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
-                      cudaStream_t stream) override {
-    conv_backward_input1(s, dL_dy, weight, dL_dx, stream);
-  }
-  void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
-                        float* dL_dbias, const float* mask, cudaStream_t stream) override {
-    conv_backward_weights1(s, x, dL_dy, dL_dweight, dL_dbias, mask, stream);
-  }
-};
-
-// The weight gradient's per-sample partial sums go to a scratch buffer sized for the largest batch.
-class StagedConvolution final : public ConvAlgorithm {
- public:
-  explicit StagedConvolution(const ConvShape& largest)
-      : m_max_batch(largest.n),
-        m_scratch(Device::gpu, conv_backward_weights5_scratch_floats(largest)) {}
-
-  void forward(const ConvShape& s, const float* x, const float* weight, const float* bias,
-               float* y, cudaStream_t stream) override {
-    conv_forward5(s, x, weight, bias, y, stream);
-  }
-  void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
-                      cudaStream_t stream) override {
-    conv_backward_input5(s, dL_dy, weight, dL_dx, stream);
-  }
-  void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
-                        float* dL_dbias, const float* mask, cudaStream_t stream) override {
-    if (s.n > m_max_batch || conv_backward_weights5_scratch_floats(s) > m_scratch.size())
-      throw Error("internal: convolution shape larger than the one its scratch was sized for");
-    conv_backward_weights5(s, x, dL_dy, dL_dweight, dL_dbias, mask, m_scratch.data(), stream);
-  }
-
- private:
-  int m_max_batch;
-  Buffer<float> m_scratch;
-};
+// Filled during static initialisation (a function-local static, so that it exists before the first
+// registration runs, whatever the order of the files).
+std::map<int, ConvFactory>& factories() {
+  static std::map<int, ConvFactory> by_number;
+  return by_number;
+}
 
 }  // namespace
 
-std::unique_ptr<ConvAlgorithm> make_direct_convolution(const ConvShape&) {
-  return std::make_unique<DirectConvolution>();
-}
-
-std::unique_ptr<ConvAlgorithm> make_staged_convolution(const ConvShape& largest) {
-  return std::make_unique<StagedConvolution>(largest);
+ConvRegistration::ConvRegistration(int number, const char* name, const char* source,
+                                   const char* description, ConvFactory make) {
+  register_conv_algorithm({ConvAlgo(number), number, name, source, description});
+  factories()[number] = make;
 }
 
 std::unique_ptr<ConvAlgorithm> make_conv_algorithm(ConvAlgo algo, const ConvShape& largest) {
   if (largest.n < 1 || largest.k < 1 || largest.h_out() < 1 || largest.w_out() < 1)
     throw Error("internal: invalid convolution shape for version " +
                 std::string(to_string(algo)));
-  switch (algo) {
-    case ConvAlgo::direct:
-      return make_direct_convolution(largest);
-    case ConvAlgo::tiled:
-      return make_tiled_convolution(largest);
-    case ConvAlgo::unroll_gemm:
-      return make_unroll_gemm_convolution(largest);
-    case ConvAlgo::implicit_gemm:
-      return make_implicit_gemm_convolution(largest);
-    case ConvAlgo::staged:
-      return make_staged_convolution(largest);
-  }
-  throw Error("internal: unknown convolution version " + std::to_string(int(algo)));
+  const auto found = factories().find(int(algo));
+  if (found == factories().end())
+    throw Error("internal: unknown convolution version " + std::to_string(int(algo)));
+  return found->second(largest);
 }
 
 }  // namespace lenet5::cuda

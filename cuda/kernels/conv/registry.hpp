@@ -1,4 +1,4 @@
-// One object per convolution version of the registry (core/conv_algo.hpp): the three directions of
+// One object per convolution version of the table (core/conv_algo.hpp): the three directions of
 // a convolution layer behind one interface, so that the layers, `lenet5 figures`, the benchmarks
 // and the GPU tests run every version the same way.
 //
@@ -45,11 +45,25 @@ class ConvAlgorithm {
 // most largest.n. Throws lenet5::Error if the version cannot run that shape.
 std::unique_ptr<ConvAlgorithm> make_conv_algorithm(ConvAlgo algo, const ConvShape& largest);
 
-// The factories of the individual versions (cuda/conv*.cu), called by make_conv_algorithm.
-std::unique_ptr<ConvAlgorithm> make_direct_convolution(const ConvShape& largest);
-std::unique_ptr<ConvAlgorithm> make_tiled_convolution(const ConvShape& largest);
-std::unique_ptr<ConvAlgorithm> make_unroll_gemm_convolution(const ConvShape& largest);
-std::unique_ptr<ConvAlgorithm> make_implicit_gemm_convolution(const ConvShape& largest);
-std::unique_ptr<ConvAlgorithm> make_staged_convolution(const ConvShape& largest);
+// Makes a version's kernels for `largest` (the contract of make_conv_algorithm).
+using ConvFactory = std::unique_ptr<ConvAlgorithm> (*)(const ConvShape& largest);
+
+// The factory of a version whose ConvAlgorithm is constructed from the largest shape.
+template <class Version>
+std::unique_ptr<ConvAlgorithm> make_version(const ConvShape& largest) {
+  return std::make_unique<Version>(largest);
+}
+
+// A version's one registration, at namespace scope in its own file under cuda/kernels/conv/:
+//   const ConvRegistration kTiled{2, "tiled", "PMPP Fig 16.13", "what it does, in one line",
+//                                 make_version<TiledConvolution>};
+// It adds the version to the table of core/conv_algo.hpp (number, name for --conv-algo, source,
+// description) and its factory to make_conv_algorithm's, before main() runs. Adding a version is
+// its file plus its test (and its row in tests/errata.md): no enum constant, no switch case.
+class ConvRegistration {
+ public:
+  ConvRegistration(int number, const char* name, const char* source, const char* description,
+                   ConvFactory make);
+};
 
 }  // namespace lenet5::cuda

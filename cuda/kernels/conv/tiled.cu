@@ -1,7 +1,7 @@
 // Convolution kernels, version 2, "tiled": the book's shared-memory tiled forward kernel
 // (Fig 16.13), corrected, and the two backward passes tiled the same way.
 //
-// Layout NCHW, float32, valid stride-1 cross-correlation, as in cuda/kernels/conv/direct_staged.cu:
+// Layout NCHW, float32, valid stride-1 cross-correlation, as in cuda/kernels/conv/direct.cu:
 //   x      (N, C, H, W)          C1: (N, 1, 32, 32)  C3: (N, 6, 14, 14)  C5: (N, 16, 5, 5)
 //   weight (M, C, K, K)          C1: (6, 1, 5, 5)    C3: (16, 6, 5, 5)   C5: (120, 16, 5, 5)
 //   y      (N, M, H_out, W_out)  C1: (N, 6, 28, 28)  C3: (N, 16, 10, 10) C5: (N, 120, 1, 1)
@@ -40,6 +40,7 @@
 #include "cuda/kernels/conv/conv.cuh"
 #include "cuda/kernels/conv/conv_dims.cuh"
 #include "cuda/kernels/conv/registry.hpp"
+#include "cuda/kernels/conv/sum_partials.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 
@@ -70,6 +71,20 @@ std::size_t weights_shared_bytes(int K) {  // dynamic part; block_sum adds kWeig
   return (std::size_t(halo_width(K)) * halo_width(K) + 2 * kWeightThreads) * sizeof(float);
 }
 
+// The thread's place in the grid's 16x16 tiles (both kernels below): (h0, w0) inside the tile
+// whose first row and column are (h_base, w_base); blockIdx.z names the tile, row-major over
+// W_grid tiles per row.
+struct TilePlace {
+  int h0, w0, h_base, w_base;
+};
+
+__device__ __forceinline__ TilePlace tile_place(int W_grid) {
+  return {int(threadIdx.y),  // E18: threadIdx.x runs along a row, as in Fig 16.12
+          int(threadIdx.x),
+          int(blockIdx.z / W_grid) * kTileWidth,  // E14: TILE_WIDTH
+          int(blockIdx.z % W_grid) * kTileWidth};
+}
+
 // ---- forward (Fig 16.13, corrected) -------------------------------------------------------------
 
 // Y[n,m,h,w] = bias[m] + sum_c sum_p sum_q X[n,c,h+p,w+q] * W[m,c,p,q]   (bias may be null)
@@ -92,10 +107,7 @@ __global__ void conv_forward_kernel2(ConvDims d, int W_grid, const float* __rest
   float* W_shared = shmem2 + X_tile_width * X_tile_width;
   const int n = blockIdx.x;
   const int m = blockIdx.y;
-  const int h0 = threadIdx.y;  // E18: threadIdx.x runs along a row, as in Fig 16.12
-  const int w0 = threadIdx.x;
-  const int h_base = int(blockIdx.z / W_grid) * kTileWidth;  // E14: TILE_WIDTH
-  const int w_base = int(blockIdx.z % W_grid) * kTileWidth;
+  const auto [h0, w0, h_base, w_base] = tile_place(W_grid);
   const int h = h_base + h0;
   const int w = w_base + w0;
 
@@ -143,10 +155,7 @@ __global__ void conv_backward_input_kernel2(ConvDims d, int W_grid, const float*
   float* W_shared = shmem2 + tile_width * tile_width;
   const int n = blockIdx.x;
   const int c = blockIdx.y;
-  const int h0 = threadIdx.y;
-  const int w0 = threadIdx.x;
-  const int h_base = int(blockIdx.z / W_grid) * kTileWidth;
-  const int w_base = int(blockIdx.z % W_grid) * kTileWidth;
+  const auto [h0, w0, h_base, w_base] = tile_place(W_grid);
   const int row0 = h_base - (K - 1), col0 = w_base - (K - 1);  // dL/dY position of tile (0, 0)
 
   float acc = 0.0f;
@@ -241,32 +250,6 @@ __global__ void conv_backward_weights_kernel2(ConvDims d, int slices, const floa
   }
 }
 
-// ---- backward: weight and bias gradients, phase 2 (sum over the slices) -------------------------
-
-// dL/dW[i] = mask[i] * sum_{s=0..S-1} partial_weight[s, i]   for i < n_weights = M*C*K*K,
-// dL/dbias[m] = sum_{s=0..S-1} partial_bias[s, m]             for i = n_weights + m (if asked).
-// One thread per output, in order s: deterministic. S = 0 (empty batch) writes zeros, as the CPU
-// reference does. Overwrites both outputs.
-__global__ void conv_backward_weights_reduce_kernel2(int slices, int n_weights, int n_bias,
-                                                     const float* __restrict__ partial_weight,
-                                                     const float* __restrict__ partial_bias,
-                                                     const float* __restrict__ mask,
-                                                     float* __restrict__ dL_dweight,
-                                                     float* __restrict__ dL_dbias) {
-  const int count = n_weights + n_bias;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-    const bool is_weight = i < n_weights;
-    const float* partial = is_weight ? partial_weight + i : partial_bias + (i - n_weights);
-    const std::size_t stride = is_weight ? n_weights : n_bias;
-    float acc = 0.0f;
-    for (int s = 0; s < slices; ++s) acc += partial[s * stride];
-    if (is_weight)
-      dL_dweight[i] = mask ? acc * mask[i] : acc;
-    else
-      dL_dbias[i - n_weights] = acc;
-  }
-}
-
 // ---- the ConvAlgorithm object -------------------------------------------------------------------
 
 // Slices of the batch in the weight gradient: about kTargetBlocks2 blocks, at most one per sample.
@@ -354,8 +337,9 @@ class TiledConvolution final : public ConvAlgorithm {
           d, slices, x, dL_dy, partial_weight, dL_dbias ? partial_bias : nullptr);
       CUDA_CHECK_LAUNCH();
     }
+    // Phase 2: the slices' partial sums added in order s (no slices, an empty batch: zeros).
     const int blocks = ceil_div(n_weights + n_bias, kReduceThreads2);
-    conv_backward_weights_reduce_kernel2<<<blocks, kReduceThreads2, 0, stream>>>(
+    conv_backward_weights_reduce_kernel<2><<<blocks, kReduceThreads2, 0, stream>>>(
         slices, n_weights, n_bias, partial_weight, partial_bias, mask, dL_dweight, dL_dbias);
     CUDA_CHECK_LAUNCH();
   }
@@ -373,10 +357,11 @@ class TiledConvolution final : public ConvAlgorithm {
   Buffer<float> m_scratch;  // weight gradient partial sums: (slices, M, C, K, K) then (slices, M)
 };
 
-}  // namespace
+const ConvRegistration kTiled{
+    2, "tiled", "PMPP Fig 16.13",
+    "input tile and filter staged in shared memory per input channel",
+    make_version<TiledConvolution>};
 
-std::unique_ptr<ConvAlgorithm> make_tiled_convolution(const ConvShape& largest) {
-  return std::make_unique<TiledConvolution>(largest);
-}
+}  // namespace
 
 }  // namespace lenet5::cuda

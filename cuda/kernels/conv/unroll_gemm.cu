@@ -43,8 +43,10 @@
 
 #include "core/error.hpp"
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/element_grid.cuh"
 #include "cuda/kernels/conv/conv_dims.cuh"
 #include "cuda/kernels/conv/unroll_gemm.cuh"
+#include "cuda/kernels/map_element.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 
@@ -53,13 +55,7 @@ namespace {
 
 
 constexpr int kCudaMaxNumThreads = 1024;  // Fig 16.17's CUDA_MAX_NUM_THREADS: the unroll's blocks
-constexpr int kThreads = 256;             // other element-wise kernels: threads per block
 constexpr int kReduceThreads = 256;       // the bias reduction: a power of two (block_sum)
-constexpr int kMaxBlocks = 1 << 20;       // grid-stride loops cover anything beyond
-
-int blocks_for(std::size_t count) {
-  return int(std::min<std::size_t>((count + kThreads - 1) / kThreads, kMaxBlocks));
-}
 
 // Floats of the N unrolled matrices, N*CKK*HW (C1 at N = 64: 1,254,400; C3: 960,000; C5: 25,600).
 std::size_t unrolled_floats(const ConvShape& s) {
@@ -143,9 +139,7 @@ __global__ void conv_fold_kernel3(ConvDims d, const float* __restrict__ dx_unrol
   const std::size_t count = std::size_t(d.N) * d.C * d.H * d.W;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const int w = int(i % d.W);
-    const int h = int(i / d.W % d.H);
-    const std::size_t nc = i / (std::size_t(d.W) * d.H);  // n*C + c
+    const auto [w, h, nc] = map_element(i, d.H, d.W);  // nc = n*C + c
     const float* rows_c = dx_unroll + nc * KK * HW;       // row c*K*K of sample n's CKK x HW matrix
     float acc = 0.0f;
     for (int p = 0; p < d.K; ++p) {
@@ -192,6 +186,18 @@ __global__ void conv_backward_bias_kernel3(int N, int M, int HW, const float* __
   if (threadIdx.x == 0) dL_dbias[m] = sum;
 }
 
+// The sizes of a shape's GEMMs: CKK rows and HW columns of a sample's unrolled matrix, and the
+// batch strides of one sample's unrolled matrix (CKK*HW) and of its Y or dL/dY (M*HW).
+struct GemmSizes {
+  int CKK, HW;
+  long long unrolled_stride, y_stride;
+};
+
+GemmSizes gemm_sizes(const ConvDims& d) {
+  const int CKK = d.C * d.K * d.K, HW = d.H_out * d.W_out;
+  return {CKK, HW, (long long)CKK * HW, (long long)d.M * HW};
+}
+
 // ---- the ConvAlgorithm of version 3 -------------------------------------------------------------
 //
 // cuBLAS is column-major; our matrices are row-major. A row-major (r, c) array with leading
@@ -218,11 +224,8 @@ class UnrollGemmConvolution final : public ConvAlgorithm {
 
   void forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* y,
                cudaStream_t stream) override {
-    check_shape(s);
-    const ConvDims d = dims_of(s);
-    const int CKK = d.C * d.K * d.K, HW = d.H_out * d.W_out;
-    // Batch strides: one sample's unrolled matrix (CKK*HW) and Y or dL/dY (M*HW).
-    const long long unrolled_stride = (long long)CKK * HW, y_stride = (long long)d.M * HW;
+    const ConvDims d = checked_dims(s);
+    const auto [CKK, HW, unrolled_stride, y_stride] = gemm_sizes(d);
     if (d.N == 0) return;  // nothing to write
     m_cublas.use_stream(stream);
     unroll_batch(d, x, m_unrolled.data(), stream);
@@ -244,11 +247,8 @@ class UnrollGemmConvolution final : public ConvAlgorithm {
 
   void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
                       cudaStream_t stream) override {
-    check_shape(s);
-    const ConvDims d = dims_of(s);
-    const int CKK = d.C * d.K * d.K, HW = d.H_out * d.W_out;
-    // Batch strides: one sample's unrolled matrix (CKK*HW) and Y or dL/dY (M*HW).
-    const long long unrolled_stride = (long long)CKK * HW, y_stride = (long long)d.M * HW;
+    const ConvDims d = checked_dims(s);
+    const auto [CKK, HW, unrolled_stride, y_stride] = gemm_sizes(d);
     if (d.N == 0) return;  // nothing to write
     m_cublas.use_stream(stream);
     // dXu_n (CKK x HW) = Wmat^T (CKK x M) dY_n (M x HW)
@@ -269,12 +269,9 @@ class UnrollGemmConvolution final : public ConvAlgorithm {
 
   void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
                         float* dL_dbias, const float* mask, cudaStream_t stream) override {
-    check_shape(s);
-    const ConvDims d = dims_of(s);
-    const int CKK = d.C * d.K * d.K, HW = d.H_out * d.W_out;
+    const ConvDims d = checked_dims(s);
+    const auto [CKK, HW, unrolled_stride, y_stride] = gemm_sizes(d);
     const int n_weights = d.M * CKK;
-    // Batch strides: one sample's unrolled matrix (CKK*HW) and Y or dL/dY (M*HW).
-    const long long unrolled_stride = (long long)CKK * HW, y_stride = (long long)d.M * HW;
     const long long partial_stride = n_weights;  // one sample's (M, C, K, K)
     if (d.N > 0) {
       m_weights_cublas.use_stream(stream);
@@ -305,10 +302,11 @@ class UnrollGemmConvolution final : public ConvAlgorithm {
 
  private:
   // The scratch is sized for m_largest: same C, H, W, M, K and at most its batch.
-  void check_shape(const ConvShape& s) const {
+  ConvDims checked_dims(const ConvShape& s) const {
     const ConvShape& l = m_largest;
     if (s.n < 0 || s.n > l.n || s.c != l.c || s.h != l.h || s.w != l.w || s.m != l.m || s.k != l.k)
       throw Error("internal: convolution shape other than the one its scratch was sized for");
+    return dims_of(s);
   }
 
   ConvShape m_largest;
@@ -345,10 +343,19 @@ void conv_forward_unroll_per_sample(CublasHandle& cublas, const ConvShape& s, co
   }
 }
 
+namespace {
+
 std::unique_ptr<ConvAlgorithm> make_unroll_gemm_convolution(const ConvShape& largest) {
   if (largest.c < 1 || largest.m < 1)
     throw Error("internal: unroll-gemm convolution needs at least one input and one output map");
   return std::make_unique<UnrollGemmConvolution>(largest);
 }
+
+const ConvRegistration kUnrollGemm{
+    3, "unroll-gemm", "PMPP Figs 16.15-16.18",
+    "input unrolled (im2col) into global memory, then cuBLAS SGEMM over the mini-batch",
+    make_unroll_gemm_convolution};
+
+}  // namespace
 
 }  // namespace lenet5::cuda

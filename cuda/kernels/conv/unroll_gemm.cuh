@@ -9,8 +9,8 @@
 //         C3: CKK 150, HW 100 -> 15,000
 //         C5: CKK 400, HW 1   ->    400
 //
-// The ConvAlgorithm of this version comes from make_unroll_gemm_convolution (declared in
-// cuda/kernels/conv/registry.hpp): it batches over the mini-batch, as the text suggests. The two
+// The ConvAlgorithm of this version comes from make_conv_algorithm(ConvAlgo::unroll_gemm, ...)
+// (cuda/kernels/conv/registry.hpp): it batches over the mini-batch, as the text suggests. The two
 // functions below are the book's own per-sample form, for `lenet5 figures` and the tests.
 #pragma once
 
