@@ -11,17 +11,10 @@
 namespace lenet5::figures {
 
 const char* phase_name(Phase phase) {
-  switch (phase) {
-    case Phase::backward:
-      return "Backward";
-    case Phase::forward:
-      return "Forward";
-    case Phase::testing:
-      return "Testing";
-    case Phase::update:
-      return "Update";
-  }
-  throw Error("internal: unknown phase " + std::to_string(int(phase)));
+  static constexpr const char* kNames[kPhases] = {"Backward", "Forward", "Testing", "Update"};
+  if (std::size_t(phase) >= kPhases)
+    throw Error("internal: unknown phase " + std::to_string(int(phase)));
+  return kNames[std::size_t(phase)];  // in the enum's order
 }
 
 double PhaseTimes::phase_sum() const {
