@@ -8,8 +8,7 @@
 // removes that overhead. Replaying is valid because every argument of every launch is the same
 // each epoch: the buffers keep their addresses, the permutation and the per-step learning rates
 // are uploaded into the same buffers at the start of each epoch, and each step's rate is read
-// from memory by the SGD kernel. A partial epoch (a run resumed mid-epoch) runs step by step, and
-// so does every epoch of an engine that marks its phases for timing (make_marked_gpu_engine).
+// from memory by the SGD kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the gather,
 // forward, loss, backward and SGD all happen inside them. Evaluation runs the fast layers either way.
@@ -234,7 +233,9 @@ class GpuEngine final : public Engine {
 
   SgdSettings m_sgd;
   bool m_use_graphs;
-  PhaseMarks* m_marks;  // null unless made by make_marked_gpu_engine
+  // Null unless made by make_marked_gpu_engine, which also turns graphs off: every step then
+  // runs launch by launch, so that the marks fall between its phases.
+  PhaseMarks* m_marks;
   int m_batch;
   Network<float> m_network;
   Buffer<float> m_velocity, m_input;
