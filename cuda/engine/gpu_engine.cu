@@ -102,9 +102,11 @@ class GraphExec {
 
 class GpuEngine final : public Engine {
  public:
-  GpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size, bool use_graphs)
+  GpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size, bool use_graphs,
+            PhaseMarks* marks = nullptr)
       : m_sgd(sgd),
         m_use_graphs(use_graphs),
+        m_marks(marks),
         m_batch(batch_size),
         m_network(net, Device::gpu, std::max(batch_size, kEvalBatch)),
         m_optimizer(optimizer_for(sgd)),
@@ -202,17 +204,24 @@ class GpuEngine final : public Engine {
                                  cuda::kDefaultStream);
         continue;
       }
+      mark(EnginePhase::forward);
       cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
                          m_permutation.data() + first, count, m_input.data(), m_labels.data(),
                          cuda::kDefaultStream);
       m_network.forward(m_input.data(), count);
+      mark(EnginePhase::backward);
       cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
                                   nullptr, m_step_stats.data() + step, cuda::kDefaultStream);
       m_network.backward(m_dL_dlogits.data(), count);
+      mark(EnginePhase::update);
       m_optimizer.update_gpu(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
                              m_network.parameters().data(), m_state.pointers(),
                              m_network.layout().buffer_floats, cuda::kDefaultStream);
     }
+  }
+
+  void mark(EnginePhase phase) {
+    if (m_marks) m_marks->mark(phase);
   }
 
  public:
@@ -231,6 +240,9 @@ class GpuEngine final : public Engine {
 
   SgdSettings m_sgd;
   bool m_use_graphs;
+  // Null unless made by make_marked_gpu_engine, which also turns graphs off: every step then
+  // runs launch by launch, so that the marks fall between its phases.
+  PhaseMarks* m_marks;
   int m_batch;
   Network<float> m_network;
   const Optimizer& m_optimizer;
@@ -269,6 +281,7 @@ Evaluation GpuEngine::evaluate(const Dataset& data) {
   result.count = data.count;
   if (data.count == 0) return result;
   const DeviceDataset& set = device_copy(data);
+  mark(EnginePhase::testing);
   const int batches = (data.count + kEvalBatch - 1) / kEvalBatch;
   Buffer<cuda::StepStats> slots(Device::gpu, batches);
   Buffer<std::int32_t> predictions(Device::gpu, data.count);
@@ -280,6 +293,7 @@ Evaluation GpuEngine::evaluate(const Dataset& data) {
     cuda::softmax_cross_entropy(m_network.logits(), set.labels.data() + first, n, nullptr,
                                 predictions.data() + first, slots.data() + b, cuda::kDefaultStream);
   }
+  mark(EnginePhase::end);
   const std::vector<std::int32_t> predicted = predictions.to_vector();
   const EpochTotals totals = sum_slots(slots);
   result.loss_sum = totals.loss_sum;
@@ -311,6 +325,14 @@ std::unique_ptr<Engine> make_gpu_engine(const NetConfig& net, const SgdSettings&
                                         int batch_size, bool use_graphs) {
   if (batch_size < 1) throw UsageError("batch size must be at least 1");
   return std::make_unique<GpuEngine>(net, sgd, batch_size, use_graphs);
+}
+
+std::unique_ptr<Engine> make_marked_gpu_engine(const NetConfig& net, const SgdSettings& sgd,
+                                               int batch_size, PhaseMarks& marks) {
+  if (batch_size < 1) throw UsageError("batch size must be at least 1");
+  if (gpu_kernel_set(net.kernels).whole_step)
+    throw Error("internal: the whole-step kernels have no phases to mark (two launches a step)");
+  return std::make_unique<GpuEngine>(net, sgd, batch_size, /*use_graphs=*/false, &marks);
 }
 
 }  // namespace lenet5

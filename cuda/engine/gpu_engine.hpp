@@ -13,4 +13,26 @@ namespace lenet5 {
 std::unique_ptr<Engine> make_gpu_engine(const NetConfig& net, const SgdSettings& sgd,
                                         int batch_size, bool use_graphs = true);
 
+// ---- marking the phases, for timing them (the figures' cudnn.tab4) ----------------------------
+// A training step's forward (gather + forward), backward (loss with its gradient + backward) and
+// update (the SGD launch); an evaluation's testing (gather + forward + loss over the data set) and
+// its end.
+enum class EnginePhase { forward, backward, update, testing, end };
+
+// Told where each phase begins: the engine calls mark() on the host just before it queues the
+// phase's launches on cuda::kDefaultStream, so that a CUDA event recorded there at that moment
+// separates the phases on the GPU's timeline.
+class PhaseMarks {
+ public:
+  virtual ~PhaseMarks() = default;
+  virtual void mark(EnginePhase phase) = 0;
+};
+
+// The engine of make_gpu_engine(net, sgd, batch_size, /*use_graphs=*/false) that also calls
+// `marks` (which must outlive it): its steps are launched one by one, never replayed as a graph,
+// so that the marks fall between them, and they compute the same bits. The whole-step kernel set
+// is refused: its step is two launches, with no phases between them.
+std::unique_ptr<Engine> make_marked_gpu_engine(const NetConfig& net, const SgdSettings& sgd,
+                                               int batch_size, PhaseMarks& marks);
+
 }  // namespace lenet5

@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "cuda/figures/conv_fft.hpp"
 #include "cuda/kernels/conv/conv_dims.cuh"
+#include "cuda/kernels/map_element.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 
@@ -42,9 +43,7 @@ __global__ void conv_fft_pad_filters_kernel(ConvDims d, const float* __restrict_
   const std::size_t count = std::size_t(d.M) * d.C * d.H * d.W;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const int q = int(i % d.W);
-    const int p = int(i / d.W % d.H);
-    const std::size_t mc = i / (std::size_t(d.W) * d.H);  // m*C + c
+    const auto [q, p, mc] = map_element(i, d.H, d.W);  // mc = m*C + c
     padded[i] = p < d.K && q < d.K ? weight[(mc * d.K + p) * d.K + q] : 0.0f;
   }
 }
@@ -81,9 +80,7 @@ __global__ void conv_fft_crop_kernel(ConvDims d, float scale, const float* __res
   const std::size_t count = std::size_t(d.N) * d.M * d.H_out * d.W_out;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const int w = int(i % d.W_out);
-    const int h = int(i / d.W_out % d.H_out);
-    const std::size_t nm = i / (std::size_t(d.W_out) * d.H_out);  // n*M + m
+    const auto [w, h, nm] = map_element(i, d.H_out, d.W_out);  // nm = n*M + m
     y[i] = circular[(nm * d.H + h) * d.W + w] * scale;
   }
 }

@@ -1,5 +1,5 @@
-// Host side of Exercise 2's layouts (cuda/figures/conv_layouts.cuh): names, sizes, and conversions of host
-// tensors between NCHW and each layout, through the same index helpers the kernels use.
+// Host side of Exercise 2's layouts (cuda/figures/conv_layouts.cuh): names, sizes, and conversions
+// of host tensors between NCHW and each layout, through the same index helpers the kernels use.
 #include "cuda/figures/conv_layouts.cuh"
 
 #include <string>
@@ -47,22 +47,34 @@ void check_size(const std::vector<float>& v, std::size_t expected, const char* w
 
 }  // namespace
 
-std::vector<float> to_layout(Layout layout, const Extents& e, const std::vector<float>& nchw) {
-  check_size(nchw, count_of(e), "to_layout");
-  std::vector<float> out(nchw.size());
+namespace {
+
+// The tensor `in` of extents e rearranged between NCHW and `layout`, either way: the same walk
+// over the elements, copying NCHW index i to layout index j or back.
+enum class Towards { layout, nchw };
+std::vector<float> relayout(Layout layout, const Extents& e, const std::vector<float>& in,
+                            Towards towards, const char* what) {
+  check_size(in, count_of(e), what);
+  std::vector<float> out(in.size());
   with_layout(layout, [&](auto tag) {
-    for_each_element<decltype(tag)>(e, [&](std::size_t i, std::size_t j) { out[j] = nchw[i]; });
+    for_each_element<decltype(tag)>(e, [&](std::size_t i, std::size_t j) {
+      if (towards == Towards::layout)
+        out[j] = in[i];
+      else
+        out[i] = in[j];
+    });
   });
   return out;
 }
 
+}  // namespace
+
+std::vector<float> to_layout(Layout layout, const Extents& e, const std::vector<float>& nchw) {
+  return relayout(layout, e, nchw, Towards::layout, "to_layout");
+}
+
 std::vector<float> from_layout(Layout layout, const Extents& e, const std::vector<float>& data) {
-  check_size(data, count_of(e), "from_layout");
-  std::vector<float> out(data.size());
-  with_layout(layout, [&](auto tag) {
-    for_each_element<decltype(tag)>(e, [&](std::size_t i, std::size_t j) { out[i] = data[j]; });
-  });
-  return out;
+  return relayout(layout, e, data, Towards::nchw, "from_layout");
 }
 
 std::vector<float> unrolled_per_sample(Layout layout, const ConvShape& s,

@@ -21,28 +21,26 @@ namespace lenet5 {
 [[noreturn]] void throw_cufft_error(cufftResult status, const char* expression, const char* file,
                                     int line);
 
+// The check behind the macros below: `status` is the library's `success` value, or `fail` throws.
+template <class Status>
+inline void check_status(Status status, Status success,
+                         void (*fail)(Status, const char*, const char*, int),
+                         const char* expression, const char* file, int line) {
+  if (status != success) fail(status, expression, file, line);
+}
+
 }  // namespace lenet5
 
-#define CUDA_CHECK(expr)                                                     \
-  do {                                                                       \
-    const cudaError_t lenet5_status_ = (expr);                               \
-    if (lenet5_status_ != cudaSuccess)                                       \
-      ::lenet5::throw_cuda_error(lenet5_status_, #expr, __FILE__, __LINE__); \
-  } while (0)
+#define CUDA_CHECK(expr) \
+  ::lenet5::check_status((expr), cudaSuccess, ::lenet5::throw_cuda_error, #expr, __FILE__, __LINE__)
 
 // After every kernel launch: catches bad launch configurations at once (no synchronisation).
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
-#define CUBLAS_CHECK(expr)                                                     \
-  do {                                                                         \
-    const cublasStatus_t lenet5_status_ = (expr);                              \
-    if (lenet5_status_ != CUBLAS_STATUS_SUCCESS)                               \
-      ::lenet5::throw_cublas_error(lenet5_status_, #expr, __FILE__, __LINE__); \
-  } while (0)
+#define CUBLAS_CHECK(expr)                                                                   \
+  ::lenet5::check_status((expr), CUBLAS_STATUS_SUCCESS, ::lenet5::throw_cublas_error, #expr, \
+                         __FILE__, __LINE__)
 
-#define CUFFT_CHECK(expr)                                                     \
-  do {                                                                        \
-    const cufftResult lenet5_status_ = (expr);                                \
-    if (lenet5_status_ != CUFFT_SUCCESS)                                      \
-      ::lenet5::throw_cufft_error(lenet5_status_, #expr, __FILE__, __LINE__); \
-  } while (0)
+#define CUFFT_CHECK(expr)                                                                     \
+  ::lenet5::check_status((expr), CUFFT_SUCCESS, ::lenet5::throw_cufft_error, #expr, __FILE__, \
+                         __LINE__)

@@ -15,7 +15,7 @@ Command add_figures_command(CLI::App& parent) {
   cmd->fallthrough();
   struct Options {
     figures::FiguresOptions figures;
-    std::string out = "figures";
+    std::string out = figures::FiguresOptions().out.string();  // as a string: CLI11 shows it as is
     bool list = false;
   };
   auto o = std::make_shared<Options>();

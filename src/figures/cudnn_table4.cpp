@@ -11,17 +11,10 @@
 namespace lenet5::figures {
 
 const char* phase_name(Phase phase) {
-  switch (phase) {
-    case Phase::backward:
-      return "Backward";
-    case Phase::forward:
-      return "Forward";
-    case Phase::testing:
-      return "Testing";
-    case Phase::update:
-      return "Update";
-  }
-  throw Error("internal: unknown phase " + std::to_string(int(phase)));
+  static constexpr const char* kNames[kPhases] = {"Backward", "Forward", "Testing", "Update"};
+  if (std::size_t(phase) >= kPhases)
+    throw Error("internal: unknown phase " + std::to_string(int(phase)));
+  return kNames[std::size_t(phase)];  // in the enum's order
 }
 
 double PhaseTimes::phase_sum() const {
@@ -81,31 +74,35 @@ bool positive_and_finite(const PhaseTimes& t) {
   return std::all_of(t.ms.begin(), t.ms.end(), ok) && ok(t.overall_ms);
 }
 
-double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+namespace {
+
+// The largest difference(a[i], b[i]), or the first NaN one: a NaN is never close, it fails any
+// tolerance.
+template <class T, class Difference>
+double worst_difference(const std::vector<T>& a, const std::vector<T>& b, Difference difference) {
   if (a.size() != b.size())
     throw Error("internal: compared " + std::to_string(a.size()) + " values with " +
                 std::to_string(b.size()));
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(std::fabs(b[i]), std::numeric_limits<double>::min());
-    const double rel = std::fabs(a[i] - b[i]) / scale;
-    if (std::isnan(rel)) return rel;  // a NaN is never close: it fails any tolerance
-    worst = std::max(worst, rel);
+    const double d = difference(double(a[i]), double(b[i]));
+    if (std::isnan(d)) return d;
+    worst = std::max(worst, d);
   }
   return worst;
 }
 
+}  // namespace
+
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  return worst_difference(a, b, [](double x, double reference) {
+    return std::fabs(x - reference) /
+           std::max(std::fabs(reference), std::numeric_limits<double>::min());
+  });
+}
+
 double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size())
-    throw Error("internal: compared " + std::to_string(a.size()) + " values with " +
-                std::to_string(b.size()));
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double diff = std::fabs(double(a[i]) - double(b[i]));
-    if (std::isnan(diff)) return diff;
-    worst = std::max(worst, diff);
-  }
-  return worst;
+  return worst_difference(a, b, [](double x, double y) { return std::fabs(x - y); });
 }
 
 // ---- tables -------------------------------------------------------------------------------------

@@ -92,7 +92,8 @@ std::vector<Target> all_targets();
 
 struct FiguresOptions {
   std::vector<std::string> ids;  // empty: every target
-  std::filesystem::path out = "figures";
+  // Inside runs/, which git ignores, beside the training runs.
+  std::filesystem::path out = "runs/figures";
   std::string device = "auto";  // auto|gpu|cpu: cpu (or auto without a GPU) skips GPU targets
   TargetSettings settings;      // handed to every target's Block
 };

@@ -2,7 +2,6 @@
 #include "train/bench.hpp"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/runtime.hpp"
 #include "engine/network.hpp"
+#include "io/temporary_folder.hpp"
 #include "train/trainer.hpp"
 
 namespace lenet5 {
@@ -49,23 +49,6 @@ nlohmann::json machine_description(const TrainSettings& settings) {
   json["train_images"] = settings.train_limit;
   return json;
 }
-
-class TemporaryFolder {
- public:
-  TemporaryFolder()
-      : m_path(fs::temp_directory_path() / ("lenet5-bench-" + std::to_string(getpid()))) {
-    fs::remove_all(m_path);
-    fs::create_directories(m_path);
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
 
 // Random inputs and output gradients of the right sizes, so that every layer runs on real numbers.
 Buffer<float> random_device_buffer(std::size_t count, std::uint64_t seed) {
@@ -110,7 +93,7 @@ void run_benchmark(const TrainSettings& base, const std::vector<std::uint64_t>& 
   nlohmann::json setup = machine_description(base);
   setup["event"] = "setup";
   emit(setup.dump());
-  TemporaryFolder scratch;
+  TemporaryFolder scratch("lenet5-bench");
   std::vector<double> accuracies, epoch_medians;
   for (const std::uint64_t seed : seeds) {
     TrainSettings settings = base;

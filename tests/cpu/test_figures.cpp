@@ -61,6 +61,22 @@ TEST(FiguresCommand, CpuRunPassesEveryCpuTargetAndSkipsGpuTargets) {
     EXPECT_FALSE(read_text(out / table).empty()) << table;
 }
 
+// Without --out the tables go under runs/figures/ of the working folder: inside runs/, which
+// .gitignore ignores, never a folder of its own at the repository root.
+TEST(FiguresCommand, WritesUnderRunsFiguresByDefault) {
+  EXPECT_EQ(figures::FiguresOptions().out, fs::path("runs") / "figures");
+  EXPECT_TRUE(mentions(read_text(testing::source_dir() / ".gitignore"), "\n/runs/\n"));
+  TempDir dir;
+  const fs::path previous = fs::current_path();
+  fs::current_path(dir.path());  // the default is relative to the working folder
+  const auto result = run_lenet5("figures fig16.2 --device cpu", dir);
+  fs::current_path(previous);
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_FALSE(read_text(dir / "runs" / "figures" / "fig16.2" / "layers.md").empty());
+  EXPECT_FALSE(fs::exists(dir / "figures"));
+  EXPECT_TRUE(mentions(run_lenet5("figures --help", dir).out, "--out TEXT=runs/figures"));
+}
+
 TEST(FiguresCommand, ListNamesEveryTarget) {
   TempDir dir;
   const auto result = run_lenet5("figures --list", dir);

@@ -112,23 +112,30 @@ TEST(GradientCheck, ConvolutionInputWeightsAndBias) {
   expect_gradient("conv dL/dbias", loss, b, db);
 }
 
-// 7 rows: the last row lies outside every 2x2 window, so both gradients must be 0 there.
-TEST(GradientCheck, AverageSubsamplingInputAndBias) {
-  const lenet5::PoolShape s{2, 3, 7, 6, 2};
+// The subsampling layer's dL/dx and dL/dbias at x, against central differences (the bias and the
+// weights r of the loss drawn from seeds bias_seed and bias_seed + 1).
+void expect_subsampling_gradients(const lenet5::PoolShape& s, Subsampling kind, Doubles x,
+                                  std::uint64_t bias_seed) {
   const std::size_t y_count = std::size_t(s.n) * s.c * s.h_out() * s.w_out();
-  Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 5);
-  Doubles b = random_doubles(std::size_t(s.c), 6);
-  const Doubles r = random_doubles(y_count, 7);
+  Doubles b = random_doubles(std::size_t(s.c), bias_seed);
+  const Doubles r = random_doubles(y_count, bias_seed + 1);
   const auto loss = [&] {
     Doubles y(y_count);
-    lenet5::subsample_forward_cpu(s, Subsampling::average, x.data(), b.data(), y.data());
+    lenet5::subsample_forward_cpu(s, kind, x.data(), b.data(), y.data());
     return weighted_sum(r, y);
   };
   Doubles dx(x.size()), db(b.size());
-  lenet5::subsample_backward_input_cpu(s, Subsampling::average, x.data(), r.data(), dx.data());
+  lenet5::subsample_backward_input_cpu(s, kind, x.data(), r.data(), dx.data());
   lenet5::subsample_backward_bias_cpu(s, r.data(), db.data());
-  expect_gradient("average subsampling dL/dx", loss, x, dx);
+  expect_gradient(std::string(lenet5::to_string(kind)) + " subsampling dL/dx", loss, x, dx);
   expect_gradient("subsampling dL/dbias", loss, b, db);
+}
+
+// 7 rows: the last row lies outside every 2x2 window, so both gradients must be 0 there.
+TEST(GradientCheck, AverageSubsamplingInputAndBias) {
+  const lenet5::PoolShape s{2, 3, 7, 6, 2};
+  expect_subsampling_gradients(s, Subsampling::average,
+                               random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 5), 6);
 }
 
 // Max is not differentiable where two window elements tie; random doubles are distinct, and the
@@ -136,10 +143,7 @@ TEST(GradientCheck, AverageSubsamplingInputAndBias) {
 // perturbation of +-h can change which one is the maximum.
 TEST(GradientCheck, MaxSubsamplingInputAndBias) {
   const lenet5::PoolShape s{2, 3, 6, 6, 2};
-  const std::size_t y_count = std::size_t(s.n) * s.c * s.h_out() * s.w_out();
-  Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 8);
-  Doubles b = random_doubles(std::size_t(s.c), 9);
-  const Doubles r = random_doubles(y_count, 10);
+  const Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 8);
   for (int map = 0; map < s.n * s.c; ++map)
     for (int h = 0; h < s.h; h += 2)
       for (int w = 0; w < s.w; w += 2) {
@@ -148,16 +152,7 @@ TEST(GradientCheck, MaxSubsamplingInputAndBias) {
         std::sort(v.begin(), v.end());
         ASSERT_GT(v[3] - v[2], 100 * kStep) << "near-tie in window " << map << "," << h << "," << w;
       }
-  const auto loss = [&] {
-    Doubles y(y_count);
-    lenet5::subsample_forward_cpu(s, Subsampling::max, x.data(), b.data(), y.data());
-    return weighted_sum(r, y);
-  };
-  Doubles dx(x.size()), db(b.size());
-  lenet5::subsample_backward_input_cpu(s, Subsampling::max, x.data(), r.data(), dx.data());
-  lenet5::subsample_backward_bias_cpu(s, r.data(), db.data());
-  expect_gradient("max subsampling dL/dx", loss, x, dx);
-  expect_gradient("subsampling dL/dbias", loss, b, db);
+  expect_subsampling_gradients(s, Subsampling::max, x, 9);
 }
 
 // The backward pass gets only the forward OUTPUT y (activation_math.hpp) and must still give

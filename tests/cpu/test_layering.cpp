@@ -52,7 +52,7 @@ const std::vector<Rule>& layering() {
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/engine", "src/backend"}},
       {"src/figures",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/layers",
-        "cuda/kernels", "src/engine", "cuda/figures", "src/backend", "src/train"}},
+        "cuda/kernels", "src/engine", "cuda/engine", "cuda/figures", "src/backend", "src/train"}},
       // the command line and the program
       {"src/cli",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/engine",

@@ -29,6 +29,14 @@ TrainSettings small_run(const TempDir& dir, int images, int epochs) {
   return s;
 }
 
+// A finished run of one epoch on 64 images in dir/run (no per-epoch evaluation): its settings.
+TrainSettings finished_run(const TempDir& dir) {
+  TrainSettings settings = small_run(dir, 64, 1);
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+  return settings;
+}
+
 std::vector<float> final_parameters(const std::filesystem::path& run) {
   return load_checkpoint(run / "last.safetensors").parameters;
 }
@@ -145,9 +153,7 @@ TEST(Training, SameSeedGivesIdenticalCheckpointsAndAnotherSeedDoesNot) {
 TEST(Training, RefusesToOverwriteAnExistingRun) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
-  TrainSettings settings = small_run(dir, 64, 1);
-  settings.evaluate_every_epoch = false;
-  train(settings, "[train]\n");
+  TrainSettings settings = finished_run(dir);
   try {
     train(settings, "[train]\n");
     FAIL() << "a second run into the same folder was accepted";
@@ -159,9 +165,7 @@ TEST(Training, RefusesToOverwriteAnExistingRun) {
 TEST(Training, ResumeRefusesADifferentNetwork) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
-  TrainSettings settings = small_run(dir, 64, 1);
-  settings.evaluate_every_epoch = false;
-  train(settings, "[train]\n");
+  TrainSettings settings = finished_run(dir);
   const auto file = dir / "run" / "last.safetensors";
   settings.activation = "relu";
   settings.epochs = 2;

@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,30 +12,16 @@
 #include <string>
 
 #include "data/datasets.hpp"
+#include "io/temporary_folder.hpp"
 
 namespace lenet5::testing {
 
 namespace fs = std::filesystem;
 
-// A fresh folder under the system's temporary directory, removed with everything in it.
-class TempDir {
+// A fresh folder under the system's temporary folder, removed with everything in it.
+class TempDir : public TemporaryFolder {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    m_path = fs::temp_directory_path() /
-             ("lenet5-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(m_path);
-    fs::create_directories(m_path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  const fs::path& path() const { return m_path; }
-  fs::path operator/(const std::string& name) const { return m_path / name; }
-
- private:
-  fs::path m_path;
+  TempDir() : TemporaryFolder("lenet5-test") {}
 };
 
 inline fs::path source_dir() { return fs::path(LENET5_SOURCE_DIR); }

@@ -1,0 +1,131 @@
+// What the whole-step stages and kernels share (whole_step_forward.cuh, whole_step_backward.cuh,
+// whole_step.cu): the network's sizes as constants, the per-sample record in global memory, a
+// block's shared working set, the sample kernel's arguments, programmatic dependent launch and
+// the warp sum.
+//
+// Included by whole_step.cu alone, the one translation unit that compiles the kernels (device
+// code is not linked across files here): the unnamed namespace gives every definition internal
+// linkage, as when all of it sat in that one file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/net_config.hpp"
+#include "core/shapes.hpp"
+#include "cuda/engine/whole_step.cuh"
+
+namespace lenet5::cuda {
+namespace {
+
+// 16 warps: the stages give different warps different work (C3's weight and input
+// gradients run side by side), and 4 warps per scheduler hide shared-memory and L2 latency.
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int kUpdateThreads = 256;
+
+constexpr int kField = 32, kImage = 28, kK = 5;
+constexpr int kMaps1 = 6, kSide1 = 28, kSide2 = 14;  // C1 output, S2 output
+constexpr int kMaps3 = 16, kSide3 = 10, kSide4 = 5;  // C3 output, S4 output
+constexpr int kFlat4 = kMaps3 * kSide4 * kSide4;     // 400, C5's input
+constexpr int kC5 = 120, kF6 = 84, kOut = 10;
+constexpr int kW1 = kMaps1 * kK * kK;           // 150
+constexpr int kW3 = kMaps3 * kMaps1 * kK * kK;  // 2,400
+static_assert(kField == kInputSide && kImage == kImageSide, "the topology's input");
+
+// dL/dC3 is kept with kPadRows zero rows above and below each map, so that the input-gradient
+// correlation (C3's transposed convolution) reads zeros instead of testing row bounds.
+constexpr int kPadRows = kK - 1;
+constexpr int kPaddedRows3 = kSide3 + 2 * kPadRows;  // 18
+// Its rows are 16 floats apart and its maps 8 floats more than 18 rows: the input-gradient stage
+// reads a column in two groups of 14 lanes 7 rows apart, which then fall in disjoint banks
+// (7 x 16 = 112 = 16 mod 32), and the weight-gradient stage's two maps per warp do too.
+constexpr int kD3Row = 16, kD3Map = kPaddedRows3 * kD3Row + 8;
+// c3.weight is kept transposed and padded as [m][c][q][8] with p in 0..4, so that a stage that
+// needs the five p values of one (m, c, q) reads them as one float4 and one float.
+constexpr int kW3Q = 8;
+__device__ inline int w3_index(int m, int c, int q) {
+  return ((m * 6 + c) * 5 + q) * kW3Q;
+}
+
+// The per-sample record in global memory, read by the update kernel. Offsets in floats.
+namespace record {
+constexpr int a4 = 0;                                  // S4's activation, C5's input (400)
+constexpr int d5 = a4 + kFlat4;                        // dL/d(C5 pre-activation) (120)
+constexpr int a5 = d5 + kC5;                           // C5's activation (120)
+constexpr int d6 = a5 + kC5;                           // dL/d(F6 pre-activation) (84)
+constexpr int a6 = d6 + kF6;                           // F6's activation (84)
+constexpr int d7 = a6 + kF6;                           // dL/dlogits (10)
+constexpr int g1 = d7 + kOut;                          // this sample's part of dL/dc1.weight (150)
+constexpr int gb2 = g1 + kW1;                          // ... of dL/ds2.bias (6)
+constexpr int g3 = gb2 + kMaps1;                       // ... of dL/dc3.weight (2,400)
+constexpr int gb4 = g3 + kW3;                          // ... of dL/ds4.bias (16)
+constexpr int floats = (gb4 + kMaps3 + 31) / 32 * 32;  // each record starts 128-byte aligned
+}  // namespace record
+
+// One sample's working set (about 104 KB, so the kernel opts in to more than 48 KB).
+struct SampleShared {
+  float x[kField * kField];                           // the normalised, padded input
+  float w1[kW1];                                      // c1.weight
+  alignas(16) float w3[kMaps3 * kMaps1 * kK * kW3Q];  // c3.weight, transposed: w3_index
+  float c1[kMaps1 * kSide1 * kSide1];                 // C1's output; later dL/dC1
+  float a2[kMaps1 * kSide2 * kSide2];                 // S2's activation
+  float d2[kMaps1 * kSide2 * kSide2];                 // dL/d(S2 pre-activation)
+  float c3[kMaps3 * kSide3 * kSide3];                 // C3's output
+  float d3[kMaps3 * kD3Map];  // dL/dC3, rows padded with zeros (kD3Row, kD3Map)
+  alignas(16) float a4[kFlat4];
+  float d4[kFlat4];  // dL/d(S4 pre-activation)
+  alignas(16) float a5[kC5];
+  float d5[kC5];
+  alignas(16) float a6[kF6];
+  float d6[kF6];
+  float z[kOut];   // logits
+  float d7[kOut];  // dL/dlogits
+  int label;       // the sample's label, read with its image
+  // Partial sums that one stage combines in a fixed order: C3's two halves of input maps, the
+  // dense layers' input gradients per warp, C1's weight gradient per output column.
+  alignas(16) float scratch[kWarps * kFlat4];
+};
+static_assert(kW1 * kSide1 <= kWarps * kFlat4, "C1's column partials fit the scratch");
+
+struct SampleArgs {
+  const std::uint8_t* images;
+  const std::uint8_t* labels;
+  const std::int32_t* indices;
+  int n;
+  const float* params;
+  WholeStepOffsets at;
+  float* records;
+  double* sample_loss;
+  std::int32_t* sample_correct;
+};
+
+// Programmatic dependent launch (sm_90): each whole-step kernel lets the next one in the stream be
+// scheduled while it runs (allow_next_grid), and the next one reads nothing the previous one
+// writes, and writes nothing it reads, before wait_for_previous_grid(), which returns once the
+// previous grid has finished and its writes are visible. The launch latency between the two
+// kernels of a step, and between steps, then overlaps with work. The parameters are read with
+// plain loads, not __ldg: the read-only path is only defined for data that no grid running at
+// the same time writes, and with programmatic launch the previous step's update may still be
+// running when this grid starts. Where the instructions are not available (a build's PTX for
+// an older architecture), the launches do not ask for programmatic serialization either.
+__device__ inline void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ inline void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ float warp_sum(float value) {
+  // A butterfly: every lane ends with the same sum, combined in the same order every run.
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+}  // namespace
+}  // namespace lenet5::cuda
