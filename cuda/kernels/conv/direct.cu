@@ -191,9 +191,8 @@ class DirectConvolution final : public ConvAlgorithm {
 };
 
 const ConvRegistration kDirect{
-    1, "direct", "PMPP Fig 16.12",
-    "one thread per output element, every operand read from global memory",
-    make_version<DirectConvolution>};
+    1, "direct", "PMPP Fig 16.12", make_version<DirectConvolution>,
+    "one thread per output element, every operand read from global memory"};
 
 }  // namespace
 

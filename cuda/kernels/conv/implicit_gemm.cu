@@ -615,9 +615,8 @@ class ImplicitGemmConvolution final : public ConvAlgorithm {
 };
 
 const ConvRegistration kImplicitGemm{
-    4, "implicit-gemm", "cuDNN paper, section 3",
-    "GEMM whose unrolled-input tiles are built in shared memory only, never in global memory",
-    make_version<ImplicitGemmConvolution>};
+    4, "implicit-gemm", "cuDNN paper, section 3", make_version<ImplicitGemmConvolution>,
+    "GEMM whose unrolled-input tiles are built in shared memory only, never in global memory"};
 
 }  // namespace
 

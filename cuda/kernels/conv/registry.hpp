@@ -55,15 +55,15 @@ std::unique_ptr<ConvAlgorithm> make_version(const ConvShape& largest) {
 }
 
 // A version's one registration, at namespace scope in its own file under cuda/kernels/conv/:
-//   const ConvRegistration kTiled{2, "tiled", "PMPP Fig 16.13", "what it does, in one line",
-//                                 make_version<TiledConvolution>};
+//   const ConvRegistration kTiled{2, "tiled", "PMPP Fig 16.13", make_version<TiledConvolution>,
+//                                 "what it does, in one line"};
 // It adds the version to the table of core/conv_algo.hpp (number, name for --conv-algo, source,
 // description) and its factory to make_conv_algorithm's, before main() runs. Adding a version is
 // its file plus its test (and its row in tests/errata.md): no enum constant, no switch case.
 class ConvRegistration {
  public:
-  ConvRegistration(int number, const char* name, const char* source, const char* description,
-                   ConvFactory make);
+  ConvRegistration(int number, const char* name, const char* source, ConvFactory make,
+                   const char* description);
 };
 
 }  // namespace lenet5::cuda

@@ -402,9 +402,8 @@ class StagedConvolution final : public ConvAlgorithm {
 };
 
 const ConvRegistration kStaged{
-    5, "staged", "this project",
-    "one sample's operands staged in shared memory, specialised for 5x5 filters",
-    make_version<StagedConvolution>};
+    5, "staged", "this project", make_version<StagedConvolution>,
+    "one sample's operands staged in shared memory, specialised for 5x5 filters"};
 
 }  // namespace
 

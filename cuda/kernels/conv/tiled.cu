@@ -357,10 +357,8 @@ class TiledConvolution final : public ConvAlgorithm {
   Buffer<float> m_scratch;  // weight gradient partial sums: (slices, M, C, K, K) then (slices, M)
 };
 
-const ConvRegistration kTiled{
-    2, "tiled", "PMPP Fig 16.13",
-    "input tile and filter staged in shared memory per input channel",
-    make_version<TiledConvolution>};
+const ConvRegistration kTiled{2, "tiled", "PMPP Fig 16.13", make_version<TiledConvolution>,
+                              "input tile and filter staged in shared memory per input channel"};
 
 }  // namespace
 

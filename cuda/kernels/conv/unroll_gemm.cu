@@ -352,9 +352,8 @@ std::unique_ptr<ConvAlgorithm> make_unroll_gemm_convolution(const ConvShape& lar
 }
 
 const ConvRegistration kUnrollGemm{
-    3, "unroll-gemm", "PMPP Figs 16.15-16.18",
-    "input unrolled (im2col) into global memory, then cuBLAS SGEMM over the mini-batch",
-    make_unroll_gemm_convolution};
+    3, "unroll-gemm", "PMPP Figs 16.15-16.18", make_unroll_gemm_convolution,
+    "input unrolled (im2col) into global memory, then cuBLAS SGEMM over the mini-batch"};
 
 }  // namespace
 
