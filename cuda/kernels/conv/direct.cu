@@ -172,18 +172,10 @@ void conv_backward_weights1(const ConvShape& s, const float* x, const float* dL_
 
 namespace {
 
-class DirectConvolution final : public ConvAlgorithm {
+class DirectConvolution final : public FunctionConvolution<conv_forward1, conv_backward_input1> {
  public:
   explicit DirectConvolution(const ConvShape&) {}  // no scratch: any shape, any batch
 
-  void forward(const ConvShape& s, const float* x, const float* weight, const float* bias,
-               float* y, cudaStream_t stream) override {
-    conv_forward1(s, x, weight, bias, y, stream);
-  }
-  void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
-                      cudaStream_t stream) override {
-    conv_backward_input1(s, dL_dy, weight, dL_dx, stream);
-  }
   void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
                         float* dL_dbias, const float* mask, cudaStream_t stream) override {
     conv_backward_weights1(s, x, dL_dy, dL_dweight, dL_dbias, mask, stream);

@@ -375,20 +375,12 @@ void conv_backward_weights5(const ConvShape& s, const float* x, const float* dL_
 namespace {
 
 // The weight gradient's per-sample partial sums go to a scratch buffer sized for the largest batch.
-class StagedConvolution final : public ConvAlgorithm {
+class StagedConvolution final : public FunctionConvolution<conv_forward5, conv_backward_input5> {
  public:
   explicit StagedConvolution(const ConvShape& largest)
       : m_max_batch(largest.n),
         m_scratch(Device::gpu, conv_backward_weights5_scratch_floats(largest)) {}
 
-  void forward(const ConvShape& s, const float* x, const float* weight, const float* bias,
-               float* y, cudaStream_t stream) override {
-    conv_forward5(s, x, weight, bias, y, stream);
-  }
-  void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
-                      cudaStream_t stream) override {
-    conv_backward_input5(s, dL_dy, weight, dL_dx, stream);
-  }
   void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
                         float* dL_dbias, const float* mask, cudaStream_t stream) override {
     if (s.n > m_max_batch || conv_backward_weights5_scratch_floats(s) > m_scratch.size())
