@@ -72,15 +72,9 @@ __global__ void conv_backward_input_kernel1(ConvDims d, const float* __restrict_
     const int n = int(map / d.C);
     float acc = 0.0f;
     for (int m = 0; m < d.M; ++m)
-      for (int p = 0; p < d.K; ++p) {
-        const int h_out = h - p;
-        if (h_out < 0 || h_out >= d.H_out) continue;
-        for (int q = 0; q < d.K; ++q) {
-          const int w_out = w - q;
-          if (w_out < 0 || w_out >= d.W_out) continue;
-          acc += dL_dy[y_index(d, n, m, h_out, w_out)] * weight[weight_index(d, m, c, p, q)];
-        }
-      }
+      for_each_tap_reaching(d, h, w, [&](int p, int q, int h_out, int w_out) {
+        acc += dL_dy[y_index(d, n, m, h_out, w_out)] * weight[weight_index(d, m, c, p, q)];
+      });
     dL_dx[i] = acc;
   }
 }
