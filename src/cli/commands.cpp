@@ -3,14 +3,14 @@
 
 #include <map>
 
+#include "core/registration_table.hpp"
+
 namespace lenet5::cli {
 namespace {
 
-// A function-local static, so that it exists before the first registration runs, whatever the
-// order of the files. A multimap keeps two registrations of one order key both visible.
+// The subcommands by order key. A multimap keeps two registrations of one key both visible.
 std::multimap<int, AddCommand>& registered() {
-  static std::multimap<int, AddCommand> by_order;
-  return by_order;
+  return registration_table<CommandRegistration, std::multimap<int, AddCommand>>();
 }
 
 }  // namespace

@@ -1,16 +1,15 @@
 #include "core/conv_algo.hpp"
 
 #include "core/error.hpp"
+#include "core/registration_table.hpp"
 
 namespace lenet5 {
 
 namespace {
 
-// Filled during static initialisation by the registrations (a function-local static, so that it
-// exists before the first of them runs, whatever the order of the files).
+// Filled during static initialisation by register_conv_algorithm, kept in order of number.
 std::vector<ConvAlgoInfo>& registered() {
-  static std::vector<ConvAlgoInfo> table;
-  return table;
+  return registration_table<ConvAlgoInfo, std::vector<ConvAlgoInfo>>();
 }
 
 }  // namespace

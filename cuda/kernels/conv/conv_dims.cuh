@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "core/shapes.hpp"
 
@@ -37,5 +38,34 @@ LENET5_HOST_DEVICE std::size_t weight_index(const ConvDims& d, int m, int c, int
 LENET5_HOST_DEVICE std::size_t y_index(const ConvDims& d, std::size_t n, int m, int h, int w) {
   return ((n * d.M + m) * d.H_out + h) * d.W_out + w;
 }
+
+// Calls launch(std::integral_constant<int, KT>{}) with KT = 5 when K is 5, KT = 0 otherwise: the
+// kernels templated on KT unroll their p, q loops for LeNet-5's 5x5 filters and read K from
+// ConvDims for any other size (versions 2 and 5).
+template <class Launch>
+void with_filter_size(int K, Launch&& launch) {
+  if (K == 5)
+    launch(std::integral_constant<int, 5>{});
+  else
+    launch(std::integral_constant<int, 0>{});
+}
+
+#if defined(__CUDACC__)
+// Calls add(p, q, h_out, w_out), in order p, q, for each filter tap whose output (h_out, w_out) =
+// (h - p, w - q) lies inside the H_out x W_out map: the terms that input element (h, w) receives
+// in the gather form of the input gradient (versions 1 and 3).
+template <class Add>
+__device__ __forceinline__ void for_each_tap_reaching(const ConvDims& d, int h, int w, Add&& add) {
+  for (int p = 0; p < d.K; ++p) {
+    const int h_out = h - p;
+    if (h_out < 0 || h_out >= d.H_out) continue;
+    for (int q = 0; q < d.K; ++q) {
+      const int w_out = w - q;
+      if (w_out < 0 || w_out >= d.W_out) continue;
+      add(p, q, h_out, w_out);
+    }
+  }
+}
+#endif
 
 }  // namespace lenet5::cuda

@@ -72,15 +72,9 @@ __global__ void conv_backward_input_kernel1(ConvDims d, const float* __restrict_
     const int n = int(map / d.C);
     float acc = 0.0f;
     for (int m = 0; m < d.M; ++m)
-      for (int p = 0; p < d.K; ++p) {
-        const int h_out = h - p;
-        if (h_out < 0 || h_out >= d.H_out) continue;
-        for (int q = 0; q < d.K; ++q) {
-          const int w_out = w - q;
-          if (w_out < 0 || w_out >= d.W_out) continue;
-          acc += dL_dy[y_index(d, n, m, h_out, w_out)] * weight[weight_index(d, m, c, p, q)];
-        }
-      }
+      for_each_tap_reaching(d, h, w, [&](int p, int q, int h_out, int w_out) {
+        acc += dL_dy[y_index(d, n, m, h_out, w_out)] * weight[weight_index(d, m, c, p, q)];
+      });
     dL_dx[i] = acc;
   }
 }
@@ -172,18 +166,10 @@ void conv_backward_weights1(const ConvShape& s, const float* x, const float* dL_
 
 namespace {
 
-class DirectConvolution final : public ConvAlgorithm {
+class DirectConvolution final : public FunctionConvolution<conv_forward1, conv_backward_input1> {
  public:
   explicit DirectConvolution(const ConvShape&) {}  // no scratch: any shape, any batch
 
-  void forward(const ConvShape& s, const float* x, const float* weight, const float* bias,
-               float* y, cudaStream_t stream) override {
-    conv_forward1(s, x, weight, bias, y, stream);
-  }
-  void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
-                      cudaStream_t stream) override {
-    conv_backward_input1(s, dL_dy, weight, dL_dx, stream);
-  }
   void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
                         float* dL_dbias, const float* mask, cudaStream_t stream) override {
     conv_backward_weights1(s, x, dL_dy, dL_dweight, dL_dbias, mask, stream);
@@ -191,9 +177,8 @@ class DirectConvolution final : public ConvAlgorithm {
 };
 
 const ConvRegistration kDirect{
-    1, "direct", "PMPP Fig 16.12",
-    "one thread per output element, every operand read from global memory",
-    make_version<DirectConvolution>};
+    1, "direct", "PMPP Fig 16.12", make_version<DirectConvolution>,
+    "one thread per output element, every operand read from global memory"};
 
 }  // namespace
 

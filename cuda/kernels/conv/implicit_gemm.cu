@@ -78,6 +78,41 @@ struct GemmSize {
   int rows, cols, depth;
 };
 
+// What every direction's GEMM below holds besides its tensors.
+struct GemmView {
+  ConvDims d;
+  GemmSize size;
+};
+
+// Where index j = (n*H + h)*W + w falls in N maps of H x W (hw = h*W + w, per_map = H*W). Each
+// remainder is j - quotient * divisor, one division per level.
+struct MapPosition {
+  int n, hw, h, w, per_map;
+};
+__device__ __forceinline__ MapPosition map_position(int j, int H, int W) {
+  const int per_map = H * W;
+  const int n = j / per_map, hw = j - n * per_map;
+  const int h = hw / W, w = hw - h * W;
+  return {n, hw, h, w, per_map};
+}
+
+// The same place in the NCHW tensor of N x maps maps of H x W, in map `map` of sample n.
+__device__ __forceinline__ std::size_t index_in_map(const MapPosition& at, int maps, int map) {
+  return (std::size_t(at.n) * maps + map) * at.per_map + at.hw;
+}
+
+// Where depth index k = (map*K + p)*K + q falls among the K x K taps of the filters (map: the
+// channel c or output map m the depth runs over; pq = p*K + q), computed as map_position does.
+struct Tap {
+  int map, pq, p, q;
+};
+__device__ __forceinline__ Tap tap_of(int k, int K) {
+  const int taps = K * K;
+  const int map = k / taps, pq = k - map * taps;
+  const int p = pq / K, q = pq - p * K;
+  return {map, pq, p, q};
+}
+
 // ---- the three implicit GEMMs -------------------------------------------------------------------
 //
 // Each direction is a struct that the GEMM kernel below calls to build its tiles and store O:
@@ -89,9 +124,7 @@ struct GemmSize {
 
 // Forward: rows m (6, 16, 120), cols j = (n*H_out + h)*W_out + w (N*784, N*100, N*1),
 // depth k = (c*K + p)*K + q (25, 150, 400). A = the weights, already row-major M x C*K*K.
-struct ForwardGemm {
-  ConvDims d;
-  GemmSize size;
+struct ForwardGemm : GemmView {
   const float* __restrict__ x;
   const float* __restrict__ weight;
   const float* __restrict__ bias;  // may be null
@@ -107,16 +140,12 @@ struct ForwardGemm {
   __device__ float init(int m) const { return bias ? bias[m] : 0.0f; }
   __device__ float a(int m, int k) const { return weight[std::size_t(m) * size.depth + k]; }
   __device__ Column column(int j) const {
-    const int per_map = d.H_out * d.W_out;
-    const int n = j / per_map, hw = j - n * per_map;
-    const int h = hw / d.W_out, w = hw - h * d.W_out;
-    return Column{(long long)n * d.C * d.H * d.W + h * d.W + w};
+    const MapPosition o = map_position(j, d.H_out, d.W_out);
+    return Column{(long long)o.n * d.C * d.H * d.W + o.h * d.W + o.w};
   }
   __device__ Cursor cursor(int k) const {
-    const int taps = d.K * d.K;
-    const int c = k / taps, pq = k - c * taps;
-    const int p = pq / d.K, q = pq - p * d.K;
-    return Cursor{p, q, (c * d.H + p) * d.W + q};
+    const Tap t = tap_of(k, d.K);  // t.map = c
+    return Cursor{t.p, t.q, (t.map * d.H + t.p) * d.W + t.q};
   }
   __device__ void advance(Cursor& u) const {  // (c,p,q) -> the next tap, offset kept in step
     ++u.q;
@@ -132,9 +161,7 @@ struct ForwardGemm {
   }
   __device__ float b(const Column& col, const Cursor& u) const { return x[col.base + u.offset]; }
   __device__ void store(int m, int j, float value) const {
-    const int per_map = d.H_out * d.W_out;
-    const int n = j / per_map, hw = j - n * per_map;
-    y[(std::size_t(n) * d.M + m) * per_map + hw] = value;
+    y[index_in_map(map_position(j, d.H_out, d.W_out), d.M, m)] = value;
   }
 };
 
@@ -142,9 +169,7 @@ struct ForwardGemm {
 // N*196, N*25), depth k = (m*K + p)*K + q (150, 400, 3,000). A = W'[c][(m,p,q)] = W[m,c,p,q];
 // B = G[(m,p,q)][(n,h,w)] = dY[n,m,h-p,w-q], 0 outside dY (most of G: C5's dY is 1 x 1, so 24 of
 // every 25 entries are 0; they are the terms version 1's gather loop skips).
-struct BackwardInputGemm {
-  ConvDims d;
-  GemmSize size;
+struct BackwardInputGemm : GemmView {
   const float* __restrict__ dL_dy;
   const float* __restrict__ weight;
   float* __restrict__ dL_dx;
@@ -159,21 +184,16 @@ struct BackwardInputGemm {
 
   __device__ float init(int) const { return 0.0f; }
   __device__ float a(int c, int k) const {
-    const int taps = d.K * d.K;
-    const int m = k / taps, pq = k - m * taps;
-    return weight[(std::size_t(m) * d.C + c) * taps + pq];
+    const Tap t = tap_of(k, d.K);  // t.map = m
+    return weight[(std::size_t(t.map) * d.C + c) * (d.K * d.K) + t.pq];
   }
   __device__ Column column(int j) const {
-    const int per_map = d.H * d.W;
-    const int n = j / per_map, hw = j - n * per_map;
-    const int h = hw / d.W, w = hw - h * d.W;
-    return Column{(long long)n * d.M * d.H_out * d.W_out + h * d.W_out + w, h, w};
+    const MapPosition i = map_position(j, d.H, d.W);
+    return Column{(long long)i.n * d.M * d.H_out * d.W_out + i.h * d.W_out + i.w, i.h, i.w};
   }
   __device__ Cursor cursor(int k) const {
-    const int taps = d.K * d.K;
-    const int m = k / taps, pq = k - m * taps;
-    const int p = pq / d.K, q = pq - p * d.K;
-    return Cursor{p, q, m * d.H_out * d.W_out - p * d.W_out - q};
+    const Tap t = tap_of(k, d.K);  // t.map = m
+    return Cursor{t.p, t.q, t.map * d.H_out * d.W_out - t.p * d.W_out - t.q};
   }
   __device__ void advance(Cursor& u) const {
     ++u.q;
@@ -194,18 +214,14 @@ struct BackwardInputGemm {
     return inside ? dL_dy[col.base + u.offset] : 0.0f;
   }
   __device__ void store(int c, int j, float value) const {
-    const int per_map = d.H * d.W;
-    const int n = j / per_map, hw = j - n * per_map;
-    dL_dx[(std::size_t(n) * d.C + c) * per_map + hw] = value;
+    dL_dx[index_in_map(map_position(j, d.H, d.W), d.C, c)] = value;
   }
 };
 
 // Weight and bias gradients: rows m (6, 16, 120), cols k = (c*K + p)*K + q plus, when dL_dbias is
 // not null, column C*K*K of ones (26, 151, 401), depth j = (n*H_out + h)*W_out + w (N*784, N*100,
 // N*1). A = dY as M x N*H_out*W_out (row m, column (n,h,w)); B = D^T.
-struct BackwardWeightsGemm {
-  ConvDims d;
-  GemmSize size;
+struct BackwardWeightsGemm : GemmView {
   const float* __restrict__ x;
   const float* __restrict__ dL_dy;
   const float* __restrict__ mask;  // may be null
@@ -223,21 +239,15 @@ struct BackwardWeightsGemm {
 
   __device__ float init(int) const { return 0.0f; }
   __device__ float a(int m, int j) const {
-    const int per_map = d.H_out * d.W_out;
-    const int n = j / per_map, hw = j - n * per_map;
-    return dL_dy[(std::size_t(n) * d.M + m) * per_map + hw];
+    return dL_dy[index_in_map(map_position(j, d.H_out, d.W_out), d.M, m)];
   }
   __device__ Column column(int k) const {
-    const int taps = d.K * d.K;
-    const int c = k / taps, pq = k - c * taps;
-    const int p = pq / d.K, q = pq - p * d.K;
-    return Column{(c * d.H + p) * d.W + q, k == d.C * taps};
+    const Tap t = tap_of(k, d.K);  // t.map = c
+    return Column{(t.map * d.H + t.p) * d.W + t.q, k == d.C * (d.K * d.K)};
   }
   __device__ Cursor cursor(int j) const {
-    const int per_map = d.H_out * d.W_out;
-    const int n = j / per_map, hw = j - n * per_map;
-    const int h = hw / d.W_out, w = hw - h * d.W_out;
-    return Cursor{h, w, (long long)n * d.C * d.H * d.W + h * d.W + w};
+    const MapPosition o = map_position(j, d.H_out, d.W_out);
+    return Cursor{o.h, o.w, (long long)o.n * d.C * d.H * d.W + o.h * d.W + o.w};
   }
   __device__ void advance(Cursor& u) const {  // (n,h,w) -> the next output position
     ++u.w;
@@ -584,13 +594,13 @@ class ImplicitGemmConvolution final : public ConvAlgorithm {
   void forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* y,
                cudaStream_t stream) override {
     const ConvDims d = checked_dims(s);
-    const ForwardGemm g{d, forward_size(d), x, weight, bias, y};
+    const ForwardGemm g{{d, forward_size(d)}, x, weight, bias, y};
     run_gemm(g, m_forward_scratch.data(), m_forward_scratch.size(), stream);
   }
   void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
                       cudaStream_t stream) override {
     const ConvDims d = checked_dims(s);
-    const BackwardInputGemm g{d, backward_input_size(d), dL_dy, weight, dL_dx};
+    const BackwardInputGemm g{{d, backward_input_size(d)}, dL_dy, weight, dL_dx};
     run_gemm(g, m_input_scratch.data(), m_input_scratch.size(), stream);
   }
   void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
@@ -598,7 +608,7 @@ class ImplicitGemmConvolution final : public ConvAlgorithm {
     const ConvDims d = checked_dims(s);
     // With N = 0 the depth is 0: the kernel runs no K-step and writes zeros, as the CPU does.
     const BackwardWeightsGemm g{
-        d, backward_weights_size(d, dL_dbias != nullptr), x, dL_dy, mask, dL_dweight, dL_dbias};
+        {d, backward_weights_size(d, dL_dbias != nullptr)}, x, dL_dy, mask, dL_dweight, dL_dbias};
     run_gemm(g, m_weights_scratch.data(), m_weights_scratch.size(), stream);
   }
 
@@ -615,9 +625,8 @@ class ImplicitGemmConvolution final : public ConvAlgorithm {
 };
 
 const ConvRegistration kImplicitGemm{
-    4, "implicit-gemm", "cuDNN paper, section 3",
-    "GEMM whose unrolled-input tiles are built in shared memory only, never in global memory",
-    make_version<ImplicitGemmConvolution>};
+    4, "implicit-gemm", "cuDNN paper, section 3", make_version<ImplicitGemmConvolution>,
+    "GEMM whose unrolled-input tiles are built in shared memory only, never in global memory"};
 
 }  // namespace
 

@@ -6,21 +6,20 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/registration_table.hpp"
 
 namespace lenet5::cuda {
 namespace {
 
-// Filled during static initialisation (a function-local static, so that it exists before the first
-// registration runs, whatever the order of the files).
+// The versions' factories by number, filled during static initialisation.
 std::map<int, ConvFactory>& factories() {
-  static std::map<int, ConvFactory> by_number;
-  return by_number;
+  return registration_table<ConvRegistration, std::map<int, ConvFactory>>();
 }
 
 }  // namespace
 
 ConvRegistration::ConvRegistration(int number, const char* name, const char* source,
-                                   const char* description, ConvFactory make) {
+                                   ConvFactory make, const char* description) {
   register_conv_algorithm({ConvAlgo(number), number, name, source, description});
   factories()[number] = make;
 }

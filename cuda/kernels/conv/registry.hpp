@@ -54,16 +54,36 @@ std::unique_ptr<ConvAlgorithm> make_version(const ConvShape& largest) {
   return std::make_unique<Version>(largest);
 }
 
+// The forward and backward_input of a version whose two directions are free functions with the
+// interface's parameters (versions 1 and 5): the version adds its constructor and
+// backward_weights.
+using ConvForwardFunction = void (*)(const ConvShape&, const float* x, const float* weight,
+                                     const float* bias, float* y, cudaStream_t);
+using ConvBackwardInputFunction = void (*)(const ConvShape&, const float* dL_dy,
+                                           const float* weight, float* dL_dx, cudaStream_t);
+template <ConvForwardFunction Forward, ConvBackwardInputFunction BackwardInput>
+class FunctionConvolution : public ConvAlgorithm {
+ public:
+  void forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* y,
+               cudaStream_t stream) override {
+    Forward(s, x, weight, bias, y, stream);
+  }
+  void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
+                      cudaStream_t stream) override {
+    BackwardInput(s, dL_dy, weight, dL_dx, stream);
+  }
+};
+
 // A version's one registration, at namespace scope in its own file under cuda/kernels/conv/:
-//   const ConvRegistration kTiled{2, "tiled", "PMPP Fig 16.13", "what it does, in one line",
-//                                 make_version<TiledConvolution>};
+//   const ConvRegistration kTiled{2, "tiled", "PMPP Fig 16.13", make_version<TiledConvolution>,
+//                                 "what it does, in one line"};
 // It adds the version to the table of core/conv_algo.hpp (number, name for --conv-algo, source,
 // description) and its factory to make_conv_algorithm's, before main() runs. Adding a version is
 // its file plus its test (and its row in tests/errata.md): no enum constant, no switch case.
 class ConvRegistration {
  public:
-  ConvRegistration(int number, const char* name, const char* source, const char* description,
-                   ConvFactory make);
+  ConvRegistration(int number, const char* name, const char* source, ConvFactory make,
+                   const char* description);
 };
 
 }  // namespace lenet5::cuda

@@ -295,10 +295,10 @@ void conv_forward5(const ConvShape& s, const float* x, const float* weight, cons
   const std::size_t shared = (x_floats + maps_per_block * taps) * sizeof(float);
   // C1: 4,196 bytes, C3: 5,904, C5: 48,000.
   const dim3 grid(unsigned(d.N), unsigned(groups));
-  if (d.K == 5)
-    conv_forward_kernel5<5><<<grid, kThreads, shared, stream>>>(d, maps_per_block, x, weight, bias, y);
-  else
-    conv_forward_kernel5<0><<<grid, kThreads, shared, stream>>>(d, maps_per_block, x, weight, bias, y);
+  with_filter_size(d.K, [&](auto KT) {
+    conv_forward_kernel5<decltype(KT)::value>
+        <<<grid, kThreads, shared, stream>>>(d, maps_per_block, x, weight, bias, y);
+  });
   CUDA_CHECK_LAUNCH();
 }
 
@@ -314,10 +314,10 @@ void conv_backward_input5(const ConvShape& s, const float* dL_dy, const float* w
   if (d.M <= 0 || d.H_out <= 0 || d.W_out <= 0 || shared > kMaxShared5)
     return conv_backward_input1(s, dL_dy, weight, dL_dx, stream);
   const dim3 grid(unsigned(d.N), unsigned(d.C));
-  if (d.K == 5)
-    conv_backward_input_kernel5<5><<<grid, kThreads, shared, stream>>>(d, dL_dy, weight, dL_dx);
-  else
-    conv_backward_input_kernel5<0><<<grid, kThreads, shared, stream>>>(d, dL_dy, weight, dL_dx);
+  with_filter_size(d.K, [&](auto KT) {
+    conv_backward_input_kernel5<decltype(KT)::value>
+        <<<grid, kThreads, shared, stream>>>(d, dL_dy, weight, dL_dx);
+  });
   CUDA_CHECK_LAUNCH();
 }
 
@@ -375,20 +375,12 @@ void conv_backward_weights5(const ConvShape& s, const float* x, const float* dL_
 namespace {
 
 // The weight gradient's per-sample partial sums go to a scratch buffer sized for the largest batch.
-class StagedConvolution final : public ConvAlgorithm {
+class StagedConvolution final : public FunctionConvolution<conv_forward5, conv_backward_input5> {
  public:
   explicit StagedConvolution(const ConvShape& largest)
       : m_max_batch(largest.n),
         m_scratch(Device::gpu, conv_backward_weights5_scratch_floats(largest)) {}
 
-  void forward(const ConvShape& s, const float* x, const float* weight, const float* bias,
-               float* y, cudaStream_t stream) override {
-    conv_forward5(s, x, weight, bias, y, stream);
-  }
-  void backward_input(const ConvShape& s, const float* dL_dy, const float* weight, float* dL_dx,
-                      cudaStream_t stream) override {
-    conv_backward_input5(s, dL_dy, weight, dL_dx, stream);
-  }
   void backward_weights(const ConvShape& s, const float* x, const float* dL_dy, float* dL_dweight,
                         float* dL_dbias, const float* mask, cudaStream_t stream) override {
     if (s.n > m_max_batch || conv_backward_weights5_scratch_floats(s) > m_scratch.size())
@@ -402,9 +394,8 @@ class StagedConvolution final : public ConvAlgorithm {
 };
 
 const ConvRegistration kStaged{
-    5, "staged", "this project",
-    "one sample's operands staged in shared memory, specialised for 5x5 filters",
-    make_version<StagedConvolution>};
+    5, "staged", "this project", make_version<StagedConvolution>,
+    "one sample's operands staged in shared memory, specialised for 5x5 filters"};
 
 }  // namespace
 

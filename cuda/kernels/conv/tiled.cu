@@ -71,6 +71,19 @@ std::size_t weights_shared_bytes(int K) {  // dynamic part; block_sum adds kWeig
   return (std::size_t(halo_width(K)) * halo_width(K) + 2 * kWeightThreads) * sizeof(float);
 }
 
+// The block's dynamic shared memory (the three kernels below): the staged halo_width(K)^2 tile
+// first (X, or dL/dY for the input gradient), then what the kernel stages beside it.
+struct SharedTile {
+  int width;     // halo_width(K)
+  float* tile;   // width x width
+  float* after;  // the rest
+};
+__device__ __forceinline__ SharedTile shared_tile(int K) {
+  extern __shared__ float shmem2[];
+  const int width = kTileWidth + K - 1;
+  return {width, shmem2, shmem2 + width * width};
+}
+
 // The thread's place in the grid's 16x16 tiles (both kernels below): (h0, w0) inside the tile
 // whose first row and column are (h_base, w_base); blockIdx.z names the tile, row-major over
 // W_grid tiles per row.
@@ -100,11 +113,8 @@ template <int KT>
 __global__ void conv_forward_kernel2(ConvDims d, int W_grid, const float* __restrict__ x,
                                      const float* __restrict__ weight,
                                      const float* __restrict__ bias, float* __restrict__ y) {
-  extern __shared__ float shmem2[];
   const int K = KT > 0 ? KT : d.K;
-  const int X_tile_width = kTileWidth + K - 1;
-  float* X_shared = shmem2;
-  float* W_shared = shmem2 + X_tile_width * X_tile_width;
+  const auto [X_tile_width, X_shared, W_shared] = shared_tile(K);
   const int n = blockIdx.x;
   const int m = blockIdx.y;
   const auto [h0, w0, h_base, w_base] = tile_place(W_grid);
@@ -148,11 +158,8 @@ template <int KT>
 __global__ void conv_backward_input_kernel2(ConvDims d, int W_grid, const float* __restrict__ dL_dy,
                                             const float* __restrict__ weight,
                                             float* __restrict__ dL_dx) {
-  extern __shared__ float shmem2[];
   const int K = KT > 0 ? KT : d.K;
-  const int tile_width = kTileWidth + K - 1;
-  float* dY_shared = shmem2;
-  float* W_shared = shmem2 + tile_width * tile_width;
+  const auto [tile_width, dY_shared, W_shared] = shared_tile(K);
   const int n = blockIdx.x;
   const int c = blockIdx.y;
   const auto [h0, w0, h_base, w_base] = tile_place(W_grid);
@@ -198,12 +205,9 @@ __global__ void conv_backward_weights_kernel2(ConvDims d, int slices, const floa
                                               const float* __restrict__ dL_dy,
                                               float* __restrict__ partial_weight,
                                               float* __restrict__ partial_bias) {
-  extern __shared__ float shmem2[];
   const int K = d.K, KK = K * K;
-  const int X_tile_width = kTileWidth + K - 1;
-  float* X_shared = shmem2;                                   // (X_tile_width, X_tile_width)
-  float* dY_shared = X_shared + X_tile_width * X_tile_width;  // (16, 16)
-  float* tap_partial = dY_shared + kWeightThreads;            // (G, KK)
+  const auto [X_tile_width, X_shared, dY_shared] = shared_tile(K);  // dY_shared: (16, 16)
+  float* tap_partial = dY_shared + kWeightThreads;                    // (G, KK)
   const int t = threadIdx.x;
   const int m = int(blockIdx.x) / d.C, c = int(blockIdx.x) % d.C;
   const int slice = blockIdx.y;
@@ -295,10 +299,10 @@ class TiledConvolution final : public ConvAlgorithm {
     const dim3 grid(unsigned(d.N), unsigned(d.M), unsigned(H_grid * W_grid));
     const dim3 block(kTileWidth, kTileWidth, 1);
     const std::size_t shared = forward_shared_bytes(d.K);  // K = 5: 1,700 bytes
-    if (d.K == 5)
-      conv_forward_kernel2<5><<<grid, block, shared, stream>>>(d, W_grid, x, weight, bias, y);
-    else
-      conv_forward_kernel2<0><<<grid, block, shared, stream>>>(d, W_grid, x, weight, bias, y);
+    with_filter_size(d.K, [&](auto KT) {
+      conv_forward_kernel2<decltype(KT)::value>
+          <<<grid, block, shared, stream>>>(d, W_grid, x, weight, bias, y);
+    });
     CUDA_CHECK_LAUNCH();
   }
 
@@ -313,12 +317,10 @@ class TiledConvolution final : public ConvAlgorithm {
     const dim3 grid(unsigned(d.N), unsigned(d.C), unsigned(H_grid * W_grid));
     const dim3 block(kTileWidth, kTileWidth, 1);
     const std::size_t shared = forward_shared_bytes(d.K);
-    if (d.K == 5)
-      conv_backward_input_kernel2<5>
+    with_filter_size(d.K, [&](auto KT) {
+      conv_backward_input_kernel2<decltype(KT)::value>
           <<<grid, block, shared, stream>>>(d, W_grid, dL_dy, weight, dL_dx);
-    else
-      conv_backward_input_kernel2<0>
-          <<<grid, block, shared, stream>>>(d, W_grid, dL_dy, weight, dL_dx);
+    });
     CUDA_CHECK_LAUNCH();
   }
 
@@ -357,10 +359,8 @@ class TiledConvolution final : public ConvAlgorithm {
   Buffer<float> m_scratch;  // weight gradient partial sums: (slices, M, C, K, K) then (slices, M)
 };
 
-const ConvRegistration kTiled{
-    2, "tiled", "PMPP Fig 16.13",
-    "input tile and filter staged in shared memory per input channel",
-    make_version<TiledConvolution>};
+const ConvRegistration kTiled{2, "tiled", "PMPP Fig 16.13", make_version<TiledConvolution>,
+                              "input tile and filter staged in shared memory per input channel"};
 
 }  // namespace
 

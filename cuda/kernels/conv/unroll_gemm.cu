@@ -142,15 +142,9 @@ __global__ void conv_fold_kernel3(ConvDims d, const float* __restrict__ dx_unrol
     const auto [w, h, nc] = map_element(i, d.H, d.W);  // nc = n*C + c
     const float* rows_c = dx_unroll + nc * KK * HW;       // row c*K*K of sample n's CKK x HW matrix
     float acc = 0.0f;
-    for (int p = 0; p < d.K; ++p) {
-      const int h_out = h - p;
-      if (h_out < 0 || h_out >= d.H_out) continue;
-      for (int q = 0; q < d.K; ++q) {
-        const int w_out = w - q;
-        if (w_out < 0 || w_out >= d.W_out) continue;
-        acc += rows_c[std::size_t(p * d.K + q) * HW + h_out * d.W_out + w_out];
-      }
-    }
+    for_each_tap_reaching(d, h, w, [&](int p, int q, int h_out, int w_out) {
+      acc += rows_c[std::size_t(p * d.K + q) * HW + h_out * d.W_out + w_out];
+    });
     dL_dx[i] = acc;
   }
 }
@@ -352,9 +346,8 @@ std::unique_ptr<ConvAlgorithm> make_unroll_gemm_convolution(const ConvShape& lar
 }
 
 const ConvRegistration kUnrollGemm{
-    3, "unroll-gemm", "PMPP Figs 16.15-16.18",
-    "input unrolled (im2col) into global memory, then cuBLAS SGEMM over the mini-batch",
-    make_unroll_gemm_convolution};
+    3, "unroll-gemm", "PMPP Figs 16.15-16.18", make_unroll_gemm_convolution,
+    "input unrolled (im2col) into global memory, then cuBLAS SGEMM over the mini-batch"};
 
 }  // namespace
 
