@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -76,6 +77,17 @@ EpochTotals train_one_epoch(Engine& engine, const Dataset& train, std::uint64_t 
   return engine.take_epoch_totals();
 }
 
+// Both engines from the weights of `seed` (which must agree), then the first `max_steps` steps of
+// epoch 0 over `train` in each; the epoch totals of each.
+std::pair<EpochTotals, EpochTotals> train_from_same_start(Engine& a, Engine& b,
+                                                          const Dataset& train,
+                                                          std::uint64_t seed, int max_steps) {
+  a.initialise(seed);
+  b.initialise(seed);
+  EXPECT_TRUE(a.parameters() == b.parameters()) << "initialisation differs";
+  return {train_one_epoch(a, train, seed, max_steps), train_one_epoch(b, train, seed, max_steps)};
+}
+
 // The weights after one epoch over `train` from the weights of `seed`.
 std::vector<float> trained_parameters(const NetConfig& config, const Dataset& train,
                                       std::uint64_t seed, bool use_graphs = true) {
@@ -136,10 +148,7 @@ TEST(GpuEngine, SameSeedSameDataGivesBitIdenticalParameters) {
   REQUIRE_MNIST(data);
   const Dataset train = first_images(data->train, 2000);
   auto first = gpu_engine(), second = gpu_engine();
-  first->initialise(7);
-  second->initialise(7);
-  const EpochTotals a = train_one_epoch(*first, train, 7, 30);
-  const EpochTotals b = train_one_epoch(*second, train, 7, 30);
+  const auto [a, b] = train_from_same_start(*first, *second, train, 7, 30);
   EXPECT_TRUE(first->parameters() == second->parameters());
   ASSERT_FALSE(velocity(*first).empty());
   EXPECT_TRUE(velocity(*first) == velocity(*second));
@@ -204,11 +213,8 @@ TEST(GpuEngine, OneStepMatchesCpuEngine) {
   REQUIRE_MNIST(data);
   const Dataset train = first_images(data->train, 2000);
   auto gpu = gpu_engine(), cpu = cpu_engine();
-  gpu->initialise(5);
-  cpu->initialise(5);
-  ASSERT_TRUE(gpu->parameters() == cpu->parameters()) << "initialisation differs";
-  const EpochTotals tg = train_one_epoch(*gpu, train, 5, 1);
-  const EpochTotals tc = train_one_epoch(*cpu, train, 5, 1);
+  const auto [tg, tc] = train_from_same_start(*gpu, *cpu, train, 5, 1);
+  if (HasFailure()) return;  // the engines started from different weights
   EXPECT_EQ(tg.seen, kBatch);
   EXPECT_NEAR(tg.loss_sum, tc.loss_sum, 1e-5 * tc.loss_sum);
   EXPECT_LE(std::llabs(tg.correct - tc.correct), 1);
