@@ -26,6 +26,7 @@
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 #include "engine/network.hpp"
+#include "engine/network_engine.hpp"
 #include "engine/optimizers.hpp"
 
 namespace lenet5 {
@@ -100,17 +101,17 @@ class GraphExec {
   cudaGraphExec_t m_exec = nullptr;
 };
 
-class GpuEngine final : public Engine {
+class GpuEngine final : public NetworkEngine {
  public:
   GpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size, bool use_graphs,
             PhaseMarks* marks = nullptr)
-      : m_sgd(sgd),
+      : NetworkEngine(net, Device::gpu, std::max(batch_size, kEvalBatch),
+                      optimizer_for(sgd).description, sgd),
+        m_sgd(sgd),
         m_use_graphs(use_graphs),
         m_marks(marks),
         m_batch(batch_size),
-        m_network(net, Device::gpu, std::max(batch_size, kEvalBatch)),
         m_optimizer(optimizer_for(sgd)),
-        m_state(m_optimizer.description, sgd, Device::gpu, m_network.layout().buffer_floats),
         m_input(Device::gpu, kInputFloats * m_network.max_batch()),
         m_labels(Device::gpu, m_network.max_batch()),
         m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
@@ -125,19 +126,6 @@ class GpuEngine final : public Engine {
   }
 
   Device device() const override { return Device::gpu; }
-  const ParamLayout& layout() const override { return m_network.layout(); }
-
-  void initialise(std::uint64_t seed) override {
-    m_network.initialise(seed);
-    m_state.zero();
-  }
-  std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
-  OptimizerState optimizer_state() const override { return m_state.to_host(); }
-  void set_state(const std::vector<float>& parameters, const OptimizerState& state) override {
-    check_parameter_count(m_network.layout(), parameters);
-    m_network.parameters().copy_from_host(parameters.data());
-    m_state.set(state);
-  }
 
   void set_training_data(const Dataset& train) override {
     m_epoch_graph.reset();  // its launches point into the buffers replaced here
@@ -244,9 +232,7 @@ class GpuEngine final : public Engine {
   // runs launch by launch, so that the marks fall between its phases.
   PhaseMarks* m_marks;
   int m_batch;
-  Network<float> m_network;
   const Optimizer& m_optimizer;
-  OptimizerBuffers m_state;
   Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
   Buffer<float> m_dL_dlogits;

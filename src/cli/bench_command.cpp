@@ -32,9 +32,9 @@ void apply_train_section(const CLI::App& parent, CLI::App& bench) {
 }
 
 Command add_bench_command(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand(
-      "bench", "time training epochs and report accuracy, as JSON lines (same settings as train)");
-  cmd->fallthrough();
+  auto* cmd = add_subcommand(
+      parent, "bench",
+      "time training epochs and report accuracy, as JSON lines (same settings as train)");
   auto settings = std::make_shared<TrainSettings>();
   auto seeds = std::make_shared<std::vector<std::uint64_t>>(std::vector<std::uint64_t>{1});
   bind_train_settings(*cmd, *settings);

@@ -10,8 +10,8 @@ namespace lenet5::cli {
 namespace {
 
 Command add_classify_command(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("classify", "recognise the digit in image files (PNG, JPEG, BMP, ...)");
-  cmd->fallthrough();
+  auto* cmd = add_subcommand(parent, "classify",
+                             "recognise the digit in image files (PNG, JPEG, BMP, ...)");
   struct Options {
     std::string checkpoint, device = "auto", invert = "auto", save;
     std::vector<std::string> images;

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace lenet5::cli {
@@ -16,6 +17,15 @@ struct Command {
 
 // Adds a subcommand and its options to `parent`.
 using AddCommand = Command (*)(CLI::App& parent);
+
+// The subcommand `name` of `parent`, for an AddCommand to bind its options to. Options of the
+// top level (--config, -v) may follow its name: they fall through to `parent`.
+inline CLI::App* add_subcommand(CLI::App& parent, const std::string& name,
+                                const std::string& description) {
+  CLI::App* command = parent.add_subcommand(name, description);
+  command->fallthrough();
+  return command;
+}
 
 // A subcommand's one registration, at namespace scope in its own file:
 //   const CommandRegistration kEvaluate{20, add_evaluate_command};

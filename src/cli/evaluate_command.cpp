@@ -9,8 +9,8 @@ namespace lenet5::cli {
 namespace {
 
 Command add_evaluate_command(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("evaluate", "test accuracy, loss and confusion matrix of a checkpoint");
-  cmd->fallthrough();
+  auto* cmd = add_subcommand(parent, "evaluate",
+                             "test accuracy, loss and confusion matrix of a checkpoint");
   struct Options {
     std::string checkpoint, data, device = "auto";
     bool json = false;

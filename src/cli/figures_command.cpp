@@ -10,9 +10,9 @@ namespace lenet5::cli {
 namespace {
 
 Command add_figures_command(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand(
-      "figures", "reproduce and check the book chapter's figures, listings, errata and tables");
-  cmd->fallthrough();
+  auto* cmd = add_subcommand(
+      parent, "figures",
+      "reproduce and check the book chapter's figures, listings, errata and tables");
   struct Options {
     figures::FiguresOptions figures;
     std::string out = figures::FiguresOptions().out.string();  // as a string: CLI11 shows it as is

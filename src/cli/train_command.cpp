@@ -38,8 +38,7 @@ TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoi
 }
 
 Command add_train_command(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("train", "train LeNet-5 on MNIST");
-  cmd->fallthrough();  // --config belongs to the top level but may follow "train"
+  auto* cmd = add_subcommand(parent, "train", "train LeNet-5 on MNIST");
   auto settings = std::make_shared<TrainSettings>();
   auto resume = std::make_shared<std::string>();
   bind_train_settings(*cmd, *settings);

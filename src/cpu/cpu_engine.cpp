@@ -8,6 +8,7 @@
 #include "data/batch.hpp"
 #include "engine/engine.hpp"
 #include "engine/network.hpp"
+#include "engine/network_engine.hpp"
 #include "engine/optimizers.hpp"
 #include "layers/reference_cpu.hpp"
 
@@ -15,30 +16,18 @@ namespace lenet5 {
 namespace {
 
 
-class CpuEngine final : public Engine {
+class CpuEngine final : public NetworkEngine {
  public:
   CpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size)
-      : m_sgd(sgd), m_batch(batch_size), m_network(net, Device::cpu, std::max(batch_size, kEvalBatch)),
+      : NetworkEngine(net, Device::cpu, std::max(batch_size, kEvalBatch),
+                      optimizer_for(sgd).description, sgd),
+        m_sgd(sgd), m_batch(batch_size),
         m_optimizer(optimizer_for(sgd).description),
-        m_state(m_optimizer, sgd, Device::cpu, m_network.layout().buffer_floats),
         m_input(kInputFloats * m_network.max_batch()),
         m_dL_dlogits(std::size_t(kClasses) * m_network.max_batch()),
         m_labels(m_network.max_batch()) {}
 
   Device device() const override { return Device::cpu; }
-  const ParamLayout& layout() const override { return m_network.layout(); }
-
-  void initialise(std::uint64_t seed) override {
-    m_network.initialise(seed);
-    m_state.zero();
-  }
-  std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
-  OptimizerState optimizer_state() const override { return m_state.to_host(); }
-  void set_state(const std::vector<float>& parameters, const OptimizerState& state) override {
-    check_parameter_count(m_network.layout(), parameters);
-    m_network.parameters().copy_from_host(parameters.data());
-    m_state.set(state);
-  }
 
   void set_training_data(const Dataset& train) override { m_train = &train; }
   void begin_epoch(const std::vector<std::int32_t>& permutation,
@@ -113,9 +102,7 @@ class CpuEngine final : public Engine {
 
   SgdSettings m_sgd;
   int m_batch;
-  Network<float> m_network;
   const OptimizerDescription& m_optimizer;
-  OptimizerBuffers m_state;
   std::vector<float> m_input, m_dL_dlogits;
   std::vector<std::uint8_t> m_labels;
   const Dataset* m_train = nullptr;

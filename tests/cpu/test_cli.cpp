@@ -132,14 +132,21 @@ TEST(Cli, SigtermSavesACheckpointAndExitsWith143) {
   EXPECT_NE(testing::read_text(log).find("--resume"), std::string::npos);  // says how to go on
 }
 
-TEST(Cli, UnknownConfigKeysAreErrors) {
-  TempDir dir;
+// `command` given a config file whose [train] section holds the unknown key learning-rate: a usage
+// error (exit code 2) that names the key.
+void expect_unknown_key_refused(const TempDir& dir, const std::string& command) {
+  const std::string typo = (dir / "typo.toml").string();
   {
-    std::ofstream(dir / "typo.toml") << "[train]\nepochs = 1\nlearning-rate = 0.1\n";
+    std::ofstream(typo) << "[train]\nepochs = 1\nlearning-rate = 0.1\n";
   }
-  const auto result = run_lenet5("--config '" + (dir / "typo.toml").string() + "' train", dir);
+  const auto result = run_lenet5("--config '" + typo + "' " + command, dir);
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_TRUE(mentions(result.err, "learning-rate")) << result.err;
+}
+
+TEST(Cli, UnknownConfigKeysAreErrors) {
+  TempDir dir;
+  expect_unknown_key_refused(dir, "train");
 }
 
 // bench trains with the config file's [train] section (as train does), the command line winning.
@@ -158,12 +165,7 @@ TEST(Cli, BenchUsesTheConfigTrainSectionAndFlagsWin) {
   EXPECT_TRUE(mentions(result.out, "\"schedule\":\"one-cycle\"")) << result.out;
   EXPECT_TRUE(mentions(result.out, "\"epochs\":1")) << result.out;  // the flag wins over the file
 
-  {
-    std::ofstream(dir / "bad.toml") << "[train]\nlearning-rate = 0.1\n";
-  }
-  const auto bad = run_lenet5("--config '" + (dir / "bad.toml").string() + "' bench --device cpu", dir);
-  EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  EXPECT_TRUE(mentions(bad.err, "learning-rate")) << bad.err;
+  expect_unknown_key_refused(dir, "bench --device cpu");
 }
 
 TEST(Cli, RuntimeFailuresExitWithOneAndSayHowToFix) {

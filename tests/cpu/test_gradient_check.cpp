@@ -87,6 +87,40 @@ void expect_gradient(const std::string& what, const std::function<double()>& los
   EXPECT_GT(largest, 10 * kFloor) << what << " is (nearly) zero everywhere";
 }
 
+// The passes of a layer with weights and a bias, y = forward(x, weight, bias), in double.
+template <class Shape>
+struct WeightedLayerPasses {
+  void (*forward)(const Shape&, const double* x, const double* weight, const double* bias,
+                  double* y);
+  void (*backward_input)(const Shape&, const double* dL_dy, const double* weight, double* dL_dx);
+  void (*backward_weights)(const Shape&, const double* x, const double* dL_dy, double* dL_dweight,
+                           double* dL_dbias);
+};
+
+struct WeightedLayerValues {
+  Doubles x, weight, bias;
+};
+
+// The layer's dL/dx, dL/dweight and dL/dbias for L = sum(r * y) at `at`, against central
+// differences; `layer` names it in the messages.
+template <class Shape>
+void expect_weighted_layer_gradients(const std::string& layer, const Shape& s,
+                                     const WeightedLayerPasses<Shape>& passes,
+                                     WeightedLayerValues at, const Doubles& r) {
+  Doubles &x = at.x, &w = at.weight, &b = at.bias;
+  const auto loss = [&] {
+    Doubles y(r.size());
+    passes.forward(s, x.data(), w.data(), b.data(), y.data());
+    return weighted_sum(r, y);
+  };
+  Doubles dx(x.size()), dw(w.size()), db(b.size());
+  passes.backward_input(s, r.data(), w.data(), dx.data());
+  passes.backward_weights(s, x.data(), r.data(), dw.data(), db.data());
+  expect_gradient(layer + " dL/dx", loss, x, dx);
+  expect_gradient(layer + " dL/dweight", loss, w, dw);
+  expect_gradient(layer + " dL/dbias", loss, b, db);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Layers.
 
@@ -95,21 +129,13 @@ void expect_gradient(const std::string& what, const std::function<double()>& los
 TEST(GradientCheck, ConvolutionInputWeightsAndBias) {
   const lenet5::ConvShape s{2, 3, 6, 6, 2, 3};
   const std::size_t y_count = std::size_t(s.n) * s.m * s.h_out() * s.w_out();
-  Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 1);
-  Doubles w = random_doubles(std::size_t(s.m) * s.c * s.k * s.k, 2);
-  Doubles b = random_doubles(std::size_t(s.m), 3);
-  const Doubles r = random_doubles(y_count, 4);
-  const auto loss = [&] {
-    Doubles y(y_count);
-    lenet5::conv_forward_cpu(s, x.data(), w.data(), b.data(), y.data());
-    return weighted_sum(r, y);
-  };
-  Doubles dx(x.size()), dw(w.size()), db(b.size());
-  lenet5::conv_backward_input_cpu(s, r.data(), w.data(), dx.data());
-  lenet5::conv_backward_weights_cpu(s, x.data(), r.data(), dw.data(), db.data());
-  expect_gradient("conv dL/dx", loss, x, dx);
-  expect_gradient("conv dL/dweight", loss, w, dw);
-  expect_gradient("conv dL/dbias", loss, b, db);
+  expect_weighted_layer_gradients(
+      "conv", s,
+      {lenet5::conv_forward_cpu<double>, lenet5::conv_backward_input_cpu<double>,
+       lenet5::conv_backward_weights_cpu<double>},
+      {random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 1),
+       random_doubles(std::size_t(s.m) * s.c * s.k * s.k, 2), random_doubles(std::size_t(s.m), 3)},
+      random_doubles(y_count, 4));
 }
 
 // The subsampling layer's dL/dx and dL/dbias at x, against central differences (the bias and the
@@ -178,21 +204,13 @@ TEST(GradientCheck, EveryActivation) {
 
 TEST(GradientCheck, FullyConnectedInputWeightsAndBias) {
   const lenet5::FcShape s{3, 7, 5};
-  Doubles x = random_doubles(std::size_t(s.n) * s.in, 13);
-  Doubles w = random_doubles(std::size_t(s.out) * s.in, 14);
-  Doubles b = random_doubles(std::size_t(s.out), 15);
-  const Doubles r = random_doubles(std::size_t(s.n) * s.out, 16);
-  const auto loss = [&] {
-    Doubles y(r.size());
-    lenet5::fc_forward_cpu(s, x.data(), w.data(), b.data(), y.data());
-    return weighted_sum(r, y);
-  };
-  Doubles dx(x.size()), dw(w.size()), db(b.size());
-  lenet5::fc_backward_input_cpu(s, r.data(), w.data(), dx.data());
-  lenet5::fc_backward_weights_cpu(s, x.data(), r.data(), dw.data(), db.data());
-  expect_gradient("fc dL/dx", loss, x, dx);
-  expect_gradient("fc dL/dweight", loss, w, dw);
-  expect_gradient("fc dL/dbias", loss, b, db);
+  expect_weighted_layer_gradients(
+      "fc", s,
+      {lenet5::fc_forward_cpu<double>, lenet5::fc_backward_input_cpu<double>,
+       lenet5::fc_backward_weights_cpu<double>},
+      {random_doubles(std::size_t(s.n) * s.in, 13), random_doubles(std::size_t(s.out) * s.in, 14),
+       random_doubles(std::size_t(s.out), 15)},
+      random_doubles(std::size_t(s.n) * s.out, 16));
 }
 
 // dL_dlogits is the gradient of the MEAN loss, loss_sum / n (the 1/n of reference_cpu.hpp).

@@ -324,22 +324,28 @@ TEST(FullyConnectedCpu, BatchSumsWeightGradients) {
 // Activations: values and slopes (slope written through the output y). Reference values from the
 // closed forms in double; 1e-12 allows for libm's last-bit differences.
 
+// f and its slope at x = 0 (exact), at x = 1, and f(-1).
+struct ActivationValues {
+  double at_0, slope_at_0, at_1, slope_at_1, at_minus_1;
+};
+
+void expect_values_and_slopes(Activation kind, const ActivationValues& expected) {
+  EXPECT_EQ(lenet5::activate(kind, 0.0), expected.at_0);
+  EXPECT_EQ(lenet5::activation_slope(kind, expected.at_0), expected.slope_at_0);
+  const double y1 = lenet5::activate(kind, 1.0);
+  EXPECT_NEAR(y1, expected.at_1, 1e-12);
+  EXPECT_NEAR(lenet5::activation_slope(kind, y1), expected.slope_at_1, 1e-12);
+  EXPECT_NEAR(lenet5::activate(kind, -1.0), expected.at_minus_1, 1e-12);
+}
+
 TEST(ActivationMath, TanhValuesAndSlopes) {
-  EXPECT_EQ(lenet5::activate(Activation::tanh, 0.0), 0.0);
-  EXPECT_EQ(lenet5::activation_slope(Activation::tanh, 0.0), 1.0);
-  const double y1 = lenet5::activate(Activation::tanh, 1.0);
-  EXPECT_NEAR(y1, 0.7615941559557649, 1e-12);
-  EXPECT_NEAR(lenet5::activation_slope(Activation::tanh, y1), 0.41997434161402614, 1e-12);
-  EXPECT_NEAR(lenet5::activate(Activation::tanh, -1.0), -0.7615941559557649, 1e-12);
+  expect_values_and_slopes(Activation::tanh, {0.0, 1.0, 0.7615941559557649, 0.41997434161402614,
+                                              -0.7615941559557649});
 }
 
 TEST(ActivationMath, SigmoidValuesAndSlopes) {
-  EXPECT_EQ(lenet5::activate(Activation::sigmoid, 0.0), 0.5);
-  EXPECT_EQ(lenet5::activation_slope(Activation::sigmoid, 0.5), 0.25);
-  const double y1 = lenet5::activate(Activation::sigmoid, 1.0);
-  EXPECT_NEAR(y1, 0.7310585786300049, 1e-12);
-  EXPECT_NEAR(lenet5::activation_slope(Activation::sigmoid, y1), 0.19661193324148185, 1e-12);
-  EXPECT_NEAR(lenet5::activate(Activation::sigmoid, -1.0), 1.0 - 0.7310585786300049, 1e-12);
+  expect_values_and_slopes(Activation::sigmoid, {0.5, 0.25, 0.7310585786300049,
+                                                 0.19661193324148185, 1.0 - 0.7310585786300049});
 }
 
 // f(x) = 1.7159 tanh(2x/3): LeCun's constants are rounded, so f(1) = 0.99999..., not exactly 1;

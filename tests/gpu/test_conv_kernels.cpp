@@ -180,12 +180,12 @@ using VersionAndCase = std::tuple<ConvAlgo, ConvCase>;
 
 class ConvKernels : public testing::TestWithParam<VersionAndCase> {
  protected:
+  void SetUp() override { LENET5_REQUIRE_GPU(); }  // skips every test of the suite without one
   ConvAlgo version() const { return std::get<0>(GetParam()); }
   ConvShape shape() const { return std::get<1>(GetParam()).shape; }
 };
 
 TEST_P(ConvKernels, ForwardMatchesCpuExactlyOnIntegers) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = integer_data(s, 11);
   EXPECT_TRUE(all_equal(forward_gpu(version(), s, d, true), forward_cpu(s, d, true)))
@@ -195,14 +195,12 @@ TEST_P(ConvKernels, ForwardMatchesCpuExactlyOnIntegers) {
 }
 
 TEST_P(ConvKernels, BackwardInputMatchesCpuExactlyOnIntegers) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = integer_data(s, 21);
   EXPECT_TRUE(all_equal(backward_input_gpu(version(), s, d), backward_input_cpu(s, d)));
 }
 
 TEST_P(ConvKernels, BackwardWeightsAndBiasMatchCpuExactlyOnIntegers) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = integer_data(s, 31);
   const WeightGrads gpu = backward_weights_gpu(version(), s, d, true);
@@ -212,7 +210,6 @@ TEST_P(ConvKernels, BackwardWeightsAndBiasMatchCpuExactlyOnIntegers) {
 }
 
 TEST_P(ConvKernels, BackwardWeightsWithoutBiasMatchesCpuExactlyOnIntegers) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = integer_data(s, 41);
   EXPECT_TRUE(all_equal(backward_weights_gpu(version(), s, d, false).weight,
@@ -222,7 +219,6 @@ TEST_P(ConvKernels, BackwardWeightsWithoutBiasMatchesCpuExactlyOnIntegers) {
 // A connection table (C3's, in LeNet) zeroes the gradient of absent (m, c) pairs: the kernel must
 // multiply each weight's sum by its mask entry. Random 0/1 per (m, c), the same for its K x K taps.
 TEST_P(ConvKernels, BackwardWeightsAppliesMask) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = integer_data(s, 51);
   const std::vector<float> pairs = random_integers(std::size_t(s.m) * s.c, 0, 1, 52);
@@ -237,7 +233,6 @@ TEST_P(ConvKernels, BackwardWeightsAppliesMask) {
 }
 
 TEST_P(ConvKernels, ForwardMatchesCpuOnRandomFloats) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = float_data(s, 61);
   EXPECT_TRUE(all_close(forward_gpu(version(), s, d, true), forward_cpu(s, d, true),
@@ -245,7 +240,6 @@ TEST_P(ConvKernels, ForwardMatchesCpuOnRandomFloats) {
 }
 
 TEST_P(ConvKernels, BackwardInputMatchesCpuOnRandomFloats) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = float_data(s, 71);
   EXPECT_TRUE(all_close(backward_input_gpu(version(), s, d), backward_input_cpu(s, d),
@@ -253,7 +247,6 @@ TEST_P(ConvKernels, BackwardInputMatchesCpuOnRandomFloats) {
 }
 
 TEST_P(ConvKernels, BackwardWeightsMatchCpuOnRandomFloats) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = float_data(s, 81);
   const WeightGrads gpu = backward_weights_gpu(version(), s, d, true);
@@ -266,7 +259,6 @@ TEST_P(ConvKernels, BackwardWeightsMatchCpuOnRandomFloats) {
 // Fixed assignment of terms to threads and a fixed reduction tree: the same inputs give the same
 // bits every time (float atomics would not).
 TEST_P(ConvKernels, BackwardWeightsAreBitIdenticalRunToRun) {
-  LENET5_REQUIRE_GPU();
   const ConvShape s = shape();
   const ConvData d = float_data(s, 91);
   const WeightGrads first = backward_weights_gpu(version(), s, d, true);

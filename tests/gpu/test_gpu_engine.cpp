@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -50,10 +51,18 @@ const Mnist* mnist(std::string* why) {
   return data.get();
 }
 
-#define REQUIRE_MNIST(name)         \
-  std::string why_;                 \
-  const Mnist* name = mnist(&why_); \
-  if (!name) GTEST_SKIP() << why_
+// Every test of the suite needs a GPU and MNIST; without either it is skipped, with the reason.
+class GpuEngine : public testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    std::string why;
+    data = mnist(&why);
+    if (!data) GTEST_SKIP() << why;
+  }
+
+  const Mnist* data = nullptr;
+};
 
 Dataset first_images(const Dataset& data, int count) {
   Dataset subset;
@@ -74,6 +83,17 @@ EpochTotals train_one_epoch(Engine& engine, const Dataset& train, std::uint64_t 
   engine.begin_epoch(epoch_permutation(seed, 0, train.count), std::vector<float>(steps, kLr));
   engine.train_steps(0, std::min(steps, max_steps));
   return engine.take_epoch_totals();
+}
+
+// Both engines from the weights of `seed` (which must agree), then the first `max_steps` steps of
+// epoch 0 over `train` in each; the epoch totals of each.
+std::pair<EpochTotals, EpochTotals> train_from_same_start(Engine& a, Engine& b,
+                                                          const Dataset& train,
+                                                          std::uint64_t seed, int max_steps) {
+  a.initialise(seed);
+  b.initialise(seed);
+  EXPECT_TRUE(a.parameters() == b.parameters()) << "initialisation differs";
+  return {train_one_epoch(a, train, seed, max_steps), train_one_epoch(b, train, seed, max_steps)};
 }
 
 // The weights after one epoch over `train` from the weights of `seed`.
@@ -108,9 +128,7 @@ int argmax(const float* p) {
 // (2,000 images, batch 64, lr 0.05, momentum 0.9; seeds 1-3), and the GPU computes the same
 // function. 70% leaves room for order-of-summation effects while a wrong gradient anywhere keeps
 // the network far below it.
-TEST(GpuEngine, LearnsFromTwoThousandImagesInOneEpoch) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, LearnsFromTwoThousandImagesInOneEpoch) {
   const Dataset train = first_images(data->train, 2000);
   auto engine = gpu_engine();
   engine->initialise(1);
@@ -131,15 +149,10 @@ TEST(GpuEngine, LearnsFromTwoThousandImagesInOneEpoch) {
 
 // No atomics in any reduction that feeds the weights, one stream, cuBLAS in a fixed
 // configuration: two runs from the same seed on the same data must agree bit for bit.
-TEST(GpuEngine, SameSeedSameDataGivesBitIdenticalParameters) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, SameSeedSameDataGivesBitIdenticalParameters) {
   const Dataset train = first_images(data->train, 2000);
   auto first = gpu_engine(), second = gpu_engine();
-  first->initialise(7);
-  second->initialise(7);
-  const EpochTotals a = train_one_epoch(*first, train, 7, 30);
-  const EpochTotals b = train_one_epoch(*second, train, 7, 30);
+  const auto [a, b] = train_from_same_start(*first, *second, train, 7, 30);
   EXPECT_TRUE(first->parameters() == second->parameters());
   ASSERT_FALSE(velocity(*first).empty());
   EXPECT_TRUE(velocity(*first) == velocity(*second));
@@ -156,9 +169,7 @@ TEST(GpuEngine, SameSeedSameDataGivesBitIdenticalParameters) {
 // where the top two logits are that close, which in a trained network is rare: we allow 2 flips in
 // 1,000 and probabilities within 1e-4 (an H200 gave 0 flips and 1e-6). The loss sums agree to far
 // better than 1e-4 relative.
-TEST(GpuEngine, EvaluationMatchesCpuEngineFromTheSameWeights) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, EvaluationMatchesCpuEngineFromTheSameWeights) {
   auto gpu = gpu_engine();
   gpu->initialise(3);
   train_one_epoch(*gpu, first_images(data->train, 2000), 3);
@@ -199,16 +210,11 @@ TEST(GpuEngine, EvaluationMatchesCpuEngineFromTheSameWeights) {
 // 50,176 terms (C1's weights) and ulp-level activation differences gave at most 5e-6 on an H200
 // (C1), so 1e-4 leaves a factor 20, while any indexing error gives O(1). The parameters w - lr*v
 // then differ by at most lr * |dv| plus an ulp or two of w.
-TEST(GpuEngine, OneStepMatchesCpuEngine) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, OneStepMatchesCpuEngine) {
   const Dataset train = first_images(data->train, 2000);
   auto gpu = gpu_engine(), cpu = cpu_engine();
-  gpu->initialise(5);
-  cpu->initialise(5);
-  ASSERT_TRUE(gpu->parameters() == cpu->parameters()) << "initialisation differs";
-  const EpochTotals tg = train_one_epoch(*gpu, train, 5, 1);
-  const EpochTotals tc = train_one_epoch(*cpu, train, 5, 1);
+  const auto [tg, tc] = train_from_same_start(*gpu, *cpu, train, 5, 1);
+  if (HasFailure()) return;  // the engines started from different weights
   EXPECT_EQ(tg.seen, kBatch);
   EXPECT_NEAR(tg.loss_sum, tc.loss_sum, 1e-5 * tc.loss_sum);
   EXPECT_LE(std::llabs(tg.correct - tc.correct), 1);
@@ -239,9 +245,7 @@ TEST(GpuEngine, OneStepMatchesCpuEngine) {
 // The graph replays exactly the launches it recorded: an epoch replayed from the graph and the
 // same epoch launched kernel by kernel must give bit-identical weights, and a second epoch reuses
 // the graph (same buffers, new permutation and rates uploaded into them).
-TEST(GpuEngine, EpochGraphMatchesDirectLaunchesBitForBit) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, EpochGraphMatchesDirectLaunchesBitForBit) {
   const Dataset train = first_images(data->train, 1000);
   auto graphed = gpu_engine(true), direct = gpu_engine(false);
   for (Engine* engine : {graphed.get(), direct.get()}) {
@@ -267,9 +271,7 @@ TEST(GpuEngine, EpochGraphMatchesDirectLaunchesBitForBit) {
 // and an epoch of training moves the weights to the same place up to rounding (different
 // summation orders, fused multiply-adds and the device's activation functions differ in the last
 // bits; over 16 steps such differences stay around 1e-6, far below 1e-3).
-TEST(GpuEngine, BookAndFastKernelsComputeTheSameNetwork) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, BookAndFastKernelsComputeTheSameNetwork) {
   NetConfig book_config, fast_config;
   book_config.kernels = GpuKernels::book;
   fast_config.kernels = GpuKernels::fast;
@@ -294,9 +296,7 @@ TEST(GpuEngine, BookAndFastKernelsComputeTheSameNetwork) {
 }
 
 // The book's kernel set is as deterministic as the fast one.
-TEST(GpuEngine, BookKernelsAreDeterministicToo) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, BookKernelsAreDeterministicToo) {
   NetConfig config;
   config.kernels = GpuKernels::book;
   const Dataset train = first_images(data->train, 640);
@@ -307,9 +307,7 @@ TEST(GpuEngine, BookKernelsAreDeterministicToo) {
 // weights in the same order lands on the same weights up to rounding (its sums run in other
 // orders; the bound is the one of BookAndFastKernelsComputeTheSameNetwork, for the same reason),
 // with the same loss statistics, and the network it trains learns.
-TEST(GpuEngine, WholeStepKernelsTrainLikeTheFastKernels) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, WholeStepKernelsTrainLikeTheFastKernels) {
   NetConfig fast_config, whole_config;
   whole_config.kernels = GpuKernels::whole_step;
   auto fast = make_gpu_engine(fast_config, kMomentum, kBatch);
@@ -337,9 +335,7 @@ TEST(GpuEngine, WholeStepKernelsTrainLikeTheFastKernels) {
 
 // No atomics: two whole-step runs from the same seed agree bit for bit, and the epoch replayed as
 // a CUDA graph agrees bit for bit with the same steps launched one by one.
-TEST(GpuEngine, WholeStepKernelsAreDeterministicWithAndWithoutGraphs) {
-  SKIP_WITHOUT_GPU();
-  REQUIRE_MNIST(data);
+TEST_F(GpuEngine, WholeStepKernelsAreDeterministicWithAndWithoutGraphs) {
   NetConfig config;
   config.kernels = GpuKernels::whole_step;
   const Dataset train = first_images(data->train, 640);

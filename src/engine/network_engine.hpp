@@ -1,0 +1,48 @@
+// NetworkEngine: the part of an Engine that both engines share, the network's parameters and the
+// optimizer's state on the engine's device, and the operations that only read or replace them
+// (fresh weights, host copies, a checkpoint's state). Each engine adds its own step and passes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
+#include "core/optimizer.hpp"
+#include "core/sgd.hpp"
+#include "engine/engine.hpp"
+#include "engine/network.hpp"
+#include "engine/optimizers.hpp"
+
+namespace lenet5 {
+
+class NetworkEngine : public Engine {
+ public:
+  const ParamLayout& layout() const override { return m_network.layout(); }
+
+  void initialise(std::uint64_t seed) override {
+    m_network.initialise(seed);
+    m_state.zero();
+  }
+  std::vector<float> parameters() const override { return m_network.parameters().to_vector(); }
+  OptimizerState optimizer_state() const override { return m_state.to_host(); }
+  void set_state(const std::vector<float>& parameters, const OptimizerState& state) override {
+    check_parameter_count(m_network.layout(), parameters);
+    m_network.parameters().copy_from_host(parameters.data());
+    m_state.set(state);
+  }
+
+ protected:
+  // The state buffers are the optimizer's under `sgd`, as long as the network's parameters.
+  NetworkEngine(const NetConfig& net, Device device, int max_batch,
+                const OptimizerDescription& optimizer, const SgdSettings& sgd)
+      : m_network(net, device, max_batch),
+        m_state(optimizer, sgd, device, m_network.layout().buffer_floats) {}
+
+  // The engines' steps read and write these directly, as they did when each engine held its own.
+  Network<float> m_network;
+  OptimizerBuffers m_state;
+};
+
+}  // namespace lenet5
