@@ -19,9 +19,7 @@ Command add_classify_command(CLI::App& parent) {
     int top = 1;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("--checkpoint", o->checkpoint, "checkpoint file (.safetensors)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_checkpoint_option(*cmd, o->checkpoint);
   cmd->add_option("images", o->images, "image files")->required();
   cmd->add_flag("--json", o->json, "print a JSON array, one object per image");
   cmd->add_option("--top", o->top, "also list the K most likely digits")

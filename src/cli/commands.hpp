@@ -27,6 +27,13 @@ inline CLI::App* add_subcommand(CLI::App& parent, const std::string& name,
   return command;
 }
 
+// --checkpoint F, required and an existing file: the model that evaluate and classify load.
+inline CLI::Option* add_checkpoint_option(CLI::App& command, std::string& file) {
+  return command.add_option("--checkpoint", file, "checkpoint file (.safetensors)")
+      ->required()
+      ->check(CLI::ExistingFile);
+}
+
 // A subcommand's one registration, at namespace scope in its own file:
 //   const CommandRegistration kEvaluate{20, add_evaluate_command};
 // `order` places it in `lenet5 --help`, smallest first (the keys go in tens, leaving room between).

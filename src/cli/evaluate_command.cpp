@@ -16,9 +16,7 @@ Command add_evaluate_command(CLI::App& parent) {
     bool json = false;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("--checkpoint", o->checkpoint, "checkpoint file (.safetensors)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_checkpoint_option(*cmd, o->checkpoint);
   cmd->add_option("--data", o->data, "MNIST folder (default: $LENET5_DATA or data/mnist)");
   cmd->add_option("--device", o->device, "auto|gpu|cpu")->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object instead of tables");

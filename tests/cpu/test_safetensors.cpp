@@ -58,6 +58,17 @@ std::string image(std::string header, std::size_t n_data) {
   return u64_le(header.size()) + header + std::string(n_data, '\x01');
 }
 
+// The JSON header of two F32 tensors of `elements` values each, at the given data offsets, written
+// as text so that the names may repeat (a JSON object built in code would keep only one).
+std::string two_tensors(const std::string& a, int a_begin, int a_end, const std::string& b,
+                        int b_begin, int b_end, int elements) {
+  const auto entry = [&](const std::string& name, int begin, int end) {
+    return "\"" + name + "\": {\"dtype\": \"F32\", \"shape\": [" + std::to_string(elements) +
+           "], \"data_offsets\": [" + std::to_string(begin) + ", " + std::to_string(end) + "]}";
+  };
+  return "{" + entry(a, a_begin, a_end) + ", " + entry(b, b_begin, b_end) + "}";
+}
+
 std::string valid_image() {
   static const std::vector<float> a = {1, 2, 3, 4, 5, 6};
   static const std::vector<float> b = {7, 8};
@@ -280,16 +291,12 @@ TEST(SafetensorsCorrupt, OffsetsPastEndOfData) {
 }
 
 TEST(SafetensorsCorrupt, OverlappingTensors) {
-  expect_decode_error(image(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                                "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
-                            12),
+  expect_decode_error(image(two_tensors("a", 0, 8, "b", 4, 12, 2), 12),
                       {"tensors \"a\" [0, 8] and \"b\" [4, 12] overlap"});
 }
 
 TEST(SafetensorsCorrupt, GapsInDataArea) {
-  expect_decode_error(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-                                "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
-                            12),
+  expect_decode_error(image(two_tensors("a", 0, 4, "b", 8, 12, 1), 12),
                       {"bytes [4, 8) of the data area are not covered by any tensor"});
   expect_decode_error(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8),
                       {"bytes [0, 4) of the data area are not covered"});
@@ -306,9 +313,7 @@ TEST(SafetensorsCorrupt, MetadataNotStringMap) {
 
 // nlohmann::json keeps the last of duplicate keys; the first entry's bytes are then orphaned.
 TEST(SafetensorsCorrupt, DuplicateKeyLeavesOrphanedBytes) {
-  expect_decode_error(image(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-                                "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
-                            8),
+  expect_decode_error(image(two_tensors("a", 0, 4, "a", 4, 8, 1), 8),
                       {"bytes [0, 4) of the data area are not covered"});
 }
 

@@ -68,6 +68,23 @@ inline Buffer<float> poisoned(std::size_t count) {
   return device;
 }
 
+// The `count` floats that `compute(out)` writes on the host: a CPU reference's output.
+template <class Compute>
+std::vector<float> cpu_output(std::size_t count, Compute compute) {
+  std::vector<float> out(count);
+  compute(out.data());
+  return out;
+}
+
+// The `count` floats that `launch(out)` writes into a poisoned device buffer, brought back: an
+// element the kernels leave unwritten stays NaN, and the comparisons count NaNs.
+template <class Launch>
+std::vector<float> gpu_output(std::size_t count, Launch launch) {
+  Buffer<float> out = poisoned(count);
+  launch(out.data());
+  return download(out);
+}
+
 // Integers in [lo, hi] stored as float: products and sums of a few thousand of them stay far below
 // 2^24, so every partial sum is exact in float32 and any summation order gives the same bits.
 inline std::vector<float> random_integers(std::size_t count, int lo, int hi, unsigned seed) {

@@ -57,43 +57,44 @@ PoolData float_data(const PoolShape& s, unsigned seed) {
 
 // ---- CPU reference and GPU runs, vectors in and out ---------------------------------------------
 
-std::vector<float> forward_cpu(const PoolShape& s, Subsampling kind, const PoolData& d) {
-  std::vector<float> y(y_count(s));
-  lenet5::subsample_forward_cpu<float>(s, kind, d.x.data(), d.bias.data(), y.data());
-  return y;
-}
+// One direction's output from the GPU kernel and from the CPU reference, on the same inputs.
+struct Outputs {
+  std::vector<float> gpu, cpu;
+};
 
-std::vector<float> forward_gpu(const PoolShape& s, Subsampling kind, const PoolData& d) {
+Outputs forward(const PoolShape& s, Subsampling kind, const PoolData& d) {
   const Buffer<float> x = upload(d.x), bias = upload(d.bias);
-  Buffer<float> y = poisoned(y_count(s));
-  lenet5::cuda::subsample_forward(s, kind, x.data(), bias.data(), y.data(), nullptr);
-  return download(y);
+  return {gpu_output(y_count(s),
+                     [&](float* y) {
+                       lenet5::cuda::subsample_forward(s, kind, x.data(), bias.data(), y, nullptr);
+                     }),
+          cpu_output(y_count(s), [&](float* y) {
+            lenet5::subsample_forward_cpu<float>(s, kind, d.x.data(), d.bias.data(), y);
+          })};
 }
 
-std::vector<float> backward_input_cpu(const PoolShape& s, Subsampling kind, const PoolData& d) {
-  std::vector<float> dL_dx(x_count(s));
-  lenet5::subsample_backward_input_cpu<float>(s, kind, d.x.data(), d.dL_dy.data(), dL_dx.data());
-  return dL_dx;
-}
-
-std::vector<float> backward_input_gpu(const PoolShape& s, Subsampling kind, const PoolData& d) {
+Outputs backward_input(const PoolShape& s, Subsampling kind, const PoolData& d) {
   const Buffer<float> x = upload(d.x), dL_dy = upload(d.dL_dy);
-  Buffer<float> dL_dx = poisoned(x_count(s));
-  lenet5::cuda::subsample_backward_input(s, kind, x.data(), dL_dy.data(), dL_dx.data(), nullptr);
-  return download(dL_dx);
+  return {gpu_output(x_count(s),
+                     [&](float* dL_dx) {
+                       lenet5::cuda::subsample_backward_input(s, kind, x.data(), dL_dy.data(),
+                                                              dL_dx, nullptr);
+                     }),
+          cpu_output(x_count(s), [&](float* dL_dx) {
+            lenet5::subsample_backward_input_cpu<float>(s, kind, d.x.data(), d.dL_dy.data(),
+                                                        dL_dx);
+          })};
 }
 
-std::vector<float> backward_bias_cpu(const PoolShape& s, const std::vector<float>& dL_dy) {
-  std::vector<float> dL_dbias(std::size_t(s.c));
-  lenet5::subsample_backward_bias_cpu<float>(s, dL_dy.data(), dL_dbias.data());
-  return dL_dbias;
-}
-
-std::vector<float> backward_bias_gpu(const PoolShape& s, const std::vector<float>& dL_dy) {
+Outputs backward_bias(const PoolShape& s, const std::vector<float>& dL_dy) {
   const Buffer<float> dy = upload(dL_dy);
-  Buffer<float> dL_dbias = poisoned(std::size_t(s.c));
-  lenet5::cuda::subsample_backward_bias(s, dy.data(), dL_dbias.data(), nullptr);
-  return download(dL_dbias);
+  return {gpu_output(std::size_t(s.c),
+                     [&](float* dL_dbias) {
+                       lenet5::cuda::subsample_backward_bias(s, dy.data(), dL_dbias, nullptr);
+                     }),
+          cpu_output(std::size_t(s.c), [&](float* dL_dbias) {
+            lenet5::subsample_backward_bias_cpu<float>(s, dL_dy.data(), dL_dbias);
+          })};
 }
 
 // Elements of dL/dX outside every full window: rows >= H_out*K or columns >= W_out*K.
@@ -130,8 +131,10 @@ TEST_P(SubsampleKernels, ForwardMatchesCpuExactlyOnIntegers) {
   LENET5_REQUIRE_GPU();
   const PoolShape s = GetParam().shape;
   const PoolData d = integer_data(s, 101);
-  for (Subsampling kind : kKinds)
-    EXPECT_TRUE(all_equal(forward_gpu(s, kind, d), forward_cpu(s, kind, d))) << name_of(kind);
+  for (Subsampling kind : kKinds) {
+    const Outputs y = forward(s, kind, d);
+    EXPECT_TRUE(all_equal(y.gpu, y.cpu)) << name_of(kind);
+  }
 }
 
 TEST_P(SubsampleKernels, BackwardInputMatchesCpuExactlyOnIntegers) {
@@ -139,9 +142,9 @@ TEST_P(SubsampleKernels, BackwardInputMatchesCpuExactlyOnIntegers) {
   const PoolShape s = GetParam().shape;
   const PoolData d = integer_data(s, 111);
   for (Subsampling kind : kKinds) {
-    const std::vector<float> dL_dx = backward_input_gpu(s, kind, d);
-    EXPECT_TRUE(all_equal(dL_dx, backward_input_cpu(s, kind, d))) << name_of(kind);
-    EXPECT_EQ(nonzero_beyond_last_window(s, dL_dx), 0u) << name_of(kind);
+    const Outputs dL_dx = backward_input(s, kind, d);
+    EXPECT_TRUE(all_equal(dL_dx.gpu, dL_dx.cpu)) << name_of(kind);
+    EXPECT_EQ(nonzero_beyond_last_window(s, dL_dx.gpu), 0u) << name_of(kind);
   }
 }
 
@@ -153,9 +156,9 @@ TEST_P(SubsampleKernels, ForwardAndBackwardInputMatchCpuBitForBitOnRandomFloats)
   const PoolShape s = GetParam().shape;
   const PoolData d = float_data(s, 121);
   for (Subsampling kind : kKinds) {
-    EXPECT_TRUE(all_equal(forward_gpu(s, kind, d), forward_cpu(s, kind, d))) << name_of(kind);
-    EXPECT_TRUE(all_equal(backward_input_gpu(s, kind, d), backward_input_cpu(s, kind, d)))
-        << name_of(kind);
+    const Outputs y = forward(s, kind, d), dL_dx = backward_input(s, kind, d);
+    EXPECT_TRUE(all_equal(y.gpu, y.cpu)) << name_of(kind);
+    EXPECT_TRUE(all_equal(dL_dx.gpu, dL_dx.cpu)) << name_of(kind);
   }
 }
 
@@ -163,7 +166,8 @@ TEST_P(SubsampleKernels, BackwardBiasMatchesCpuExactlyOnIntegers) {
   LENET5_REQUIRE_GPU();
   const PoolShape s = GetParam().shape;
   const PoolData d = integer_data(s, 131);
-  EXPECT_TRUE(all_equal(backward_bias_gpu(s, d.dL_dy), backward_bias_cpu(s, d.dL_dy)));
+  const Outputs dL_dbias = backward_bias(s, d.dL_dy);
+  EXPECT_TRUE(all_equal(dL_dbias.gpu, dL_dbias.cpu));
 }
 
 // Random floats: the GPU adds the N*H_out*W_out terms of each bias (at most 2,352 here) in another
@@ -173,16 +177,16 @@ TEST_P(SubsampleKernels, BackwardBiasMatchesCpuOnRandomFloats) {
   LENET5_REQUIRE_GPU();
   const PoolShape s = GetParam().shape;
   const PoolData d = float_data(s, 141);
-  EXPECT_TRUE(all_close(backward_bias_gpu(s, d.dL_dy), backward_bias_cpu(s, d.dL_dy),
-                        backward_bias_cpu(s, absolute(d.dL_dy)), 1e-5));
+  const Outputs dL_dbias = backward_bias(s, d.dL_dy);
+  EXPECT_TRUE(all_close(dL_dbias.gpu, dL_dbias.cpu, backward_bias(s, absolute(d.dL_dy)).cpu, 1e-5));
 }
 
 TEST_P(SubsampleKernels, BackwardBiasIsBitIdenticalRunToRun) {
   LENET5_REQUIRE_GPU();
   const PoolShape s = GetParam().shape;
   const PoolData d = float_data(s, 151);
-  const std::vector<float> first = backward_bias_gpu(s, d.dL_dy);
-  const std::vector<float> second = backward_bias_gpu(s, d.dL_dy);
+  const std::vector<float> first = backward_bias(s, d.dL_dy).gpu;
+  const std::vector<float> second = backward_bias(s, d.dL_dy).gpu;
   ASSERT_EQ(count_nans(first), 0u);
   ASSERT_EQ(first.size(), second.size());
   EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0);
@@ -201,7 +205,7 @@ TEST(SubsampleKernelsExamples, Fig16_5AverageOfOneToSixteen) {
   const PoolShape s{1, 1, 4, 4, 2};
   PoolData d{std::vector<float>(16), {0}, {}};
   for (int i = 0; i < 16; ++i) d.x[std::size_t(i)] = float(i + 1);
-  EXPECT_TRUE(all_equal(forward_gpu(s, Subsampling::average, d), {3.5f, 5.5f, 11.5f, 13.5f}));
+  EXPECT_TRUE(all_equal(forward(s, Subsampling::average, d).gpu, {3.5f, 5.5f, 11.5f, 13.5f}));
 }
 
 // Four 2x2 windows, three with tied maxima; the gradient of each goes to its first maximum in
@@ -215,11 +219,11 @@ TEST(SubsampleKernelsExamples, MaxTiesGoToTheFirstMaximum) {
                     3, 3, 5, 5},  // window (1,1): all 5 -> (0,0)
                    {0.5f},
                    {10, 20, 30, 40}};
-  EXPECT_TRUE(all_equal(forward_gpu(s, Subsampling::max, d), {1.5f, 2.5f, 3.5f, 5.5f}));
-  EXPECT_TRUE(all_equal(backward_input_gpu(s, Subsampling::max, d), {10, 0, 0, 20,  //
-                                                                     0, 0, 0, 0,    //
-                                                                     30, 0, 40, 0,  //
-                                                                     0, 0, 0, 0}));
+  EXPECT_TRUE(all_equal(forward(s, Subsampling::max, d).gpu, {1.5f, 2.5f, 3.5f, 5.5f}));
+  EXPECT_TRUE(all_equal(backward_input(s, Subsampling::max, d).gpu, {10, 0, 0, 20,  //
+                                                                      0, 0, 0, 0,    //
+                                                                      30, 0, 40, 0,  //
+                                                                      0, 0, 0, 0}));
 }
 
 }  // namespace

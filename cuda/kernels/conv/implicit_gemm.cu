@@ -113,6 +113,25 @@ __device__ __forceinline__ Tap tap_of(int k, int K) {
   return {map, pq, p, q};
 }
 
+// The cursors' step through B's rows: a two-digit counter (outer, inner), inner in [0, inner_end)
+// and outer in [0, outer_end), that keeps a flat offset in step: `step` per count, `inner_wrap`
+// more when inner wraps to 0, and `outer_wrap` more when outer wraps too.
+template <class Offset>
+__device__ __forceinline__ void advance_odometer(int& outer, int& inner, Offset& offset,
+                                                 int outer_end, int inner_end, int step,
+                                                 Offset inner_wrap, Offset outer_wrap) {
+  ++inner;
+  offset += step;
+  if (inner == inner_end) {
+    inner = 0;
+    offset += inner_wrap;
+    if (++outer == outer_end) {
+      outer = 0;
+      offset += outer_wrap;
+    }
+  }
+}
+
 // ---- the three implicit GEMMs -------------------------------------------------------------------
 //
 // Each direction is a struct that the GEMM kernel below calls to build its tiles and store O:
@@ -148,16 +167,8 @@ struct ForwardGemm : GemmView {
     return Cursor{t.p, t.q, (t.map * d.H + t.p) * d.W + t.q};
   }
   __device__ void advance(Cursor& u) const {  // (c,p,q) -> the next tap, offset kept in step
-    ++u.q;
-    ++u.offset;
-    if (u.q == d.K) {
-      u.q = 0;
-      u.offset += d.W - d.K;  // to (c, p+1, 0)
-      if (++u.p == d.K) {
-        u.p = 0;
-        u.offset += (d.H - d.K) * d.W;  // to (c+1, 0, 0)
-      }
-    }
+    // to (c, p, q+1): +1; to (c, p+1, 0): W - K more; to (c+1, 0, 0): (H - K)*W more
+    advance_odometer(u.p, u.q, u.offset, d.K, d.K, 1, d.W - d.K, (d.H - d.K) * d.W);
   }
   __device__ float b(const Column& col, const Cursor& u) const { return x[col.base + u.offset]; }
   __device__ void store(int m, int j, float value) const {
@@ -195,17 +206,10 @@ struct BackwardInputGemm : GemmView {
     const Tap t = tap_of(k, d.K);  // t.map = m
     return Cursor{t.p, t.q, t.map * d.H_out * d.W_out - t.p * d.W_out - t.q};
   }
-  __device__ void advance(Cursor& u) const {
-    ++u.q;
-    --u.offset;
-    if (u.q == d.K) {
-      u.q = 0;
-      u.offset += d.K - d.W_out;  // to (m, p+1, 0)
-      if (++u.p == d.K) {
-        u.p = 0;
-        u.offset += d.K * d.W_out + d.H_out * d.W_out;  // to (m+1, 0, 0)
-      }
-    }
+  __device__ void advance(Cursor& u) const {  // (m,p,q) -> the next tap
+    // to (m, p, q+1): -1; to (m, p+1, 0): K - W_out more; to (m+1, 0, 0): (K + H_out)*W_out more
+    advance_odometer(u.p, u.q, u.offset, d.K, d.K, -1, d.K - d.W_out,
+                     d.K * d.W_out + d.H_out * d.W_out);
   }
   __device__ float b(const Column& col, const Cursor& u) const {
     // 0 <= h-p < H_out and 0 <= w-q < W_out, with one unsigned comparison each
@@ -250,16 +254,9 @@ struct BackwardWeightsGemm : GemmView {
     return Cursor{o.h, o.w, (long long)o.n * d.C * d.H * d.W + o.h * d.W + o.w};
   }
   __device__ void advance(Cursor& u) const {  // (n,h,w) -> the next output position
-    ++u.w;
-    ++u.base;
-    if (u.w == d.W_out) {
-      u.w = 0;
-      u.base += d.W - d.W_out;  // to (n, h+1, 0)
-      if (++u.h == d.H_out) {
-        u.h = 0;
-        u.base += (long long)(d.C * d.H - d.H_out) * d.W;  // to (n+1, 0, 0)
-      }
-    }
+    // to (n, h, w+1): +1; to (n, h+1, 0): W - W_out more; to (n+1, 0, 0): (C*H - H_out)*W more
+    advance_odometer(u.h, u.w, u.base, d.H_out, d.W_out, 1, (long long)(d.W - d.W_out),
+                     (long long)(d.C * d.H - d.H_out) * d.W);
   }
   __device__ float b(const Column& col, const Cursor& u) const {
     return col.ones ? 1.0f : x[u.base + col.offset];
