@@ -51,20 +51,16 @@ void with_filter_size(int K, Launch&& launch) {
 }
 
 #if defined(__CUDACC__)
-// Calls add(p, q, h_out, w_out), in order p, q, for each filter tap whose output (h_out, w_out) =
-// (h - p, w - q) lies inside the H_out x W_out map: the terms that input element (h, w) receives
-// in the gather form of the input gradient (versions 1 and 3).
-template <class Add>
-__device__ __forceinline__ void for_each_tap_reaching(const ConvDims& d, int h, int w, Add&& add) {
-  for (int p = 0; p < d.K; ++p) {
-    const int h_out = h - p;
-    if (h_out < 0 || h_out >= d.H_out) continue;
-    for (int q = 0; q < d.K; ++q) {
-      const int w_out = w - q;
-      if (w_out < 0 || w_out >= d.W_out) continue;
-      add(p, q, h_out, w_out);
-    }
-  }
+// The filter taps (p, q) whose output (h - p, w - q) lies inside the H_out x W_out map, for input
+// element (h, w): p in [p_begin, p_end), q in [q_begin, q_end). They are the terms that element
+// receives in the gather form of the input gradient (versions 1 and 3), visited in the order of
+// a p, q loop that skips the outputs outside the map.
+struct TapsReaching {
+  int p_begin, p_end, q_begin, q_end;
+};
+
+__device__ __forceinline__ TapsReaching taps_reaching(const ConvDims& d, int h, int w) {
+  return {max(0, h - d.H_out + 1), min(d.K, h + 1), max(0, w - d.W_out + 1), min(d.K, w + 1)};
 }
 #endif
 

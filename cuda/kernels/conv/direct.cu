@@ -70,11 +70,12 @@ __global__ void conv_backward_input_kernel1(ConvDims d, const float* __restrict_
     const auto [w, h, map] = map_element(i, d.H, d.W);
     const int c = int(map % d.C);
     const int n = int(map / d.C);
+    const TapsReaching t = taps_reaching(d, h, w);
     float acc = 0.0f;
     for (int m = 0; m < d.M; ++m)
-      for_each_tap_reaching(d, h, w, [&](int p, int q, int h_out, int w_out) {
-        acc += dL_dy[y_index(d, n, m, h_out, w_out)] * weight[weight_index(d, m, c, p, q)];
-      });
+      for (int p = t.p_begin; p < t.p_end; ++p)
+        for (int q = t.q_begin; q < t.q_end; ++q)
+          acc += dL_dy[y_index(d, n, m, h - p, w - q)] * weight[weight_index(d, m, c, p, q)];
     dL_dx[i] = acc;
   }
 }

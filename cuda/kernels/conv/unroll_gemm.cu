@@ -141,10 +141,11 @@ __global__ void conv_fold_kernel3(ConvDims d, const float* __restrict__ dx_unrol
        i += std::size_t(gridDim.x) * blockDim.x) {
     const auto [w, h, nc] = map_element(i, d.H, d.W);  // nc = n*C + c
     const float* rows_c = dx_unroll + nc * KK * HW;       // row c*K*K of sample n's CKK x HW matrix
+    const TapsReaching t = taps_reaching(d, h, w);
     float acc = 0.0f;
-    for_each_tap_reaching(d, h, w, [&](int p, int q, int h_out, int w_out) {
-      acc += rows_c[std::size_t(p * d.K + q) * HW + h_out * d.W_out + w_out];
-    });
+    for (int p = t.p_begin; p < t.p_end; ++p)
+      for (int q = t.q_begin; q < t.q_end; ++q)
+        acc += rows_c[std::size_t(p * d.K + q) * HW + (h - p) * d.W_out + (w - q)];
     dL_dx[i] = acc;
   }
 }
