@@ -32,7 +32,7 @@ class SplitMix64 {
 
 // Independent streams per purpose: the permutation of epoch e depends only on (seed, e), so a run
 // resumed at any epoch sees exactly the order an uninterrupted run would have seen.
-enum class RngStream : std::uint64_t { init = 1, shuffle = 2 };
+enum class RngStream : std::uint64_t { init = 1, shuffle = 2, augment = 3 };
 std::uint64_t stream_seed(std::uint64_t seed, RngStream stream, std::uint64_t index);
 
 // Fisher-Yates permutation of 0..count-1 for the given epoch.

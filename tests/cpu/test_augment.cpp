@@ -1,0 +1,173 @@
+// The augmentation's CPU reference (data/augment.hpp): identity at zero strength, determinism by
+// key, bounds, exact resampling of known maps, and the elastic field's size and smoothness.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "data/augment.hpp"
+
+namespace lenet5 {
+namespace {
+
+// A digit-like test image: a bright bar and a gradient, no symmetry a bug could hide behind.
+std::vector<std::uint8_t> test_image() {
+  std::vector<std::uint8_t> image(kImageBytes, 0);
+  for (int y = 4; y < 24; ++y)
+    for (int x = 10; x < 14; ++x) image[std::size_t(y * kImageSide + x)] = 255;
+  for (int x = 4; x < 24; ++x) image[std::size_t(20 * kImageSide + x)] = std::uint8_t(10 * x);
+  return image;
+}
+
+std::vector<double> augmented(const AugmentSettings& s, std::uint32_t epoch, std::uint32_t sample,
+                              std::uint64_t seed = 7) {
+  const std::vector<std::uint8_t> image = test_image();
+  std::vector<double> out(kImageBytes);
+  augment_image_cpu(image.data(), s, seed, epoch, sample, out.data());
+  return out;
+}
+
+AugmentSettings strong(AugmentKind kind) {
+  AugmentSettings s;
+  s.kind = kind;
+  s.rotation_degrees = 15;
+  s.scale = 0.15;
+  s.shear_degrees = 10;
+  s.translation_pixels = 2;
+  s.elastic_alpha = 8;
+  s.elastic_sigma = 4;
+  return s;
+}
+
+TEST(Augment, ZeroStrengthIsTheIdentityForEveryKind) {
+  const std::vector<std::uint8_t> image = test_image();
+  const std::vector<double> original(image.begin(), image.end());
+  for (AugmentKind kind : {AugmentKind::none, AugmentKind::affine, AugmentKind::elastic}) {
+    AugmentSettings s;
+    s.kind = kind;  // every range 0, alpha 0
+    EXPECT_EQ(augmented(s, 3, 11), original) << to_string(kind);
+  }
+}
+
+TEST(Augment, SameKeyGivesTheSameImageAndOtherKeysOtherImages) {
+  for (AugmentKind kind : {AugmentKind::affine, AugmentKind::elastic}) {
+    const AugmentSettings s = strong(kind);
+    const std::vector<double> first = augmented(s, 2, 5);
+    EXPECT_EQ(augmented(s, 2, 5), first) << to_string(kind);
+    EXPECT_NE(augmented(s, 2, 6), first) << to_string(kind) << ": another sample";
+    EXPECT_NE(augmented(s, 3, 5), first) << to_string(kind) << ": another epoch";
+    EXPECT_NE(augmented(s, 2, 5, 8), first) << to_string(kind) << ": another seed";
+  }
+}
+
+// Bilinear resampling takes convex combinations of pixels and background, so every output lies in
+// [0, 255], and a transform this mild keeps most of the ink (the bar is far from the border).
+TEST(Augment, OutputStaysInThePixelRangeAndKeepsTheDigit) {
+  const std::vector<std::uint8_t> image = test_image();
+  double ink = 0;
+  for (std::uint8_t v : image) ink += v;
+  for (AugmentKind kind : {AugmentKind::affine, AugmentKind::elastic})
+    for (std::uint32_t sample = 0; sample < 50; ++sample) {
+      const std::vector<double> out = augmented(strong(kind), 1, sample);
+      EXPECT_GE(*std::min_element(out.begin(), out.end()), 0.0);
+      EXPECT_LE(*std::max_element(out.begin(), out.end()), 255.0);
+      double total = 0;
+      for (double v : out) total += v;
+      // Scale up to 1.15 changes the area by up to 1.32x either way; the field moves ink locally.
+      EXPECT_GT(total, 0.6 * ink) << to_string(kind) << " sample " << sample;
+      EXPECT_LT(total, 1.6 * ink) << to_string(kind) << " sample " << sample;
+    }
+}
+
+TEST(Augment, IntegerTranslationMovesEveryPixelExactly) {
+  const std::vector<std::uint8_t> image = test_image();
+  AffineMap shift;  // input = output - (3, -2): the image moves 3 right and 2 up
+  shift.tx = -3;
+  shift.ty = 2;
+  std::vector<double> out(kImageBytes);
+  resample_cpu(image.data(), shift, nullptr, out.data());
+  for (int y = 0; y < kImageSide; ++y)
+    for (int x = 0; x < kImageSide; ++x) {
+      const int sx = x - 3, sy = y + 2;
+      const bool inside = sx >= 0 && sy >= 0 && sx < kImageSide && sy < kImageSide;
+      const double expected = inside ? image[std::size_t(sy * kImageSide + sx)] : 0.0;
+      ASSERT_EQ(out[std::size_t(y * kImageSide + x)], expected) << x << ", " << y;
+    }
+}
+
+// Half a pixel to the right: each output is the mean of two horizontal neighbours.
+TEST(Augment, HalfPixelShiftAveragesNeighbours) {
+  const std::vector<std::uint8_t> image = test_image();
+  AffineMap shift;
+  shift.tx = 0.5;
+  std::vector<double> out(kImageBytes);
+  resample_cpu(image.data(), shift, nullptr, out.data());
+  const int y = 20, x = 8;  // on the gradient row: 80 and 90
+  EXPECT_DOUBLE_EQ(out[std::size_t(y * kImageSide + x)], 85.0);
+}
+
+// The drawn transform stays within the ranges: a pure rotation keeps lengths, and its angle is at
+// most the range.
+TEST(Augment, DrawnRotationStaysWithinItsRange) {
+  AugmentSettings s;
+  s.kind = AugmentKind::affine;
+  s.rotation_degrees = 20;
+  double largest = 0;
+  for (std::uint32_t sample = 0; sample < 200; ++sample) {
+    const AffineMap m = draw_affine(s, 1, 0, sample);
+    EXPECT_NEAR(m.a11 * m.a22 - m.a12 * m.a21, 1.0, 1e-12);  // rounding of a few operations
+    const double degrees = std::fabs(std::atan2(m.a21, m.a11)) * 180 / 3.14159265358979323846;
+    EXPECT_LE(degrees, 20.0 + 1e-9);
+    largest = std::max(largest, degrees);
+  }
+  EXPECT_GT(largest, 15.0) << "200 draws should come near the end of the range";
+}
+
+TEST(Augment, SymmetricUniformCoversItsRangeWithMeanNearZero) {
+  double sum = 0, lo = 1, hi = -1;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const double u = augment_symmetric_uniform(3, 4, 5, std::uint32_t(i));
+    ASSERT_GE(u, -1.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+    lo = std::min(lo, u);
+    hi = std::max(hi, u);
+  }
+  // The mean of 20,000 uniforms on [-1, 1) has standard deviation 0.0041; 0.02 is 5 of them.
+  EXPECT_LT(std::fabs(sum / n), 0.02);
+  EXPECT_LT(lo, -0.99);
+  EXPECT_GT(hi, 0.99);
+}
+
+// Smoothing averages the noise: the field is at most alpha in size, and neighbouring pixels move
+// together (their difference is far below that of raw uniform noise, about 0.8 on average).
+TEST(Augment, ElasticFieldIsBoundedAndSmooth) {
+  AugmentSettings s = strong(AugmentKind::elastic);
+  s.elastic_alpha = 1;
+  const DisplacementField field = draw_elastic_field(s, 9, 2, 4);
+  double step = 0;
+  for (int y = 0; y < kImageSide; ++y)
+    for (int x = 0; x < kImageSide; ++x) {
+      const std::size_t i = std::size_t(y * kImageSide + x);
+      EXPECT_LE(std::fabs(field.dx[i]), 1.0);
+      EXPECT_LE(std::fabs(field.dy[i]), 1.0);
+      if (x > 0) step += std::fabs(field.dx[i] - field.dx[i - 1]);
+    }
+  EXPECT_LT(step / (kImageSide * (kImageSide - 1)), 0.1);
+}
+
+TEST(Augment, UnknownKindIsAUsageErrorNamingTheAcceptedOnes) {
+  EXPECT_EQ(parse_augment_kind("elastic"), AugmentKind::elastic);
+  try {
+    parse_augment_kind("rotate");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("none, affine, elastic"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace lenet5
