@@ -65,6 +65,27 @@ AugmentKind parse_augment_kind(const std::string& name) {
   throw UsageError("unknown augmentation '" + name + "' (accepted: none, affine, elastic)");
 }
 
+void validate(const AugmentSettings& s) {
+  const auto check = [](double value, double low, bool low_included, double high,
+                        const char* what) {
+    const bool above = low_included ? value >= low : value > low;
+    if (!(std::isfinite(value) && above && value <= high))  // also refuses NaN
+      throw UsageError(std::string(what) + " must be " + (low_included ? "from " : "above ") +
+                       std::to_string(int(low)) + (low_included ? " to " : " and at most ") +
+                       std::to_string(int(high)) + ", not " + std::to_string(value));
+  };
+  check(s.rotation_degrees, 0, true, 180, "the rotation range (degrees)");
+  check(s.shear_degrees, 0, true, 60, "the shear range (degrees)");
+  check(s.translation_pixels, 0, true, 14, "the translation range (pixels)");
+  check(s.elastic_alpha, 0, true, 100, "the elastic alpha (pixels)");
+  check(s.elastic_sigma, 0, false, 28, "the elastic sigma (pixels)");
+  if (!(std::isfinite(s.scale) && s.scale >= 0 && s.scale < 1))
+    throw UsageError(
+        "the scale range must be at least 0 and below 1 (the factor stays "
+        "positive), not " +
+        std::to_string(s.scale));
+}
+
 const char* to_string(AugmentKind kind) {
   return kKindNames[std::size_t(kind)];
 }
@@ -139,7 +160,8 @@ void resample_cpu(const std::uint8_t* image, const AffineMap& m, const Displacem
         sy += field->dy[i];
       }
       // Beyond one pixel outside the image every neighbour is background; clamping there keeps
-      // the integer conversion below defined for any displacement.
+      // the integer conversion below defined for any displacement (validated settings give
+      // finite ones).
       sx = std::clamp(sx, -2.0, double(kImageSide + 1));
       sy = std::clamp(sy, -2.0, double(kImageSide + 1));
       const double fx = std::floor(sx), fy = std::floor(sy);
@@ -152,6 +174,7 @@ void resample_cpu(const std::uint8_t* image, const AffineMap& m, const Displacem
 
 void augment_image_cpu(const std::uint8_t* image, const AugmentSettings& s, std::uint64_t seed,
                        std::uint32_t epoch, std::uint32_t sample, double* out) {
+  validate(s);
   if (s.kind == AugmentKind::none) {
     std::copy(image, image + kImageBytes, out);
     return;

@@ -32,6 +32,10 @@ struct AugmentSettings {
 };
 
 AugmentKind parse_augment_kind(const std::string& name);  // UsageError listing the names
+// UsageError naming the first setting outside its range: rotation in [0, 180] degrees, scale in
+// [0, 1) (a factor that stays positive), shear in [0, 60] degrees, translation in [0, 14] pixels,
+// alpha in [0, 100] pixels, sigma in (0, 28] pixels; every value finite.
+void validate(const AugmentSettings& settings);
 const char* to_string(AugmentKind kind);
 
 // The counter-based generator: 64 random bits for draw `counter` of the sample keyed by
@@ -63,7 +67,8 @@ DisplacementField draw_elastic_field(const AugmentSettings& settings, std::uint6
 void resample_cpu(const std::uint8_t* image, const AffineMap& map, const DisplacementField* field,
                   double* out);
 
-// Sample `sample` of epoch `epoch`, augmented as the settings say (a copy for kind none).
+// Sample `sample` of epoch `epoch`, augmented as the settings say (a copy for kind none). The
+// settings must have passed validate().
 void augment_image_cpu(const std::uint8_t* image, const AugmentSettings& settings,
                        std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample, double* out);
 

@@ -1,5 +1,6 @@
 #include "train/settings.hpp"
 
+#include <iomanip>
 #include <sstream>
 #include <type_traits>
 
@@ -129,9 +130,11 @@ std::optional<double> numeric_value(const TrainSettings& settings, const Setting
       field);
 }
 
+// 15 significant digits: every value a person types comes back as typed (0.0700001, 1000000),
+// without the last-bit noise of 17 (0.07000000000000001).
 std::string number_text(double value) {
   std::ostringstream out;
-  out << value;
+  out << std::setprecision(15) << value;
   return out.str();
 }
 

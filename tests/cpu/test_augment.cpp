@@ -169,5 +169,34 @@ TEST(Augment, UnknownKindIsAUsageErrorNamingTheAcceptedOnes) {
   }
 }
 
+// Ranges that would give NaN (sigma 0, a scale factor reaching 0, infinite angles) or a mirrored
+// digit are refused before any drawing, naming the setting.
+TEST(Augment, SettingsOutsideTheirRangesAreUsageErrors) {
+  EXPECT_NO_THROW(validate(strong(AugmentKind::elastic)));
+  const auto refused = [](void (*change)(AugmentSettings&), const char* named) {
+    AugmentSettings s = strong(AugmentKind::elastic);
+    change(s);
+    try {
+      validate(s);
+      ADD_FAILURE() << "accepted, expected an error naming " << named;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  refused([](AugmentSettings& s) { s.elastic_sigma = 0; }, "sigma");
+  refused([](AugmentSettings& s) { s.elastic_sigma = -1; }, "sigma");
+  refused([](AugmentSettings& s) { s.elastic_alpha = std::nan(""); }, "alpha");
+  refused([](AugmentSettings& s) { s.scale = 1; }, "scale");
+  refused([](AugmentSettings& s) { s.rotation_degrees = 181; }, "rotation");
+  refused([](AugmentSettings& s) { s.rotation_degrees = INFINITY; }, "rotation");
+  refused([](AugmentSettings& s) { s.shear_degrees = -5; }, "shear");
+  refused([](AugmentSettings& s) { s.translation_pixels = 15; }, "translation");
+  const std::vector<std::uint8_t> image = test_image();
+  std::vector<double> out(kImageBytes);
+  AugmentSettings zero_sigma = strong(AugmentKind::elastic);
+  zero_sigma.elastic_sigma = 0;
+  EXPECT_THROW(augment_image_cpu(image.data(), zero_sigma, 1, 0, 0, out.data()), UsageError);
+}
+
 }  // namespace
 }  // namespace lenet5
