@@ -105,13 +105,9 @@ class GpuEngine final : public NetworkEngine {
  public:
   GpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size, bool use_graphs,
             PhaseMarks* marks = nullptr)
-      : NetworkEngine(net, Device::gpu, std::max(batch_size, kEvalBatch),
-                      optimizer_for(sgd).description, sgd),
-        m_sgd(sgd),
+      : NetworkEngine(net, Device::gpu, batch_size, sgd),
         m_use_graphs(use_graphs),
         m_marks(marks),
-        m_batch(batch_size),
-        m_optimizer(optimizer_for(sgd)),
         m_input(Device::gpu, kInputFloats * m_network.max_batch()),
         m_labels(Device::gpu, m_network.max_batch()),
         m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
@@ -226,13 +222,10 @@ class GpuEngine final : public NetworkEngine {
  private:
   const DeviceDataset& device_copy(const Dataset& data);
 
-  SgdSettings m_sgd;
   bool m_use_graphs;
   // Null unless made by make_marked_gpu_engine, which also turns graphs off: every step then
   // runs launch by launch, so that the marks fall between its phases.
   PhaseMarks* m_marks;
-  int m_batch;
-  const Optimizer& m_optimizer;
   Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
   Buffer<float> m_dL_dlogits;

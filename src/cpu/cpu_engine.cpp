@@ -15,14 +15,10 @@
 namespace lenet5 {
 namespace {
 
-
 class CpuEngine final : public NetworkEngine {
  public:
   CpuEngine(const NetConfig& net, const SgdSettings& sgd, int batch_size)
-      : NetworkEngine(net, Device::cpu, std::max(batch_size, kEvalBatch),
-                      optimizer_for(sgd).description, sgd),
-        m_sgd(sgd), m_batch(batch_size),
-        m_optimizer(optimizer_for(sgd).description),
+      : NetworkEngine(net, Device::cpu, batch_size, sgd),
         m_input(kInputFloats * m_network.max_batch()),
         m_dL_dlogits(std::size_t(kClasses) * m_network.max_batch()),
         m_labels(m_network.max_batch()) {}
@@ -83,7 +79,7 @@ class CpuEngine final : public NetworkEngine {
     const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
                                                       kClasses, m_dL_dlogits.data(), nullptr);
     m_network.backward(m_dL_dlogits.data(), count);
-    m_optimizer.update_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
+    m_optimizer.description.update_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
                            m_state.pointers(), m_network.layout().buffer_floats);
     m_totals.loss_sum += stats.loss_sum;
     m_totals.correct += stats.correct;
@@ -100,9 +96,6 @@ class CpuEngine final : public NetworkEngine {
     }
   }
 
-  SgdSettings m_sgd;
-  int m_batch;
-  const OptimizerDescription& m_optimizer;
   std::vector<float> m_input, m_dL_dlogits;
   std::vector<std::uint8_t> m_labels;
   const Dataset* m_train = nullptr;

@@ -3,6 +3,7 @@
 // (fresh weights, host copies, a checkpoint's state). Each engine adds its own step and passes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "core/net_config.hpp"
 #include "core/optimizer.hpp"
 #include "core/sgd.hpp"
+#include "core/shapes.hpp"
 #include "engine/engine.hpp"
 #include "engine/network.hpp"
 #include "engine/optimizers.hpp"
@@ -34,13 +36,19 @@ class NetworkEngine : public Engine {
   }
 
  protected:
-  // The state buffers are the optimizer's under `sgd`, as long as the network's parameters.
-  NetworkEngine(const NetConfig& net, Device device, int max_batch,
-                const OptimizerDescription& optimizer, const SgdSettings& sgd)
-      : m_network(net, device, max_batch),
-        m_state(optimizer, sgd, device, m_network.layout().buffer_floats) {}
+  // The network holds a training batch or an evaluation batch, whichever is larger; the state
+  // buffers are those the settings' optimizer keeps, as long as the network's parameters.
+  NetworkEngine(const NetConfig& net, Device device, int batch_size, const SgdSettings& sgd)
+      : m_sgd(sgd),
+        m_batch(batch_size),
+        m_optimizer(optimizer_for(sgd)),
+        m_network(net, device, std::max(batch_size, kEvalBatch)),
+        m_state(m_optimizer.description, sgd, device, m_network.layout().buffer_floats) {}
 
   // The engines' steps read and write these directly, as they did when each engine held its own.
+  SgdSettings m_sgd;
+  int m_batch;  // training samples per step
+  const Optimizer& m_optimizer;
   Network<float> m_network;
   OptimizerBuffers m_state;
 };
