@@ -90,24 +90,23 @@ const char* to_string(AugmentKind kind) {
   return kKindNames[std::size_t(kind)];
 }
 
-std::uint64_t augment_bits(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample,
-                           std::uint32_t counter) {
-  const std::uint64_t key = (std::uint64_t(epoch) << 32) | sample;
-  // Draw `counter` of a SplitMix64 stream whose state starts at the key's seed: SplitMix64 adds
-  // its constant before mixing, so any draw can be computed without the ones before it.
-  SplitMix64 stream(stream_seed(seed, RngStream::augment, key) +
-                    std::uint64_t(counter) * 0x9E3779B97F4A7C15ull);
-  return stream.next();
+AugmentRandom::AugmentRandom(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample)
+    : m_base(stream_seed(seed, RngStream::augment, (std::uint64_t(epoch) << 32) | sample)) {}
+
+// Draw `counter` of a SplitMix64 stream whose state starts at the key's base: SplitMix64 adds its
+// constant before mixing, so any draw can be computed without the ones before it.
+std::uint64_t AugmentRandom::bits(std::uint32_t counter) const {
+  return SplitMix64(m_base + std::uint64_t(counter) * 0x9E3779B97F4A7C15ull).next();
 }
 
-double augment_symmetric_uniform(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample,
-                                 std::uint32_t counter) {
-  return double(augment_bits(seed, epoch, sample, counter) >> 11) * 0x1.0p-52 - 1.0;
+double AugmentRandom::symmetric_uniform(std::uint32_t counter) const {
+  return double(bits(counter) >> 11) * 0x1.0p-52 - 1.0;
 }
 
 AffineMap draw_affine(const AugmentSettings& s, std::uint64_t seed, std::uint32_t epoch,
                       std::uint32_t sample) {
-  const auto draw = [&](Draw d) { return augment_symmetric_uniform(seed, epoch, sample, d); };
+  const AugmentRandom random(seed, epoch, sample);
+  const auto draw = [&](Draw d) { return random.symmetric_uniform(d); };
   const double angle = radians(s.rotation_degrees * draw(kRotation));
   const double scale = 1 + s.scale * draw(kScale);
   const double shear = std::tan(radians(s.shear_degrees * draw(kShear)));
@@ -132,9 +131,10 @@ AffineMap draw_affine(const AugmentSettings& s, std::uint64_t seed, std::uint32_
 DisplacementField draw_elastic_field(const AugmentSettings& s, std::uint64_t seed,
                                      std::uint32_t epoch, std::uint32_t sample) {
   std::array<double, kImageBytes> noise_x{}, noise_y{};
+  const AugmentRandom random(seed, epoch, sample);
   for (std::uint32_t i = 0; i < kImageBytes; ++i) {
-    noise_x[i] = augment_symmetric_uniform(seed, epoch, sample, kFieldNoise + i);
-    noise_y[i] = augment_symmetric_uniform(seed, epoch, sample, kFieldNoise + kImageBytes + i);
+    noise_x[i] = random.symmetric_uniform(kFieldNoise + i);
+    noise_y[i] = random.symmetric_uniform(kFieldNoise + kImageBytes + i);
   }
   const std::vector<double> taps = gaussian_taps(s.elastic_sigma);
   DisplacementField field;

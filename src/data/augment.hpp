@@ -38,12 +38,17 @@ AugmentKind parse_augment_kind(const std::string& name);  // UsageError listing 
 void validate(const AugmentSettings& settings);
 const char* to_string(AugmentKind kind);
 
-// The counter-based generator: 64 random bits for draw `counter` of the sample keyed by
-// (seed, epoch, sample), and a double uniform in [-1, 1) from them.
-std::uint64_t augment_bits(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample,
-                           std::uint32_t counter);
-double augment_symmetric_uniform(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample,
-                                 std::uint32_t counter);
+// The counter-based generator of one sample, keyed by (seed, epoch, sample): draw `counter` of it
+// without the draws before it. The key's mixing is done once, when the generator is made.
+class AugmentRandom {
+ public:
+  AugmentRandom(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample);
+  std::uint64_t bits(std::uint32_t counter) const;        // 64 random bits
+  double symmetric_uniform(std::uint32_t counter) const;  // uniform in [-1, 1)
+
+ private:
+  std::uint64_t m_base;  // SplitMix64's state before draw 0
+};
 
 // The inverse map of the affine transform, output pixel -> input position, both measured from
 // the image centre (13.5, 13.5): input = A * output + t.

@@ -128,8 +128,9 @@ TEST(Augment, DrawnRotationStaysWithinItsRange) {
 TEST(Augment, SymmetricUniformCoversItsRangeWithMeanNearZero) {
   double sum = 0, lo = 1, hi = -1;
   const int n = 20000;
+  const AugmentRandom random(3, 4, 5);
   for (int i = 0; i < n; ++i) {
-    const double u = augment_symmetric_uniform(3, 4, 5, std::uint32_t(i));
+    const double u = random.symmetric_uniform(std::uint32_t(i));
     ASSERT_GE(u, -1.0);
     ASSERT_LT(u, 1.0);
     sum += u;
