@@ -123,13 +123,16 @@ class GpuEngine final : public NetworkEngine {
 
   Device device() const override { return Device::gpu; }
 
-  void set_training_data(const Dataset& train) override {
+  void set_training_data(const Dataset& train, const Augmentation& augmentation) override {
     m_epoch_graph.reset();  // its launches point into the buffers replaced here
     m_train.upload(train);
+    m_augmentation = cuda::DeviceAugmentation{augmentation.settings, augmentation.seed,
+                                              m_epoch.data()};
   }
 
-  // The epoch's uploads: the permutation and the rates; and fresh statistics slots, one per step.
-  void begin_epoch(const std::vector<std::int32_t>& permutation,
+  // The epoch's uploads: its number, the permutation and the rates; and fresh statistics slots,
+  // one per step.
+  void begin_epoch(int epoch, const std::vector<std::int32_t>& permutation,
                    const std::vector<float>& learning_rates) override {
     for (const std::int32_t index : permutation)
       if (index < 0 || index >= m_train.count)
@@ -147,6 +150,8 @@ class GpuEngine final : public NetworkEngine {
     } else {
       m_step_stats.zero();
     }
+    const std::uint32_t epoch_number = std::uint32_t(epoch);
+    m_epoch.copy_from_host(&epoch_number);
     m_permutation.copy_from_host(permutation.data());
     m_learning_rates.copy_from_host(learning_rates.data());
     m_seen = 0;
@@ -182,16 +187,21 @@ class GpuEngine final : public NetworkEngine {
       const int first = step * m_batch, count = std::min(m_batch, n - first);
       if (m_whole_step) {
         m_whole_step->train_step(m_train.images.data(), m_train.labels.data(),
-                                 m_permutation.data() + first, count, m_sgd,
+                                 m_permutation.data() + first, count, m_augmentation, m_sgd,
                                  m_learning_rates.data() + step, m_network.parameters().data(),
                                  m_state.find(kMomentumState), m_step_stats.data() + step,
                                  cuda::kDefaultStream);
         continue;
       }
       mark(EnginePhase::forward);
-      cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
-                         m_permutation.data() + first, count, m_input.data(), m_labels.data(),
-                         cuda::kDefaultStream);
+      if (m_augmentation.enabled())
+        cuda::gather_augmented_batch(m_train.images.data(), m_train.labels.data(),
+                                     m_permutation.data() + first, count, m_augmentation,
+                                     m_input.data(), m_labels.data(), cuda::kDefaultStream);
+      else
+        cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
+                           m_permutation.data() + first, count, m_input.data(), m_labels.data(),
+                           cuda::kDefaultStream);
       m_network.forward(m_input.data(), count);
       mark(EnginePhase::backward);
       cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
@@ -231,6 +241,8 @@ class GpuEngine final : public NetworkEngine {
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;  // the whole-step kernel set only
   DeviceDataset m_train;
+  Buffer<std::uint32_t> m_epoch{Device::gpu, 1};  // the current epoch, read by the augmentation
+  cuda::DeviceAugmentation m_augmentation;         // kind none unless the run augments
   Buffer<std::int32_t> m_permutation;
   Buffer<float> m_learning_rates;  // (steps per epoch)
   GraphExec m_epoch_graph;

@@ -273,15 +273,19 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
 }
 
 void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labels,
-                            const std::int32_t* indices, int n, const float* params,
+                            const std::int32_t* indices, int n,
+                            const DeviceAugmentation& augmentation, const float* params,
                             cudaStream_t stream) {
   if (n < 1 || n > m_max_batch)
     throw Error("internal: whole-step batch of " + std::to_string(n) + " samples, room for " +
                 std::to_string(m_max_batch));
+  if (augmentation.enabled() && (!indices || !augmentation.epoch))
+    throw Error("internal: an augmented whole-step batch needs indices and the epoch");
   SampleArgs args{images,
                   labels,
                   indices,
                   n,
+                  augmentation,
                   params,
                   m_offsets,
                   m_records.data(),
@@ -292,12 +296,13 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
 }
 
 void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* labels,
-                           const std::int32_t* indices, int n, const SgdSettings& sgd,
+                           const std::int32_t* indices, int n,
+                           const DeviceAugmentation& augmentation, const SgdSettings& sgd,
                            const float* lr, float* params, float* velocity, StepStats* stats,
                            cudaStream_t stream) {
   if (sgd.momentum != 0 && !velocity)
     throw Error("internal: a whole-step update with momentum needs a velocity buffer");
-  run_samples(images, labels, indices, n, params, stream);
+  run_samples(images, labels, indices, n, augmentation, params, stream);
   const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
   // The same float conversions as sgd_step_cpu, done once on the host.
   launch_after_previous(
@@ -309,9 +314,10 @@ void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* label
 }
 
 void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels,
-                          const std::int32_t* indices, int n, const float* params, float* gradients,
-                          StepStats* stats, cudaStream_t stream) {
-  run_samples(images, labels, indices, n, params, stream);
+                          const std::int32_t* indices, int n,
+                          const DeviceAugmentation& augmentation, const float* params,
+                          float* gradients, StepStats* stats, cudaStream_t stream) {
+  run_samples(images, labels, indices, n, augmentation, params, stream);
   const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
   launch_after_previous(
       m_programmatic, whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,

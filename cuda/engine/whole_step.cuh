@@ -28,6 +28,7 @@
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/sgd.hpp"
+#include "cuda/kernels/augment.cuh"
 #include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
 
@@ -45,23 +46,26 @@ class WholeStep {
   WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch);
 
   // One SGD step on the n samples images[indices[0..n)] (indices null: the first n images),
+  // each augmented first when `augmentation` is enabled (then indices must not be null),
   // reading the rate from *lr on the device (so that a captured graph can replay the launch).
   // velocity may be null only when sgd.momentum is 0.
   // ADDS the batch's loss sum and correct count to *stats. Nothing waits for the device.
   void train_step(const std::uint8_t* images, const std::uint8_t* labels,
-                  const std::int32_t* indices, int n, const SgdSettings& sgd, const float* lr,
-                  float* params, float* velocity, StepStats* stats, cudaStream_t stream);
+                  const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
+                  const SgdSettings& sgd, const float* lr, float* params, float* velocity,
+                  StepStats* stats, cudaStream_t stream);
 
   // The batch-mean gradient of the same step, written to `gradients` (layout buffer_floats, the
   // padding left untouched), without updating anything: what the tests compare with the CPU
   // reference. stats may be null.
   void gradients(const std::uint8_t* images, const std::uint8_t* labels,
-                 const std::int32_t* indices, int n, const float* params, float* gradients,
-                 StepStats* stats, cudaStream_t stream);
+                 const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
+                 const float* params, float* gradients, StepStats* stats, cudaStream_t stream);
 
  private:
   void run_samples(const std::uint8_t* images, const std::uint8_t* labels,
-                   const std::int32_t* indices, int n, const float* params, cudaStream_t stream);
+                   const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
+                   const float* params, cudaStream_t stream);
 
   NetConfig m_config;
   WholeStepOffsets m_offsets;

@@ -84,15 +84,19 @@ struct SampleShared {
   int label;       // the sample's label, read with its image
   // Partial sums that one stage combines in a fixed order: C3's two halves of input maps, the
   // dense layers' input gradients per warp, C1's weight gradient per output column.
+  // The input's augmentation works here too, before any stage needs the partial sums.
   alignas(16) float scratch[kWarps * kFlat4];
 };
 static_assert(kW1 * kSide1 <= kWarps * kFlat4, "C1's column partials fit the scratch");
+static_assert(sizeof(AugmentScratch) <= sizeof(float) * kWarps * kFlat4,
+              "the augmentation's working set fits the scratch");
 
 struct SampleArgs {
   const std::uint8_t* images;
   const std::uint8_t* labels;
   const std::int32_t* indices;
   int n;
+  DeviceAugmentation augment;  // kind none: the image as it is
   const float* params;
   WholeStepOffsets at;
   float* records;

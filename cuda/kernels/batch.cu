@@ -2,6 +2,8 @@
 #include <cstddef>
 
 #include "cuda/kernels/batch.cuh"
+
+#include "core/error.hpp"
 #include "core/shapes.hpp"
 #include "cuda/kernels/pixel.cuh"
 #include "cuda/runtime/check.hpp"
@@ -36,6 +38,42 @@ void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
                   cudaStream_t stream) {
   if (n == 0) return;
   gather_batch_kernel1<<<n, kGatherThreads, 0, stream>>>(images, labels, indices, out, labels_out);
+  CUDA_CHECK_LAUNCH();
+}
+
+__global__ void gather_augmented_batch_kernel(const std::uint8_t* images, const std::uint8_t* labels,
+                                              const std::int32_t* indices,
+                                              DeviceAugmentation augmentation, float* out,
+                                              std::uint8_t* labels_out) {
+  // Raw storage: the struct's default member initialisers cannot run for __shared__ memory.
+  __shared__ alignas(16) unsigned char storage[sizeof(AugmentScratch)];
+  AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(storage);
+  const int i = blockIdx.x;
+  const std::uint32_t source = std::uint32_t(indices[i]);
+  float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
+  const float background = normalise_pixel_device(0);
+  for (int p = threadIdx.x; p < kFieldPixels; p += blockDim.x) {
+    const int y = p / kInputSide - kPad, x = p % kInputSide - kPad;
+    const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
+    if (!inside) field[p] = background;
+  }
+  augment_sample(images + std::size_t(source) * kImageBytes, augmentation, source, scratch,
+                 [field](int p, float grey) {
+                   const int y = p / kImageSide + kPad, x = p % kImageSide + kPad;
+                   field[y * kInputSide + x] = normalise_intensity_device(grey);
+                 });
+  if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
+}
+
+void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labels,
+                            const std::int32_t* indices, int n,
+                            const DeviceAugmentation& augmentation, float* out,
+                            std::uint8_t* labels_out, cudaStream_t stream) {
+  if (!indices || !augmentation.enabled() || !augmentation.epoch)
+    throw Error("internal: an augmented gather needs indices, an augmentation and its epoch");
+  if (n == 0) return;
+  gather_augmented_batch_kernel<<<n, kGatherThreads, 0, stream>>>(images, labels, indices,
+                                                                  augmentation, out, labels_out);
   CUDA_CHECK_LAUNCH();
 }
 

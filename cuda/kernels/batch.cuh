@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "cuda/kernels/augment.cuh"
+
 namespace lenet5::cuda {
 
 // out (n, 1, 32, 32) <- images[indices[i]] (each 28*28 bytes), normalised and padded by 2;
@@ -18,5 +20,13 @@ namespace lenet5::cuda {
 void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
                   const std::int32_t* indices, int n, float* out, std::uint8_t* labels_out,
                   cudaStream_t stream);
+
+// The same for a training step with augmentation (cuda/kernels/augment.cuh): each image
+// augmented first, keyed by its index in `images` and the epoch in device memory, then
+// normalised and padded alike. indices must not be null; augmentation must be enabled.
+void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labels,
+                            const std::int32_t* indices, int n,
+                            const DeviceAugmentation& augmentation, float* out,
+                            std::uint8_t* labels_out, cudaStream_t stream);
 
 }  // namespace lenet5::cuda

@@ -8,12 +8,15 @@
 
 namespace lenet5::cuda {
 
-// normalise_pixel of core/shapes.hpp, (pixel * (1/255) - mean) / std, with each operation rounded
+// normalise_intensity and normalise_pixel of core/shapes.hpp, (pixel * (1/255) - mean) / std, with each operation rounded
 // as on the host: __fmul_rn/__fsub_rn stop nvcc from contracting the multiply and the subtraction
 // into one FMA (a single rounding, which would differ in the last bit), and __fdiv_rn is the same
 // IEEE division the host performs.
+__device__ inline float normalise_intensity_device(float intensity) {
+  return __fdiv_rn(__fsub_rn(__fmul_rn(intensity, 1.0f / 255.0f), kPixelMean), kPixelStd);
+}
 __device__ inline float normalise_pixel_device(std::uint8_t pixel) {
-  return __fdiv_rn(__fsub_rn(__fmul_rn(float(pixel), 1.0f / 255.0f), kPixelMean), kPixelStd);
+  return normalise_intensity_device(float(pixel));
 }
 
 }  // namespace lenet5::cuda

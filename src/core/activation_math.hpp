@@ -5,13 +5,8 @@
 
 #include <cmath>
 
+#include "core/host_device.hpp"
 #include "core/net_config.hpp"
-
-#ifdef __CUDACC__
-#define LENET5_HD __host__ __device__
-#else
-#define LENET5_HD
-#endif
 
 namespace lenet5 {
 

@@ -5,15 +5,6 @@
 
 namespace lenet5 {
 
-std::uint64_t stream_seed(std::uint64_t seed, RngStream stream, std::uint64_t index) {
-  // Three rounds of mixing so that neighbouring (seed, stream, index) triples are unrelated.
-  SplitMix64 mix(seed);
-  std::uint64_t value = mix.next() ^ (std::uint64_t(stream) * 0xD1B54A32D192ED03ull);
-  SplitMix64 mix2(value);
-  value = mix2.next() ^ (index * 0x8CB92BA72F3D8DD7ull);
-  return SplitMix64(value).next();
-}
-
 std::vector<std::int32_t> epoch_permutation(std::uint64_t seed, int epoch, int count) {
   std::vector<std::int32_t> order(count);
   std::iota(order.begin(), order.end(), 0);

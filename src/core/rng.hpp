@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.hpp"
+
 namespace lenet5 {
 
 class SplitMix64 {
  public:
-  explicit SplitMix64(std::uint64_t seed) : m_state(seed) {}
-  std::uint64_t next() {
+  LENET5_HD explicit SplitMix64(std::uint64_t seed) : m_state(seed) {}
+  LENET5_HD std::uint64_t next() {
     std::uint64_t z = (m_state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -32,8 +34,17 @@ class SplitMix64 {
 
 // Independent streams per purpose: the permutation of epoch e depends only on (seed, e), so a run
 // resumed at any epoch sees exactly the order an uninterrupted run would have seen.
+// Defined here so that the augmentation's kernels key their draws exactly as the host does.
 enum class RngStream : std::uint64_t { init = 1, shuffle = 2, augment = 3 };
-std::uint64_t stream_seed(std::uint64_t seed, RngStream stream, std::uint64_t index);
+LENET5_HD inline std::uint64_t stream_seed(std::uint64_t seed, RngStream stream,
+                                           std::uint64_t index) {
+  // Three rounds of mixing so that neighbouring (seed, stream, index) triples are unrelated.
+  SplitMix64 mix(seed);
+  std::uint64_t value = mix.next() ^ (std::uint64_t(stream) * 0xD1B54A32D192ED03ull);
+  SplitMix64 mix2(value);
+  value = mix2.next() ^ (index * 0x8CB92BA72F3D8DD7ull);
+  return SplitMix64(value).next();
+}
 
 // Fisher-Yates permutation of 0..count-1 for the given epoch.
 std::vector<std::int32_t> epoch_permutation(std::uint64_t seed, int epoch, int count);

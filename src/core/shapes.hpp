@@ -25,8 +25,12 @@ constexpr int kEvalBatch = 256;
 constexpr float kPixelMean = 0.1307f;
 constexpr float kPixelStd = 0.3081f;
 
+// The same for a grey level that need not be an integer (an augmented image's resampled value).
+inline float normalise_intensity(float intensity) {
+  return (intensity * (1.0f / 255.0f) - kPixelMean) / kPixelStd;
+}
 inline float normalise_pixel(std::uint8_t pixel) {
-  return (float(pixel) * (1.0f / 255.0f) - kPixelMean) / kPixelStd;
+  return normalise_intensity(float(pixel));
 }
 
 // Per-sample shape (C, H, W); fully connected layers use (units, 1, 1).

@@ -25,9 +25,13 @@ class CpuEngine final : public NetworkEngine {
 
   Device device() const override { return Device::cpu; }
 
-  void set_training_data(const Dataset& train) override { m_train = &train; }
-  void begin_epoch(const std::vector<std::int32_t>& permutation,
+  void set_training_data(const Dataset& train, const Augmentation& augmentation) override {
+    m_train = &train;
+    m_augmentation = augmentation;
+  }
+  void begin_epoch(int epoch, const std::vector<std::int32_t>& permutation,
                    const std::vector<float>& learning_rates) override {
+    m_epoch = std::uint32_t(epoch);
     m_permutation = permutation;
     m_learning_rates = learning_rates;
     m_totals = {};
@@ -73,7 +77,8 @@ class CpuEngine final : public NetworkEngine {
  private:
   void train_step(int first, int count, float lr) {
     const std::int32_t* indices = m_permutation.data() + first;
-    gather_batch_cpu(m_train->images.data(), indices, count, m_input.data());
+    gather_augmented_batch_cpu(m_train->images.data(), indices, count, m_augmentation, m_epoch,
+                               m_input.data());
     for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
     m_network.forward(m_input.data(), count);
     const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
@@ -99,6 +104,8 @@ class CpuEngine final : public NetworkEngine {
   std::vector<float> m_input, m_dL_dlogits;
   std::vector<std::uint8_t> m_labels;
   const Dataset* m_train = nullptr;
+  Augmentation m_augmentation;
+  std::uint32_t m_epoch = 0;
   std::vector<std::int32_t> m_permutation;
   std::vector<float> m_learning_rates;
   EpochTotals m_totals;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "core/augment.hpp"
 #include "core/shapes.hpp"
 
 namespace lenet5 {
@@ -11,5 +12,12 @@ namespace lenet5 {
 // out (n, 1, 32, 32) <- images[indices[i]] (each 28*28 bytes). indices null means 0..n-1.
 template <class T>
 void gather_batch_cpu(const std::uint8_t* images, const std::int32_t* indices, int n, T* out);
+
+// The same for a training step of epoch `epoch`: each image augmented first (data/augment.hpp,
+// keyed by its index in `images`), its resampled grey levels then normalised and padded alike.
+// indices must not be null. Without augmentation this is gather_batch_cpu.
+void gather_augmented_batch_cpu(const std::uint8_t* images, const std::int32_t* indices, int n,
+                                const Augmentation& augmentation, std::uint32_t epoch,
+                                float* out);
 
 }  // namespace lenet5

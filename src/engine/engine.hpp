@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/augment.hpp"
 #include "core/device.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
@@ -49,11 +50,14 @@ class Engine {
   // (engine/optimizers.hpp): a kept buffer that `state` lacks is zeroed, others are ignored.
   virtual void set_state(const std::vector<float>& parameters, const OptimizerState& state) = 0;
 
-  // The dataset must outlive the engine's use of it (the GPU engine keeps a device copy).
-  virtual void set_training_data(const Dataset& train) = 0;
-  // An epoch: the order of the training samples and the learning rate of each step (step s
-  // trains on permutation[s * batch, min((s + 1) * batch, n)) with learning_rates[s]).
-  virtual void begin_epoch(const std::vector<std::int32_t>& permutation,
+  // The dataset must outlive the engine's use of it (the GPU engine keeps a device copy). Each
+  // training step shows the network its samples transformed as `augmentation` says, keyed by
+  // (its seed, the epoch, the sample's index in `train`); evaluation never augments.
+  virtual void set_training_data(const Dataset& train, const Augmentation& augmentation) = 0;
+  // Epoch `epoch` (counted from 0 over the whole run): the order of the training samples and the
+  // learning rate of each step (step s trains on permutation[s * batch, min((s + 1) * batch, n))
+  // with learning_rates[s]).
+  virtual void begin_epoch(int epoch, const std::vector<std::int32_t>& permutation,
                            const std::vector<float>& learning_rates) = 0;
   // Runs steps [first_step, end_step) of the current epoch, in order.
   virtual void train_steps(int first_step, int end_step) = 0;

@@ -132,7 +132,7 @@ PhaseTrainer::PhaseTrainer(const NetConfig& config, const PhaseRunSetup& setup,
     throw Error("internal: " + std::to_string(setup.iterations) + " steps of " +
                 std::to_string(setup.batch) + " need " + std::to_string(m_in_order.size()) +
                 " training images, given " + std::to_string(train.count));
-  m_engine->set_training_data(train);
+  m_engine->set_training_data(train, Augmentation{});
 }
 
 PhaseTrainer::~PhaseTrainer() = default;
@@ -142,7 +142,7 @@ PhaseRun PhaseTrainer::run(const Dataset& test) {
   const int steps = m_setup.iterations;
   // Everything that allocates, copies or zeroes for the steps happens before the first mark.
   m_engine->initialise(m_setup.init_seed);
-  m_engine->begin_epoch(m_in_order, std::vector<float>(std::size_t(steps), m_setup.lr));
+  m_engine->begin_epoch(0, m_in_order, std::vector<float>(std::size_t(steps), m_setup.lr));
   m_events->restart();
   m_engine->train_steps(0, steps);                     // marks forward, backward, update per step
   const Evaluation tested = m_engine->evaluate(test);  // marks testing and the end

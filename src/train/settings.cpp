@@ -6,6 +6,7 @@
 
 #include "core/conv_algo.hpp"
 #include "core/error.hpp"
+#include "data/augment.hpp"
 
 namespace lenet5 {
 namespace {
@@ -112,6 +113,35 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "stages and takes only auto), " +
                   conv_algo_help())
           .in_group("Network"),
+
+      setting(&S::augment, "--augment", "none",
+              "transform each training image, new each epoch: none, affine (rotation, scale, "
+              "shear, translation) or elastic (affine, then Simard's elastic distortion)")
+          .one_of(augment_kind_names())
+          .in_group("Augmentation"),
+      setting(&S::augment_rotation, "--augment-rotation", 10,
+              "rotation drawn from [-X, X] degrees")
+          .within(between(0, kMaxRotationDegrees))
+          .in_group("Augmentation"),
+      setting(&S::augment_scale, "--augment-scale", 0.1,
+              "scale factor drawn from [1 - X, 1 + X]")
+          .within(at_least(0).below(kScaleBelow))
+          .in_group("Augmentation"),
+      setting(&S::augment_shear, "--augment-shear", 10, "horizontal shear drawn from [-X, X] degrees")
+          .within(between(0, kMaxShearDegrees))
+          .in_group("Augmentation"),
+      setting(&S::augment_translation, "--augment-translation", 2,
+              "shift drawn from [-X, X] pixels on each axis")
+          .within(between(0, kMaxTranslationPixels))
+          .in_group("Augmentation"),
+      setting(&S::elastic_alpha, "--elastic-alpha", 34,
+              "elastic: pixels of displacement per unit of the smoothed random field")
+          .within(between(0, kMaxElasticAlpha))
+          .in_group("Augmentation"),
+      setting(&S::elastic_sigma, "--elastic-sigma", 4,
+              "elastic: width in pixels of the Gaussian that smooths the field")
+          .within(above(0).at_most(kMaxElasticSigma))
+          .in_group("Augmentation"),
   };
 }
 
@@ -291,8 +321,23 @@ SgdSettings TrainSettings::sgd() const {
   return {momentum, nesterov, weight_decay};
 }
 
+Augmentation TrainSettings::augmentation() const {
+  check_values(*this);
+  Augmentation result;
+  result.settings.kind = parse_augment_kind(augment);
+  result.settings.rotation_degrees = augment_rotation;
+  result.settings.scale = augment_scale;
+  result.settings.shear_degrees = augment_shear;
+  result.settings.translation_pixels = augment_translation;
+  result.settings.elastic_alpha = elastic_alpha;
+  result.settings.elastic_sigma = elastic_sigma;
+  result.seed = seed;
+  return result;
+}
+
 void TrainSettings::validate() const {
   check_values(*this);
+  augmentation();
   net_config();
   parse_schedule(schedule);
 }

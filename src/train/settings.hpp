@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/augment.hpp"
 #include "core/net_config.hpp"
 #include "core/sgd.hpp"
 #include "train/schedule.hpp"
@@ -47,6 +48,14 @@ struct TrainSettings {
   bool nesterov;
   double weight_decay;
   std::uint64_t seed;
+  // augmentation of the training images (core/augment.hpp)
+  std::string augment;  // none | affine | elastic
+  double augment_rotation;
+  double augment_scale;
+  double augment_shear;
+  double augment_translation;
+  double elastic_alpha;
+  double elastic_sigma;
   // running
   std::string device;
   std::string out;  // run folder; empty: runs/<timestamp>
@@ -55,6 +64,7 @@ struct TrainSettings {
   NetConfig net_config() const;      // UsageError on unknown names
   Schedule schedule_config() const;  // validated
   SgdSettings sgd() const;           // validated
+  Augmentation augmentation() const;  // validated; keyed by the run's seed
   void validate() const;             // every declared range, the names, and the combinations
 };
 

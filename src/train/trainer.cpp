@@ -155,7 +155,7 @@ class Run {
       : m_settings(settings), m_config_toml(config_toml), m_dir(dir), m_data(std::move(data)),
         m_net(settings.net_config()), m_schedule(settings.schedule_config()),
         m_engine(make_engine(device, m_net, settings.sgd(), settings.batch_size)) {
-    m_engine->set_training_data(m_data.train);
+    m_engine->set_training_data(m_data.train, settings.augmentation());
   }
 
   void start_fresh() { m_engine->initialise(m_settings.seed); }
@@ -180,7 +180,7 @@ class Run {
       const int first_step = continuing ? m_position.step : 0;
       const EpochTotals carried = continuing ? m_position.partial : EpochTotals{};
       const std::vector<float> rates = learning_rates(epoch, steps);
-      m_engine->begin_epoch(epoch_permutation(m_settings.seed, epoch, n), rates);
+      m_engine->begin_epoch(epoch, epoch_permutation(m_settings.seed, epoch, n), rates);
       ProgressBar progress(progress_wanted());
       const int chunk = std::max(1, m_engine->preferred_steps_per_call(steps));
       const auto start = std::chrono::steady_clock::now();

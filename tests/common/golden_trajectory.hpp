@@ -56,10 +56,10 @@ struct Trajectory {
 inline Trajectory golden_trajectory(Engine& engine) {
   const Dataset data = golden_dataset();
   engine.initialise(kGoldenSeed);
-  engine.set_training_data(data);
+  engine.set_training_data(data, Augmentation{});
   std::vector<std::int32_t> permutation(kGoldenImages);
   for (int i = 0; i < kGoldenImages; ++i) permutation[i] = kGoldenImages - 1 - i;
-  engine.begin_epoch(permutation, std::vector<float>(kGoldenSteps, kGoldenLearningRate));
+  engine.begin_epoch(0, permutation, std::vector<float>(kGoldenSteps, kGoldenLearningRate));
   Trajectory result;
   double previous_sum = 0;
   for (int step = 0; step < kGoldenSteps; ++step) {

@@ -33,7 +33,7 @@ TEST(Optimizers, SgdKeepsItsVelocityOnlyWithMomentum) {
 void train_golden_steps(Engine& engine, int first_step, int end_step) {
   std::vector<std::int32_t> permutation(testing::kGoldenImages);
   for (int i = 0; i < testing::kGoldenImages; ++i) permutation[i] = testing::kGoldenImages - 1 - i;
-  engine.begin_epoch(permutation,
+  engine.begin_epoch(0, permutation,
                      std::vector<float>(testing::kGoldenSteps, testing::kGoldenLearningRate));
   engine.train_steps(first_step, end_step);
 }
@@ -53,7 +53,7 @@ TEST(Optimizers, CpuEngineStateRoundTripsThroughACheckpointByName) {
   const Dataset data = testing::golden_dataset();
   const auto make = [&] {
     auto engine = make_engine(Device::cpu, NetConfig{}, testing::golden_sgd(), testing::kGoldenBatch);
-    engine->set_training_data(data);
+    engine->set_training_data(data, Augmentation{});
     return engine;
   };
   const int half = testing::kGoldenSteps / 2;
@@ -88,7 +88,7 @@ TEST(Optimizers, PlainSgdKeepsNoStateAndAMissingBufferStartsAtZero) {
   const Dataset data = testing::golden_dataset();
   auto plain = make_engine(Device::cpu, NetConfig{}, SgdSettings{0, false, 0}, testing::kGoldenBatch);
   plain->initialise(testing::kGoldenSeed);
-  plain->set_training_data(data);
+  plain->set_training_data(data, Augmentation{});
   train_golden_steps(*plain, 0, 2);
   EXPECT_TRUE(plain->optimizer_state().empty());
   save_checkpoint(dir / "c.safetensors", checkpoint_of(*plain));
@@ -98,7 +98,7 @@ TEST(Optimizers, PlainSgdKeepsNoStateAndAMissingBufferStartsAtZero) {
   auto with_momentum =
       make_engine(Device::cpu, NetConfig{}, testing::golden_sgd(), testing::kGoldenBatch);
   with_momentum->initialise(testing::kGoldenSeed);
-  with_momentum->set_training_data(data);
+  with_momentum->set_training_data(data, Augmentation{});
   train_golden_steps(*with_momentum, 0, 1);  // a non-zero velocity, which set_state must clear
   const Checkpoint loaded = load_checkpoint(dir / "c.safetensors");
   with_momentum->set_state(loaded.parameters, loaded.optimizer_state);

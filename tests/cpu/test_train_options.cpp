@@ -83,7 +83,14 @@ const char* const kDefaultText =
     "subsampling=\"average\"\n"
     "c3-table=\"full\"\n"
     "kernels=\"fast\"\n"
-    "conv-algo=\"auto\"\n";
+    "conv-algo=\"auto\"\n"
+    "augment=\"none\"\n"
+    "augment-rotation=10\n"
+    "augment-scale=0.1\n"
+    "augment-shear=10\n"
+    "augment-translation=2\n"
+    "elastic-alpha=34\n"
+    "elastic-sigma=4\n";
 
 TEST(TrainOptions, DefaultsWriteTheTextThatRunsHaveAlwaysStored) {
   const ReadSettings defaults = read_arguments({"train"});

@@ -78,9 +78,9 @@ Dataset first_images(const Dataset& data, int count) {
 // run one launch at a time.
 EpochTotals train_one_epoch(Engine& engine, const Dataset& train, std::uint64_t seed,
                             int max_steps = 1 << 30) {
-  engine.set_training_data(train);
+  engine.set_training_data(train, Augmentation{});
   const int steps = (train.count + kBatch - 1) / kBatch;
-  engine.begin_epoch(epoch_permutation(seed, 0, train.count), std::vector<float>(steps, kLr));
+  engine.begin_epoch(0, epoch_permutation(seed, 0, train.count), std::vector<float>(steps, kLr));
   engine.train_steps(0, std::min(steps, max_steps));
   return engine.take_epoch_totals();
 }
@@ -250,10 +250,10 @@ TEST_F(GpuEngine, EpochGraphMatchesDirectLaunchesBitForBit) {
   auto graphed = gpu_engine(true), direct = gpu_engine(false);
   for (Engine* engine : {graphed.get(), direct.get()}) {
     engine->initialise(3);
-    engine->set_training_data(train);
+    engine->set_training_data(train, Augmentation{});
     const int steps = (train.count + kBatch - 1) / kBatch;
     for (int epoch = 0; epoch < 2; ++epoch) {
-      engine->begin_epoch(epoch_permutation(3, epoch, train.count),
+      engine->begin_epoch(epoch, epoch_permutation(3, epoch, train.count),
                           std::vector<float>(steps, kLr / float(epoch + 1)));
       for (int step = 0; step < steps; step += engine->preferred_steps_per_call(steps))
         engine->train_steps(step, std::min(steps, step + engine->preferred_steps_per_call(steps)));

@@ -70,8 +70,8 @@ TEST(PhaseTiming, MarkingThePhasesChangesNothingTheEngineComputes) {
     auto plain = make_gpu_engine(config, sgd, batch);
     for (Engine* engine : {marked.get(), plain.get()}) {
       engine->initialise(1);
-      engine->set_training_data(train);
-      engine->begin_epoch(in_order, rates);
+      engine->set_training_data(train, Augmentation{});
+      engine->begin_epoch(0, in_order, rates);
       engine->train_steps(0, steps);
     }
     const Evaluation marked_test = marked->evaluate(test), plain_test = plain->evaluate(test);

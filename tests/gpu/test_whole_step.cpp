@@ -134,7 +134,7 @@ GpuStep gpu_gradients(const NetConfig& config, const std::vector<float>& params,
   test::poison(gradients);
   Buffer<cuda::StepStats> stats(Device::gpu, 1);
   stats.zero();
-  step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n,
+  step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n, cuda::DeviceAugmentation{},
                  device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
   return {test::download(gradients), stats.to_vector()[0]};
 }
@@ -217,7 +217,7 @@ TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
     Buffer<float> device_params = test::upload(params);
     Buffer<float> gradients(Device::gpu, layout.buffer_floats);
     gradients.zero();
-    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64,
+    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64, cuda::DeviceAugmentation{},
                    device_params.data(), gradients.data(), nullptr, cudaStreamPerThread);
     // A non-zero velocity in every tensor (the padding between tensors stays zero, as in training).
     std::vector<float> velocity(layout.buffer_floats, 0.0f);
@@ -226,7 +226,7 @@ TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
     Buffer<float> device_velocity = test::upload(velocity);
     const float lr = 0.05f;
     Buffer<float> device_lr = test::upload({lr});
-    step.train_step(device.images.data(), device.labels.data(), device.indices.data(), 64, sgd,
+    step.train_step(device.images.data(), device.labels.data(), device.indices.data(), 64, cuda::DeviceAugmentation{}, sgd,
                     device_lr.data(), device_params.data(), device_velocity.data(), nullptr,
                     cudaStreamPerThread);
     std::vector<float> want_params = params, want_velocity = velocity;
@@ -264,7 +264,7 @@ TEST(WholeStep, ConsecutiveStepsSeeEachOthersUpdates) {
   Buffer<float> device_params = test::upload(params), device_velocity = test::upload(velocity),
                 device_rates = test::upload(rates);
   for (std::size_t k = 0; k < rates.size(); ++k)
-    step.train_step(device.images.data(), device.labels.data(), nullptr, n, sgd,
+    step.train_step(device.images.data(), device.labels.data(), nullptr, n, cuda::DeviceAugmentation{}, sgd,
                     device_rates.data() + k, device_params.data(), device_velocity.data(), nullptr,
                     cudaStreamPerThread);
   const std::vector<float> got = test::download(device_params);
@@ -275,7 +275,7 @@ TEST(WholeStep, ConsecutiveStepsSeeEachOthersUpdates) {
   for (const float rate : rates) {
     Buffer<float> current = test::upload(want);
     gradients.zero();
-    step.gradients(device.images.data(), device.labels.data(), nullptr, n, current.data(),
+    step.gradients(device.images.data(), device.labels.data(), nullptr, n, cuda::DeviceAugmentation{}, current.data(),
                    gradients.data(), nullptr, cudaStreamPerThread);
     const std::vector<float> g = test::download(gradients);
     sgd_step_cpu(sgd, rate, g.data(), want.data(), want_velocity.data(), g.size());

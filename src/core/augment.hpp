@@ -1,0 +1,160 @@
+// What an augmentation is, and the arithmetic of it that the CPU reference (data/augment.hpp) and
+// the CUDA kernels (cuda/kernels/augment.cuh) share: the settings and their limits, the
+// counter-based generator keyed by (seed, epoch, sample), the affine map drawn from it, the
+// Gaussian that smooths the elastic field, and bilinear resampling. One definition each, so the
+// GPU's images can differ from the reference only by the precision it computes in.
+//
+// A random affine transform (rotation, scale, shear, translation) and an elastic distortion
+// (Simard, Steinkraus & Platt 2003: a random displacement field smoothed by a Gaussian of width
+// sigma and scaled by alpha), both resampled bilinearly. The randomness of sample i in epoch e of
+// a run with seed s is a pure function of the key (s, e, i) and a draw counter (SplitMix64's mixer
+// over the key and the counter), so an augmented image does not depend on the order in which
+// samples are processed, and a run resumed at any epoch sees exactly the images an uninterrupted
+// run would have seen.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/host_device.hpp"
+#include "core/rng.hpp"
+#include "core/shapes.hpp"
+
+namespace lenet5 {
+
+enum class AugmentKind { none, affine, elastic };  // elastic: the affine map, then the field
+
+// Ranges of the random transform; each drawn value is uniform in [-range, range].
+struct AugmentSettings {
+  AugmentKind kind = AugmentKind::none;
+  double rotation_degrees = 0;    // rotation about the image centre
+  double scale = 0;               // relative: 0.1 draws a factor in [0.9, 1.1]
+  double shear_degrees = 0;       // horizontal shear
+  double translation_pixels = 0;  // each axis
+  double elastic_alpha = 0;       // pixels of displacement per unit of the smoothed field
+  double elastic_sigma = 4;       // pixels, the Gaussian's standard deviation (> 0)
+};
+
+// The largest value each range accepts (the settings table and validate() both read these): a
+// half turn, a shear that keeps the digit readable, half the image, a displacement of several
+// images, and a Gaussian as wide as the image. The scale stays below 1 so the factor stays
+// positive; sigma must be above 0.
+constexpr double kMaxRotationDegrees = 180;
+constexpr double kMaxShearDegrees = 60;
+constexpr double kMaxTranslationPixels = 14;
+constexpr double kMaxElasticAlpha = 100;
+constexpr double kMaxElasticSigma = 28;
+constexpr double kScaleBelow = 1;
+
+// A run's augmentation: the transform, and the seed whose (epoch, sample) keys draw it.
+struct Augmentation {
+  AugmentSettings settings;
+  std::uint64_t seed = 0;
+  LENET5_HD bool enabled() const { return settings.kind != AugmentKind::none; }
+};
+
+// Draw counters of one sample: the affine transform's five numbers, then the elastic field's
+// noise, x for every pixel and then y.
+enum AugmentDraw : std::uint32_t {
+  kDrawRotation,
+  kDrawScale,
+  kDrawShear,
+  kDrawShiftX,
+  kDrawShiftY,
+  kDrawFieldNoise
+};
+
+// The counter-based generator of one sample: draw `counter` of it without the draws before it.
+// The key's mixing is done once, when the generator is made.
+class AugmentRandom {
+ public:
+  LENET5_HD AugmentRandom(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample)
+      : m_base(stream_seed(seed, RngStream::augment, (std::uint64_t(epoch) << 32) | sample)) {}
+  // SplitMix64 adds its constant before mixing, so draw `counter` of the stream that starts at
+  // the key's base is one mix of base + counter * constant.
+  LENET5_HD std::uint64_t bits(std::uint32_t counter) const {
+    return SplitMix64(m_base + std::uint64_t(counter) * 0x9E3779B97F4A7C15ull).next();
+  }
+  LENET5_HD double symmetric_uniform(std::uint32_t counter) const {  // in [-1, 1), 52 bits
+    return double(bits(counter) >> 11) * 0x1.0p-52 - 1.0;
+  }
+
+ private:
+  std::uint64_t m_base;
+};
+
+constexpr double kAugmentCentre = (kImageSide - 1) / 2.0;  // 13.5: rotation and scale about it
+
+// The inverse map of the affine transform, output pixel -> input position, both measured from
+// the image centre: input = A * output + t.
+struct AffineMap {
+  double a11 = 1, a12 = 0, a21 = 0, a22 = 1, tx = 0, ty = 0;
+};
+
+LENET5_HD inline AffineMap draw_affine(const AugmentSettings& s, const AugmentRandom& random) {
+  constexpr double kRadiansPerDegree = 3.14159265358979323846 / 180.0;
+  const double angle = s.rotation_degrees * random.symmetric_uniform(kDrawRotation) *
+                       kRadiansPerDegree;
+  const double scale = 1 + s.scale * random.symmetric_uniform(kDrawScale);
+  const double shear =
+      ::tan(s.shear_degrees * random.symmetric_uniform(kDrawShear) * kRadiansPerDegree);
+  // Forward map: output = R * Sh * (scale * input) + shift; stored is its inverse.
+  // R * Sh = [[c, c*shear - sn], [sn, sn*shear + c]], scaled by `scale`.
+  const double c = ::cos(angle), sn = ::sin(angle);
+  const double f11 = scale * c, f12 = scale * (c * shear - sn);
+  const double f21 = scale * sn, f22 = scale * (sn * shear + c);
+  const double det = f11 * f22 - f12 * f21;
+  AffineMap m;
+  m.a11 = f22 / det;
+  m.a12 = -f12 / det;
+  m.a21 = -f21 / det;
+  m.a22 = f11 / det;
+  const double shift_x = s.translation_pixels * random.symmetric_uniform(kDrawShiftX);
+  const double shift_y = s.translation_pixels * random.symmetric_uniform(kDrawShiftY);
+  m.tx = -(m.a11 * shift_x + m.a12 * shift_y);
+  m.ty = -(m.a21 * shift_x + m.a22 * shift_y);
+  return m;
+}
+
+// The elastic field's Gaussian: cut at 3 sigma, tap k (|k| <= radius) weighs
+// exp(-k^2 / (2 sigma^2)) before the taps are normalised to sum 1.
+LENET5_HD inline int gaussian_radius(double sigma) {
+  return int(::ceil(3 * sigma));
+}
+LENET5_HD inline double gaussian_weight(int k, double sigma) {
+  return ::exp(-0.5 * k * k / (sigma * sigma));
+}
+
+// Where output pixel (x, y) reads the input, before any elastic displacement.
+template <class T>
+LENET5_HD inline void affine_source(const AffineMap& m, int x, int y, T& sx, T& sy) {
+  const T ox = T(x - kAugmentCentre), oy = T(y - kAugmentCentre);
+  sx = T(m.a11) * ox + T(m.a12) * oy + T(m.tx) + T(kAugmentCentre);
+  sy = T(m.a21) * ox + T(m.a22) * oy + T(m.ty) + T(kAugmentCentre);
+}
+
+// The image's value at integer (x, y), 0 (background) outside it.
+template <class T>
+LENET5_HD inline T image_value(const std::uint8_t* image, int x, int y) {
+  if (x < 0 || y < 0 || x >= kImageSide || y >= kImageSide) return T(0);
+  return T(image[y * kImageSide + x]);
+}
+
+// The image at (sx, y), bilinear between the four neighbours. Beyond one pixel outside the image
+// every neighbour is background; clamping there keeps the integer conversion defined for any
+// displacement (validated settings give finite ones).
+template <class T>
+LENET5_HD inline T bilinear_sample(const std::uint8_t* image, T sx, T sy) {
+  const T low = T(-2), high = T(kImageSide + 1);
+  sx = sx < low ? low : sx > high ? high : sx;
+  sy = sy < low ? low : sy > high ? high : sy;
+  const T fx = ::floor(sx), fy = ::floor(sy);
+  const int x0 = int(fx), y0 = int(fy);
+  const T wx = sx - fx, wy = sy - fy;
+  const T top = (1 - wx) * image_value<T>(image, x0, y0) + wx * image_value<T>(image, x0 + 1, y0);
+  const T bottom =
+      (1 - wx) * image_value<T>(image, x0, y0 + 1) + wx * image_value<T>(image, x0 + 1, y0 + 1);
+  return (1 - wy) * top + wy * bottom;
+}
+
+}  // namespace lenet5
