@@ -89,6 +89,31 @@ TEST(Cli, EachOutOfRangeSettingIsAUsageErrorNamingTheFlag) {
   }
 }
 
+// The augmentation's settings through the program: an unknown kind names the accepted ones, and a
+// range outside its limits names the flag and the range (core/augment.hpp's limits: a half turn,
+// a sigma above 0 and at most 28, a scale range below 1 so the factor stays positive).
+TEST(Cli, AugmentationSettingsOutsideTheirRangesAreUsageErrors) {
+  TempDir dir;
+  struct Case {
+    const char* arguments;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"--augment bogus", "unknown augmentation 'bogus' (accepted: none, affine, elastic)"},
+      {"--augment-rotation 181", "--augment-rotation must be between 0 and 180, not 181"},
+      {"--augment elastic --elastic-sigma 0",
+       "--elastic-sigma must be above 0 and at most 28, not 0"},
+      {"--elastic-sigma=-1", "--elastic-sigma must be above 0 and at most 28, not -1"},
+      {"--augment-scale 1", "--augment-scale must be at least 0 and below 1, not 1"},
+  };
+  for (const Case& c : cases) {
+    const std::string arguments = std::string("train --device cpu ") + c.arguments;
+    const auto result = run_lenet5(arguments, dir);
+    EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
+    EXPECT_TRUE(mentions(result.err, c.message)) << arguments << "\n" << result.err;
+  }
+}
+
 TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
   if (cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
   TempDir dir;
