@@ -54,7 +54,7 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"train --device tpu --train-limit 10", "--device must be auto, gpu or cpu"},
       {"train --schedule sometimes --device cpu", "unknown schedule 'sometimes'"},
       {"train --activation softplus --device cpu", "unknown activation 'softplus'"},
-      {"train --conv-algo winograd --device cpu", "unknown convolution version 'winograd'"},
+      {"train --kernels fast --conv-algo winograd --device cpu", "unknown convolution version 'winograd'"},
       {"train --kernels turbo --device cpu", "accepted: book, fast, whole-step"},
       {"train --kernels whole-step --conv-algo tiled --device cpu",
        "does not apply to --kernels whole-step"},
