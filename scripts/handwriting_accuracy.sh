@@ -75,7 +75,7 @@ for category in categories:
     print(f"{category}:")
     for (c, value), (r, n) in sorted(tally.items()):
         if c == category:
-            print(f"  {value:<22} {100.0 * r / n:5.1f} %  ({r}/{n})")
+            print(f"  {value:<26} {100.0 * r / n:5.1f} %  ({r}/{n})")
 if show_misses == "1":
     print(f"misread ({len(misses)}):")
     print("\n".join(misses))

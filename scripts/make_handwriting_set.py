@@ -289,9 +289,11 @@ def write_fixtures(out, faces):
     small = glyph_alpha(path, 5, "regular", 10, rng)
     noisy = on_paper(small, (64, 64), (8, 40), 0.85, 0.2) + rng.normal(0, 0.02, (64, 64))
     images["five_small.png"] = to_image(noisy)
-    # Specks and a scratch away from the digit, on slightly noisy paper.
-    specked = clean + rng.normal(0, 0.01, clean.shape)
-    for x0, y0, x1, y1 in [(2, 3, 5, 6), (57, 8, 60, 10), (4, 52, 14, 54), (58, 56, 61, 59)]:
+    # Specks and a scratch away from the digit, on slightly noisy paper: the clean digit on a
+    # larger sheet, the marks 15 px or more from it.
+    specked = on_paper(five, (96, 96), (at[0] + 16, at[1] + 16), 0.92, 0.1)
+    specked += rng.normal(0, 0.01, specked.shape)
+    for x0, y0, x1, y1 in [(3, 3, 7, 7), (86, 10, 90, 13), (4, 86, 22, 88), (85, 85, 89, 89)]:
         specked[y0:y1, x0:x1] = 0.15
     images["five_specks.png"] = to_image(specked)
     # Light chalk on a dark board, lit unevenly, blurred and saved as a JPEG.

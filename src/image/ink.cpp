@@ -92,9 +92,8 @@ void max_filter_1d(const float* in, float* out, int n, int stride, int r,
   }
   // The window [i, i + 2r] of the padded array spans at most two blocks.
   for (int i = 0; i < n; ++i) {
-    out[static_cast<std::ptrdiff_t>(i) * stride] =
-        std::max(backward[static_cast<std::size_t>(i)],
-                 forward[static_cast<std::size_t>(i + 2 * r)]);
+    out[static_cast<std::ptrdiff_t>(i) * stride] = std::max(
+        backward[static_cast<std::size_t>(i)], forward[static_cast<std::size_t>(i + 2 * r)]);
   }
 }
 
@@ -156,6 +155,7 @@ PaperSurface::PaperSurface(const GrayImage& image)
     high_ = std::max(high_, static_cast<float>(medians[i]));
   }
   if (n_paper == 0) low_ = high_ = static_cast<float>(median_of(medians));
+  brightest_ = high_;
   // The cells' centres lie half a cell inside the image, so the paper at the image's edge may go
   // a little beyond their range; a tenth of the range either way allows for that and still keeps
   // the quadratic from running away where it extrapolates.

@@ -19,13 +19,14 @@ class PaperSurface {
  public:
   explicit PaperSurface(const GrayImage& image);
   float at(int x, int y) const;  // clamped near the range of the paper cells' medians
+  float brightest() const { return brightest_; }  // the brightest paper cell's median
   // Of the cells, the fraction whose median the fit kept as paper.
   double paper_fraction() const { return paper_fraction_; }
 
  private:
   double coefficients_[6] = {};  // 1, u, v, u^2, uv, v^2 with u, v in [-1, 1] across the image
   double half_width_ = 1, half_height_ = 1;
-  float low_ = 0, high_ = 1;
+  float low_ = 0, high_ = 1, brightest_ = 1;
   double paper_fraction_ = 1;
 };
 
@@ -63,7 +64,8 @@ InkLabels label_ink(const std::vector<std::uint8_t>& mask, int width, int height
 double mean_stroke_width(const std::vector<std::uint8_t>& mask, int width, int height);
 
 // Grey dilation with a (2r+1) x (2r+1) square: each pixel becomes the maximum of its
-// neighbourhood (the image's outside counts as 0). Cost does not grow with r (van Herk / Gil-Werman).
+// neighbourhood (the image's outside counts as 0). Cost does not grow with r (van Herk and
+// Gil-Werman).
 std::vector<float> dilate_square(const std::vector<float>& image, int width, int height, int r);
 
 }  // namespace lenet5

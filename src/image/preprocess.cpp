@@ -31,9 +31,9 @@ constexpr float kFieldCentre = 14.0f;
 // Below this difference between the strongest ink and the paper (a tenth of the full range,
 // about 25 grey levels) the "ink" is indistinguishable from sensor and JPEG noise on blank paper.
 constexpr float kMinContrast = 0.1f;
-// Dark ink's contrast is divided by the paper's brightness, at least this much: darker "paper"
-// is a black background forced to count as paper (--invert yes), where dividing means nothing.
-constexpr float kDimmestPaper = 0.2f;
+// Contrast is divided by the light falling on the paper, relative to the best-lit paper, taken as
+// at least this much: paper darker still is dark paper or a board, not paper in a shadow.
+constexpr float kDimmestLight = 0.25f;
 constexpr int kContrastBins = 256;
 // The ink threshold stays above the paper's noise by 4 sigma: 3 in 100,000 noise pixels pass.
 constexpr float kNoiseSigmas = 4.0f;
@@ -65,8 +65,9 @@ void for_each_pixel(const GrayImage& image, Visit visit) {
 struct Contrast {
   bool inverted;
   // How far each pixel stands out from the paper under it, in the ink's direction; the paper is
-  // about 0. For dark ink it is relative to the paper's brightness, so a stroke in a shadow
-  // stands out as much as one in the light.
+  // about 0. Light multiplies paper and ink alike, so the departure is divided by the light
+  // (the paper's brightness relative to the brightest paper): a stroke in a shadow stands out as
+  // much as one in the light.
   std::vector<float> values;  // (height, width)
   float peak;                 // the largest value
 };
@@ -95,11 +96,13 @@ Contrast measure_contrast(const GrayImage& image, InvertMode mode, const std::st
       mode == InvertMode::automatic ? ink_is_dark(image, paper) : mode == InvertMode::yes;
   Contrast contrast{inverted, std::vector<float>(image.pixels.size()), 0.0f};
   float strongest = -1.0f;  // in grey levels, for the blank test
+  const float brightest = paper.brightest();
   for_each_pixel(image, [&](int x, int y, float v) {
     const float p = paper.at(x, y);
     const float departure = inverted ? p - v : v - p;
     strongest = std::max(strongest, departure);
-    const float value = inverted ? departure / std::max(p, kDimmestPaper) : departure;
+    const float light = brightest > 0.0f ? std::max(p / brightest, kDimmestLight) : 1.0f;
+    const float value = departure / light;
     contrast.values[static_cast<std::size_t>(y) * image.width + static_cast<std::size_t>(x)] =
         value;
     contrast.peak = std::max(contrast.peak, value);
@@ -123,8 +126,8 @@ Contrast measure_contrast(const GrayImage& image, InvertMode mode, const std::st
 float ink_threshold(const Contrast& contrast) {
   std::vector<double> histogram(kContrastBins, 0.0), spread(kContrastBins, 0.0);
   const auto bin = [&](float value) {
-    return static_cast<std::size_t>(std::clamp(
-        static_cast<int>(value / contrast.peak * kContrastBins), 0, kContrastBins - 1));
+    return static_cast<std::size_t>(
+        std::clamp(static_cast<int>(value / contrast.peak * kContrastBins), 0, kContrastBins - 1));
   };
   for (float v : contrast.values) {
     histogram[bin(v)] += 1.0;
@@ -143,12 +146,12 @@ float ink_threshold(const Contrast& contrast) {
 }
 
 struct Ink {
-  Rect box;                         // of the digit's pieces
-  std::vector<std::uint8_t> keep;   // (box height, box width): 1 = the digit's ink or next to it
-  std::vector<std::uint8_t> mask;   // (box height, box width): 1 = the digit's ink
-  float threshold;                  // contrast above which a pixel is certainly ink
-  float faint;                      // contrast above which a pixel joined to ink is ink too
-  float level;                      // the contrast of full-strength ink
+  Rect box;                        // of the digit's pieces
+  std::vector<std::uint8_t> keep;  // (box height, box width): 1 = the digit's ink or next to it
+  std::vector<std::uint8_t> mask;  // (box height, box width): 1 = the digit's ink
+  float threshold;                 // contrast above which a pixel is certainly ink
+  float faint;                     // contrast above which a pixel joined to ink is ink too
+  float level;                     // the contrast of full-strength ink
 };
 
 long long box_gap(const Rect& a, const PixelBox& b) {

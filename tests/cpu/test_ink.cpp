@@ -133,9 +133,7 @@ std::vector<std::uint8_t> mask_from(const std::vector<const char*>& rows) {
 
 TEST(LabelInk, DiagonalsJoinAndGapsSeparate) {
   const auto mask = mask_from({
-      "#.....#",
-      ".#...#.",
-      "..#.#..",
+      "#.....#", ".#...#.", "..#.#..",
       "...#...",  // a V: diagonal neighbours only, one piece
       ".......",
       "##...#.",  // two more pieces
