@@ -170,6 +170,24 @@ float PaperSurface::at(int x, int y) const {
   return std::clamp(static_cast<float>(evaluate(coefficients_, u, v)), low_, high_);
 }
 
+std::vector<float> PaperSurface::levels() const {
+  const int width = static_cast<int>(std::lround(2 * half_width_));
+  const int height = static_cast<int>(std::lround(2 * half_height_));
+  std::vector<float> out(static_cast<std::size_t>(width) * static_cast<std::size_t>(height));
+  const double* c = coefficients_;
+  for (int y = 0; y < height; ++y) {
+    // Along a row the quadratic is a + b u + c3 u^2 with a and b fixed by v.
+    const double v = (y + 0.5 - half_height_) / half_height_;
+    const double a = c[0] + c[2] * v + c[5] * v * v, b = c[1] + c[4] * v;
+    float* row = &out[static_cast<std::size_t>(y) * static_cast<std::size_t>(width)];
+    for (int x = 0; x < width; ++x) {
+      const double u = (x + 0.5 - half_width_) / half_width_;
+      row[x] = std::clamp(static_cast<float>(a + (b + c[3] * u) * u), low_, high_);
+    }
+  }
+  return out;
+}
+
 int otsu_threshold(const std::vector<double>& histogram) {
   const int n = static_cast<int>(histogram.size());
   const double total = std::accumulate(histogram.begin(), histogram.end(), 0.0);

@@ -19,6 +19,9 @@ class PaperSurface {
  public:
   explicit PaperSurface(const GrayImage& image);
   float at(int x, int y) const;  // clamped near the range of the paper cells' medians
+  // Every pixel's at(), (height, width), computed row by row: the same values, a fraction of
+  // the cost per pixel.
+  std::vector<float> levels() const;
   float brightest() const { return brightest_; }  // the brightest paper cell's median
   // Of the cells, the fraction whose median the fit kept as paper.
   double paper_fraction() const { return paper_fraction_; }

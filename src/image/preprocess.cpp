@@ -54,14 +54,6 @@ constexpr double kMaxSlant = 0.435;
 
 using Rect = PixelBox;
 
-template <typename Visit>
-void for_each_pixel(const GrayImage& image, Visit visit) {
-  for (int y = 0; y < image.height; ++y) {
-    const float* row = &image.pixels[static_cast<std::size_t>(y) * image.width];
-    for (int x = 0; x < image.width; ++x) visit(x, y, row[x]);
-  }
-}
-
 struct Contrast {
   bool inverted;
   // How far each pixel stands out from the paper under it, in the ink's direction; the paper is
@@ -74,39 +66,38 @@ struct Contrast {
 
 // The direction whose strong departures from the paper carry more ink: ink is whatever lies
 // beyond half of the largest departure either way, and its summed departure decides.
-bool ink_is_dark(const GrayImage& image, const PaperSurface& paper) {
+bool ink_is_dark(const GrayImage& image, const std::vector<float>& paper) {
   float lightest = 0.0f, darkest = 0.0f;
-  for_each_pixel(image, [&](int x, int y, float v) {
-    lightest = std::max(lightest, v - paper.at(x, y));
-    darkest = std::max(darkest, paper.at(x, y) - v);
-  });
+  for (std::size_t i = 0; i < paper.size(); ++i) {
+    lightest = std::max(lightest, image.pixels[i] - paper[i]);
+    darkest = std::max(darkest, paper[i] - image.pixels[i]);
+  }
   const float half = 0.5f * std::max(lightest, darkest);
   double light_ink = 0.0, dark_ink = 0.0;
-  for_each_pixel(image, [&](int x, int y, float v) {
-    const float d = v - paper.at(x, y);
+  for (std::size_t i = 0; i < paper.size(); ++i) {
+    const float d = image.pixels[i] - paper[i];
     if (d > half) light_ink += d;
     if (-d > half) dark_ink -= d;
-  });
+  }
   return dark_ink > light_ink;
 }
 
 Contrast measure_contrast(const GrayImage& image, InvertMode mode, const std::string& name) {
-  const PaperSurface paper(image);
+  const PaperSurface surface(image);
+  const std::vector<float> paper = surface.levels();
   const bool inverted =
       mode == InvertMode::automatic ? ink_is_dark(image, paper) : mode == InvertMode::yes;
   Contrast contrast{inverted, std::vector<float>(image.pixels.size()), 0.0f};
   float strongest = -1.0f;  // in grey levels, for the blank test
-  const float brightest = paper.brightest();
-  for_each_pixel(image, [&](int x, int y, float v) {
-    const float p = paper.at(x, y);
+  const float brightest = surface.brightest();
+  for (std::size_t i = 0; i < paper.size(); ++i) {
+    const float p = paper[i], v = image.pixels[i];
     const float departure = inverted ? p - v : v - p;
     strongest = std::max(strongest, departure);
     const float light = brightest > 0.0f ? std::max(p / brightest, kDimmestLight) : 1.0f;
-    const float value = departure / light;
-    contrast.values[static_cast<std::size_t>(y) * image.width + static_cast<std::size_t>(x)] =
-        value;
-    contrast.peak = std::max(contrast.peak, value);
-  });
+    contrast.values[i] = departure / light;
+    contrast.peak = std::max(contrast.peak, contrast.values[i]);
+  }
   if (strongest < kMinContrast) {
     char detail[160];
     std::snprintf(detail, sizeof detail,

@@ -104,6 +104,23 @@ TEST(PaperSurface, FollowsALinearShadowUnderTheInk) {
   EXPECT_GT(paper.paper_fraction(), 0.7);
 }
 
+TEST(PaperSurface, LevelsAreEveryPixelsAt) {
+  GrayImage image = lit_page(37, 23, 0.9, 0.3);
+  for (int y = 0; y < 23; ++y) {
+    image.pixels[static_cast<std::size_t>(y) * 37 + 5] = 0.0f;  // ink, so the fit is not trivial
+    image.pixels[static_cast<std::size_t>(y) * 37 + y] *= 0.7f;
+  }
+  const PaperSurface paper(image);
+  const std::vector<float> levels = paper.levels();
+  ASSERT_EQ(levels.size(), image.pixels.size());
+  for (int y = 0; y < 23; ++y) {
+    for (int x = 0; x < 37; ++x) {
+      // The row form a + (b + c u) u sums the same terms in another order: a few float ulps.
+      EXPECT_NEAR(levels[static_cast<std::size_t>(y) * 37 + x], paper.at(x, y), 1e-6f);
+    }
+  }
+}
+
 TEST(PaperSurface, IsFlatForACleanScan) {
   GrayImage image = lit_page(60, 80, 0.9, 0.9);
   for (int y = 10; y < 70; ++y) image.pixels[static_cast<std::size_t>(y) * 60 + 30] = 0.0f;
