@@ -244,20 +244,19 @@ Ink find_digit(const Contrast& contrast, int width, int height, const std::strin
 }
 
 // The digit's crop, the paper mapped to 0 and full-strength ink to 1 with the grey levels between
-// kept, so a clean digit keeps its anti-aliased edges. Contrast below the faint threshold is the
-// paper's noise and becomes 0, as does everything that is not the digit (specks).
+// kept, so a clean digit keeps its anti-aliased edges (mapping the faint threshold to 0 instead
+// thinned the edges, and cost 1 point on the handwriting set). Contrast below the faint threshold
+// is the paper's noise and becomes 0, as does everything that is not the digit (specks).
 std::vector<float> crop_normalised(const Contrast& contrast, int width, const Ink& ink) {
   const int w = ink.box.width(), h = ink.box.height();
   std::vector<float> out(static_cast<std::size_t>(w) * static_cast<std::size_t>(h), 0.0f);
-  const float floor = ink.faint;
-  const float range = std::max(ink.level - floor, 1e-6f);
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       const std::size_t i = static_cast<std::size_t>(y) * w + static_cast<std::size_t>(x);
       if (!ink.keep[i]) continue;
       const float v = contrast.values[static_cast<std::size_t>(y + ink.box.y0) * width +
                                       static_cast<std::size_t>(x + ink.box.x0)];
-      out[i] = std::clamp((v - floor) / range, 0.0f, 1.0f);
+      out[i] = v <= ink.faint ? 0.0f : std::clamp(v / ink.level, 0.0f, 1.0f);
     }
   }
   return out;
