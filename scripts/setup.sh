@@ -4,6 +4,8 @@
 #
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-data  skip fetching MNIST
+#   scripts/setup.sh --handwriting  also install the handwriting fonts and Python imaging that
+#                               scripts/make_handwriting_set.py needs (not needed to build or test)
 #   scripts/setup.sh --help
 #
 # Environment: BUILD_DIR (default build), CMAKE_ARGS (extra cmake arguments, for example
@@ -14,16 +16,24 @@ cd "$root"
 say() { echo "setup: $*" >&2; }
 
 fetch_data=1
+handwriting=0
 for arg in "$@"; do
   case "$arg" in
     --no-data) fetch_data=0 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --handwriting) handwriting=1 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$arg' (see --help)"; exit 2 ;;
   esac
 done
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libstb-dev
           zlib1g-dev nlohmann-json3-dev libgtest-dev)
+if [ "$handwriting" -eq 1 ]; then
+  # Digits in handwriting fonts for scripts/make_handwriting_set.py: fontconfig's fc-list finds
+  # the fonts, Pillow draws them, NumPy does the photo-like lighting and noise.
+  packages+=(fontconfig python3-pil python3-numpy fonts-bwht fonts-dkg-handwriting fonts-breip
+             fonts-femkeklaver fonts-rufscript fonts-klee)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,9 @@
 // Turning an arbitrary digit image into a 28x28 digit prepared the way MNIST's were:
-// polarity -> crop to the ink -> scale the longer side to 20 px (area averaging) -> place in a
-// 28x28 field with the centre of mass at (14, 14). Normalising and padding to 32x32 happen in
-// the network's input code, exactly as for the training set.
+// the paper's brightness under uneven light -> polarity -> the ink (Otsu's threshold; the largest
+// piece and the pieces near it, not specks) -> crop -> widen hairline strokes -> limit the slant
+// to MNIST's range -> scale the longer side to 20 px (area averaging) -> place in a 28x28 field
+// with the centre of mass at (14, 14). Normalising and padding to 32x32 happen in the network's
+// input code, exactly as for the training set.
 #pragma once
 
 #include <array>
@@ -22,7 +24,9 @@ struct Digit28 {
   bool inverted;                             // whether the input was dark ink on light paper
 };
 
-// In automatic mode the image is inverted when its border is lighter than its centre.
+// In automatic mode the image is inverted when its ink is darker than its paper: when the pixels
+// that depart most from the fitted paper brightness (beyond half the largest departure) carry
+// more darkness than lightness.
 // Throws lenet5::Error "<name> is blank: no digit found" when nothing stands out from the
 // background; name_for_errors is used only in messages.
 Digit28 preprocess_digit(const GrayImage& image, InvertMode invert,
