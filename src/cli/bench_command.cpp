@@ -41,9 +41,10 @@ constexpr const char* kOutputHelp = R"(Output (stdout; the log goes to stderr):
     seed     per seed: final_test_accuracy, best_test_accuracy; time_to_99_s and time_to_99_2_s
              (training seconds, evaluation excluded, to the end of the first epoch whose test
              accuracy reached 99 % / 99.2 %; null: never reached); median_epoch_s (epochs 2 and
-             later); when the run augments, median_epoch_s_no_augment (a 3-epoch run of the same
-             settings with --augment none) and augment_epoch_ratio (the first over the second;
-             null otherwise); training_s; on the GPU, peak_allocated_mb (lenet5's own device
+             later); when the run augments, median_epoch_s_no_augment (the same, from a run of
+             the same settings with --augment none and at most 3 epochs) and augment_epoch_ratio
+             (the first over the second; null otherwise); training_s; on the GPU,
+             peak_allocated_mb (lenet5's own device
              buffers, this seed's run only) and device_used_at_end_mb (cudaMemGetInfo after the
              run: every process on the GPU, CUDA context included; null on the CPU)
     summary  the settings, the seeds, final_test_accuracy per seed, mean_ and

@@ -358,7 +358,8 @@ std::string format_bench_table(const BenchReport& report) {
       "whose test accuracy reached it; \"-\": never reached. epoch: the median epoch, epochs 2 "
       "and later.";
   if (report.augments)
-    notes += fmt::format(" no-augment epoch: the same settings with --augment none ({} epochs).",
+    notes += fmt::format(" no-augment epoch: the same, from a run of the same settings with --augment "
+                         "none ({} epochs, or fewer if the run has fewer).",
                          kNoAugmentEpochs);
   if (report.on_gpu)
     notes += " peak: lenet5's own device buffers during that seed's run. device at end: the "
