@@ -6,6 +6,8 @@
 #include "cli/commands.hpp"
 #include "cli/train_options.hpp"
 #include "core/error.hpp"
+#include "data/mnist.hpp"
+#include "train/augment_preview.hpp"
 #include "train/trainer.hpp"
 
 namespace lenet5::cli {
@@ -41,11 +43,24 @@ Command add_train_command(CLI::App& parent) {
   auto* cmd = add_subcommand(parent, "train", "train LeNet-5 on MNIST");
   auto settings = std::make_shared<TrainSettings>();
   auto resume = std::make_shared<std::string>();
+  auto preview = std::make_shared<std::string>();
   bind_train_settings(*cmd, *settings);
   cmd->add_option("--resume", *resume, "continue the run saved in this checkpoint")
       ->configurable(false)
       ->check(CLI::ExistingFile);
-  return {cmd, [cmd, settings, resume]() {
+  cmd->add_option("--augment-preview", *preview,
+                  "write a PNG of six training images, each as stored and then as augmented in "
+                  "epochs 1-7 under these settings, and exit without training")
+      ->configurable(false)
+      ->group("Augmentation");
+  return {cmd, [cmd, settings, resume, preview]() {
+            if (!preview->empty()) {
+              const Mnist data = load_mnist(resolve_data_dir(settings->data_dir));
+              write_augment_preview(*settings, data.train, *preview);
+              std::printf("wrote %s: each row a training image, then epochs 1-%d (--augment %s)\n",
+                          preview->c_str(), kPreviewEpochs, settings->augment.c_str());
+              return 0;
+            }
             std::optional<Checkpoint> checkpoint;
             TrainSettings effective = *settings;
             std::string config_toml = effective_config(*cmd);

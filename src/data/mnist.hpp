@@ -28,9 +28,14 @@ struct Mnist {
 // working folder).
 std::filesystem::path resolve_data_dir(const std::string& flag_value);
 
-// Reads the data set's four files from dir, each plain or with .gz (the plain file wins when both
-// exist). Throws lenet5::Error if a file is missing or invalid, if images are not 28x28, or if
-// image and label counts disagree.
+enum class Split { train, test };
+
+// Reads one split's two files from dir, each plain or with .gz (the plain file wins when both
+// exist; a gzipped one is read through its cache, data/idx_cache.hpp). Throws lenet5::Error if a
+// file is missing or invalid, if images are not 28x28, or if image and label counts disagree.
+Dataset load_split(const DatasetDescription& dataset, const std::filesystem::path& dir,
+                   Split split);
+// Both splits, read at the same time; the training split's error first if both fail.
 Mnist load_dataset(const DatasetDescription& dataset, const std::filesystem::path& dir);
 // load_dataset of MNIST: train-{images-idx3,labels-idx1}-ubyte and t10k-{...}.
 Mnist load_mnist(const std::filesystem::path& dir);

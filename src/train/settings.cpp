@@ -66,7 +66,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::train_limit, "--train-limit", 0,
               "train on the first N training images only (0: all)")
           .within(at_least(0)),
-      setting(&S::epochs, "--epochs", 10, "passes over the training set").within(at_least(1)),
+      setting(&S::epochs, "--epochs", 15, "passes over the training set").within(at_least(1)),
       setting(&S::batch_size, "--batch-size", 64, "images per SGD step").within(between(1, 60000)),
       setting(&S::lr, "--lr", 0.07, "learning rate (peak rate for one-cycle)").within(above(0)),
       setting(&S::schedule, "--schedule", "cosine", "learning-rate schedule")
@@ -105,7 +105,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::c3_table, "--c3-table", "full",
               "C3 connectivity: full (the book) or lecun (LeCun 1998)")
           .in_group("Network"),
-      setting(&S::kernels, "--kernels", "fast", "GPU kernels: " + kernels_help())
+      setting(&S::kernels, "--kernels", "whole-step", "GPU kernels: " + kernels_help())
           .in_group("Network"),
       setting(&S::conv_algo, "--conv-algo", "auto",
               "GPU convolution version for C1 and C3, by name or number: auto (direct with "
@@ -114,7 +114,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
                   conv_algo_help())
           .in_group("Network"),
 
-      setting(&S::augment, "--augment", "none",
+      setting(&S::augment, "--augment", "elastic",
               "transform each training image, new each epoch: none, affine (rotation, scale, "
               "shear, translation) or elastic (affine, then Simard's elastic distortion)")
           .one_of(augment_kind_names())
@@ -134,7 +134,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "shift drawn from [-X, X] pixels on each axis")
           .within(between(0, kMaxTranslationPixels))
           .in_group("Augmentation"),
-      setting(&S::elastic_alpha, "--elastic-alpha", 34,
+      setting(&S::elastic_alpha, "--elastic-alpha", 10,
               "elastic: pixels of displacement per unit of the smoothed random field")
           .within(between(0, kMaxElasticAlpha))
           .in_group("Augmentation"),

@@ -1,5 +1,6 @@
 // The augmentation's CPU reference (data/augment.hpp): identity at zero strength, determinism by
-// key, bounds, exact resampling of known maps, and the elastic field's size and smoothness.
+// key, bounds, exact resampling of known maps, and the elastic field's size and smoothness; and
+// the augmented gather that the CPU engine trains on (gather_augmented_batch_cpu, data/batch.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "data/augment.hpp"
+#include "data/batch.hpp"
 
 namespace lenet5 {
 namespace {
@@ -197,6 +199,103 @@ TEST(Augment, SettingsOutsideTheirRangesAreUsageErrors) {
   AugmentSettings zero_sigma = strong(AugmentKind::elastic);
   zero_sigma.elastic_sigma = 0;
   EXPECT_THROW(augment_image_cpu(image.data(), zero_sigma, 1, 0, 0, out.data()), UsageError);
+}
+
+// ---- the augmented gather -------------------------------------------------------------------
+
+// Five distinct images: the test image moved right by 0..4 pixels.
+std::vector<std::uint8_t> five_images() {
+  const std::vector<std::uint8_t> image = test_image();
+  std::vector<std::uint8_t> images(5 * kImageBytes, 0);
+  for (int k = 0; k < 5; ++k)
+    for (int y = 0; y < kImageSide; ++y)
+      for (int x = k; x < kImageSide; ++x)
+        images[std::size_t(k) * kImageBytes + std::size_t(y * kImageSide + x)] =
+            image[std::size_t(y * kImageSide + x - k)];
+  return images;
+}
+
+std::vector<float> gathered(const std::vector<std::uint8_t>& images,
+                            const std::vector<std::int32_t>& indices,
+                            const Augmentation& augmentation, std::uint32_t epoch) {
+  std::vector<float> out(indices.size() * kInputFloats);
+  gather_augmented_batch_cpu(images.data(), indices.data(), int(indices.size()), augmentation,
+                             epoch, out.data());
+  return out;
+}
+
+bool on_border(int h, int w) {
+  const int y = h - kPad, x = w - kPad;
+  return y < 0 || y >= kImageSide || x < 0 || x >= kImageSide;
+}
+
+// Sample i is augment_image_cpu of image indices[i], keyed by that index, its grey levels
+// rounded to float and normalised by normalise_intensity, inside the border of a black pixel's
+// value: the same operations in the same order, so equality is exact.
+TEST(AugmentedGather, IsTheAugmentedImageNormalisedAndPadded) {
+  const std::vector<std::uint8_t> images = five_images();
+  const std::vector<std::int32_t> indices{3, 0, 4, 4, 1};
+  for (AugmentKind kind : {AugmentKind::affine, AugmentKind::elastic}) {
+    const Augmentation augmentation{strong(kind), 21};
+    const std::vector<float> out = gathered(images, indices, augmentation, 5);
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      std::vector<double> grey(kImageBytes);
+      augment_image_cpu(images.data() + std::size_t(indices[i]) * kImageBytes,
+                        augmentation.settings, 21, 5, std::uint32_t(indices[i]), grey.data());
+      for (int h = 0; h < kInputSide; ++h)
+        for (int w = 0; w < kInputSide; ++w) {
+          const float want =
+              on_border(h, w) ? normalise_pixel(0)
+                              : normalise_intensity(
+                                    float(grey[std::size_t((h - kPad) * kImageSide + w - kPad)]));
+          ASSERT_EQ(out[i * kInputFloats + std::size_t(h * kInputSide + w)], want)
+              << to_string(kind) << " sample " << i << " at (" << h << ", " << w << ")";
+        }
+    }
+  }
+}
+
+// Without augmentation (kind none, whatever the ranges say) the gather is gather_batch_cpu; and
+// at zero strength every kind resamples at whole pixels, so it is gather_batch_cpu bit for bit
+// too (the grey levels are the bytes, and normalise_pixel is normalise_intensity of the byte).
+TEST(AugmentedGather, WithoutAugmentationIsThePlainGather) {
+  const std::vector<std::uint8_t> images = five_images();
+  const std::vector<std::int32_t> indices{2, 4, 0, 1, 3, 2};
+  std::vector<float> plain(indices.size() * kInputFloats);
+  gather_batch_cpu(images.data(), indices.data(), int(indices.size()), plain.data());
+  Augmentation none{strong(AugmentKind::none), 9};
+  EXPECT_EQ(gathered(images, indices, none, 2), plain);
+  EXPECT_EQ(gathered(images, indices, Augmentation{}, 0), plain);
+  for (AugmentKind kind : {AugmentKind::affine, AugmentKind::elastic}) {
+    Augmentation zero;
+    zero.settings.kind = kind;  // every range 0
+    zero.seed = 9;
+    EXPECT_EQ(gathered(images, indices, zero, 2), plain) << to_string(kind);
+  }
+  // And the augmentation does change the batch when it has a strength.
+  EXPECT_NE(gathered(images, indices, Augmentation{strong(AugmentKind::affine), 9}, 2), plain);
+}
+
+// A sample's image depends on its index in the data set (its key), not on its place in the
+// batch: the same indices in another order give the same images, moved with them, and a
+// repeated index gives the same image twice.
+TEST(AugmentedGather, DependsOnTheIndexNotThePosition) {
+  const std::vector<std::uint8_t> images = five_images();
+  const std::vector<std::int32_t> forward{0, 1, 2, 3, 4}, backward{4, 3, 2, 1, 0, 4};
+  for (AugmentKind kind : {AugmentKind::affine, AugmentKind::elastic}) {
+    const Augmentation augmentation{strong(kind), 13};
+    const std::vector<float> a = gathered(images, forward, augmentation, 1);
+    const std::vector<float> b = gathered(images, backward, augmentation, 1);
+    const auto sample = [](const std::vector<float>& batch, std::size_t position) {
+      return std::vector<float>(batch.begin() + std::ptrdiff_t(position * kInputFloats),
+                                batch.begin() + std::ptrdiff_t((position + 1) * kInputFloats));
+    };
+    for (std::size_t k = 0; k < 5; ++k)
+      EXPECT_EQ(sample(a, k), sample(b, 4 - k)) << to_string(kind) << " image " << k;
+    EXPECT_EQ(sample(b, 5), sample(b, 0)) << to_string(kind) << ": the repeated image";
+    // Another epoch gives other images of the same indices.
+    EXPECT_NE(gathered(images, forward, augmentation, 2), a) << to_string(kind);
+  }
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"train --device tpu --train-limit 10", "--device must be auto, gpu or cpu"},
       {"train --schedule sometimes --device cpu", "unknown schedule 'sometimes'"},
       {"train --activation softplus --device cpu", "unknown activation 'softplus'"},
-      {"train --conv-algo winograd --device cpu", "unknown convolution version 'winograd'"},
+      {"train --kernels fast --conv-algo winograd --device cpu", "unknown convolution version 'winograd'"},
       {"train --kernels turbo --device cpu", "accepted: book, fast, whole-step"},
       {"train --kernels whole-step --conv-algo tiled --device cpu",
        "does not apply to --kernels whole-step"},
@@ -86,6 +86,31 @@ TEST(Cli, EachOutOfRangeSettingIsAUsageErrorNamingTheFlag) {
       EXPECT_TRUE(mentions(result.err, d.flag + " must be " + d.range->text()))
           << arguments << "\n" << result.err;
     }
+  }
+}
+
+// The augmentation's settings through the program: an unknown kind names the accepted ones, and a
+// range outside its limits names the flag and the range (core/augment.hpp's limits: a half turn,
+// a sigma above 0 and at most 28, a scale range below 1 so the factor stays positive).
+TEST(Cli, AugmentationSettingsOutsideTheirRangesAreUsageErrors) {
+  TempDir dir;
+  struct Case {
+    const char* arguments;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"--augment bogus", "unknown augmentation 'bogus' (accepted: none, affine, elastic)"},
+      {"--augment-rotation 181", "--augment-rotation must be between 0 and 180, not 181"},
+      {"--augment elastic --elastic-sigma 0",
+       "--elastic-sigma must be above 0 and at most 28, not 0"},
+      {"--elastic-sigma=-1", "--elastic-sigma must be above 0 and at most 28, not -1"},
+      {"--augment-scale 1", "--augment-scale must be at least 0 and below 1, not 1"},
+  };
+  for (const Case& c : cases) {
+    const std::string arguments = std::string("train --device cpu ") + c.arguments;
+    const auto result = run_lenet5(arguments, dir);
+    EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
+    EXPECT_TRUE(mentions(result.err, c.message)) << arguments << "\n" << result.err;
   }
 }
 

@@ -33,7 +33,7 @@ const std::vector<Rule>& layering() {
       {"cuda/runtime", {"src/core"}},
       // readers of outside data
       {"src/io", {"src/core"}},
-      {"src/data", {"src/core"}},
+      {"src/data", {"src/core", "src/io"}},  // io: the decoded-data cache is written atomically
       {"src/image", {"src/core"}},
       // the layers' arithmetic: sequential CPU references and the CUDA kernels
       {"src/layers", {"src/core", "cuda/runtime"}},

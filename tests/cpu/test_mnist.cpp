@@ -12,6 +12,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -101,6 +102,47 @@ TEST_F(MnistTest, LoadsPlainAndGzippedFiles) {
   EXPECT_EQ(mnist.train.labels_crc32, crc_of(label_file({5, 0, 4})));
   EXPECT_EQ(mnist.test.images_crc32, crc_of(image_file(2)));
   EXPECT_EQ(mnist.test.labels_crc32, crc_of(label_file({7, 2})));
+}
+
+// A second load reads the gzipped training files through their cache (data/idx_cache.hpp) and
+// must give exactly what decoding gave, checksums included; plain files get no cache.
+TEST_F(MnistTest, SecondLoadFromTheCacheIsTheSame) {
+  write_small_mnist();
+  const lenet5::Mnist first = lenet5::load_mnist(m_dir);
+  EXPECT_TRUE(fs::is_regular_file(m_dir / ".cache" / "train-images-idx3-ubyte.bin"));
+  EXPECT_TRUE(fs::is_regular_file(m_dir / ".cache" / "train-labels-idx1-ubyte.bin"));
+  EXPECT_FALSE(fs::exists(m_dir / ".cache" / "t10k-images-idx3-ubyte.bin"));
+  const lenet5::Mnist second = lenet5::load_mnist(m_dir);
+  for (const auto& [a, b] : {std::pair{&first.train, &second.train}, {&first.test, &second.test}}) {
+    EXPECT_EQ(a->count, b->count);
+    EXPECT_EQ(a->images, b->images);
+    EXPECT_EQ(a->labels, b->labels);
+    EXPECT_EQ(a->images_crc32, b->images_crc32);
+    EXPECT_EQ(a->labels_crc32, b->labels_crc32);
+  }
+}
+
+// The labels' range is checked on cached data too, so a bad file fails the same way every time.
+TEST_F(MnistTest, InvalidGzippedLabelsFailEveryLoad) {
+  write_small_mnist();
+  write_gz("train-labels-idx1-ubyte.gz", label_file({5, 10, 4}));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    EXPECT_TRUE(throws_error_mentioning(
+        [&] { lenet5::load_mnist(m_dir); },
+        {(m_dir / "train-labels-idx1-ubyte.gz").string(), "label 10 at index 1"}));
+  }
+}
+
+TEST_F(MnistTest, TestSplitAloneNeedsNoTrainingFiles) {
+  write("t10k-images-idx3-ubyte", image_file(2));
+  write("t10k-labels-idx1-ubyte", label_file({7, 2}));
+  const lenet5::Dataset test =
+      lenet5::load_split(lenet5::mnist_dataset(), m_dir, lenet5::Split::test);
+  EXPECT_EQ(test.count, 2);
+  EXPECT_EQ(test.labels, (Bytes{7, 2}));
+  EXPECT_EQ(test.images_crc32, crc_of(image_file(2)));
+  EXPECT_TRUE(throws_error_mentioning([&] { lenet5::load_mnist(m_dir); },
+                                      {"missing train-images-idx3-ubyte[.gz]"}));
 }
 
 TEST_F(MnistTest, PrefersPlainFileOverGzipped) {

@@ -64,7 +64,7 @@ const char* const kDefaultText =
     "[train]\n"
     "data=\"\"\n"
     "train-limit=0\n"
-    "epochs=10\n"
+    "epochs=15\n"
     "batch-size=64\n"
     "lr=0.07\n"
     "schedule=\"cosine\"\n"
@@ -82,14 +82,14 @@ const char* const kDefaultText =
     "activation=\"tanh\"\n"
     "subsampling=\"average\"\n"
     "c3-table=\"full\"\n"
-    "kernels=\"fast\"\n"
+    "kernels=\"whole-step\"\n"
     "conv-algo=\"auto\"\n"
-    "augment=\"none\"\n"
+    "augment=\"elastic\"\n"
     "augment-rotation=10\n"
     "augment-scale=0.1\n"
     "augment-shear=10\n"
     "augment-translation=2\n"
-    "elastic-alpha=34\n"
+    "elastic-alpha=10\n"
     "elastic-sigma=4\n";
 
 TEST(TrainOptions, DefaultsWriteTheTextThatRunsHaveAlwaysStored) {

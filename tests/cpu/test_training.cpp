@@ -172,5 +172,82 @@ TEST(Training, ResumeRefusesADifferentNetwork) {
   EXPECT_THROW(train(settings, "[train]\n", load_checkpoint(file), file), UsageError);
 }
 
+// ---- with augmentation ------------------------------------------------------------------------
+
+// Elastic augmentation (the defaults' ranges): the CPU engine trains on the double reference,
+// keyed by (seed, epoch, image index), so a resumed run sees the images the uninterrupted one saw.
+TrainSettings elastic(TrainSettings settings) {
+  settings.augment = "elastic";
+  return settings;
+}
+
+// Stopped by SIGINT in mid-epoch and resumed: the last checkpoint is byte for byte the
+// uninterrupted run's (weights, momentum, position and rate; a checkpoint records no time).
+TEST(Training, WithElasticAugmentationASignalInMidEpochAndResumingFinishIdentically) {
+  LENET5_REQUIRE_MNIST();
+  TempDir straight, split;
+  TrainSettings settings = elastic(small_run(straight, 3200, 1));
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+
+  settings.out = (split / "run").string();
+  std::signal(SIGINT, SIG_IGN);  // as in ASignalSavesMidEpochAndResumingFinishesIdentically
+  std::thread interrupter(interrupt_when_training, std::chrono::milliseconds(300));
+  const TrainOutcome stopped = train(settings, "[train]\n");
+  interrupter.join();
+  std::signal(SIGINT, SIG_DFL);
+  ASSERT_TRUE(stopped.interrupted) << "training finished before the signal arrived";
+  const std::filesystem::path file = split / "run" / "last.safetensors";
+  const Checkpoint saved = load_checkpoint(file);
+  EXPECT_EQ(saved.position.epoch, 0);
+  EXPECT_GT(saved.position.step, 0);
+  train(settings, "[train]\n", saved, file);
+  EXPECT_EQ(final_parameters(straight / "run"), final_parameters(split / "run"));
+  EXPECT_EQ(testing::read_text(straight / "run" / "last.safetensors"), testing::read_text(file));
+}
+
+// Stopped after epoch 1 of 2 and resumed: epoch 2's images are keyed by its own number, which the
+// resumed run takes from the checkpoint's position.
+TEST(Training, WithElasticAugmentationResumingAfterAnEpochFinishesIdentically) {
+  LENET5_REQUIRE_MNIST();
+  TempDir straight, split;
+  TrainSettings settings = elastic(small_run(straight, 640, 2));
+  settings.schedule = "constant";  // so that a one-epoch run is the first half of a two-epoch one
+  settings.evaluate_every_epoch = false;
+  train(settings, "[train]\n");
+  TrainSettings first = settings;
+  first.out = (split / "run").string();
+  first.epochs = 1;
+  train(first, "[train]\n");
+  const std::filesystem::path file = split / "run" / "last.safetensors";
+  TrainSettings second = first;
+  second.epochs = 2;
+  train(second, "[train]\n", load_checkpoint(file), file);
+  EXPECT_EQ(load_checkpoint(file).position.epoch, 2);
+  EXPECT_EQ(final_parameters(straight / "run"), final_parameters(split / "run"));
+  EXPECT_EQ(testing::read_text(straight / "run" / "last.safetensors"), testing::read_text(file));
+}
+
+// The setting reaches the engine: the same run with and without --augment elastic ends on other
+// weights, and so does one with affine augmentation only.
+TEST(Training, AugmentationChangesWhatTheRunTrainsOn) {
+  LENET5_REQUIRE_MNIST();
+  TempDir none_dir, elastic_dir, affine_dir;
+  TrainSettings none = small_run(none_dir, 320, 1);
+  none.evaluate_every_epoch = false;
+  train(none, "[train]\n");
+  TrainSettings with_elastic = elastic(none);
+  with_elastic.out = (elastic_dir / "run").string();
+  train(with_elastic, "[train]\n");
+  TrainSettings with_affine = none;
+  with_affine.augment = "affine";
+  with_affine.out = (affine_dir / "run").string();
+  train(with_affine, "[train]\n");
+  const std::vector<float> plain = final_parameters(none_dir / "run");
+  EXPECT_NE(final_parameters(elastic_dir / "run"), plain);
+  EXPECT_NE(final_parameters(affine_dir / "run"), plain);
+  EXPECT_NE(final_parameters(affine_dir / "run"), final_parameters(elastic_dir / "run"));
+}
+
 }  // namespace
 }  // namespace lenet5

@@ -1,5 +1,6 @@
 // The trainer on the GPU, end to end: a run resumed from its checkpoint ends with exactly the
-// weights of an uninterrupted run, and same-seed runs write byte-identical checkpoints.
+// weights of an uninterrupted run, with and without augmentation, and same-seed runs write
+// byte-identical checkpoints.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +9,10 @@
 
 #include <unistd.h>
 
+#include "backend/backend.hpp"
+#include "core/rng.hpp"
 #include "cuda/runtime/runtime.hpp"
+#include "data/mnist.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -85,6 +89,87 @@ TEST(GpuTraining, SameSeedRunsWriteByteIdenticalCheckpoints) {
   EXPECT_EQ(bytes_of(first / "run" / "last.safetensors"),
             bytes_of(second / "run" / "last.safetensors"));
 }
+
+// ---- resuming with augmentation ---------------------------------------------------------------
+
+// gpu_run with elastic augmentation (the defaults' ranges) on the given kernel set.
+TrainSettings augmented_run(const fs::path& out, int epochs, const std::string& kernels) {
+  TrainSettings s = gpu_run(out, epochs);
+  s.augment = "elastic";
+  s.kernels = kernels;
+  return s;
+}
+
+class AugmentedGpuTraining : public testing::TestWithParam<std::string> {};
+
+// Stopped after epoch 1 of 2 and resumed: epoch 2 augments with its own key (the epoch comes
+// from the position, not from a count of epochs this process ran), so the last checkpoint is
+// byte for byte the uninterrupted run's (no field of a checkpoint records when it was written).
+TEST_P(AugmentedGpuTraining, ResumingAfterAnEpochWritesTheSameCheckpoint) {
+  REQUIRE_GPU_AND_MNIST();
+  ScratchDir straight("aug-straight"), split("aug-split");
+  train(augmented_run(straight / "run", 2, GetParam()), "[train]\n");
+  train(augmented_run(split / "run", 1, GetParam()), "[train]\n");
+  const fs::path file = split / "run" / "last.safetensors";
+  train(augmented_run(split / "run", 2, GetParam()), "[train]\n", load_checkpoint(file), file);
+  EXPECT_EQ(load_checkpoint(file).position.epoch, 2);
+  EXPECT_EQ(load_checkpoint(straight / "run" / "last.safetensors").parameters,
+            load_checkpoint(file).parameters);
+  EXPECT_EQ(bytes_of(straight / "run" / "last.safetensors"), bytes_of(file));
+}
+
+// Stopped in mid-epoch: the GPU engine hands the trainer whole epochs, so a signal lands between
+// epochs; the checkpoint a signal would write after 7 of epoch 2's 20 steps (as the CPU engine's
+// step-by-step epochs do) is made here the way the trainer makes it: the weights after epoch 1,
+// an engine of the run's settings taking those 7 steps in the trainer's order and rates, and the
+// position (epoch 1, step 7). Resumed from it, the run finishes epoch 2 step by step and writes
+// the uninterrupted run's last checkpoint, byte for byte.
+TEST_P(AugmentedGpuTraining, ResumingInMidEpochWritesTheSameCheckpoint) {
+  REQUIRE_GPU_AND_MNIST();
+  ScratchDir straight("aug-straight-mid"), split("aug-split-mid");
+  const TrainSettings full = augmented_run(straight / "run", 2, GetParam());
+  train(full, "[train]\n");
+  TrainSettings first = augmented_run(split / "run", 1, GetParam());
+  train(first, "[train]\n");
+  const fs::path file = split / "run" / "last.safetensors";
+  const Checkpoint boundary = load_checkpoint(file);
+  ASSERT_EQ(boundary.position.epoch, 1);
+
+  Dataset training_set = load_mnist(mnist_dir()).train;
+  training_set.count = full.train_limit;  // what --train-limit keeps: the first images
+  training_set.images.resize(std::size_t(full.train_limit) * kImageBytes);
+  training_set.labels.resize(std::size_t(full.train_limit));
+  const int steps = full.train_limit / full.batch_size, stop_at = 7;
+  const Schedule schedule = full.schedule_config();
+  std::vector<float> rates(steps);
+  for (int step = 0; step < steps; ++step)
+    rates[step] = float(schedule.rate(1 + double(step) / steps));
+  auto engine = make_engine(Device::gpu, full.net_config(), full.sgd(), full.batch_size);
+  engine->set_state(boundary.parameters, boundary.optimizer_state);
+  engine->set_training_data(training_set, full.augmentation());
+  engine->begin_epoch(1, epoch_permutation(full.seed, 1, training_set.count), rates);
+  engine->train_steps(0, stop_at);
+  Checkpoint stopped = boundary;
+  stopped.position = {1, stop_at, engine->take_epoch_totals(), boundary.position.best_accuracy};
+  stopped.parameters = engine->parameters();
+  stopped.optimizer_state = engine->optimizer_state();
+  stopped.learning_rate = rates[stop_at - 1];
+  save_checkpoint(file, stopped);
+
+  TrainSettings second = first;
+  second.epochs = 2;
+  train(second, "[train]\n", load_checkpoint(file), file);
+  EXPECT_EQ(load_checkpoint(file).position.epoch, 2);
+  EXPECT_EQ(load_checkpoint(straight / "run" / "last.safetensors").parameters,
+            load_checkpoint(file).parameters);
+  EXPECT_EQ(bytes_of(straight / "run" / "last.safetensors"), bytes_of(file));
+}
+
+INSTANTIATE_TEST_SUITE_P(FastAndWholeStep, AugmentedGpuTraining,
+                         testing::Values("fast", "whole-step"), [](const auto& info) {
+                           return info.param == "fast" ? std::string("fast")
+                                                       : std::string("whole_step");
+                         });
 
 }  // namespace
 }  // namespace lenet5
