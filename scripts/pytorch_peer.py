@@ -40,15 +40,16 @@ MEAN, STD = 0.1307, 0.3081
 SIDE = 28                       # MNIST's images; the network sees them padded to 32
 CENTRE = (SIDE - 1) / 2.0       # 13.5: rotation and scale about it (core/augment.hpp)
 
-# lenet5's defaults (src/train/settings.cpp's table), keyed as in a config file's [train] section.
-# A config file overrides them, and the command line overrides both.
+# lenet5's defaults (src/train/settings.cpp's table), keyed as in a config file's [train] section;
+# tests/cpu/test_bench.cpp checks that they are the table's. A config file overrides them, and the
+# command line overrides both.
 DEFAULTS = {
-    "data": "data/mnist", "train-limit": 0, "epochs": 10, "batch-size": 64, "lr": 0.07,
+    "data": "", "train-limit": 0, "epochs": 15, "batch-size": 64, "lr": 0.07,
     "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
     "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
     "weight-decay": 5e-4, "seed": 1, "activation": "tanh", "subsampling": "average",
-    "c3-table": "full", "augment": "none", "augment-rotation": 10.0, "augment-scale": 0.1,
-    "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 34.0, "elastic-sigma": 4.0,
+    "c3-table": "full", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
+    "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
 # Settings of lenet5 alone (which device, which kernels, where to write): accepted, not used.
 LENET5_ONLY = {"device", "out", "evaluate", "kernels", "conv-algo"}
@@ -319,7 +320,7 @@ class GraphTrainer:
 def parse_arguments():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", help="a lenet5 config file; its [train] section sets the "
-                    "hyperparameters (default: lenet5's defaults, those of configs/lenet5.toml)")
+                    "hyperparameters (default: lenet5's built-in defaults)")
     ap.add_argument("--mode", choices=["eager", "graph"], default="eager")
     # Each flag overrides the config's key of the same name; None: not given.
     for key, default in DEFAULTS.items():
@@ -339,8 +340,10 @@ def parse_arguments():
 
 
 def load(s, device):
+    folder = s["data"] or os.environ.get("LENET5_DATA") or "data/mnist"  # as lenet5 finds it
+
     def path(name):
-        return os.path.join(s["data"], name)
+        return os.path.join(folder, name)
     x_train = intensities(read_idx(path("train-images-idx3-ubyte")), device)
     y_train = torch.tensor(read_idx(path("train-labels-idx1-ubyte")), dtype=torch.long, device=device)
     if s["train-limit"] > 0:

@@ -1,8 +1,11 @@
 // `lenet5 bench`: the arithmetic of its report (time to an accuracy, steady epochs, spreads over
-// seeds), its table, and the command on the CPU with a few images.
+// seeds), its table, the command on the CPU with a few images, and the PyTorch peer's defaults.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "test_util.hpp"
@@ -251,6 +254,54 @@ TEST(Bench, HelpDescribesTheOutput) {
                             "median_epoch_s_no_augment", "augment_epoch_ratio",
                             "peak_allocated_mb", "device_used_at_end_mb", "over_seeds"})
     EXPECT_TRUE(mentions(help.out, field)) << field << " missing in\n" << help.out;
+}
+
+// The `"key": value` pairs of the Python dict or set literal `name = {...}` in the peer's source
+// (a set's members map to "").
+std::map<std::string, std::string> python_literal(const std::string& source, const std::string& name) {
+  const std::size_t begin = source.find("\n" + name + " = {");
+  EXPECT_NE(begin, std::string::npos) << name << " not found in scripts/pytorch_peer.py";
+  if (begin == std::string::npos) return {};
+  const std::string body = source.substr(begin, source.find('}', begin) - begin);
+  static const std::regex item(R"re("([a-z0-9-]+)"(?:\s*:\s*("[^"]*"|[^,\s]+))?)re");
+  std::map<std::string, std::string> items;
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), item); it != std::sregex_iterator(); ++it)
+    items[(*it)[1]] = (*it)[2];
+  return items;
+}
+
+// A setting's default as Python would write it.
+std::string python_text(const SettingValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) return "\"" + v + "\"";
+        else if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
+        else return std::to_string(v);
+      },
+      value);
+}
+
+// scripts/pytorch_peer.py keeps its own copy of lenet5's defaults (it runs where lenet5 may not be
+// built), for the keys a config file may leave out; a change of a default here must reach it.
+TEST(Bench, ThePytorchPeersDefaultsAreTheSettingsTables) {
+  const std::string source = testing::read_text(testing::source_dir() / "scripts" / "pytorch_peer.py");
+  const auto defaults = python_literal(source, "DEFAULTS");
+  const auto lenet5_only = python_literal(source, "LENET5_ONLY");
+  std::set<std::string> keys;
+  for (const SettingDeclaration& d : train_setting_declarations()) {
+    const std::string key = d.flag.substr(2);
+    keys.insert(key);
+    if (lenet5_only.count(key)) continue;
+    ASSERT_TRUE(defaults.count(key)) << key << " is missing from the peer's DEFAULTS";
+    const std::string expected = python_text(d.default_value), peer = defaults.at(key);
+    if (expected[0] == '"' || expected == "True" || expected == "False")
+      EXPECT_EQ(peer, expected) << key;
+    else  // numbers: 10 and 10.0 are the same default
+      EXPECT_EQ(std::stod(peer), std::stod(expected)) << key;
+  }
+  for (const auto& [key, value] : defaults) EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
+  for (const auto& [key, value] : lenet5_only) EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
 }
 
 }  // namespace
