@@ -4,6 +4,7 @@
 #include "core/activation_math.hpp"
 #include "cuda/kernels/dense.cuh"
 #include "cuda/runtime/check.hpp"
+#include "cuda/runtime/cublas_library.hpp"
 
 namespace lenet5::cuda {
 namespace {
@@ -58,37 +59,37 @@ void activation_backward(Activation kind, const float* y, const float* dL_dy, fl
 // ---- cuBLAS handle ------------------------------------------------------------------------------
 
 CublasHandle::CublasHandle(cudaStream_t stream) : m_stream(stream) {
-  CUBLAS_CHECK(cublasCreate(&m_handle));
+  CUBLAS_CHECK(cuda::cublas::create(&m_handle));
   try {
-    CUBLAS_CHECK(cublasSetStream(m_handle, m_stream));
+    CUBLAS_CHECK(cuda::cublas::set_stream(m_handle, m_stream));
     // Pedantic FP32: inputs are never rounded to TF32 (10-bit mantissa) and never split into
     // BF16 pieces by FP32 emulation, whatever NVIDIA_TF32_OVERRIDE or the cuBLAS emulation
     // environment variables say. The GPU then computes the same FP32 products as the CPU
     // reference, only summed in another order, which keeps the GPU-vs-CPU tests tight (and exact
     // for small-integer inputs). Our GEMMs are at most (N x 120) x (120 x 84): far too small for
     // the faster modes to matter.
-    CUBLAS_CHECK(cublasSetMathMode(m_handle, CUBLAS_PEDANTIC_MATH));
+    CUBLAS_CHECK(cuda::cublas::set_math_mode(m_handle, CUBLAS_PEDANTIC_MATH));
     constexpr std::size_t kWorkspaceBytes = 4u << 20;  // ample for GEMMs this small
     m_workspace = Buffer<std::uint8_t>(Device::gpu, kWorkspaceBytes);
-    CUBLAS_CHECK(cublasSetWorkspace(m_handle, m_workspace.data(), m_workspace.size()));
+    CUBLAS_CHECK(cuda::cublas::set_workspace(m_handle, m_workspace.data(), m_workspace.size()));
   } catch (...) {
-    (void)cublasDestroy(m_handle);
+    (void)cuda::cublas::destroy(m_handle);
     throw;
   }
 }
 
 void CublasHandle::use_stream(cudaStream_t stream) {
   if (stream == m_stream) return;
-  CUBLAS_CHECK(cublasSetStream(m_handle, stream));
+  CUBLAS_CHECK(cuda::cublas::set_stream(m_handle, stream));
   // cublasSetStream also resets the handle to cuBLAS's default workspace pool (cuBLAS docs,
   // cublasSetStream): give it ours back, so that a call captured into a CUDA graph after a rebind
   // still allocates nothing.
-  CUBLAS_CHECK(cublasSetWorkspace(m_handle, m_workspace.data(), m_workspace.size()));
+  CUBLAS_CHECK(cuda::cublas::set_workspace(m_handle, m_workspace.data(), m_workspace.size()));
   m_stream = stream;
 }
 
 CublasHandle::~CublasHandle() {
-  if (m_handle) (void)cublasDestroy(m_handle);  // a destructor must not throw
+  if (m_handle) (void)cuda::cublas::destroy(m_handle);  // a destructor must not throw
 }
 
 CublasHandle& default_cublas_handle() {
@@ -150,8 +151,8 @@ void fc_forward(const CublasHandle& cublas, const FcShape& s, const float* x, co
                 const float* bias, float* y) {
   if (s.n == 0) return;
   const float one = 1.0f, zero = 0.0f;
-  CUBLAS_CHECK(cublasSgemm(cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, s.out, s.n, s.in, &one, weight,
-                           s.in, x, s.in, &zero, y, s.out));
+  CUBLAS_CHECK(cuda::cublas::sgemm(cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, s.out, s.n, s.in, &one,
+                                   weight, s.in, x, s.in, &zero, y, s.out));
   if (!bias) return;
   const std::size_t count = std::size_t(s.n) * s.out;
   fc_bias_forward_kernel1<<<element_blocks(count), kElementThreads, 0, cublas.stream()>>>(
@@ -163,16 +164,16 @@ void fc_backward_input(const CublasHandle& cublas, const FcShape& s, const float
                        const float* weight, float* dL_dx) {
   if (s.n == 0) return;
   const float one = 1.0f, zero = 0.0f;
-  CUBLAS_CHECK(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, s.in, s.n, s.out, &one, weight,
-                           s.in, dL_dy, s.out, &zero, dL_dx, s.in));
+  CUBLAS_CHECK(cuda::cublas::sgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, s.in, s.n, s.out, &one,
+                                   weight, s.in, dL_dy, s.out, &zero, dL_dx, s.in));
 }
 
 void fc_backward_weights(const CublasHandle& cublas, const FcShape& s, const float* x,
                          const float* dL_dy, float* dL_dweight, float* dL_dbias) {
   if (s.n == 0) return;
   const float one = 1.0f, zero = 0.0f;
-  CUBLAS_CHECK(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, s.in, s.out, s.n, &one, x, s.in,
-                           dL_dy, s.out, &zero, dL_dweight, s.in));
+  CUBLAS_CHECK(cuda::cublas::sgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, s.in, s.out, s.n, &one,
+                                   x, s.in, dL_dy, s.out, &zero, dL_dweight, s.in));
   if (!dL_dbias) return;
   fc_bias_backward_kernel1<<<s.out, kBiasThreads, 0, cublas.stream()>>>(dL_dy, s.n, s.out,
                                                                         dL_dbias);

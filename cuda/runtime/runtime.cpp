@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "cuda/runtime/check.hpp"
+#include "cuda/runtime/cublas_library.hpp"
 
 namespace lenet5 {
 
@@ -15,8 +16,8 @@ void throw_cuda_error(cudaError_t status, const char* expression, const char* fi
 
 void throw_cublas_error(cublasStatus_t status, const char* expression, const char* file,
                         int line) {
-  throw Error(fmt::format("cuBLAS error {} ({}) in {} at {}:{}", cublasGetStatusName(status),
-                          cublasGetStatusString(status), expression, file, line));
+  throw Error(fmt::format("cuBLAS error {} ({}) in {} at {}:{}", cuda::cublas::status_name(status),
+                          cuda::cublas::status_string(status), expression, file, line));
 }
 
 namespace {
@@ -60,6 +61,10 @@ int device_count() {
     return 0;
   }
   return count;
+}
+
+void create_context() {
+  CUDA_CHECK(cudaFree(nullptr));
 }
 
 std::string device_description(int device) {

@@ -11,6 +11,9 @@ namespace lenet5::cuda {
 
 // Number of usable CUDA devices; 0 (not an error) when there is no driver or no device.
 int device_count();
+// Creates the current device's primary context now (cudaFree(nullptr)) instead of at the first
+// call that needs it; any thread may, the context is the process's.
+void create_context();
 // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"; requires device_count() > 0.
 std::string device_description(int device = 0);
 

@@ -24,6 +24,17 @@ Device resolve_device(const std::string& request, bool warn_on_cpu_fallback) {
   return Device::gpu;
 }
 
+DeviceStart::DeviceStart(const std::string& request, bool warn_on_cpu_fallback)
+    : m_device(std::async(std::launch::async, [request, warn_on_cpu_fallback] {
+        const Device device = resolve_device(request, warn_on_cpu_fallback);
+        if (device == Device::gpu) cuda::create_context();
+        return device;
+      })) {}
+
+Device DeviceStart::wait() {
+  return m_device.get();
+}
+
 std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
                                     int batch_size) {
   if (device == Device::gpu) return make_gpu_engine(net, sgd, batch_size);

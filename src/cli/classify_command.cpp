@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "backend/backend.hpp"
 #include "cli/commands.hpp"
 #include "train/evaluate.hpp"
 
@@ -40,7 +41,7 @@ Command add_classify_command(CLI::App& parent) {
             if (!o->save.empty() && o->images.size() > 1)
               std::filesystem::create_directories(o->save);
             const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
-            const auto engine = engine_for(checkpoint, o->device);
+            const auto engine = engine_for(checkpoint, resolve_device(o->device, false));
             const auto results = classify_images(*engine, o->images, options);
             int failures = 0;
             for (const auto& r : results) {

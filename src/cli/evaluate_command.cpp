@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "backend/backend.hpp"
 #include "data/mnist.hpp"
 #include "train/evaluate.hpp"
 
@@ -22,11 +23,12 @@ Command add_evaluate_command(CLI::App& parent) {
   cmd->add_flag("--json", o->json, "print one JSON object instead of tables");
   cmd->parse_complete_callback([o] { g_json_output = o->json; });
   return {cmd, [o]() {
+            DeviceStart device_start(o->device, /*warn_on_cpu_fallback=*/false);
             const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
             // Only the test split: the training split is six times larger and not needed here.
             const Dataset test =
                 load_split(mnist_dataset(), resolve_data_dir(o->data), Split::test);
-            const Evaluation result = engine_for(checkpoint, o->device)->evaluate(test);
+            const Evaluation result = engine_for(checkpoint, device_start.wait())->evaluate(test);
             const std::string text =
                 o->json ? format_evaluation_json(result, o->checkpoint) : format_evaluation(result);
             std::fputs(text.c_str(), stdout);

@@ -17,7 +17,8 @@ constexpr int kGap = 4;                           // grey lines between the imag
 constexpr std::uint8_t kGapGrey = 96;
 
 // Draws a 28 x 28 grey image (0..255, not rounded) zoomed into cell (row, column) of the sheet.
-void draw_cell(const double* grey, int row, int column, int width, std::vector<std::uint8_t>& sheet) {
+void draw_cell(const double* grey, int row, int column, int width,
+               std::vector<std::uint8_t>& sheet) {
   const int left = kGap + column * (kCell + kGap), top = kGap + row * (kCell + kGap);
   for (int y = 0; y < kCell; ++y)
     for (int x = 0; x < kCell; ++x) {

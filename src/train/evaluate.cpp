@@ -51,8 +51,8 @@ fs::path preprocessed_path(const ClassifyOptions& options, const std::string& fi
 
 }  // namespace
 
-std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, const std::string& device) {
-  auto engine = make_engine(resolve_device(device, false), checkpoint.net, SgdSettings{}, 1);
+std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, Device device) {
+  auto engine = make_engine(device, checkpoint.net, SgdSettings{}, 1);
   engine->set_state(checkpoint.parameters, {});  // evaluation takes no optimizer steps
   return engine;
 }

@@ -13,7 +13,7 @@
 namespace lenet5 {
 
 // An engine holding a checkpoint's weights, on the requested device.
-std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, const std::string& device);
+std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, Device device);
 
 // Test accuracy, mean loss, confusion matrix; text for people, one JSON object for scripts.
 std::string format_evaluation(const Evaluation& evaluation);

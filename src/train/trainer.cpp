@@ -296,9 +296,10 @@ TrainOutcome train(const TrainSettings& settings, const std::string& config_toml
                    const std::optional<Checkpoint>& resume, const fs::path& resume_file) {
   settings.validate();
   if (resume) check_resume_matches(settings, *resume);
-  const Device device = resolve_device(settings.device);
+  DeviceStart device_start(settings.device);
   Mnist data = load_mnist(resolve_data_dir(settings.data_dir));
   limit_training_set(data.train, settings.train_limit);
+  const Device device = device_start.wait();
 
   const fs::path dir = prepare_run_dir(settings, resume_file);
   RunLog log(dir / "train.log");

@@ -64,7 +64,7 @@ TEST(Training, EvaluateReportsTheAccuracyRecordedInMetrics) {
   const std::string metrics = testing::read_text(dir / "run" / "metrics.csv");
   const Checkpoint checkpoint = load_checkpoint(dir / "run" / "best.safetensors");
   const Mnist data = load_mnist(testing::mnist_dir());
-  const Evaluation evaluation = engine_for(checkpoint, "cpu")->evaluate(data.test);
+  const Evaluation evaluation = engine_for(checkpoint, Device::cpu)->evaluate(data.test);
   // The test_acc column of epoch 1, printed with the same formatter.
   const std::string row = metrics.substr(metrics.find('\n') + 1);
   std::vector<std::string> fields;
@@ -234,6 +234,7 @@ TEST(Training, AugmentationChangesWhatTheRunTrainsOn) {
   LENET5_REQUIRE_MNIST();
   TempDir none_dir, elastic_dir, affine_dir;
   TrainSettings none = small_run(none_dir, 320, 1);
+  none.augment = "none";  // the default augments
   none.evaluate_every_epoch = false;
   train(none, "[train]\n");
   TrainSettings with_elastic = elastic(none);

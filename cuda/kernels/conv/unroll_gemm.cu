@@ -49,6 +49,7 @@
 #include "cuda/kernels/map_element.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
+#include "cuda/runtime/cublas_library.hpp"
 
 namespace lenet5::cuda {
 namespace {
@@ -231,9 +232,9 @@ class UnrollGemmConvolution final : public ConvAlgorithm {
     //   y's buffer column-major is Y_n^T (HW x M), ld HW                 -> C,          ldc = HW
     //   m = HW, n = M, k = CKK; strides CKK*HW (A), 0 (B), M*HW (C); N samples
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasSgemmStridedBatched(m_cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, HW, d.M, CKK,
-                                           &one, m_unrolled.data(), HW, unrolled_stride, weight,
-                                           CKK, 0, &zero, y, HW, y_stride, d.N));
+    CUBLAS_CHECK(cuda::cublas::sgemm_strided_batched(
+        m_cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, HW, d.M, CKK, &one, m_unrolled.data(), HW,
+        unrolled_stride, weight, CKK, 0, &zero, y, HW, y_stride, d.N));
     if (!bias) return;
     const std::size_t count = std::size_t(d.N) * d.M * HW;
     conv_bias_forward_kernel3<<<blocks_for(count), kThreads, 0, stream>>>(count, d.M, HW, bias, y);
@@ -254,9 +255,9 @@ class UnrollGemmConvolution final : public ConvAlgorithm {
     //   m = HW, n = CKK, k = M; strides M*HW (A), 0 (B), CKK*HW (C); N samples
     // so dXu_n is in the Fig 16.14 layout, row c*K*K + p*K + q, column h*W_out + w.
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasSgemmStridedBatched(m_cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, HW, CKK, d.M,
-                                           &one, dL_dy, HW, y_stride, weight, CKK, 0, &zero,
-                                           m_unrolled.data(), HW, unrolled_stride, d.N));
+    CUBLAS_CHECK(cuda::cublas::sgemm_strided_batched(
+        m_cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, HW, CKK, d.M, &one, dL_dy, HW, y_stride, weight,
+        CKK, 0, &zero, m_unrolled.data(), HW, unrolled_stride, d.N));
     const std::size_t count = std::size_t(d.N) * d.C * d.H * d.W;
     conv_fold_kernel3<<<blocks_for(count), kThreads, 0, stream>>>(d, m_unrolled.data(), dL_dx);
     CUDA_CHECK_LAUNCH();
@@ -280,10 +281,10 @@ class UnrollGemmConvolution final : public ConvAlgorithm {
       //   m = CKK, n = M, k = HW; strides CKK*HW (A), M*HW (B), M*CKK (C); N samples
       // so partial_n has the layout of W, (M, C, K, K).
       const float one = 1.0f, zero = 0.0f;
-      CUBLAS_CHECK(cublasSgemmStridedBatched(m_weights_cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, CKK,
-                                             d.M, HW, &one, m_weights_unrolled.data(), HW,
-                                             unrolled_stride, dL_dy, HW, y_stride, &zero,
-                                             m_partials.data(), CKK, partial_stride, d.N));
+      CUBLAS_CHECK(cuda::cublas::sgemm_strided_batched(
+          m_weights_cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, CKK, d.M, HW, &one,
+          m_weights_unrolled.data(), HW, unrolled_stride, dL_dy, HW, y_stride, &zero,
+          m_partials.data(), CKK, partial_stride, d.N));
     }
     // With N = 0 both kernels sum nothing and write zeros.
     conv_backward_weights_reduce_kernel3<<<blocks_for(std::size_t(n_weights)), kThreads, 0,
@@ -333,8 +334,9 @@ void conv_forward_unroll_per_sample(CublasHandle& cublas, const ConvShape& s, co
     // Y[n] (M x HW) = Wmat (M x CKK) X_unroll (CKK x HW), as the forward call of the batched
     // version above for one sample: textbook-figures.md §1.15, with the filter matrix passed as B
     // (E20) and C = y + n*M*HW (E22).
-    CUBLAS_CHECK(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, HW, d.M, CKK, &one, x_unroll,
-                             HW, weight, CKK, &zero, y + std::size_t(n) * d.M * HW, HW));
+    CUBLAS_CHECK(cuda::cublas::sgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, HW, d.M, CKK, &one,
+                                     x_unroll, HW, weight, CKK, &zero,
+                                     y + std::size_t(n) * d.M * HW, HW));
   }
 }
 
