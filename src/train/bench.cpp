@@ -52,17 +52,18 @@ nlohmann::json machine_description(const TrainSettings& settings) {
 
 // The table's first line: what ran, where, with which settings.
 std::string heading(const nlohmann::json& machine) {
-  const std::string where = machine.contains("gpu")
-                                ? "the GPU, " + machine["gpu"].get<std::string>()
+  const bool gpu = machine.contains("gpu");  // the kernel set matters on the GPU only
+  const std::string where = gpu ? "the GPU, " + machine["gpu"].get<std::string>() + ", kernels " +
+                                      machine["kernels"].get<std::string>()
                                 : "the " + machine["device"].get<std::string>();
   const int images = machine["train_images"];
   return fmt::format(
-      "lenet5 {} ({}) on {}: batch {}, {} epochs, {} lr {}, momentum {}, weight decay {}, kernels "
-      "{}, augment {}, {} training images",
+      "lenet5 {} ({}) on {}: batch {}, {} epochs, {} lr {}, momentum {}, weight decay {}, "
+      "augment {}, {} training images",
       machine["lenet5_version"].get<std::string>(), machine["commit"].get<std::string>(), where,
       int(machine["batch_size"]), int(machine["epochs"]), machine["schedule"].get<std::string>(),
       double(machine["lr"]), double(machine["momentum"]), double(machine["weight_decay"]),
-      machine["kernels"].get<std::string>(), machine["augment"].get<std::string>(),
+      machine["augment"].get<std::string>(),
       images == 0 ? std::string("all") : "the first " + std::to_string(images));
 }
 
