@@ -58,10 +58,11 @@ std::string heading(const nlohmann::json& machine) {
                                 : "the " + machine["device"].get<std::string>();
   const int images = machine["train_images"];
   return fmt::format(
-      "lenet5 {} ({}) on {}: batch {}, {} epochs, {} lr {}, momentum {}, weight decay {}, "
+      "lenet5 {} ({}) on {}: batch {}, {} epoch{}, {} lr {}, momentum {}, weight decay {}, "
       "augment {}, {} training images",
       machine["lenet5_version"].get<std::string>(), machine["commit"].get<std::string>(), where,
-      int(machine["batch_size"]), int(machine["epochs"]), machine["schedule"].get<std::string>(),
+      int(machine["batch_size"]), int(machine["epochs"]), int(machine["epochs"]) == 1 ? "" : "s",
+      machine["schedule"].get<std::string>(),
       double(machine["lr"]), double(machine["momentum"]), double(machine["weight_decay"]),
       machine["augment"].get<std::string>(),
       images == 0 ? std::string("all") : "the first " + std::to_string(images));
