@@ -2,15 +2,26 @@
 """The peer for lenet5's benchmark: the same LeNet-5 trained the same way in PyTorch.
 
 Same network as lenet5's default (book ordering: convolution without bias, 2x2 average pooling,
-per-map bias, tanh; C5 with bias and tanh; F6 with tanh; linear output; softmax cross-entropy),
-same input preparation (x/255, normalised with mean 0.1307 and std 0.3081, padded to 32x32),
-same initialisation (U(+-sqrt(3/fan_in)), biases 0), same optimiser (SGD, momentum 0.9, weight
-decay on every parameter, the batch-mean gradient) and the same per-step cosine schedule. The data
-set lives on the GPU; each epoch reshuffles it with a seeded generator.
+per-map bias, then the activation; C5 with bias and the activation; F6 with the activation; linear
+output; softmax cross-entropy), same input preparation (x/255, normalised with mean 0.1307 and std
+0.3081, padded to 32x32), same initialisation (U(+-sqrt(3/fan_in)), biases 0), same optimiser
+(SGD with momentum, classical or Nesterov, weight decay on every parameter, the batch-mean
+gradient) and the same per-step learning-rate schedules. The data set lives on the GPU; each epoch
+reshuffles it with a seeded generator.
+
+The hyperparameters come from a lenet5 config file's [train] section (--config, the keys lenet5
+reads, e.g. configs/lenet5.toml), over lenet5's own defaults; flags on the command line win over
+the file, as they do for lenet5. With `augment = "affine"` or `"elastic"` (or --augment) every
+training image is transformed anew each step as lenet5 does it (src/core/augment.hpp): a random
+rotation, scale, horizontal shear and shift drawn uniformly from the configured ranges, then for
+"elastic" Simard's displacement field (uniform noise in [-1, 1) per pixel and axis, smoothed by a
+Gaussian of width sigma cut at 3 sigma with clamped edges, times alpha), resampled bilinearly with
+black outside the image. The random numbers are PyTorch's, so the images are drawn from the same
+distribution as lenet5's, not the same images.
 
 Modes: "eager" (torch.optim.SGD, one Python step per batch) and "graph" (the whole training step,
-forward, backward and the SGD update, captured once in a CUDA graph and replayed per batch).
-Prints one JSON line per epoch and one summary line, as `lenet5 bench` does.
+augmentation, forward, backward and the SGD update, captured once in a CUDA graph and replayed per
+batch). Prints one JSON line per epoch and one summary line, as `lenet5 bench` does.
 """
 import argparse
 import gzip
@@ -18,6 +29,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -25,8 +37,89 @@ import torch
 import torch.nn.functional as F
 
 MEAN, STD = 0.1307, 0.3081
+SIDE = 28                       # MNIST's images; the network sees them padded to 32
+CENTRE = (SIDE - 1) / 2.0       # 13.5: rotation and scale about it (core/augment.hpp)
+
+# lenet5's defaults (src/train/settings.cpp's table), keyed as in a config file's [train] section;
+# tests/cpu/test_bench.cpp checks that they are the table's. A config file overrides them, and the
+# command line overrides both.
+DEFAULTS = {
+    "data": "", "train-limit": 0, "epochs": 15, "batch-size": 64, "lr": 0.07,
+    "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
+    "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
+    "weight-decay": 5e-4, "seed": 1, "activation": "tanh", "subsampling": "average",
+    "c3-table": "full", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
+    "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
+}
+# Settings of lenet5 alone (which device, which kernels, where to write): accepted, not used.
+LENET5_ONLY = {"device", "out", "evaluate", "kernels", "conv-algo"}
+CHOICES = {
+    "schedule": ["constant", "step", "exponential", "cosine", "one-cycle"],
+    "activation": ["tanh", "sigmoid", "scaled-tanh", "relu"],
+    "augment": ["none", "affine", "elastic"],
+    # The peer implements the book's network only: refused, not silently trained differently.
+    "subsampling": ["average"],
+    "c3-table": ["full"],
+}
 
 
+# ---- settings ---------------------------------------------------------------------------------
+def parse_toml_train_section(text):
+    """The [train] section of a lenet5 config, for Pythons without tomllib (before 3.11): one
+    `key = value` per line, values quoted strings, true/false or numbers, # comments."""
+    values, section = {}, None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()  # no "#" inside the values lenet5 takes
+        if not line:
+            continue
+        if line.startswith("["):
+            section = line.strip("[] ")
+            continue
+        if section != "train":
+            continue
+        key, sep, value = (part.strip() for part in line.partition("="))
+        if not sep:
+            raise ValueError(f"line {number}: expected key = value, got {raw!r}")
+        if value[:1] in "\"'":
+            values[key] = value[1:value.index(value[0], 1)]
+        elif value in ("true", "false"):
+            values[key] = value == "true"
+        else:
+            values[key] = float(value) if any(c in value for c in ".eE") else int(value)
+    return values
+
+
+def read_config(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        import tomllib  # Python 3.11 and later
+        return tomllib.loads(data.decode()).get("train", {})
+    except ImportError:
+        return parse_toml_train_section(data.decode())
+
+
+def settings_from(config_path, overrides):
+    """lenet5's defaults, then the config's [train] keys, then the flags given."""
+    settings = dict(DEFAULTS)
+    if config_path:
+        for key, value in read_config(config_path).items():
+            if key in LENET5_ONLY:
+                continue
+            if key not in DEFAULTS:
+                sys.exit(f"pytorch_peer: {config_path}: [train] key '{key}' is not a lenet5 setting")
+            settings[key] = type(DEFAULTS[key])(value) if not isinstance(DEFAULTS[key], bool) else value
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    for key, accepted in CHOICES.items():
+        if settings[key] not in accepted:
+            sys.exit(f"pytorch_peer: {key} '{settings[key]}' is not supported here "
+                     f"(accepted: {', '.join(accepted)})")
+    if settings["nesterov"] and settings["momentum"] == 0:
+        sys.exit("pytorch_peer: nesterov needs momentum above 0")
+    return settings
+
+
+# ---- data ---------------------------------------------------------------------------------------
 def read_idx(path):
     opener = gzip.open if not os.path.exists(path) and os.path.exists(path + ".gz") else open
     with opener(path if os.path.exists(path) else path + ".gz", "rb") as f:
@@ -36,9 +129,78 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
 
 
-def prepare(images, device):
-    x = torch.tensor(images, dtype=torch.float32, device=device).div_(255).sub_(MEAN).div_(STD)
-    return F.pad(x, (2, 2, 2, 2), value=(0 - MEAN) / STD).unsqueeze(1)  # (N, 1, 32, 32)
+def intensities(images, device):
+    """(N, 28, 28) pixel / 255: black is 0, the background augmentation fills in."""
+    return torch.tensor(images, dtype=torch.float32, device=device).div_(255)
+
+
+def normalise_and_pad(x):
+    """(N, 28, 28) intensities -> (N, 1, 32, 32) network input."""
+    x = (x - MEAN) / STD
+    return F.pad(x, (2, 2, 2, 2), value=(0 - MEAN) / STD).unsqueeze(1)
+
+
+# ---- augmentation (src/core/augment.hpp and src/data/augment.cpp, in PyTorch) ------------------
+def smoothing_matrix(sigma, device):
+    """G with G[out, in] = the Gaussian's weight of `in` for `out`, edges clamped: the separable
+    smoothing of a field f is G @ f @ G.T (along y, then along x)."""
+    radius = int(math.ceil(3 * sigma))
+    taps = [math.exp(-0.5 * k * k / (sigma * sigma)) for k in range(-radius, radius + 1)]
+    total = sum(taps)
+    g = torch.zeros(SIDE, SIDE, dtype=torch.float64)
+    for out in range(SIDE):
+        for k in range(-radius, radius + 1):
+            g[out, min(max(out + k, 0), SIDE - 1)] += taps[k + radius] / total
+    return g.to(device=device, dtype=torch.float32)
+
+
+class Augmenter:
+    """Transforms a batch of (B, 28, 28) intensities; draws from PyTorch's default CUDA generator
+    (seeded by the run's seed), which a CUDA graph may capture."""
+
+    def __init__(self, s, device):
+        self.kind = s["augment"]
+        self.rotation = math.radians(s["augment-rotation"])
+        self.scale, self.shear = s["augment-scale"], math.radians(s["augment-shear"])
+        self.translation, self.alpha = s["augment-translation"], s["elastic-alpha"]
+        self.smooth = smoothing_matrix(s["elastic-sigma"], device) if self.kind == "elastic" else None
+        offsets = torch.arange(SIDE, dtype=torch.float32, device=device) - CENTRE
+        self.oy, self.ox = torch.meshgrid(offsets, offsets, indexing="ij")  # (28, 28) each
+
+    def __call__(self, x):
+        b = x.shape[0]
+        u = torch.rand(b, 5, device=x.device) * 2 - 1  # rotation, scale, shear, shift x, shift y
+        angle, scale = self.rotation * u[:, 0], 1 + self.scale * u[:, 1]
+        shear = torch.tan(self.shear * u[:, 2])
+        c, sn = torch.cos(angle), torch.sin(angle)
+        # Forward map: output = R * Sh * (scale * input) + shift; the sampler needs its inverse.
+        f11, f12 = scale * c, scale * (c * shear - sn)
+        f21, f22 = scale * sn, scale * (sn * shear + c)
+        det = f11 * f22 - f12 * f21
+        a11, a12, a21, a22 = f22 / det, -f12 / det, -f21 / det, f11 / det
+        shift_x, shift_y = self.translation * u[:, 3], self.translation * u[:, 4]
+        tx, ty = -(a11 * shift_x + a12 * shift_y), -(a21 * shift_x + a22 * shift_y)
+        col = lambda v: v.view(b, 1, 1)
+        sx = col(a11) * self.ox + col(a12) * self.oy + col(tx) + CENTRE  # (B, 28, 28)
+        sy = col(a21) * self.ox + col(a22) * self.oy + col(ty) + CENTRE
+        if self.kind == "elastic":
+            noise = torch.rand(b, 2, SIDE, SIDE, device=x.device) * 2 - 1
+            field = self.alpha * (self.smooth @ noise @ self.smooth.T)
+            sx, sy = sx + field[:, 0], sy + field[:, 1]
+        # align_corners=True puts -1 and 1 on the centres of pixels 0 and 27; "zeros" makes every
+        # neighbour outside the image black, as lenet5's bilinear sampler does.
+        grid = torch.stack((sx, sy), dim=-1) * (2.0 / (SIDE - 1)) - 1
+        return F.grid_sample(x.unsqueeze(1), grid, mode="bilinear", padding_mode="zeros",
+                             align_corners=True).squeeze(1)
+
+
+# ---- the network ------------------------------------------------------------------------------
+ACTIVATIONS = {
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "scaled-tanh": lambda x: 1.7159 * torch.tanh(x * (2.0 / 3.0)),  # LeCun's, f(+-1) = +-1
+    "relu": torch.relu,
+}
 
 
 def lecun_uniform(shape, fan_in, generator, device):
@@ -58,61 +220,79 @@ def make_parameters(seed, device):
     }
 
 
-def forward(p, x):
-    x = torch.tanh(F.avg_pool2d(F.conv2d(x, p["c1.weight"]), 2) + p["s2.bias"].view(1, -1, 1, 1))
-    x = torch.tanh(F.avg_pool2d(F.conv2d(x, p["c3.weight"]), 2) + p["s4.bias"].view(1, -1, 1, 1))
-    x = torch.tanh(F.conv2d(x, p["c5.weight"], p["c5.bias"]).flatten(1))
-    x = torch.tanh(F.linear(x, p["f6.weight"], p["f6.bias"]))
+def forward(p, x, act):
+    x = act(F.avg_pool2d(F.conv2d(x, p["c1.weight"]), 2) + p["s2.bias"].view(1, -1, 1, 1))
+    x = act(F.avg_pool2d(F.conv2d(x, p["c3.weight"]), 2) + p["s4.bias"].view(1, -1, 1, 1))
+    x = act(F.conv2d(x, p["c5.weight"], p["c5.bias"]).flatten(1))
+    x = act(F.linear(x, p["f6.weight"], p["f6.bias"]))
     return F.linear(x, p["output.weight"], p["output.bias"])
 
 
-def cosine_rate(lr, epochs, epoch, step, steps):
-    progress = min(max((epoch + step / steps) / epochs, 0.0), 1.0)
-    return lr * 0.5 * (1 + math.cos(math.pi * progress))
+def learning_rate(s, epochs_done):
+    """src/train/schedule.cpp's Schedule::rate: the rate for the step that starts at
+    `epochs_done` (2.5 = halfway through the third epoch)."""
+    lr, min_lr, kind = s["lr"], s["min-lr"], s["schedule"]
+    progress = min(max(epochs_done / s["epochs"], 0.0), 1.0)
+    if kind == "one-cycle":  # linear rise from lr/25 to lr, then cosine to min-lr; no warm-up
+        start, rise = lr / 25, s["one-cycle-start"]
+        if progress < rise:
+            return start + (lr - start) * progress / rise
+        fall = (progress - rise) / (1 - rise)
+        return min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * fall))
+    value = {
+        "constant": lambda: lr,
+        "step": lambda: lr * s["lr-gamma"] ** math.floor(epochs_done / s["lr-step-epochs"]),
+        "exponential": lambda: lr * s["lr-gamma"] ** math.floor(epochs_done),
+        "cosine": lambda: min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress)),
+    }[kind]()
+    if s["warmup-epochs"] > 0 and epochs_done < s["warmup-epochs"]:
+        value *= epochs_done / s["warmup-epochs"]
+    return value
 
 
-def evaluate(p, x, y):
+def evaluate(p, x, y, act):
     with torch.no_grad():
-        correct = sum(int((forward(p, x[i:i + 1000]).argmax(1) == y[i:i + 1000]).sum())
+        correct = sum(int((forward(p, x[i:i + 1000], act).argmax(1) == y[i:i + 1000]).sum())
                       for i in range(0, len(x), 1000))
     return correct / len(x)
 
 
+# ---- the two trainers -------------------------------------------------------------------------
 class EagerTrainer:
-    def __init__(self, params, args):
+    def __init__(self, params, s, prepare, act):
         self.params = list(params.values())
-        self.opt = torch.optim.SGD(self.params, lr=args.lr, momentum=args.momentum,
-                                   weight_decay=args.weight_decay)
-        self.p = params
+        self.opt = torch.optim.SGD(self.params, lr=s["lr"], momentum=s["momentum"],
+                                   nesterov=s["nesterov"], weight_decay=s["weight-decay"])
+        self.p, self.prepare, self.act = params, prepare, act
 
     def step(self, xb, yb, lr):
         for group in self.opt.param_groups:
             group["lr"] = lr
         self.opt.zero_grad(set_to_none=True)
-        F.cross_entropy(forward(self.p, xb), yb).backward()
+        F.cross_entropy(forward(self.p, self.prepare(xb), self.act), yb).backward()
         self.opt.step()
 
 
 class GraphTrainer:
     """The whole step in one CUDA graph; static input buffers are refilled before each replay."""
 
-    def __init__(self, params, args, batch, device):
-        self.p, self.params = params, list(params.values())
-        self.momentum, self.decay = args.momentum, args.weight_decay
+    def __init__(self, params, s, prepare, act, batch_shape, device):
+        self.p, self.params, self.prepare, self.act = params, list(params.values()), prepare, act
+        self.momentum, self.decay, self.nesterov = s["momentum"], s["weight-decay"], s["nesterov"]
         self.velocity = [torch.zeros_like(t) for t in self.params]
         self.lr = torch.zeros((), device=device)
-        self.x = torch.zeros(batch, 1, 32, 32, device=device)
-        self.y = torch.zeros(batch, dtype=torch.long, device=device)
+        self.x = torch.zeros(batch_shape, device=device)
+        self.y = torch.zeros(batch_shape[0], dtype=torch.long, device=device)
         self.graph = None
 
     def _step(self):
-        loss = F.cross_entropy(forward(self.p, self.x), self.y)
+        loss = F.cross_entropy(forward(self.p, self.prepare(self.x), self.act), self.y)
         grads = torch.autograd.grad(loss, self.params)
         with torch.no_grad():  # torch.optim.SGD's update, written with tensors a graph can replay
             for t, g, v in zip(self.params, grads, self.velocity):
                 g = g + self.decay * t
                 v.mul_(self.momentum).add_(g)
-                t.sub_(self.lr * v)
+                t.sub_(self.lr * (g + self.momentum * v if self.nesterov else v))
 
     def capture(self):
         side = torch.cuda.Stream()
@@ -136,61 +316,102 @@ class GraphTrainer:
         self.graph.replay()
 
 
-def main():
+# ---- the run ----------------------------------------------------------------------------------
+def parse_arguments():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="data/mnist")
+    ap.add_argument("--config", help="a lenet5 config file; its [train] section sets the "
+                    "hyperparameters (default: lenet5's built-in defaults)")
     ap.add_argument("--mode", choices=["eager", "graph"], default="eager")
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=0.07)
-    ap.add_argument("--momentum", type=float, default=0.9)
-    ap.add_argument("--weight-decay", type=float, default=5e-4)
-    ap.add_argument("--seed", type=int, default=1)
+    # Each flag overrides the config's key of the same name; None: not given.
+    for key, default in DEFAULTS.items():
+        flag = "--" + key
+        if isinstance(default, bool):
+            ap.add_argument(flag, choices=["true", "false"], default=None,
+                            help=f"(lenet5 default: {str(default).lower()})")
+        else:
+            ap.add_argument(flag, type=type(default), default=None, choices=CHOICES.get(key),
+                            help=f"(lenet5 default: {default})")
     args = ap.parse_args()
+    overrides = {key: getattr(args, key.replace("-", "_")) for key in DEFAULTS}
+    for key, default in DEFAULTS.items():
+        if isinstance(default, bool) and overrides[key] is not None:
+            overrides[key] = overrides[key] == "true"
+    return args, settings_from(args.config, overrides)
+
+
+def load(s, device):
+    folder = s["data"] or os.environ.get("LENET5_DATA") or "data/mnist"  # as lenet5 finds it
+
+    def path(name):
+        return os.path.join(folder, name)
+    x_train = intensities(read_idx(path("train-images-idx3-ubyte")), device)
+    y_train = torch.tensor(read_idx(path("train-labels-idx1-ubyte")), dtype=torch.long, device=device)
+    if s["train-limit"] > 0:
+        x_train, y_train = x_train[:s["train-limit"]], y_train[:s["train-limit"]]
+    x_test = normalise_and_pad(intensities(read_idx(path("t10k-images-idx3-ubyte")), device))
+    y_test = torch.tensor(read_idx(path("t10k-labels-idx1-ubyte")), dtype=torch.long, device=device)
+    return x_train, y_train, x_test, y_test
+
+
+def main():
+    args, s = parse_arguments()
     device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
-    x_train = prepare(read_idx(os.path.join(args.data, "train-images-idx3-ubyte")), device)
-    y_train = torch.tensor(read_idx(os.path.join(args.data, "train-labels-idx1-ubyte")),
-                           dtype=torch.long, device=device)
-    x_test = prepare(read_idx(os.path.join(args.data, "t10k-images-idx3-ubyte")), device)
-    y_test = torch.tensor(read_idx(os.path.join(args.data, "t10k-labels-idx1-ubyte")),
-                          dtype=torch.long, device=device)
-    params = make_parameters(args.seed, device)
-    n, b = len(x_train), args.batch_size
+    torch.manual_seed(s["seed"])  # the augmentation's draws (the default CUDA generator)
+    act = ACTIVATIONS[s["activation"]]
+    x_train, y_train, x_test, y_test = load(s, device)
+    if s["augment"] == "none":
+        # Prepared once: each step only gathers its batch, as before augmentation existed.
+        x_train, prepare = normalise_and_pad(x_train), (lambda x: x)
+    else:
+        augment = Augmenter(s, device)
+        prepare = lambda x: normalise_and_pad(augment(x))
+    params = make_parameters(s["seed"], device)
+    n, b = len(x_train), s["batch-size"]
     # Full batches only in graph mode (a graph has fixed shapes): the last 32 images of an epoch
     # at batch 64 are left out there, in both modes, so that both train on the same images.
     steps = n // b
-    trainer = EagerTrainer(params, args) if args.mode == "eager" else GraphTrainer(params, args, b, device)
+    if args.mode == "eager":
+        trainer = EagerTrainer(params, s, prepare, act)
+    else:
+        trainer = GraphTrainer(params, s, prepare, act, (b,) + tuple(x_train.shape[1:]), device)
     setup_start = time.perf_counter()
     if args.mode == "graph":
         trainer.capture()
     torch.cuda.synchronize()
     setup_s = time.perf_counter() - setup_start
-    shuffle = torch.Generator(device=device).manual_seed(args.seed)
-    times, elapsed, time_to_99, accuracy = [], 0.0, None, 0.0
-    for epoch in range(args.epochs):
+    shuffle = torch.Generator(device=device).manual_seed(s["seed"])
+    times, accuracies, elapsed = [], [], 0.0
+    time_to = {0.99: None, 0.992: None}
+    for epoch in range(s["epochs"]):
         order = torch.randperm(n, generator=shuffle, device=device)
         torch.cuda.synchronize()
         start = time.perf_counter()
         for step in range(steps):
             idx = order[step * b:(step + 1) * b]
-            trainer.step(x_train[idx], y_train[idx], cosine_rate(args.lr, args.epochs, epoch, step, steps))
+            trainer.step(x_train[idx], y_train[idx], learning_rate(s, epoch + step / steps))
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         times.append(seconds)
         elapsed += seconds
-        accuracy = evaluate(params, x_test, y_test)
-        if time_to_99 is None and accuracy >= 0.99:
-            time_to_99 = elapsed
+        accuracies.append(evaluate(params, x_test, y_test, act))
+        for target in time_to:
+            if time_to[target] is None and accuracies[-1] >= target:
+                time_to[target] = elapsed
         print(json.dumps({"event": "epoch", "framework": "pytorch", "mode": args.mode,
                           "epoch": epoch + 1, "seconds": seconds,
-                          "images_per_s": steps * b / seconds, "test_accuracy": accuracy}), flush=True)
+                          "images_per_s": steps * b / seconds,
+                          "test_accuracy": accuracies[-1]}), flush=True)
     steady = times[1:] if len(times) > 1 else times
     print(json.dumps({"event": "summary", "framework": "pytorch", "mode": args.mode,
                       "torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
-                      "batch_size": b, "epochs": args.epochs, "seed": args.seed,
+                      "config": args.config, "settings": s,
+                      "batch_size": b, "epochs": s["epochs"], "seed": s["seed"],
+                      "augment": s["augment"],
                       "median_epoch_s": statistics.median(steady), "setup_s": setup_s,
-                      "final_test_accuracy": accuracy, "time_to_99_s": time_to_99,
+                      "training_s": elapsed, "final_test_accuracy": accuracies[-1],
+                      "best_test_accuracy": max(accuracies),
+                      "time_to_99_s": time_to[0.99], "time_to_99_2_s": time_to[0.992],
                       "peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20}), flush=True)
 
 

@@ -96,6 +96,7 @@ void release(void* pointer, std::size_t bytes) noexcept {
 
 std::size_t allocated_bytes() { return g_allocated; }
 std::size_t peak_allocated_bytes() { return g_peak; }
+void reset_peak_allocated_bytes() { g_peak = g_allocated.load(); }
 
 std::size_t device_used_bytes() {
   std::size_t free = 0, total = 0;

@@ -24,6 +24,9 @@ void release(void* pointer, std::size_t bytes) noexcept;
 // the most at any moment so far. Not included: the CUDA context and cuBLAS's internal state.
 std::size_t allocated_bytes();
 std::size_t peak_allocated_bytes();
+// Restarts the peak from what is allocated now, so that a peak can be measured over one part of
+// a process's life (bench: each seed's run) instead of over all of it.
+void reset_peak_allocated_bytes();
 // Device memory in use by everything on the GPU (cudaMemGetInfo: total minus free), context
 // included, as nvidia-smi would count it.
 std::size_t device_used_bytes();

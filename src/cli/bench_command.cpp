@@ -1,4 +1,5 @@
-// lenet5 bench [train settings] [--seeds 1,2,3]: JSON lines on stdout (train/bench.hpp).
+// lenet5 bench [train settings] [--seeds 1,2,3] [--table | --layers]: JSON lines, or a table, on
+// stdout (train/bench.hpp).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,21 +32,49 @@ void apply_train_section(const CLI::App& parent, CLI::App& bench) {
   }
 }
 
+// What --help says of the output, field by field (the names are train/bench.cpp's).
+constexpr const char* kOutputHelp = R"(Output (stdout; the log goes to stderr):
+  JSON lines by default:
+    setup    the program, device, GPU and the settings that matter
+    epoch    per seed and epoch: seconds (training only), images_per_s, lr, train_loss,
+             test_accuracy, test_loss (-1: not evaluated)
+    seed     per seed: final_test_accuracy, best_test_accuracy; time_to_99_s and time_to_99_2_s
+             (training seconds, evaluation excluded, to the end of the first epoch whose test
+             accuracy reached 99 % / 99.2 %; null: never reached); median_epoch_s (epochs 2 and
+             later); when the run augments, median_epoch_s_no_augment (the same, from a run of
+             the same settings with --augment none and at most 3 epochs) and augment_epoch_ratio
+             (the first over the second; null otherwise); training_s; on the GPU,
+             peak_allocated_mb (lenet5's own device
+             buffers, this seed's run only) and device_used_at_end_mb (cudaMemGetInfo after the
+             run: every process on the GPU, CUDA context included; null on the CPU)
+    summary  the settings, the seeds, final_test_accuracy per seed, mean_ and
+             min_final_test_accuracy, median_epoch_s, and over_seeds: {mean, min, max, count} of
+             each seed field over the seeds that have a value
+  --table: the seed lines as a Markdown table, then rows of their mean, min and max.
+  --layers: one JSON line per layer: forward_us, backward_input_us, backward_weights_us.)";
+
 Command add_bench_command(CLI::App& parent) {
   auto* cmd = add_subcommand(
       parent, "bench",
-      "time training epochs and report accuracy, as JSON lines (same settings as train)");
+      "time training and report accuracy, time to 99 % and memory per seed (same settings as "
+      "train)");
+  cmd->footer(kOutputHelp);
   auto settings = std::make_shared<TrainSettings>();
   auto seeds = std::make_shared<std::vector<std::uint64_t>>(std::vector<std::uint64_t>{1});
   bind_train_settings(*cmd, *settings);
   cmd->add_option("--seeds", *seeds, "train once per seed (comma-separated)")
       ->delimiter(',')
       ->configurable(false);
-  auto layers = std::make_shared<bool>(false);
-  cmd->add_flag("--layers", *layers,
-                "instead of training, time each layer's CUDA kernels at --batch-size")
-      ->configurable(false);
-  return {cmd, [&parent, cmd, settings, seeds, layers]() {
+  auto layers = std::make_shared<bool>(false), table = std::make_shared<bool>(false);
+  CLI::Option* layers_flag =
+      cmd->add_flag("--layers", *layers,
+                    "instead of training, time each layer's CUDA kernels at --batch-size")
+          ->configurable(false);
+  cmd->add_flag("--table", *table,
+                "print a table (a row per seed, then mean, min and max) instead of JSON lines")
+      ->configurable(false)
+      ->excludes(layers_flag);
+  return {cmd, [&parent, cmd, settings, seeds, layers, table]() {
             apply_train_section(parent, *cmd);
             const auto print = [](const std::string& line) {
               std::printf("%s\n", line.c_str());
@@ -55,7 +84,12 @@ Command add_bench_command(CLI::App& parent) {
               run_layer_benchmark(*settings, 50, print);
               return 0;
             }
-            run_benchmark(*settings, *seeds, print);
+            if (!*table) {
+              run_benchmark(*settings, *seeds, print);
+              return 0;
+            }
+            const BenchReport report = run_benchmark(*settings, *seeds, [](const std::string&) {});
+            std::fputs(format_bench_table(report).c_str(), stdout);
             return 0;
           }};
 }

@@ -236,5 +236,18 @@ TEST(DeviceMemory, BuffersAreCountedWhileTheyLive) {
   EXPECT_GT(cuda::device_used_bytes(), 0u);
 }
 
+// bench resets the peak before each seed, so each seed reports its own run's peak, not the
+// largest of all the runs before it.
+TEST(DeviceMemory, ThePeakRestartsFromWhatIsAllocatedNow) {
+  LENET5_REQUIRE_GPU();
+  const std::size_t before = cuda::allocated_bytes();
+  { Buffer<float> large(Device::gpu, 1 << 20); }
+  EXPECT_GE(cuda::peak_allocated_bytes(), before + (std::size_t(4) << 20));
+  cuda::reset_peak_allocated_bytes();
+  EXPECT_EQ(cuda::peak_allocated_bytes(), before);
+  { Buffer<float> small(Device::gpu, 1 << 10); }
+  EXPECT_EQ(cuda::peak_allocated_bytes(), before + (std::size_t(4) << 10));
+}
+
 }  // namespace
 }  // namespace lenet5
