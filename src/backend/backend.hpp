@@ -25,6 +25,17 @@ class DeviceStart {
   explicit DeviceStart(const std::string& request, bool warn_on_cpu_fallback = true);
   // The resolved device, once it is ready; rethrows what resolving or starting it threw. Once.
   Device wait();
+  // work() while the device starts. When work throws, an error of the device's is thrown in its
+  // place: a device that cannot run is reported first, as when the two ran one after the other.
+  template <class Work>
+  auto overlapping(Work&& work) {
+    try {
+      return work();
+    } catch (...) {
+      wait();
+      throw;
+    }
+  }
 
  private:
   std::future<Device> m_device;

@@ -24,10 +24,11 @@ Command add_evaluate_command(CLI::App& parent) {
   cmd->parse_complete_callback([o] { g_json_output = o->json; });
   return {cmd, [o]() {
             DeviceStart device_start(o->device, /*warn_on_cpu_fallback=*/false);
-            const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
+            const Checkpoint checkpoint =
+                device_start.overlapping([&] { return load_checkpoint(o->checkpoint); });
             // Only the test split: the training split is six times larger and not needed here.
-            const Dataset test =
-                load_split(mnist_dataset(), resolve_data_dir(o->data), Split::test);
+            const Dataset test = device_start.overlapping(
+                [&] { return load_split(mnist_dataset(), resolve_data_dir(o->data), Split::test); });
             const Evaluation result = engine_for(checkpoint, device_start.wait())->evaluate(test);
             const std::string text =
                 o->json ? format_evaluation_json(result, o->checkpoint) : format_evaluation(result);

@@ -297,7 +297,8 @@ TrainOutcome train(const TrainSettings& settings, const std::string& config_toml
   settings.validate();
   if (resume) check_resume_matches(settings, *resume);
   DeviceStart device_start(settings.device);
-  Mnist data = load_mnist(resolve_data_dir(settings.data_dir));
+  Mnist data =
+      device_start.overlapping([&] { return load_mnist(resolve_data_dir(settings.data_dir)); });
   limit_training_set(data.train, settings.train_limit);
   const Device device = device_start.wait();
 
