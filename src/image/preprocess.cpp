@@ -467,15 +467,29 @@ std::array<float, kField * kField> place_by_centre_of_mass(const std::vector<flo
 }
 
 // Area averaging dims thin strokes; stretching the maximum to 255 restores full-strength ink.
-std::array<std::uint8_t, kField * kField> to_bytes(
-    const std::array<float, kField * kField>& field) {
+// `gamma` below 1 lifts the partly covered pixels of strokes that averaging thinned to less than
+// a pixel, as MNIST's were not: its strokes are about 2 px wide at 20 px.
+std::array<std::uint8_t, kField * kField> to_bytes(const std::array<float, kField * kField>& field,
+                                                   float gamma) {
   const float peak = *std::max_element(field.begin(), field.end());
   std::array<std::uint8_t, kField * kField> bytes{};
   for (std::size_t i = 0; i < field.size(); ++i) {
-    bytes[i] =
-        static_cast<std::uint8_t>(std::lround(std::clamp(field[i] / peak, 0.0f, 1.0f) * 255.0f));
+    const float strength = std::pow(std::clamp(field[i] / peak, 0.0f, 1.0f), gamma);
+    bytes[i] = static_cast<std::uint8_t>(std::lround(strength * 255.0f));
   }
   return bytes;
+}
+
+// Digits drawn thinner than MNIST's median (a fine pen, a broad nib's hairlines, only partly
+// widened by thicken_thin_strokes) keep faint grey strokes at 20 px; a gamma of 0.7 brightens a
+// pixel at a quarter strength to 0.38. Measured on the handwriting set with the default
+// checkpoint: 7 more of 1800 read and 1 fewer (broad-nib hairlines mostly), none lost on the
+// first 1000 t10k digits; 0.6 and 0.8 read within one of it.
+constexpr float kThinStrokeGamma = 0.7f;
+float output_gamma(const Ink& ink) {
+  const int w = ink.box.width(), h = ink.box.height();
+  const double stroke = mean_stroke_width(ink.mask, w, h) * kBox / std::max(w, h);
+  return stroke < kTargetStroke ? kThinStrokeGamma : 1.0f;
 }
 
 }  // namespace
@@ -514,7 +528,7 @@ Digit28 preprocess_digit(const GrayImage& image, InvertMode invert,
   if (*std::max_element(field.begin(), field.end()) <= 0.0f) {
     throw Error(name_for_errors + " is blank: no digit found (no ink left after centring)");
   }
-  return Digit28{to_bytes(field), contrast.inverted};
+  return Digit28{to_bytes(field, output_gamma(ink)), contrast.inverted};
 }
 
 }  // namespace lenet5
