@@ -13,6 +13,22 @@
 namespace lenet5::cli {
 namespace {
 
+// A resumed run that augments otherwise than the checkpoint's run shows its remaining epochs other
+// images: allowed (the flags win), but no longer the run an uninterrupted one would have been.
+void warn_if_augmentation_changes(const TrainSettings& stored, const TrainSettings& resumed) {
+  const bool same = stored.augment == resumed.augment &&
+                    stored.augment_rotation == resumed.augment_rotation &&
+                    stored.augment_scale == resumed.augment_scale &&
+                    stored.augment_shear == resumed.augment_shear &&
+                    stored.augment_translation == resumed.augment_translation &&
+                    stored.elastic_alpha == resumed.elastic_alpha &&
+                    stored.elastic_sigma == resumed.elastic_sigma;
+  if (!same)
+    spdlog::warn("the augmentation differs from the checkpoint's (--augment {} there, {} now, or "
+                 "its ranges): the resumed epochs train on other images than the first run's",
+                 stored.augment, resumed.augment);
+}
+
 // --resume F: the checkpoint's own settings, overridden by whatever was given explicitly now.
 TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoint,
                                std::string& config_toml) {
@@ -27,6 +43,7 @@ TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoi
   } catch (const CLI::Error& e) {
     throw Error(std::string("the checkpoint's stored settings cannot be read: ") + e.what());
   }
+  const TrainSettings as_stored = settings;
   for (const CLI::Option* option : given.get_options()) {
     if (option->count() == 0 || option->check_name("--resume")) continue;
     CLI::Option* target = cmd->get_option_no_throw(option->get_name());
@@ -36,6 +53,7 @@ TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoi
     target->run_callback();
   }
   config_toml = effective_config(*cmd);
+  warn_if_augmentation_changes(as_stored, settings);
   return settings;
 }
 

@@ -123,6 +123,23 @@ TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
   EXPECT_TRUE(mentions(result.err, "--device cpu")) << result.err;  // says how to proceed
 }
 
+// Resuming with other augmentation settings than the checkpoint's is allowed, and said.
+TEST(Cli, ResumingWithAnotherAugmentationWarns) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const std::string data = testing::mnist_dir().string(), run = (dir / "run").string();
+  const auto first = run_lenet5("train --device cpu --train-limit 64 --epochs 1 --evaluate false"
+                                " --data " + data + " --out " + run, dir);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string checkpoint = run + "/last.safetensors";
+  const auto same = run_lenet5("train --epochs 2 --resume " + checkpoint, dir);
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_FALSE(mentions(same.err, "augmentation differs")) << same.err;
+  const auto other = run_lenet5("train --epochs 3 --augment none --resume " + checkpoint, dir);
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_TRUE(mentions(other.err, "augmentation differs")) << other.err;
+}
+
 // SIGTERM during training: the run saves last.safetensors (a checkpoint in mid-epoch that resumes)
 // and exits with 128 + 15, the shell's convention for "ended by SIGTERM".
 TEST(Cli, SigtermSavesACheckpointAndExitsWith143) {
