@@ -24,9 +24,10 @@ void warn_if_augmentation_changes(const TrainSettings& stored, const TrainSettin
                     stored.elastic_alpha == resumed.elastic_alpha &&
                     stored.elastic_sigma == resumed.elastic_sigma;
   if (!same)
-    spdlog::warn("the augmentation differs from the checkpoint's (--augment {} there, {} now, or "
-                 "its ranges): the resumed epochs train on other images than the first run's",
-                 stored.augment, resumed.augment);
+    spdlog::warn(
+        "the augmentation differs from the checkpoint's (--augment {} there, {} now, or "
+        "its ranges): the resumed epochs train on other images than the first run's",
+        stored.augment, resumed.augment);
 }
 
 // --resume F: the checkpoint's own settings, overridden by whatever was given explicitly now.
@@ -73,8 +74,9 @@ Command add_train_command(CLI::App& parent) {
       ->group("Augmentation");
   return {cmd, [cmd, settings, resume, preview]() {
             if (!preview->empty()) {
-              const Mnist data = load_mnist(resolve_data_dir(settings->data_dir));
-              write_augment_preview(*settings, data.train, *preview);
+              const Dataset train =
+                  load_split(mnist_dataset(), resolve_data_dir(settings->data_dir), Split::train);
+              write_augment_preview(*settings, train, *preview);
               std::printf("wrote %s: each row a training image, then epochs 1-%d (--augment %s)\n",
                           preview->c_str(), kPreviewEpochs, settings->augment.c_str());
               return 0;
