@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "data/mnist.hpp"
 #include "train/augment_preview.hpp"
+#include "train/evaluate.hpp"
 #include "train/trainer.hpp"
 
 namespace lenet5::cli {
@@ -91,12 +92,18 @@ Command add_train_command(CLI::App& parent) {
             const TrainOutcome outcome = train(effective, config_toml, checkpoint, *resume);
             // The shell's convention for a process ended by a signal: 128 + its number.
             if (outcome.interrupted) return 128 + outcome.stop_signal;
-            std::printf("trained %d epochs; best test accuracy %s; run folder %s\n",
-                        outcome.epochs_done,
+            std::printf("trained %d epoch%s; best test accuracy %s; run folder %s\n",
+                        outcome.epochs_done, outcome.epochs_done == 1 ? "" : "s",
                         outcome.best_accuracy < 0
                             ? "not measured"
                             : (fmt::format("{:.2f}%", 100 * outcome.best_accuracy)).c_str(),
                         outcome.run_dir.string().c_str());
+            if (outcome.best_evaluation) {
+              const std::string best = (outcome.run_dir / "best.safetensors").string();
+              std::printf("\n%s (after epoch %d), as `lenet5 evaluate` reports it:\n%s",
+                          best.c_str(), outcome.best_epoch,
+                          format_evaluation(*outcome.best_evaluation).c_str());
+            }
             return 0;
           }};
 }

@@ -66,8 +66,8 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::train_limit, "--train-limit", 0,
               "train on the first N training images only (0: all)")
           .within(at_least(0)),
-      setting(&S::epochs, "--epochs", 15, "passes over the training set").within(at_least(1)),
-      setting(&S::batch_size, "--batch-size", 64, "images per SGD step").within(between(1, 60000)),
+      setting(&S::epochs, "--epochs", 20, "passes over the training set").within(at_least(1)),
+      setting(&S::batch_size, "--batch-size", 128, "images per SGD step").within(between(1, 60000)),
       setting(&S::lr, "--lr", 0.07, "learning rate (peak rate for one-cycle)").within(above(0)),
       setting(&S::schedule, "--schedule", "cosine", "learning-rate schedule")
           .one_of(schedule_names()),

@@ -196,7 +196,9 @@ class Run {
       progress.clear();
       finish_epoch(epoch, carried + fresh, fresh.seen, seconds, metrics);
     }
-    return {m_dir, m_reports, m_position.epoch, m_position.best_accuracy, false};
+    TrainOutcome outcome = outcome_so_far(m_position.epoch);
+    report_best(outcome);
+    return outcome;
   }
 
  private:
@@ -240,13 +242,37 @@ class Run {
     if (improved) save_checkpoint(m_dir / "best.safetensors", checkpoint);
   }
 
+  // Reads best.safetensors back (so the report is of the file a user would evaluate, and proves
+  // it loads) and evaluates it with the engine that trained it; the training is over, so the
+  // engine's weights may be replaced.
+  void report_best(TrainOutcome& outcome) {
+    const fs::path best = m_dir / "best.safetensors";
+    if (!m_settings.evaluate_every_epoch || !fs::exists(best)) return;
+    const Checkpoint checkpoint = load_checkpoint(best);
+    m_engine->set_state(checkpoint.parameters, checkpoint.optimizer_state);
+    outcome.best_evaluation = m_engine->evaluate(m_data.test);
+    outcome.best_epoch = checkpoint.position.epoch;
+  }
+
   TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried) {
     m_position = {epoch, step, carried + m_engine->take_epoch_totals(), m_position.best_accuracy};
     save_checkpoint(m_dir / "last.safetensors", make_checkpoint(-1));
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  int(g_stop_signal), epoch + 1, step, (m_dir / "last.safetensors").string(),
                  (m_dir / "last.safetensors").string());
-    return {m_dir, m_reports, epoch, m_position.best_accuracy, true, int(g_stop_signal)};
+    TrainOutcome outcome = outcome_so_far(epoch);
+    outcome.interrupted = true;
+    outcome.stop_signal = int(g_stop_signal);
+    return outcome;
+  }
+
+  TrainOutcome outcome_so_far(int epochs_done) const {
+    TrainOutcome outcome;
+    outcome.run_dir = m_dir;
+    outcome.epochs = m_reports;
+    outcome.epochs_done = epochs_done;
+    outcome.best_accuracy = m_position.best_accuracy;
+    return outcome;
   }
 
   Checkpoint make_checkpoint(double test_accuracy) const {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.hpp"
 #include "train/checkpoint.hpp"
 #include "train/settings.hpp"
 
@@ -28,6 +29,11 @@ struct TrainOutcome {
   double best_accuracy = -1;  // fraction, -1 when never evaluated
   bool interrupted = false;   // stopped by a signal after saving last.safetensors
   int stop_signal = 0;        // that signal (SIGINT, SIGTERM), when interrupted
+  // best.safetensors read back from the run folder and evaluated on the test set, as `lenet5
+  // evaluate` would report it, when the run evaluated and was not interrupted: one process
+  // trains and reports, without paying for a second GPU context.
+  std::optional<Evaluation> best_evaluation;
+  int best_epoch = 0;  // the epoch best.safetensors was saved after (1-based), with the above
 };
 
 // config_toml: the effective settings, written to the run folder and into every checkpoint.

@@ -245,6 +245,14 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
   EXPECT_TRUE(mentions(evaluated.out, "\"accuracy\"")) << evaluated.out;
   EXPECT_TRUE(mentions(evaluated.out, "\"confusion\"")) << evaluated.out;
+  // train ends with the best checkpoint's report, the very text `evaluate` prints for that file.
+  const auto report = run_lenet5("evaluate --device cpu --checkpoint '" + checkpoint +
+                                     "' --data '" + testing::mnist_dir().string() + "'",
+                                 dir);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_TRUE(mentions(report.out, "confusion matrix")) << report.out;
+  EXPECT_TRUE(mentions(trained.out, "best.safetensors (after epoch 1)")) << trained.out;
+  EXPECT_TRUE(mentions(trained.out, report.out)) << trained.out << "\n---\n" << report.out;
 
   // One unreadable image among good ones: the others are still classified, the exit code is 1.
   {
