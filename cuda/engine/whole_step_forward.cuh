@@ -23,21 +23,13 @@ namespace {
 __device__ void load_image(SampleShared& s, const SampleArgs& args, int sample) {
   const std::size_t source = args.indices ? std::size_t(args.indices[sample]) : std::size_t(sample);
   const std::uint8_t* image = args.images + source * (kImage * kImage);
-  const float background = normalise_pixel_device(0);
   const bool augmented = args.augment.enabled();
-  for (int i = threadIdx.x; i < kField * kField; i += kThreads) {
-    const int y = i / kField - kPad, x = i % kField - kPad;
-    const bool inside = y >= 0 && y < kImage && x >= 0 && x < kImage;
-    if (!inside)
-      s.x[i] = background;
-    else if (!augmented)
-      s.x[i] = normalise_pixel_device(image[y * kImage + x]);
-  }
+  fill_input_field(image, /*border_only=*/augmented, kThreads,
+                   [&s](int i, float value) { s.x[i] = value; });
   if (augmented)
     augment_sample(image, args.augment, std::uint32_t(source),
                    *reinterpret_cast<AugmentScratch*>(s.scratch), [&s](int p, float grey) {
-                     const int y = p / kImage + kPad, x = p % kImage + kPad;
-                     s.x[y * kField + x] = normalise_intensity_device(grey);
+                     s.x[field_index(p)] = normalise_intensity_device(grey);
                    });
   for (int i = threadIdx.x; i < kMaps3 * kD3Map; i += kThreads) s.d3[i] = 0.0f;
   if (threadIdx.x == 0) s.label = args.labels[source];

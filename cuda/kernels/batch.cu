@@ -24,12 +24,8 @@ __global__ void gather_batch_kernel1(const std::uint8_t* images, const std::uint
   const std::size_t source = indices ? std::size_t(indices[i]) : std::size_t(i);
   const std::uint8_t* image = images + source * kImageBytes;
   float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
-  const float background = normalise_pixel_device(0);
-  for (int p = threadIdx.x; p < kFieldPixels; p += blockDim.x) {
-    const int y = p / kInputSide - kPad, x = p % kInputSide - kPad;
-    const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
-    field[p] = inside ? normalise_pixel_device(image[y * kImageSide + x]) : background;
-  }
+  fill_input_field(image, /*border_only=*/false, blockDim.x,
+                   [field](int p, float value) { field[p] = value; });
   if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
 }
 
@@ -51,17 +47,12 @@ __global__ void gather_augmented_batch_kernel(const std::uint8_t* images, const 
   const int i = blockIdx.x;
   const std::uint32_t source = std::uint32_t(indices[i]);
   float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
-  const float background = normalise_pixel_device(0);
-  for (int p = threadIdx.x; p < kFieldPixels; p += blockDim.x) {
-    const int y = p / kInputSide - kPad, x = p % kInputSide - kPad;
-    const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
-    if (!inside) field[p] = background;
-  }
-  augment_sample(images + std::size_t(source) * kImageBytes, augmentation, source, scratch,
-                 [field](int p, float grey) {
-                   const int y = p / kImageSide + kPad, x = p % kImageSide + kPad;
-                   field[y * kInputSide + x] = normalise_intensity_device(grey);
-                 });
+  const std::uint8_t* image = images + std::size_t(source) * kImageBytes;
+  fill_input_field(image, /*border_only=*/true, blockDim.x,
+                   [field](int p, float value) { field[p] = value; });
+  augment_sample(image, augmentation, source, scratch, [field](int p, float grey) {
+    field[field_index(p)] = normalise_intensity_device(grey);
+  });
   if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
 }
 

@@ -1,5 +1,6 @@
-// MNIST pixel normalisation on the device, shared by the batch gather (cuda/kernels/batch.cu) and the
-// whole-step kernels (cuda/engine/whole_step.cu), which gathers its sample itself.
+// MNIST pixel normalisation and the padded input field on the device, shared by the batch gathers
+// (cuda/kernels/batch.cu) and the whole-step kernels (cuda/engine/whole_step.cu), which gather
+// their sample themselves.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,29 @@ __device__ inline float normalise_intensity_device(float intensity) {
 }
 __device__ inline float normalise_pixel_device(std::uint8_t pixel) {
   return normalise_intensity_device(float(pixel));
+}
+
+// The field pixel (row-major, kInputSide wide) that holds pixel p of the unpadded image.
+__device__ inline int field_index(int image_pixel) {
+  const int y = image_pixel / kImageSide + kPad, x = image_pixel % kImageSide + kPad;
+  return y * kInputSide + x;
+}
+
+// The block's threads (thread t takes pixels t, t + threads, ...) write the padded input field
+// through store(i, value): the background in the border and, unless the caller writes the image
+// itself (an augmented one, through field_index), the normalised image inside it.
+template <class Store>
+__device__ void fill_input_field(const std::uint8_t* image, bool border_only, int threads,
+                                 Store store) {
+  const float background = normalise_pixel_device(0);
+  for (int i = int(threadIdx.x); i < kInputSide * kInputSide; i += threads) {
+    const int y = i / kInputSide - kPad, x = i % kInputSide - kPad;
+    const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
+    if (!inside)
+      store(i, background);
+    else if (!border_only)
+      store(i, normalise_pixel_device(image[y * kImageSide + x]));
+  }
 }
 
 }  // namespace lenet5::cuda
