@@ -623,6 +623,19 @@ TEST(Slant, WithinMnistsRangeIsLeftAlone) {
   EXPECT_NEAR(slant(preprocess_digit(slanted_bar(-0.3), InvertMode::automatic, "bar")), -0.3, 0.06);
 }
 
+TEST(Slant, StrokesAreMeasuredOnTheShearedDigit) {
+  // A bar leaning by 3 (72 degrees) lies almost on its side: its box is 188x60, in which its
+  // 8 px strokes would shrink to 0.9 px at 20 px. Measured there, they were widened before the
+  // shear stood the bar up in a box 29 px wide, and the bar came out 5.4 px wide instead of the
+  // 2.0 of the bar drawn at the slant it is sheared to. Measured after the shear, they are left
+  // as they are.
+  const Digit28 lying = preprocess_digit(slanted_bar(-3.0), InvertMode::automatic, "bar");
+  const Digit28 edge = preprocess_digit(slanted_bar(-0.358), InvertMode::automatic, "bar");
+  // Both measured 2.0; the shear's interpolation and the rounding of the boxes could move a
+  // pixel of the outline, a few hundredths.
+  EXPECT_NEAR(stroke_width(lying), stroke_width(edge), 0.1);
+}
+
 // An MNIST digit printed black on white and prepared again must come back as itself.
 TEST_F(ImageTest, MnistDigitSurvivesARoundTrip) {
   const fs::path idx = fs::path(LENET5_SOURCE_DIR) / "data/mnist/t10k-images-idx3-ubyte";
