@@ -636,6 +636,35 @@ TEST(Slant, StrokesAreMeasuredOnTheShearedDigit) {
   EXPECT_NEAR(stroke_width(lying), stroke_width(edge), 0.1);
 }
 
+// A broad nib's "0", 100 px tall: 12 px downstrokes at full strength joined by hairlines 2 px
+// tall that cover 40% of their pixels (a pen's stroke narrower than a pixel).
+GrayImage broad_nib_zero() {
+  GrayImage image{100, 140, std::vector<float>(100 * 140, 1.0f)};
+  const auto paint = [&](int x0, int x1, int y0, int y1, float grey) {
+    for (int y = y0; y < y1; ++y) {
+      for (int x = x0; x < x1; ++x) image.pixels[static_cast<std::size_t>(y * 100 + x)] = grey;
+    }
+  };
+  paint(20, 32, 20, 120, 0.0f);
+  paint(68, 80, 20, 120, 0.0f);
+  paint(32, 68, 20, 22, 0.6f);
+  paint(32, 68, 118, 120, 0.6f);
+  return image;
+}
+
+TEST(Hairlines, ComeUpToFullStrength) {
+  const Digit28 d = preprocess_digit(broad_nib_zero(), InvertMode::automatic, "zero");
+  // Midway between the downstrokes each hairline's 2 px fill 40% of a pixel at 20 px: 102 at
+  // full strength, 41 as drawn (0.4 of 0.4), which is what came out before.
+  int top = 0, bottom = 0;
+  for (int y = 0; y < 28; ++y) {
+    int& strongest = y < 14 ? top : bottom;
+    strongest = std::max(strongest, static_cast<int>(pixel(d, 14, y)));
+  }
+  EXPECT_GE(top, 100);  // a rounding of the box edges away from 102
+  EXPECT_GE(bottom, 100);
+}
+
 // An MNIST digit printed black on white and prepared again must come back as itself.
 TEST_F(ImageTest, MnistDigitSurvivesARoundTrip) {
   const fs::path idx = fs::path(LENET5_SOURCE_DIR) / "data/mnist/t10k-images-idx3-ubyte";
