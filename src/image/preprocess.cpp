@@ -142,7 +142,6 @@ float ink_threshold(const Contrast& contrast) {
 struct Ink {
   Rect box;                        // of the digit's pieces
   std::vector<std::uint8_t> keep;  // (box height, box width): 1 = the digit's ink or next to it
-  std::vector<std::uint8_t> mask;  // (box height, box width): 1 = the digit's ink
   float threshold;                 // contrast above which a pixel is certainly ink
   float faint;                     // contrast above which a pixel joined to ink is ink too
   float level;                     // the contrast of full-strength ink
@@ -222,7 +221,6 @@ Ink find_digit(const Contrast& contrast, int width, int height, const std::strin
 
   const int w = ink.box.width(), h = ink.box.height();
   std::vector<std::uint8_t> pieces(static_cast<std::size_t>(w) * static_cast<std::size_t>(h), 0);
-  ink.mask = pieces;
   std::vector<float> levels;
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
@@ -233,7 +231,6 @@ Ink find_digit(const Contrast& contrast, int width, int height, const std::strin
       const std::size_t i = static_cast<std::size_t>(y) * w + static_cast<std::size_t>(x);
       pieces[i] = 1;
       if (contrast.values[source] <= ink.threshold) continue;
-      ink.mask[i] = 1;
       levels.push_back(contrast.values[source]);
     }
   }
@@ -265,12 +262,39 @@ std::vector<float> crop_normalised(const Contrast& contrast, int width, const In
   return out;
 }
 
+// The certain ink of a crop of crop_normalised: its pixels above the ink threshold, as found
+// before the crop was normalised by full-strength ink (or sheared).
+std::vector<std::uint8_t> certain_ink(const std::vector<float>& crop, const Ink& ink) {
+  const float certain = ink.threshold / ink.level;
+  std::vector<std::uint8_t> mask(crop.size());
+  for (std::size_t i = 0; i < crop.size(); ++i) mask[i] = crop[i] > certain;
+  return mask;
+}
+
+// A pen's ink is as dark in a thin stroke as in a thick one; a stroke narrower than a pixel
+// (a broad nib's hairline, a fine pen in a small picture) only looks faint because it covers part
+// of each pixel, and MNIST's strokes, drawn at full strength, never do. Each pixel is divided by
+// the strongest ink within a stroke's width of it: a hairline comes up to full strength and stays
+// joined to the strokes it connects, while the anti-aliased edge of a full stroke, which has that
+// stroke beside it, keeps its grey. The divisor is at least kHairlineFloor, so the faintest ink
+// kept is raised at most fourfold (a hairline of a quarter strength to full), not noise to ink.
+constexpr float kHairlineFloor = 0.25f;
+void strengthen_hairlines(std::vector<float>& crop, int w, int h,
+                          const std::vector<std::uint8_t>& mask) {
+  const int r = std::max(1, static_cast<int>(std::ceil(mean_stroke_width(mask, w, h))));
+  const std::vector<float> strongest = dilate_square(crop, w, h, r);
+  for (std::size_t i = 0; i < crop.size(); ++i) {
+    crop[i] /= std::max(strongest[i], kHairlineFloor);
+  }
+}
+
 // Strokes much thinner than MNIST's (a fine pen in a large picture) would shrink to faint
 // hairlines at 20 px; dilating them in the source brings them to about MNIST's width. The crop
 // grows by the dilation's radius on every side.
-void thicken_thin_strokes(std::vector<float>& crop, int& w, int& h, const Ink& ink) {
+void thicken_thin_strokes(std::vector<float>& crop, int& w, int& h,
+                          const std::vector<std::uint8_t>& mask) {
   const double scale = static_cast<double>(kBox) / std::max(w, h);
-  const double stroke = mean_stroke_width(ink.mask, w, h);
+  const double stroke = mean_stroke_width(mask, w, h);
   if (stroke * scale >= kThinStroke) return;
   const int r = static_cast<int>(std::lround((kTargetStroke / scale - stroke) / 2.0));
   if (r < 1) return;
@@ -287,9 +311,10 @@ void thicken_thin_strokes(std::vector<float>& crop, int& w, int& h, const Ink& i
 // Strokes much wider than MNIST's (a bold pen, a marker) fill a digit's small loops at 20 px: a
 // bold 8's upper loop closes and it reads as a 0. Grey erosion in the source brings them back
 // towards MNIST's median width; the crop is then cut to the ink that is left.
-bool thin_thick_strokes(std::vector<float>& crop, int& w, int& h, const Ink& ink) {
+bool thin_thick_strokes(std::vector<float>& crop, int& w, int& h,
+                        const std::vector<std::uint8_t>& mask) {
   const double scale = static_cast<double>(kBox) / std::max(w, h);
-  const double stroke = mean_stroke_width(ink.mask, w, h);
+  const double stroke = mean_stroke_width(mask, w, h);
   if (stroke * scale <= kThickStroke) return false;
   // Rounded down: rounding to nearest eroded MNIST's own bolder digits to hairlines (5 of the
   // first 1000 t10k digits lost), rounding down lost none.
@@ -486,9 +511,8 @@ std::array<std::uint8_t, kField * kField> to_bytes(const std::array<float, kFiel
 // checkpoint: 7 more of 1800 read and 1 fewer (broad-nib hairlines mostly), none lost on the
 // first 1000 t10k digits; 0.6 and 0.8 read within one of it.
 constexpr float kThinStrokeGamma = 0.7f;
-float output_gamma(const Ink& ink) {
-  const int w = ink.box.width(), h = ink.box.height();
-  const double stroke = mean_stroke_width(ink.mask, w, h) * kBox / std::max(w, h);
+float output_gamma(const std::vector<std::uint8_t>& mask, int w, int h) {
+  const double stroke = mean_stroke_width(mask, w, h) * kBox / std::max(w, h);
   return stroke < kTargetStroke ? kThinStrokeGamma : 1.0f;
 }
 
@@ -513,9 +537,15 @@ Digit28 preprocess_digit(const GrayImage& image, InvertMode invert,
   const Ink ink = find_digit(contrast, image.width, image.height, name_for_errors);
   std::vector<float> crop = crop_normalised(contrast, image.width, ink);
   int w = ink.box.width(), h = ink.box.height();
-  // Both measure the strokes on ink.mask, which has the crop's first size: one of them at most.
-  if (!thin_thick_strokes(crop, w, h, ink)) thicken_thin_strokes(crop, w, h, ink);
+  // The strokes are measured after the shear, in the box that is scaled to 20 px: a digit
+  // lying on its side stands up in a box much narrower than its first one, and measured there
+  // its strokes were widened for a scale they did not get.
   limit_slant(crop, w, h);
+  const std::vector<std::uint8_t> mask = certain_ink(crop, ink);
+  const float gamma = output_gamma(mask, w, h);
+  strengthen_hairlines(crop, w, h, mask);
+  // Both measure the strokes on the mask, which has the sheared crop's size: one of them at most.
+  if (!thin_thick_strokes(crop, w, h, mask)) thicken_thin_strokes(crop, w, h, mask);
 
   const int longer = std::max(w, h);
   const auto scaled_side = [&](int side) {
@@ -528,7 +558,7 @@ Digit28 preprocess_digit(const GrayImage& image, InvertMode invert,
   if (*std::max_element(field.begin(), field.end()) <= 0.0f) {
     throw Error(name_for_errors + " is blank: no digit found (no ink left after centring)");
   }
-  return Digit28{to_bytes(field, output_gamma(ink)), contrast.inverted};
+  return Digit28{to_bytes(field, gamma), contrast.inverted};
 }
 
 }  // namespace lenet5

@@ -1,10 +1,10 @@
 // Turning an arbitrary digit image into a 28x28 digit prepared the way MNIST's were:
 // the paper's brightness under uneven light -> polarity -> the ink (Otsu's threshold; the largest
-// piece and the pieces near it, not specks) -> crop -> widen hairline strokes, thin very bold ones
-// -> limit the slant to the middle of MNIST's range -> scale the longer side to 20 px (area
-// averaging) -> place in a 28x28 field with the centre of mass at (14, 14) -> lift the faint
-// grey of a digit drawn thinner than MNIST's median. Normalising and padding to 32x32 happen in
-// the network's input code, exactly as for the training set.
+// piece and the pieces near it, not specks) -> crop -> limit the slant to the middle of MNIST's
+// range -> hairlines to full strength -> widen thin strokes, thin very bold ones -> scale the
+// longer side to 20 px (area averaging) -> place in a 28x28 field with the centre of mass at
+// (14, 14) -> lift the faint grey of a digit drawn thinner than MNIST's median. Normalising and
+// padding to 32x32 happen in the network's input code, exactly as for the training set.
 #pragma once
 
 #include <array>

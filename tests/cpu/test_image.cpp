@@ -623,6 +623,48 @@ TEST(Slant, WithinMnistsRangeIsLeftAlone) {
   EXPECT_NEAR(slant(preprocess_digit(slanted_bar(-0.3), InvertMode::automatic, "bar")), -0.3, 0.06);
 }
 
+TEST(Slant, StrokesAreMeasuredOnTheShearedDigit) {
+  // A bar leaning by 3 (72 degrees) lies almost on its side: its box is 188x60, in which its
+  // 8 px strokes would shrink to 0.9 px at 20 px. Measured there, they were widened before the
+  // shear stood the bar up in a box 29 px wide, and the bar came out 5.4 px wide instead of the
+  // 2.0 of the bar drawn at the slant it is sheared to. Measured after the shear, they are left
+  // as they are.
+  const Digit28 lying = preprocess_digit(slanted_bar(-3.0), InvertMode::automatic, "bar");
+  const Digit28 edge = preprocess_digit(slanted_bar(-0.358), InvertMode::automatic, "bar");
+  // Both measured 2.0; the shear's interpolation and the rounding of the boxes could move a
+  // pixel of the outline, a few hundredths.
+  EXPECT_NEAR(stroke_width(lying), stroke_width(edge), 0.1);
+}
+
+// A broad nib's "0", 100 px tall: 12 px downstrokes at full strength joined by hairlines 2 px
+// tall that cover 40% of their pixels (a pen's stroke narrower than a pixel).
+GrayImage broad_nib_zero() {
+  GrayImage image{100, 140, std::vector<float>(100 * 140, 1.0f)};
+  const auto paint = [&](int x0, int x1, int y0, int y1, float grey) {
+    for (int y = y0; y < y1; ++y) {
+      for (int x = x0; x < x1; ++x) image.pixels[static_cast<std::size_t>(y * 100 + x)] = grey;
+    }
+  };
+  paint(20, 32, 20, 120, 0.0f);
+  paint(68, 80, 20, 120, 0.0f);
+  paint(32, 68, 20, 22, 0.6f);
+  paint(32, 68, 118, 120, 0.6f);
+  return image;
+}
+
+TEST(Hairlines, ComeUpToFullStrength) {
+  const Digit28 d = preprocess_digit(broad_nib_zero(), InvertMode::automatic, "zero");
+  // Midway between the downstrokes each hairline's 2 px fill 40% of a pixel at 20 px: 102 at
+  // full strength, 41 as drawn (0.4 of 0.4), which is what came out before.
+  int top = 0, bottom = 0;
+  for (int y = 0; y < 28; ++y) {
+    int& strongest = y < 14 ? top : bottom;
+    strongest = std::max(strongest, static_cast<int>(pixel(d, 14, y)));
+  }
+  EXPECT_GE(top, 100);  // a rounding of the box edges away from 102
+  EXPECT_GE(bottom, 100);
+}
+
 // An MNIST digit printed black on white and prepared again must come back as itself.
 TEST_F(ImageTest, MnistDigitSurvivesARoundTrip) {
   const fs::path idx = fs::path(LENET5_SOURCE_DIR) / "data/mnist/t10k-images-idx3-ubyte";
