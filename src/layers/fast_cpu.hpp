@@ -13,6 +13,8 @@
 // Layout NCHW, as core/shapes.hpp. Every function OVERWRITES its outputs.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 #include "core/activation_math.hpp"
@@ -67,11 +69,40 @@ template <class T>
 void subsample_forward_fast_cpu(const PoolShape& s, Subsampling kind, FusedActivation activation,
                                 const T* x, const T* bias, T* y);
 
+// dE/dX from dE/dZ (the gradient before the activation): subsample_backward_input_cpu's values.
+template <class T>
+void subsample_backward_input_fast_cpu(const PoolShape& s, Subsampling kind, const T* x,
+                                       const T* dL_dz, T* dL_dx);
+
 // dE/dZ = dE/dY * f'(z), through the layer's output y (count elements); a copy when the
 // activation is off.
 template <class T>
 void activation_gradient_fast_cpu(FusedActivation activation, const T* y, const T* dL_dy, T* dL_dz,
                                   std::size_t count);
+
+// tanh(x) in float, the fast layers' tanh and scaled tanh (double uses std::tanh): Eigen's
+// generic_fast_tanh_float, a 13/6 rational approximation on [-c, c], where c is the float beyond
+// which tanh rounds to +-1, and x itself where |x| < 4e-4 keeps the relative error small.
+// Branch-free and inline, so the loops that call it vectorise; within a few units in the last
+// place of std::tanh (tests/cpu/test_fast_layers.cpp measures it).
+inline float tanh_fast_cpu(float x) {
+  constexpr float clamp = 7.90531110763549805f;
+  const float v = std::min(clamp, std::max(-clamp, x));
+  const float v2 = v * v;
+  float p = -2.76076847742355e-16f;
+  p = p * v2 + 2.00018790482477e-13f;
+  p = p * v2 + -8.60467152213735e-11f;
+  p = p * v2 + 5.12229709037114e-08f;
+  p = p * v2 + 1.48572235717979e-05f;
+  p = p * v2 + 6.37261928875436e-04f;
+  p = p * v2 + 4.89352455891786e-03f;
+  p = p * v;
+  float q = 1.19825839466702e-06f;
+  q = q * v2 + 1.18534705686654e-04f;
+  q = q * v2 + 2.26843463243900e-03f;
+  q = q * v2 + 4.89352518554385e-03f;
+  return std::fabs(x) < 0.0004f ? x : p / q;
+}
 
 // out[i] = sum over chunks c = 0, 1, ... of partials[c * count + i], in that order.
 template <class T>

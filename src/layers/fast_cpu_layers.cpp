@@ -185,9 +185,9 @@ class SubsamplingFast final : public Layer<T> {
   }
   void backward_input(const T* x, const T* y, const T* dL_dy, T* dL_dx, int n) override {
     for_each_chunk(n, [&](int, int first, int count) {
-      subsample_backward_input_cpu(shape(count), m_kind, x + first * this->in().size(),
-                                   dL_dz(y, dL_dy, first, count),
-                                   dL_dx + first * this->in().size());
+      subsample_backward_input_fast_cpu(shape(count), m_kind, x + first * this->in().size(),
+                                        dL_dz(y, dL_dy, first, count),
+                                        dL_dx + first * this->in().size());
     });
   }
   void backward_weights(const T*, const T* y, const T* dL_dy, int n) override {
