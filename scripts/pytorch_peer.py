@@ -55,8 +55,9 @@ DEFAULTS = {
     "c3-table": "full", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
-# Settings of lenet5 alone (which device, which kernels, where to write): accepted, not used.
-LENET5_ONLY = {"device", "out", "evaluate", "kernels", "conv-algo"}
+# Settings of lenet5 alone (which device and how many threads, which kernels, where to write):
+# accepted in a config, not used (the peer takes --device and --threads of its own).
+LENET5_ONLY = {"device", "threads", "out", "evaluate", "kernels", "conv-algo"}
 CHOICES = {
     "schedule": ["constant", "step", "exponential", "cosine", "one-cycle"],
     "activation": ["tanh", "sigmoid", "scaled-tanh", "relu"],
