@@ -37,8 +37,9 @@ __attribute__((target_clones("avx2", "default"))) std::array<double, kImageBytes
     std::vector<double> row(std::size_t(kImageSide + 2 * radius));
     for (int y = 0; y < kImageSide; ++y) {
       const double* in_row = in.data() + y * kImageSide;
-      for (int i = 0; i < int(row.size()); ++i)
-        row[std::size_t(i)] = in_row[std::clamp(i - radius, 0, kImageSide - 1)];
+      std::fill(row.begin(), row.begin() + radius, in_row[0]);
+      std::copy(in_row, in_row + kImageSide, row.begin() + radius);
+      std::fill(row.begin() + radius + kImageSide, row.end(), in_row[kImageSide - 1]);
       double* out_row = out.data() + y * kImageSide;
       for (std::size_t k = 0; k < taps.size(); ++k) {
         const double tap = taps[k];
