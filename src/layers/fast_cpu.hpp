@@ -3,7 +3,8 @@
 // computed by GEMMs from the BLAS (layers/blas_cpu.hpp) where the work is a matrix product.
 //   convolution (C1, C3): the unroll of Fig 16.16 (conv_unroll_cpu) and one GEMM per sample
 //   convolution with a 1x1 output (C5), fully connected (F6, output): one GEMM per chunk
-//   subsampling: the reference's pooling, then the fused activation
+//   subsampling: row-wise 2x2 averages (the reference's loops for max or other windows), then
+//                the fused activation
 //
 // Each function here computes ONE chunk of samples (the shapes' n), serially. The layers around
 // them (fast_cpu_layers.cpp) split the batch into chunks of kCpuChunkSamples, whatever the number
