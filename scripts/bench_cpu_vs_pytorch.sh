@@ -34,70 +34,73 @@ command -v taskset >/dev/null || { echo "bench_cpu_vs_pytorch: taskset not found
 all_cores=$(nproc --all)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-results="$out/results.tsv"  # framework, augment, cores, threads, median epoch s, test accuracy
+results="$out/results.tsv"  # program, augment, placement, threads, median epoch s, test accuracy
 
 # The runs: "pinned" on cores 0-1 with 2 threads, "all" on every core with one thread per core.
 placements=("pinned 0,1 2" "all 0-$((all_cores - 1)) $all_cores")
 
-run_lenet5() {  # augment, cpu list, threads
-  local dir="$out/lenet5-$1-$3"
-  taskset -c "$2" "$lenet5" -q --config "$config" train --device cpu --data "$data" \
-    --epochs "$epochs" --augment "$1" --threads "$3" --out "$dir" >/dev/null
+run_lenet5() {  # augment, placement, cpu list, threads
+  local dir="$out/lenet5-$1-$2"
+  taskset -c "$3" "$lenet5" -q --config "$config" train --device cpu --data "$data" \
+    --epochs "$epochs" --augment "$1" --threads "$4" --out "$dir" >/dev/null
   # metrics.csv: epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s
-  "$python" - "$dir/metrics.csv" "$1" "$3" >>"$results" <<'PY'
+  "$python" - "$dir/metrics.csv" "$@" >>"$results" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-print("lenet5", sys.argv[2], sys.argv[3], statistics.median(float(r["seconds"]) for r in rows),
-      rows[-1]["test_acc"], sep="\t")
+print("lenet5", sys.argv[2], sys.argv[3], sys.argv[5],
+      statistics.median(float(r["seconds"]) for r in rows), rows[-1]["test_acc"], sep="\t")
 PY
   tail -n 1 "$results"
 }
 
-run_pytorch() {  # augment, cpu list, threads
-  OMP_NUM_THREADS=$3 taskset -c "$2" "$python" scripts/pytorch_peer.py --config "$config" \
-    --device cpu --threads "$3" --epochs "$epochs" --augment "$1" --data "$data" \
-    >"$out/pytorch-$1-$3.jsonl"
-  "$python" - "$out/pytorch-$1-$3.jsonl" "$1" "$3" >>"$results" <<'PY'
+run_pytorch() {  # augment, placement, cpu list, threads
+  local file="$out/pytorch-$1-$2.jsonl"
+  OMP_NUM_THREADS=$4 taskset -c "$3" "$python" scripts/pytorch_peer.py --config "$config" \
+    --device cpu --threads "$4" --epochs "$epochs" --augment "$1" --data "$data" >"$file"
+  "$python" - "$file" "$@" >>"$results" <<'PY'
 import json, sys
 summary = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l][-1]
-print("pytorch " + summary["torch"], sys.argv[2], sys.argv[3], summary["median_epoch_s"],
-      f"{100 * summary['final_test_accuracy']:.2f}", sep="\t")
+print("pytorch " + summary["torch"], sys.argv[2], sys.argv[3], sys.argv[5],
+      summary["median_epoch_s"], f"{100 * summary['final_test_accuracy']:.2f}", sep="\t")
 PY
   tail -n 1 "$results"
 }
 
 have_torch=0
-[ "$lenet5_only" -eq 0 ] && "$python" -c 'import torch' 2>/dev/null && have_torch=1
+if [ "$lenet5_only" -eq 0 ] && "$python" -c 'import torch' 2>/dev/null; then have_torch=1; fi
 for placement in "${placements[@]}"; do
-  read -r _ cpus threads <<<"$placement"
+  read -r name cpus threads <<<"$placement"
   for augment in elastic none; do
-    run_lenet5 "$augment" "$cpus" "$threads"
-    if [ "$have_torch" -eq 1 ]; then run_pytorch "$augment" "$cpus" "$threads"; fi
+    run_lenet5 "$augment" "$name" "$cpus" "$threads"
+    if [ "$have_torch" -eq 1 ]; then run_pytorch "$augment" "$name" "$cpus" "$threads"; fi
   done
 done
 
-"$python" - "$results" "$config" "$epochs" "$(nproc --all)" <<'PY'
+"$python" - "$results" "$config" "$epochs" "$all_cores" <<'PY'
 import sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
-print(f"\n{sys.argv[2]}, batch from the config, {sys.argv[3]} epoch(s) per run, median epoch; "
+print(f"\n{sys.argv[2]}: {sys.argv[3]} epoch(s) per run, the median epoch's training time; "
       f"the machine has {sys.argv[4]} cores")
-print("| augment | threads (cores) | lenet5 epoch | PyTorch epoch | lenet5 test acc | PyTorch test acc | PyTorch / lenet5 |")
+print("| augment | cores, threads | lenet5 epoch | PyTorch epoch | lenet5 test acc | "
+      "PyTorch test acc | PyTorch / lenet5 |")
 print("|---|---|---|---|---|---|---|")
-for augment in ("elastic", "none"):
-    for threads in sorted({r[2] for r in rows}, key=int):
-        mine = next((r for r in rows if r[0] == "lenet5" and r[1] == augment and r[2] == threads), None)
-        peer = next((r for r in rows if r[0].startswith("pytorch") and r[1] == augment and r[2] == threads), None)
+for placement in ("pinned", "all"):
+    for augment in ("elastic", "none"):
+        def row(program):
+            return next((r for r in rows if r[0].startswith(program) and r[1] == augment
+                         and r[2] == placement), None)
+        mine, peer = row("lenet5"), row("pytorch")
         if not mine:
             continue
-        cores = "cores 0-1" if threads == "2" else "all cores"
-        peer_epoch = f"{float(peer[3]):.2f} s" if peer else "-"
-        peer_accuracy = f"{peer[4]} %" if peer else "-"
-        ratio = f"{float(peer[3]) / float(mine[3]):.2f}x" if peer else "-"
-        print(f"| {augment} | {threads} ({cores}) | {float(mine[3]):.2f} s | {peer_epoch} | "
-              f"{mine[4]} % | {peer_accuracy} | {ratio} |")
-if any(r[0].startswith("pytorch") for r in rows):
-    print(f"PyTorch: {next(r[0] for r in rows if r[0].startswith('pytorch'))}, eager, "
-          "torch.set_num_threads as the threads column says")
+        cores = ("0-1" if placement == "pinned" else "all") + f", {mine[3]}"
+        peer_epoch = f"{float(peer[4]):.2f} s" if peer else "-"
+        peer_accuracy = f"{peer[5]} %" if peer else "-"
+        ratio = f"{float(peer[4]) / float(mine[4]):.2f}x" if peer else "-"
+        print(f"| {augment} | {cores} | {float(mine[4]):.2f} s | {peer_epoch} | {mine[5]} % | "
+              f"{peer_accuracy} | {ratio} |")
+peers = [r[0] for r in rows if r[0].startswith("pytorch")]
+if peers:
+    print(f"{peers[0]}, eager on the CPU, torch.set_num_threads as the threads say")
 PY
 
 if [ "$lenet5_only" -eq 0 ] && [ "$have_torch" -eq 0 ]; then
