@@ -28,7 +28,7 @@ std::unique_ptr<Layer<T>> make_layer(Device device, const LayerSpec& spec, const
   }
   const float* mask = spec.name == "c3" && config.c3_table == C3Table::lecun ? c3_mask : nullptr;
   if (device == Device::cpu)
-    return make_cpu_layer<T>(spec, config, weight, weight_grad, bias, bias_grad, mask, max_batch);
+    return make_cpu_layer<T>(spec, config, weight, weight_grad, bias, bias_grad, mask);
   if constexpr (std::is_same_v<T, float>) {
     return make_gpu_layer(spec, config, weight, weight_grad, bias, bias_grad, mask, max_batch);
   } else {

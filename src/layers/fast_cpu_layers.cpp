@@ -15,13 +15,21 @@
 namespace lenet5 {
 namespace {
 
-// body(chunk, first sample, samples in the chunk) for every chunk of a batch of n, in parallel.
+// body(chunk, first sample, samples in the chunk) for every chunk of a batch of n, in parallel
+// (a single chunk, as `classify` of one image has, without starting the threads).
 template <class Body>
 void for_each_chunk(int n, Body body) {
   const int chunks = cpu_chunk_count(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks > 1)
   for (int c = 0; c < chunks; ++c)
     body(c, c * kCpuChunkSamples, std::min(kCpuChunkSamples, n - c * kCpuChunkSamples));
+}
+
+// `buffer` grown to at least `count` elements (never shrunk); its data.
+template <class T>
+T* grown(std::vector<T>& buffer, std::size_t count) {
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
 }
 
 // Each chunk's weight and bias gradients (chunk c's at c * count of each tensor), and their sum in
@@ -29,11 +37,14 @@ void for_each_chunk(int n, Body body) {
 template <class T>
 class ChunkGradients {
  public:
-  ChunkGradients(std::size_t weights, std::size_t biases, int max_batch)
-      : m_weights(weights),
-        m_biases(biases),
-        m_weight_partials(weights * cpu_chunk_count(max_batch)),
-        m_bias_partials(biases * cpu_chunk_count(max_batch)) {}
+  ChunkGradients(std::size_t weights, std::size_t biases) : m_weights(weights), m_biases(biases) {}
+
+  // Room for the chunks of a batch of n; before the chunks run (a layer that only ever runs
+  // forward, as in `classify`, never allocates it).
+  void prepare(int n) {
+    grown(m_weight_partials, m_weights * cpu_chunk_count(n));
+    grown(m_bias_partials, m_biases * cpu_chunk_count(n));
+  }
 
   T* weight(int chunk) { return m_weight_partials.data() + chunk * m_weights; }
   T* bias(int chunk) { return m_biases ? m_bias_partials.data() + chunk * m_biases : nullptr; }
@@ -56,7 +67,7 @@ template <class T>
 class ConvolutionFast final : public Layer<T> {
  public:
   ConvolutionFast(const LayerSpec& spec, T* weight, T* weight_grad, T* bias, T* bias_grad,
-                  const float* mask, int max_batch)
+                  const float* mask)
       : Layer<T>(spec.name, spec.in, spec.out),
         m_k(spec.kernel),
         m_weight(weight),
@@ -64,22 +75,25 @@ class ConvolutionFast final : public Layer<T> {
         m_bias(bias),
         m_bias_grad(bias_grad),
         m_mask(mask),
-        m_unrolled(unrolled_count(shape(1)) * cpu_chunk_count(max_batch)),
-        m_chunks(weight_count(shape(1)), bias ? std::size_t(spec.out.c) : 0, max_batch) {}
+        m_chunks(weight_count(shape(1)), bias ? std::size_t(spec.out.c) : 0) {}
 
   void forward(const T* x, T* y, int n) override {
+    grown(m_unrolled, unrolled_count(shape(1)) * cpu_chunk_count(n));
     for_each_chunk(n, [&](int c, int first, int count) {
       conv_forward_fast_cpu(shape(count), x + first * this->in().size(), m_weight, m_bias,
                             y + first * this->out().size(), unrolled(c));
     });
   }
   void backward_input(const T*, const T*, const T* dL_dy, T* dL_dx, int n) override {
+    grown(m_unrolled, unrolled_count(shape(1)) * cpu_chunk_count(n));
     for_each_chunk(n, [&](int c, int first, int count) {
       conv_backward_input_fast_cpu(shape(count), dL_dy + first * this->out().size(), m_weight,
                                    dL_dx + first * this->in().size(), unrolled(c));
     });
   }
   void backward_weights(const T* x, const T*, const T* dL_dy, int n) override {
+    grown(m_unrolled, unrolled_count(shape(1)) * cpu_chunk_count(n));
+    m_chunks.prepare(n);
     for_each_chunk(n, [&](int c, int first, int count) {
       conv_backward_weights_fast_cpu(shape(count), x + first * this->in().size(),
                                      dL_dy + first * this->out().size(), m_chunks.weight(c),
@@ -111,15 +125,14 @@ template <class T>
 class DenseFast final : public Layer<T> {
  public:
   DenseFast(const LayerSpec& spec, FusedActivation activation, T* weight, T* weight_grad, T* bias,
-            T* bias_grad, int max_batch)
+            T* bias_grad)
       : Layer<T>(spec.name, spec.in, spec.out),
         m_activation(activation),
         m_weight(weight),
         m_weight_grad(weight_grad),
         m_bias(bias),
         m_bias_grad(bias_grad),
-        m_dL_dz(spec.out.size() * max_batch),
-        m_chunks(spec.in.size() * spec.out.size(), spec.out.size(), max_batch) {}
+        m_chunks(spec.in.size() * spec.out.size(), spec.out.size()) {}
 
   void forward(const T* x, T* y, int n) override {
     for_each_chunk(n, [&](int, int first, int count) {
@@ -128,12 +141,15 @@ class DenseFast final : public Layer<T> {
     });
   }
   void backward_input(const T*, const T* y, const T* dL_dy, T* dL_dx, int n) override {
+    grown(m_dL_dz, out_size() * n);
     for_each_chunk(n, [&](int, int first, int count) {
       dense_backward_input_fast_cpu(shape(count), dL_dz(y, dL_dy, first, count), m_weight,
                                     dL_dx + first * in_size());
     });
   }
   void backward_weights(const T* x, const T* y, const T* dL_dy, int n) override {
+    grown(m_dL_dz, out_size() * n);
+    m_chunks.prepare(n);
     for_each_chunk(n, [&](int c, int first, int count) {
       dense_backward_weights_fast_cpu(shape(count), x + first * in_size(),
                                       dL_dz(y, dL_dy, first, count), m_chunks.weight(c),
@@ -167,15 +183,14 @@ template <class T>
 class SubsamplingFast final : public Layer<T> {
  public:
   SubsamplingFast(const LayerSpec& spec, Subsampling kind, FusedActivation activation, T* bias,
-                  T* bias_grad, int max_batch)
+                  T* bias_grad)
       : Layer<T>(spec.name, spec.in, spec.out),
         m_kind(kind),
         m_activation(activation),
         m_k(spec.kernel),
         m_bias(bias),
         m_bias_grad(bias_grad),
-        m_dL_dz(spec.out.size() * max_batch),
-        m_chunks(0, spec.out.c, max_batch) {}
+        m_chunks(0, spec.out.c) {}
 
   void forward(const T* x, T* y, int n) override {
     for_each_chunk(n, [&](int, int first, int count) {
@@ -184,6 +199,7 @@ class SubsamplingFast final : public Layer<T> {
     });
   }
   void backward_input(const T* x, const T* y, const T* dL_dy, T* dL_dx, int n) override {
+    grown(m_dL_dz, this->out().size() * n);
     for_each_chunk(n, [&](int, int first, int count) {
       subsample_backward_input_fast_cpu(shape(count), m_kind, x + first * this->in().size(),
                                         dL_dz(y, dL_dy, first, count),
@@ -191,6 +207,8 @@ class SubsamplingFast final : public Layer<T> {
     });
   }
   void backward_weights(const T*, const T* y, const T* dL_dy, int n) override {
+    grown(m_dL_dz, this->out().size() * n);
+    m_chunks.prepare(n);
     for_each_chunk(n, [&](int c, int first, int count) {
       subsample_backward_bias_cpu(shape(count), dL_dz(y, dL_dy, first, count), m_chunks.bias(c));
     });
@@ -219,7 +237,7 @@ class SubsamplingFast final : public Layer<T> {
 template <class T>
 std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetConfig& config,
                                               T* weight, T* weight_grad, T* bias, T* bias_grad,
-                                              const float* c3_mask, int max_batch) {
+                                              const float* c3_mask) {
   use_single_threaded_blas();
   const FusedActivation activation{spec.activate, config.activation};
   const bool covers_input =
@@ -228,17 +246,16 @@ std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetCo
     case LayerKind::convolution:
       if (covers_input && !c3_mask)
         return std::make_unique<DenseFast<T>>(spec, activation, weight, weight_grad, bias,
-                                              bias_grad, max_batch);
+                                              bias_grad);
       if (spec.activate)
         throw Error("internal: the fast CPU convolution fuses no activation (" + spec.name + ")");
       return std::make_unique<ConvolutionFast<T>>(spec, weight, weight_grad, bias, bias_grad,
-                                                  c3_mask, max_batch);
+                                                  c3_mask);
     case LayerKind::fully_connected:
-      return std::make_unique<DenseFast<T>>(spec, activation, weight, weight_grad, bias, bias_grad,
-                                            max_batch);
+      return std::make_unique<DenseFast<T>>(spec, activation, weight, weight_grad, bias, bias_grad);
     case LayerKind::subsampling:
       return std::make_unique<SubsamplingFast<T>>(spec, config.subsampling, activation, bias,
-                                                  bias_grad, max_batch);
+                                                  bias_grad);
     case LayerKind::activation:
       break;
   }
@@ -248,11 +265,10 @@ std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetCo
 
 template std::unique_ptr<Layer<float>> make_fast_cpu_layer<float>(const LayerSpec&,
                                                                   const NetConfig&, float*, float*,
-                                                                  float*, float*, const float*,
-                                                                  int);
+                                                                  float*, float*, const float*);
 template std::unique_ptr<Layer<double>> make_fast_cpu_layer<double>(const LayerSpec&,
                                                                     const NetConfig&, double*,
                                                                     double*, double*, double*,
-                                                                    const float*, int);
+                                                                    const float*);
 
 }  // namespace lenet5
