@@ -22,6 +22,10 @@ distribution as lenet5's, not the same images.
 Modes: "eager" (torch.optim.SGD, one Python step per batch) and "graph" (the whole training step,
 augmentation, forward, backward and the SGD update, captured once in a CUDA graph and replayed per
 batch). Prints one JSON line per epoch and one summary line, as `lenet5 bench` does.
+
+--device cpu runs the eager mode on the CPU instead (the data set in memory, --threads intra-op
+threads, default torch's own choice), the peer of lenet5 --device cpu
+(scripts/bench_cpu_vs_pytorch.sh).
 """
 import argparse
 import gzip
@@ -51,8 +55,9 @@ DEFAULTS = {
     "c3-table": "full", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
-# Settings of lenet5 alone (which device, which kernels, where to write): accepted, not used.
-LENET5_ONLY = {"device", "out", "evaluate", "kernels", "conv-algo"}
+# Settings of lenet5 alone (which device and how many threads, which kernels, where to write):
+# accepted in a config, not used (the peer takes --device and --threads of its own).
+LENET5_ONLY = {"device", "threads", "out", "evaluate", "kernels", "conv-algo"}
 CHOICES = {
     "schedule": ["constant", "step", "exponential", "cosine", "one-cycle"],
     "activation": ["tanh", "sigmoid", "scaled-tanh", "relu"],
@@ -322,6 +327,10 @@ def parse_arguments():
     ap.add_argument("--config", help="a lenet5 config file; its [train] section sets the "
                     "hyperparameters (default: lenet5's built-in defaults)")
     ap.add_argument("--mode", choices=["eager", "graph"], default="eager")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                    help="where to train (cpu: eager mode only)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="cpu: torch.set_num_threads (default: torch's own choice)")
     # Each flag overrides the config's key of the same name; None: not given.
     for key, default in DEFAULTS.items():
         flag = "--" + key
@@ -355,7 +364,13 @@ def load(s, device):
 
 def main():
     args, s = parse_arguments()
-    device = torch.device("cuda")
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    if not on_gpu and args.mode != "eager":
+        sys.exit("pytorch_peer: --device cpu runs the eager mode only (a CUDA graph needs a GPU)")
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    synchronize = torch.cuda.synchronize if on_gpu else (lambda: None)
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(s["seed"])  # the augmentation's draws (the default CUDA generator)
     act = ACTIVATIONS[s["activation"]]
@@ -378,19 +393,19 @@ def main():
     setup_start = time.perf_counter()
     if args.mode == "graph":
         trainer.capture()
-    torch.cuda.synchronize()
+    synchronize()
     setup_s = time.perf_counter() - setup_start
     shuffle = torch.Generator(device=device).manual_seed(s["seed"])
     times, accuracies, elapsed = [], [], 0.0
     time_to = {0.99: None, 0.992: None}
     for epoch in range(s["epochs"]):
         order = torch.randperm(n, generator=shuffle, device=device)
-        torch.cuda.synchronize()
+        synchronize()
         start = time.perf_counter()
         for step in range(steps):
             idx = order[step * b:(step + 1) * b]
             trainer.step(x_train[idx], y_train[idx], learning_rate(s, epoch + step / steps))
-        torch.cuda.synchronize()
+        synchronize()
         seconds = time.perf_counter() - start
         times.append(seconds)
         elapsed += seconds
@@ -404,7 +419,9 @@ def main():
                           "test_accuracy": accuracies[-1]}), flush=True)
     steady = times[1:] if len(times) > 1 else times
     print(json.dumps({"event": "summary", "framework": "pytorch", "mode": args.mode,
-                      "torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
+                      "torch": torch.__version__, "device": device.type,
+                      "gpu": torch.cuda.get_device_name() if on_gpu else None,
+                      "threads": torch.get_num_threads(),
                       "config": args.config, "settings": s,
                       "batch_size": b, "epochs": s["epochs"], "seed": s["seed"],
                       "augment": s["augment"],
@@ -412,7 +429,8 @@ def main():
                       "training_s": elapsed, "final_test_accuracy": accuracies[-1],
                       "best_test_accuracy": max(accuracies),
                       "time_to_99_s": time_to[0.99], "time_to_99_2_s": time_to[0.992],
-                      "peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20}), flush=True)
+                      "peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20 if on_gpu
+                      else None}), flush=True)
 
 
 if __name__ == "__main__":

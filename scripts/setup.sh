@@ -26,8 +26,11 @@ for arg in "$@"; do
   esac
 done
 
+# libopenblas-dev: the BLAS (SGEMM) of the fast CPU layers, src/layers/blas_cpu.cpp, in its
+# pthreads build (CMakeLists.txt says why).
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libstb-dev
-          zlib1g-dev nlohmann-json3-dev libgtest-dev)
+          zlib1g-dev nlohmann-json3-dev libgtest-dev
+          libopenblas-dev)
 if [ "$handwriting" -eq 1 ]; then
   # Digits in handwriting fonts for scripts/make_handwriting_set.py: fontconfig's fc-list finds
   # the fonts, Pillow draws them, NumPy does the photo-like lighting and noise.

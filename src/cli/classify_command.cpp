@@ -5,6 +5,7 @@
 
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
+#include "core/cpu_threads.hpp"
 #include "train/evaluate.hpp"
 
 namespace lenet5::cli {
@@ -17,7 +18,7 @@ Command add_classify_command(CLI::App& parent) {
     std::string checkpoint, device = "auto", invert = "auto", save;
     std::vector<std::string> images;
     bool json = false;
-    int top = 1;
+    int top = 1, threads = 1;
   };
   auto o = std::make_shared<Options>();
   add_checkpoint_option(*cmd, o->checkpoint);
@@ -33,8 +34,10 @@ Command add_classify_command(CLI::App& parent) {
   cmd->add_option("--save-preprocessed", o->save,
                   "write the 28x28 image the network saw (a file; a folder for several images)");
   cmd->add_option("--device", o->device, "auto|gpu|cpu")->capture_default_str();
+  add_threads_option(*cmd, o->threads);
   cmd->parse_complete_callback([o] { g_json_output = o->json; });
   return {cmd, [o]() {
+            use_cpu_threads(o->threads);
             ClassifyOptions options;
             options.invert = parse_invert_mode(o->invert);
             options.save_preprocessed = o->save;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/registration_table.hpp"
+#include "train/settings.hpp"
 
 namespace lenet5::cli {
 namespace {
@@ -17,6 +18,13 @@ std::multimap<int, AddCommand>& registered() {
 
 CommandRegistration::CommandRegistration(int order, AddCommand add) {
   registered().emplace(order, add);
+}
+
+CLI::Option* add_threads_option(CLI::App& command, int& threads) {
+  const SettingDeclaration& declaration = train_setting_declaration("--threads");
+  threads = std::get<int>(declaration.default_value);
+  return command.add_option(declaration.flag, threads, declaration.help_text())
+      ->capture_default_str();
 }
 
 std::vector<Command> add_commands(CLI::App& parent) {

@@ -34,6 +34,10 @@ inline CLI::Option* add_checkpoint_option(CLI::App& command, std::string& file) 
       ->check(CLI::ExistingFile);
 }
 
+// --threads N for evaluate and classify: train's declaration (train/settings.cpp), its default
+// and range. The command passes the value to use_cpu_threads (core/cpu_threads.hpp).
+CLI::Option* add_threads_option(CLI::App& command, int& threads);
+
 // A subcommand's one registration, at namespace scope in its own file:
 //   const CommandRegistration kEvaluate{20, add_evaluate_command};
 // `order` places it in `lenet5 --help`, smallest first (the keys go in tens, leaving room between).

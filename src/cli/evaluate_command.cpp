@@ -1,8 +1,9 @@
 // lenet5 evaluate --checkpoint F [--data D] [--device ...] [--json]
 #include <cstdio>
 
-#include "cli/commands.hpp"
 #include "backend/backend.hpp"
+#include "cli/commands.hpp"
+#include "core/cpu_threads.hpp"
 #include "data/mnist.hpp"
 #include "train/evaluate.hpp"
 
@@ -15,14 +16,17 @@ Command add_evaluate_command(CLI::App& parent) {
   struct Options {
     std::string checkpoint, data, device = "auto";
     bool json = false;
+    int threads = 1;
   };
   auto o = std::make_shared<Options>();
   add_checkpoint_option(*cmd, o->checkpoint);
   cmd->add_option("--data", o->data, "MNIST folder (default: $LENET5_DATA or data/mnist)");
   cmd->add_option("--device", o->device, "auto|gpu|cpu")->capture_default_str();
+  add_threads_option(*cmd, o->threads);
   cmd->add_flag("--json", o->json, "print one JSON object instead of tables");
   cmd->parse_complete_callback([o] { g_json_output = o->json; });
   return {cmd, [o]() {
+            use_cpu_threads(o->threads);
             DeviceStart device_start(o->device, /*warn_on_cpu_fallback=*/false);
             const Checkpoint checkpoint =
                 device_start.overlapping([&] { return load_checkpoint(o->checkpoint); });

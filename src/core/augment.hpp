@@ -140,21 +140,39 @@ LENET5_HD inline T image_value(const std::uint8_t* image, int x, int y) {
   return T(image[y * kImageSide + x]);
 }
 
-// The image at (sx, y), bilinear between the four neighbours. Beyond one pixel outside the image
-// every neighbour is background; clamping there keeps the integer conversion defined for any
+// The lowest and highest whole coordinate bilinear sampling reads (kBilinearLow and
+// kBilinearHigh + 1): beyond one pixel outside the image every neighbour is background, so the
+// position is clamped to [-2, 29] first, which also keeps the integer conversion defined for any
 // displacement (validated settings give finite ones).
-template <class T>
-LENET5_HD inline T bilinear_sample(const std::uint8_t* image, T sx, T sy) {
-  const T low = T(-2), high = T(kImageSide + 1);
+constexpr int kBilinearLow = -2;
+constexpr int kBilinearHigh = kImageSide + 1;
+
+// value(x, y) at (sx, sy), bilinear between the four neighbours; value is read at whole
+// coordinates from kBilinearLow to kBilinearHigh + 1 and must be image_value's there.
+template <class T, class Values>
+LENET5_HD inline T bilinear_sample_of(const Values& value, T sx, T sy) {
+  const T low = T(kBilinearLow), high = T(kBilinearHigh);
   sx = sx < low ? low : sx > high ? high : sx;
   sy = sy < low ? low : sy > high ? high : sy;
   const T fx = ::floor(sx), fy = ::floor(sy);
   const int x0 = int(fx), y0 = int(fy);
   const T wx = sx - fx, wy = sy - fy;
-  const T top = (1 - wx) * image_value<T>(image, x0, y0) + wx * image_value<T>(image, x0 + 1, y0);
-  const T bottom =
-      (1 - wx) * image_value<T>(image, x0, y0 + 1) + wx * image_value<T>(image, x0 + 1, y0 + 1);
+  const T top = (1 - wx) * value(x0, y0) + wx * value(x0 + 1, y0);
+  const T bottom = (1 - wx) * value(x0, y0 + 1) + wx * value(x0 + 1, y0 + 1);
   return (1 - wy) * top + wy * bottom;
+}
+
+// image_value as the function bilinear_sample_of reads.
+template <class T>
+struct ImageValues {
+  const std::uint8_t* image;
+  LENET5_HD T operator()(int x, int y) const { return image_value<T>(image, x, y); }
+};
+
+// The image at (sx, sy), bilinear between the four neighbours.
+template <class T>
+LENET5_HD inline T bilinear_sample(const std::uint8_t* image, T sx, T sy) {
+  return bilinear_sample_of(ImageValues<T>{image}, sx, sy);
 }
 
 }  // namespace lenet5

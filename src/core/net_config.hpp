@@ -13,9 +13,10 @@ enum class Activation { tanh, sigmoid, scaled_tanh, relu };
 enum class Subsampling { average, max };
 enum class C3Table { full, lecun };
 
-// Which GPU kernels compute the network (the function is the same; the CPU always runs the
-// sequential reference). What each set means is its row of gpu_kernel_sets(), which the settings,
-// the network, the GPU engine and the GPU layers all read.
+// Which kernels compute the network (the function is the same). On the GPU each set is its own
+// kernels; on the CPU book runs the sequential reference layers and the other two the fast CPU
+// layers (src/layers/fast_cpu.hpp). What each set means is its row of gpu_kernel_sets(), which the
+// settings, the network, the engines and the layers all read.
 enum class GpuKernels { book, fast, whole_step };
 
 struct GpuKernelSet {
@@ -26,8 +27,9 @@ struct GpuKernelSet {
   // false: it trains with convolution stages of its own, and refuses any --conv-algo but auto.
   bool takes_conv_algo;
   // The layers (and so evaluation) run the fused form, each activation computed inside the layer
-  // before it (core/topology.hpp's fused_topology), by the fast kernels; false: one layer per
-  // operation, by the book's kernels, strictly in order on one stream.
+  // before it (core/topology.hpp's fused_topology), by the fast kernels on the GPU and the fast
+  // CPU layers on the CPU; false: one layer per operation, by the book's kernels, strictly in
+  // order on one stream, or by the sequential reference layers on the CPU.
   bool fused_layers;
   // Training runs the whole step in two kernels, one block per sample (cuda/engine/whole_step.cuh)
   // instead of layer by layer.
@@ -37,7 +39,8 @@ struct GpuKernelSet {
 // book: the chapter's direct convolution kernel (Fig 16.12) and cuBLAS for the fully connected
 // layers, every layer on its own; fast: each activation fused into the layer before it, the faster
 // convolution and dense kernels; whole-step: trains in two kernels per step, evaluates with the
-// fast set. In --kernels' order.
+// fast set. On the CPU, book is the sequential reference and fast and whole-step are the fast CPU
+// layers. In --kernels' order.
 const std::vector<GpuKernelSet>& gpu_kernel_sets();
 const GpuKernelSet& gpu_kernel_set(GpuKernels kernels);
 

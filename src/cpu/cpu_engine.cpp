@@ -1,4 +1,5 @@
-// The CPU engine: Network<float> with the reference layers, the optimizer's host update.
+// The CPU engine: Network<float> with the CPU layers the kernel set picks (layers/cpu_layers.hpp),
+// the optimizer's host update.
 #include <algorithm>
 #include <cmath>
 

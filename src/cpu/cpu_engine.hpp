@@ -1,5 +1,5 @@
-// The CPU engine (see engine/engine.hpp for the contract): the reference layers of src/layers/,
-// the SGD update on the host.
+// The CPU engine (see engine/engine.hpp for the contract): the layers of src/layers/ (the fast ones,
+// or the sequential reference with --kernels book), the SGD update on the host.
 #pragma once
 
 #include <memory>

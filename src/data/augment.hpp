@@ -20,6 +20,15 @@ const char* to_string(AugmentKind kind);
 // finite.
 void validate(const AugmentSettings& settings);
 
+// What the augmentation of every sample under one set of settings shares, made once: the settings
+// (validated) and the elastic field's Gaussian, its taps from -radius to radius summing to 1.
+// Implicit, so that a call with plain settings makes one for itself.
+struct AugmentPlan {
+  AugmentPlan(const AugmentSettings& settings);  // NOLINT(google-explicit-constructor)
+  AugmentSettings settings;
+  std::vector<double> taps;
+};
+
 AffineMap draw_affine(const AugmentSettings& settings, std::uint64_t seed, std::uint32_t epoch,
                       std::uint32_t sample);
 
@@ -29,7 +38,7 @@ AffineMap draw_affine(const AugmentSettings& settings, std::uint64_t seed, std::
 struct DisplacementField {
   std::array<double, kImageBytes> dx{}, dy{};
 };
-DisplacementField draw_elastic_field(const AugmentSettings& settings, std::uint64_t seed,
+DisplacementField draw_elastic_field(const AugmentPlan& plan, std::uint64_t seed,
                                      std::uint32_t epoch, std::uint32_t sample);
 
 // Output pixel (x, y) takes the input at A * (x, y) + t (+ the field's displacement), bilinear
@@ -37,9 +46,8 @@ DisplacementField draw_elastic_field(const AugmentSettings& settings, std::uint6
 void resample_cpu(const std::uint8_t* image, const AffineMap& map, const DisplacementField* field,
                   double* out);
 
-// Sample `sample` of epoch `epoch`, augmented as the settings say (a copy for kind none). The
-// settings must have passed validate().
-void augment_image_cpu(const std::uint8_t* image, const AugmentSettings& settings,
-                       std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample, double* out);
+// Sample `sample` of epoch `epoch`, augmented as the plan's settings say (a copy for kind none).
+void augment_image_cpu(const std::uint8_t* image, const AugmentPlan& plan, std::uint64_t seed,
+                       std::uint32_t epoch, std::uint32_t sample, double* out);
 
 }  // namespace lenet5

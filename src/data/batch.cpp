@@ -36,13 +36,14 @@ void gather_batch_cpu(const std::uint8_t* images, const std::int32_t* indices, i
 void gather_augmented_batch_cpu(const std::uint8_t* images, const std::int32_t* indices, int n,
                                 const Augmentation& augmentation, std::uint32_t epoch, float* out) {
   if (!augmentation.enabled()) return gather_batch_cpu(images, indices, n, out);
-  validate(augmentation.settings);
+  const AugmentPlan plan(augmentation.settings);  // validates; the Gaussian once per batch
+  // Each sample's image is a function of its key alone, so any split over threads gives the same.
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < n; ++i) {
     const std::uint32_t source = std::uint32_t(indices[i]);
     double grey[kImageBytes];
-    augment_image_cpu(images + std::size_t(source) * kImageBytes, augmentation.settings,
-                      augmentation.seed, epoch, source, grey);
+    augment_image_cpu(images + std::size_t(source) * kImageBytes, plan, augmentation.seed, epoch,
+                      source, grey);
     write_input_field(
         grey, [](double value) { return normalise_intensity(float(value)); },
         out + std::size_t(i) * kInputFloats);

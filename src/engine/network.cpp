@@ -49,9 +49,10 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
   m_c3_mask.copy_from_host(mask.data());
   m_activations.emplace_back();  // the input is not copied: forward() keeps a pointer to it
   m_activation_grads.emplace_back();
-  // The CPU always runs the reference form, one layer per operation; the GPU's fast kernels run
-  // the fused form (same function, activations computed inside the layers before them).
-  const bool fused = device == Device::gpu && gpu_kernel_set(config.kernels).fused_layers;
+  // The book's kernel set runs the plain form, one layer per operation (the sequential reference
+  // on the CPU); the fast sets run the fused form (same function, activations computed inside the
+  // layers before them), by the fast kernels on the GPU and the fast CPU layers on the CPU.
+  const bool fused = gpu_kernel_set(config.kernels).fused_layers;
   for (const LayerSpec& spec : fused ? fused_topology(lenet5_topology()) : lenet5_topology()) {
     m_layers.push_back(make_layer<T>(device, spec, config, m_layout, m_params.data(),
                                      m_grads.data(), m_c3_mask.data(), max_batch));
@@ -60,8 +61,7 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
   }
   // Only the fused kernel sets: the book's kernel set uses one cuBLAS handle (and workspace),
   // which two streams must not use at the same time; it stays strictly in order.
-  if (fused)
-    m_side = std::make_unique<cuda::SideStream>();
+  if (fused && device == Device::gpu) m_side = std::make_unique<cuda::SideStream>();
 }
 
 template <class T>

@@ -102,9 +102,11 @@ class FullyConnectedCpu final : public Layer<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig& config,
-                                         T* weight, T* weight_grad, T* bias, T* bias_grad,
+std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig& config, T* weight,
+                                         T* weight_grad, T* bias, T* bias_grad,
                                          const float* c3_mask) {
+  if (gpu_kernel_set(config.kernels).fused_layers)
+    return make_fast_cpu_layer(spec, config, weight, weight_grad, bias, bias_grad, c3_mask);
   if (spec.activate)
     throw Error("internal: the CPU reference runs activations as layers of their own (" +
                 spec.name + ")");
@@ -125,8 +127,8 @@ std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig&
 template std::unique_ptr<Layer<float>> make_cpu_layer<float>(const LayerSpec&, const NetConfig&,
                                                              float*, float*, float*, float*,
                                                              const float*);
-template std::unique_ptr<Layer<double>> make_cpu_layer<double>(const LayerSpec&,
-                                                               const NetConfig&, double*, double*,
-                                                               double*, double*, const float*);
+template std::unique_ptr<Layer<double>> make_cpu_layer<double>(const LayerSpec&, const NetConfig&,
+                                                               double*, double*, double*, double*,
+                                                               const float*);
 
 }  // namespace lenet5

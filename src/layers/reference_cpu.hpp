@@ -1,7 +1,8 @@
 // Sequential CPU versions of every layer: the book's Figures 16.4, 16.5, 16.8, 16.9 and 16.10 with
 // the errata of the printed code fixed (see the comments at each function), plus fully connected,
-// activation and softmax cross-entropy. They are the oracle for every GPU kernel and the real
-// backend of --device cpu. Templated on float (training) and double (gradient checks).
+// activation and softmax cross-entropy. They are the oracle for every GPU kernel and for the fast
+// CPU layers (fast_cpu.hpp), and the backend of --device cpu --kernels book. Templated on float
+// (training) and double (gradient checks).
 //
 // Layout NCHW throughout; the shapes and the index convention are core/shapes.hpp's.
 // Parallelism (OpenMP) is over samples or over output channels only, each output element is

@@ -1,10 +1,12 @@
 #include "train/settings.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <type_traits>
 
 #include "core/conv_algo.hpp"
+#include "core/cpu_threads.hpp"
 #include "core/error.hpp"
 #include "data/augment.hpp"
 
@@ -88,6 +90,11 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::weight_decay, "--weight-decay", 5e-4, "L2 weight decay").within(at_least(0)),
       setting(&S::seed, "--seed", 1, "seed of the initial weights and of every epoch's shuffle"),
       setting(&S::device, "--device", "auto", "auto|gpu|cpu"),
+      // How many threads compute a CPU run changes neither its results nor its checkpoints.
+      setting(&S::threads, "--threads", available_cpu_threads(),
+              "CPU threads (default: the cores this process may use)")
+          .within(at_least(1))
+          .not_in_checkpoint(),
       // Where a run is written is not a training setting: kept out of config.toml and checkpoints,
       // so that same-seed runs into different folders write byte-identical checkpoints.
       setting(&S::out, "--out", "",
@@ -105,7 +112,10 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::c3_table, "--c3-table", "full",
               "C3 connectivity: full (the book) or lecun (LeCun 1998)")
           .in_group("Network"),
-      setting(&S::kernels, "--kernels", "whole-step", "GPU kernels: " + kernels_help())
+      setting(&S::kernels, "--kernels", "whole-step",
+              "kernels: " + kernels_help() +
+                  "; on the CPU, book runs the sequential reference layers and the others the "
+                  "fast CPU layers")
           .in_group("Network"),
       setting(&S::conv_algo, "--conv-algo", "auto",
               "GPU convolution version for C1 and C3, by name or number: auto (direct with "
@@ -119,15 +129,14 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "shear, translation) or elastic (affine, then Simard's elastic distortion)")
           .one_of(augment_kind_names())
           .in_group("Augmentation"),
-      setting(&S::augment_rotation, "--augment-rotation", 10,
-              "rotation drawn from [-X, X] degrees")
+      setting(&S::augment_rotation, "--augment-rotation", 10, "rotation drawn from [-X, X] degrees")
           .within(between(0, kMaxRotationDegrees))
           .in_group("Augmentation"),
-      setting(&S::augment_scale, "--augment-scale", 0.1,
-              "scale factor drawn from [1 - X, 1 + X]")
+      setting(&S::augment_scale, "--augment-scale", 0.1, "scale factor drawn from [1 - X, 1 + X]")
           .within(at_least(0).below(kScaleBelow))
           .in_group("Augmentation"),
-      setting(&S::augment_shear, "--augment-shear", 10, "horizontal shear drawn from [-X, X] degrees")
+      setting(&S::augment_shear, "--augment-shear", 10,
+              "horizontal shear drawn from [-X, X] degrees")
           .within(between(0, kMaxShearDegrees))
           .in_group("Augmentation"),
       setting(&S::augment_translation, "--augment-translation", 2,
@@ -266,9 +275,34 @@ SettingDeclaration SettingDeclaration::not_in_config() const {
   return declaration;
 }
 
+SettingDeclaration SettingDeclaration::not_in_checkpoint() const {
+  SettingDeclaration declaration = *this;
+  declaration.in_checkpoint = false;
+  return declaration;
+}
+
 const std::vector<SettingDeclaration>& train_setting_declarations() {
   static const std::vector<SettingDeclaration> declarations = declare_train_settings();
   return declarations;
+}
+
+const SettingDeclaration& train_setting_declaration(const std::string& flag) {
+  for (const SettingDeclaration& declaration : train_setting_declarations())
+    if (declaration.flag == flag) return declaration;
+  throw Error("internal: no setting " + flag);
+}
+
+std::string checkpoint_config(const std::string& config_toml) {
+  std::istringstream in(config_toml);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    const std::string key = line.substr(0, line.find('='));
+    const bool dropped = std::any_of(
+        train_setting_declarations().begin(), train_setting_declarations().end(),
+        [&](const SettingDeclaration& d) { return !d.in_checkpoint && key == d.flag.substr(2); });
+    if (!dropped) out += line + "\n";
+  }
+  return out;
 }
 
 TrainSettings::TrainSettings() {

@@ -33,7 +33,7 @@ struct TrainSettings {
   std::string activation;
   std::string subsampling;
   std::string c3_table;
-  std::string kernels;    // GPU kernel set: book | fast | whole-step (same function)
+  std::string kernels;    // kernel set: book | fast | whole-step (same function)
   std::string conv_algo;  // a core/conv_algo.hpp name; auto: direct (book), staged (fast)
   // optimisation
   int epochs;
@@ -59,6 +59,7 @@ struct TrainSettings {
   double elastic_sigma;
   // running
   std::string device;
+  int threads;      // CPU threads (core/cpu_threads.hpp); the results do not depend on it
   std::string out;  // run folder; empty: runs/<timestamp>
   bool evaluate_every_epoch;
 
@@ -102,6 +103,9 @@ struct SettingDeclaration {
   std::vector<std::string> names;     // names: the values accepted, where they are a fixed list
   std::string group;                  // --help's heading; empty: the general options
   bool in_config = true;  // false: kept out of config files, config.toml and checkpoints
+  // false: in config files and config.toml, but not in the checkpoints' stored settings (how a run
+  // is computed, not what it computes: the checkpoints stay byte-identical whatever its value).
+  bool in_checkpoint = true;
 
   // What --help says: the help, then the accepted names or the range.
   std::string help_text() const;
@@ -112,9 +116,16 @@ struct SettingDeclaration {
   SettingDeclaration one_of(std::vector<std::string> accepted) const;
   SettingDeclaration in_group(std::string heading) const;
   SettingDeclaration not_in_config() const;
+  SettingDeclaration not_in_checkpoint() const;
 };
 
 // Every setting of `lenet5 train` (and `lenet5 bench`), in the order of the effective config text.
 const std::vector<SettingDeclaration>& train_setting_declarations();
+// The declaration of `flag` ("--threads"); internal Error when there is none.
+const SettingDeclaration& train_setting_declaration(const std::string& flag);
+
+// The effective config text (config.toml's) without the lines of the settings declared
+// not_in_checkpoint(): what a checkpoint stores.
+std::string checkpoint_config(const std::string& config_toml);
 
 }  // namespace lenet5

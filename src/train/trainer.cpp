@@ -1,4 +1,3 @@
-#include "backend/backend.hpp"
 #include "train/trainer.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -12,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/backend.hpp"
+#include "core/cpu_threads.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "data/mnist.hpp"
@@ -278,7 +279,7 @@ class Run {
   Checkpoint make_checkpoint(double test_accuracy) const {
     Checkpoint c;
     c.net = m_net;
-    c.config_toml = m_config_toml;
+    c.config_toml = checkpoint_config(m_config_toml);
     c.parameters = m_engine->parameters();
     c.optimizer_state = m_engine->optimizer_state();  // none for plain SGD
     c.position = m_position;
@@ -321,6 +322,7 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
 TrainOutcome train(const TrainSettings& settings, const std::string& config_toml,
                    const std::optional<Checkpoint>& resume, const fs::path& resume_file) {
   settings.validate();
+  use_cpu_threads(settings.threads);
   if (resume) check_resume_matches(settings, *resume);
   DeviceStart device_start(settings.device);
   Mnist data =
@@ -334,9 +336,10 @@ TrainOutcome train(const TrainSettings& settings, const std::string& config_toml
   // Only runs in the default place (runs/<date-time>) move runs/latest: a folder the user named
   // with --out is theirs, and a "latest" link beside it would be litter.
   if (settings.out.empty() && resume_file.empty()) point_latest_at(dir);
-  spdlog::info("run folder {}: training on {} images for {} epochs, batch {}, on the {}",
+  spdlog::info("run folder {}: training on {} images for {} epochs, batch {}, on the {}{}",
                dir.string(), data.train.count, settings.epochs, settings.batch_size,
-               to_string(device));
+               to_string(device),
+               device == Device::cpu ? fmt::format(" ({} threads)", settings.threads) : "");
 
   Run run(settings, config_toml, dir, device, std::move(data));
   if (resume)

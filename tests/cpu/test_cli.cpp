@@ -1,13 +1,13 @@
 // The command line as users and scripts meet it: exit codes (0 success, 1 runtime failure,
 // 2 usage error), one-line messages that name the problem, settings from TOML files.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <thread>
 
+#include "core/cpu_threads.hpp"
 #include "cuda/runtime/runtime.hpp"
 #include "settings_test_util.hpp"
 #include "test_util.hpp"
@@ -54,7 +54,8 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"train --device tpu --train-limit 10", "--device must be auto, gpu or cpu"},
       {"train --schedule sometimes --device cpu", "unknown schedule 'sometimes'"},
       {"train --activation softplus --device cpu", "unknown activation 'softplus'"},
-      {"train --kernels fast --conv-algo winograd --device cpu", "unknown convolution version 'winograd'"},
+      {"train --kernels fast --conv-algo winograd --device cpu",
+       "unknown convolution version 'winograd'"},
       {"train --kernels turbo --device cpu", "accepted: book, fast, whole-step"},
       {"train --kernels whole-step --conv-algo tiled --device cpu",
        "does not apply to --kernels whole-step"},
@@ -64,6 +65,14 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"evaluate --checkpoint /no/such/file.safetensors", "/no/such/file.safetensors"},
       {"classify --checkpoint /no/such/file.safetensors x.png", "/no/such/file.safetensors"},
       {"--config /no/such/config.toml train", "/no/such/config.toml"},
+      // Any existing file passes --checkpoint's parse; the thread count is refused before it is
+      // read.
+      {"evaluate --threads 0 --device cpu --checkpoint '" LENET5_SOURCE_DIR
+       "/tests/data/digit7.pgm'",
+       "--threads must be at least 1"},
+      {"classify --threads 0 --device cpu --checkpoint '" LENET5_SOURCE_DIR
+       "/tests/data/digit7.pgm' x.png",
+       "--threads must be at least 1"},
   };
   for (const Case& c : cases) {
     const auto result = run_lenet5(c.arguments, dir);
@@ -237,6 +246,12 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   EXPECT_TRUE(mentions(config, "train-limit=500")) << config;  // the flag overrides the file
   EXPECT_TRUE(mentions(config, "seed=5")) << config;
   EXPECT_TRUE(mentions(config, "epochs=1")) << config;          // from quick.toml
+  // The thread count is stored in config.toml, the log names it with the device.
+  EXPECT_TRUE(mentions(config, "\nthreads=" + std::to_string(available_cpu_threads()) + "\n"))
+      << config;
+  EXPECT_TRUE(
+      mentions(trained.err, "on the cpu (" + std::to_string(available_cpu_threads()) + " threads)"))
+      << trained.err;
 
   const std::string checkpoint = run + "/best.safetensors";
   const auto evaluated = run_lenet5("evaluate --json --device cpu --checkpoint '" + checkpoint +

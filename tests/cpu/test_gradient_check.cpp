@@ -253,10 +253,13 @@ Doubles random_input(std::uint64_t seed) {
 }
 
 // Distance to the nearest kink of the forward pass: the smallest |input| of a ReLU and the
-// smallest gap between the two largest elements of a max window. Runs the network's own layers.
-double kink_margin(const lenet5::Network<double>& network, const Doubles& input) {
+// smallest gap between the two largest elements of a max window. Runs the reference layers (one
+// per operation, as the topology lists them) of a network initialised from `seed`.
+double kink_margin(lenet5::NetConfig config, std::uint64_t seed, const Doubles& input) {
+  config.kernels = lenet5::GpuKernels::book;
+  lenet5::Network<double> network(config, lenet5::Device::cpu, kBatch);
+  network.initialise(seed);
   const auto& topology = lenet5::lenet5_topology();
-  const lenet5::NetConfig& config = network.config();
   double margin = std::numeric_limits<double>::infinity();
   Doubles x = input, y;
   for (std::size_t i = 0; i < topology.size(); ++i) {
@@ -283,7 +286,11 @@ double kink_margin(const lenet5::Network<double>& network, const Doubles& input)
   return margin;
 }
 
-void check_network_gradients(const lenet5::NetConfig& config, std::uint64_t seed) {
+// The whole network with one kernel set's CPU layers: the reference (book) or the fast ones.
+void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernels,
+                             std::uint64_t seed) {
+  SCOPED_TRACE(lenet5::to_string(kernels));
+  config.kernels = kernels;
   lenet5::Network<double> network(config, lenet5::Device::cpu, kBatch);
   network.initialise(seed);
   const Doubles input = random_input(seed + 100);
@@ -301,7 +308,7 @@ void check_network_gradients(const lenet5::NetConfig& config, std::uint64_t seed
   // value by at most h times its sensitivity to one parameter (of order 1 here: weights below
   // 0.5, inputs below 3), so a margin of 100 h means no kink is crossed.
   if (config.activation == Activation::relu || config.subsampling == Subsampling::max) {
-    ASSERT_GT(kink_margin(network, input), 100 * kStep) << "pick another seed";
+    ASSERT_GT(kink_margin(config, seed, input), 100 * kStep) << "pick another seed";
   }
 
   network.forward(input.data(), kBatch);
@@ -346,6 +353,11 @@ void check_network_gradients(const lenet5::NetConfig& config, std::uint64_t seed
       EXPECT_EQ(params[c3.offset + i], 0.0) << "disconnected c3.weight[" << i << "]";
     }
   EXPECT_EQ(disconnected, config.c3_table == lenet5::C3Table::lecun ? 900u : 0u);
+}
+
+void check_network_gradients(const lenet5::NetConfig& config, std::uint64_t seed) {
+  for (const lenet5::GpuKernels kernels : {lenet5::GpuKernels::book, lenet5::GpuKernels::fast})
+    check_network_gradients(config, kernels, seed);
 }
 
 TEST(NetworkGradientCheck, TanhAverageFullTable) {

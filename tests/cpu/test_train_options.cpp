@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/train_options.hpp"
+#include "core/cpu_threads.hpp"
 #include "settings_test_util.hpp"
 #include "test_util.hpp"
 
@@ -56,9 +57,10 @@ ReadSettings read_stored(const std::string& text) {
   return read;
 }
 
-// The text every default run stores, byte for byte: checkpoints written before a change of the
-// declarations must keep reading as they did, and runs after it must write what they did. (CLI11
-// writes a default bool as 0 or 1, and a value that was given as it was given.)
+// The text every default run stores in its checkpoints, byte for byte: checkpoints written before a
+// change of the declarations must keep reading as they did, and runs after it must write what they
+// did. (CLI11 writes a default bool as 0 or 1, and a value that was given as it was given.)
+// config.toml holds the thread count too, which checkpoints leave out.
 const char* const kDefaultText =
     "# lenet5 train settings (lenet5 --config FILE train)\n"
     "[train]\n"
@@ -94,7 +96,10 @@ const char* const kDefaultText =
 
 TEST(TrainOptions, DefaultsWriteTheTextThatRunsHaveAlwaysStored) {
   const ReadSettings defaults = read_arguments({"train"});
-  EXPECT_EQ(defaults.text, kDefaultText);
+  EXPECT_EQ(checkpoint_config(defaults.text), kDefaultText);
+  EXPECT_TRUE(testing::mentions(
+      defaults.text, "device=\"auto\"\nthreads=" + std::to_string(available_cpu_threads()) + "\n"))
+      << defaults.text;
   EXPECT_EQ(first_difference(defaults.settings, TrainSettings()), "");
 }
 

@@ -157,6 +157,24 @@ TEST(Training, SameSeedGivesIdenticalCheckpointsAndAnotherSeedDoesNot) {
   EXPECT_NE(final_parameters(a / "run"), final_parameters(c / "run"));
 }
 
+// The thread count is in config.toml (how the run was computed) but not in the checkpoints, whose
+// bytes the fast CPU layers' fixed chunks keep identical for any number of threads.
+TEST(Training, OneOrThreeThreadsWriteByteIdenticalCheckpoints) {
+  LENET5_REQUIRE_MNIST();
+  TempDir one, three;
+  TrainSettings settings = small_run(one, 200, 1);
+  settings.evaluate_every_epoch = false;
+  settings.threads = 1;
+  train(settings, "[train]\nthreads=1\nseed=1\n");
+  settings.out = (three / "run").string();
+  settings.threads = 3;
+  train(settings, "[train]\nthreads=3\nseed=1\n");
+  EXPECT_EQ(testing::read_text(one / "run" / "last.safetensors"),
+            testing::read_text(three / "run" / "last.safetensors"));
+  EXPECT_EQ(testing::read_text(three / "run" / "config.toml"), "[train]\nthreads=3\nseed=1\n");
+  EXPECT_EQ(load_checkpoint(three / "run" / "last.safetensors").config_toml, "[train]\nseed=1\n");
+}
+
 TEST(Training, RefusesToOverwriteAnExistingRun) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
