@@ -124,7 +124,7 @@ TEST(TrainSettings, ScheduleAndSgdAreBuiltFromCheckedValuesOnly) {
   const Schedule schedule = settings.schedule_config();
   EXPECT_EQ(schedule.kind, ScheduleKind::cosine);
   EXPECT_EQ(schedule.lr, 0.07);
-  EXPECT_EQ(schedule.total_epochs, 15);
+  EXPECT_EQ(schedule.total_epochs, 20);
 }
 
 }  // namespace
