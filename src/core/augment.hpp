@@ -70,13 +70,21 @@ class AugmentRandom {
  public:
   LENET5_HD AugmentRandom(std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample)
       : m_base(stream_seed(seed, RngStream::augment, (std::uint64_t(epoch) << 32) | sample)) {}
-  // SplitMix64 adds its constant before mixing, so draw `counter` of the stream that starts at
-  // the key's base is one mix of base + counter * constant.
-  LENET5_HD std::uint64_t bits(std::uint32_t counter) const {
-    return SplitMix64(m_base + std::uint64_t(counter) * 0x9E3779B97F4A7C15ull).next();
+  // SplitMix64 adds its increment before mixing, so draw `counter` of the stream that starts at
+  // the key's base is one mix of the state base + (counter + 1) * increment; the states of
+  // successive draws differ by the increment. Generic over the counters' type: 64-bit words, or
+  // a vector of them (data/augment_fast.cpp draws four at once).
+  template <class Words>
+  LENET5_HD Words state_of(Words counter) const {
+    return m_base + counter * kSplitMix64Increment + kSplitMix64Increment;
   }
-  LENET5_HD double symmetric_uniform(std::uint32_t counter) const {  // in [-1, 1), 52 bits
-    return double(bits(counter) >> 11) * 0x1.0p-52 - 1.0;
+  LENET5_HD std::uint64_t bits(std::uint32_t counter) const {
+    return splitmix64_mix(state_of(std::uint64_t(counter)));
+  }
+  // In [-1, 1), 52 bits. The 53-bit integer converts as a signed one, which has an instruction of
+  // its own on x86-64 (unsigned 64-bit conversion takes several): the same value.
+  LENET5_HD double symmetric_uniform(std::uint32_t counter) const {
+    return double(std::int64_t(bits(counter) >> 11)) * 0x1.0p-52 - 1.0;
   }
 
  private:

@@ -22,7 +22,8 @@ class CpuEngine final : public NetworkEngine {
       : NetworkEngine(net, Device::cpu, batch_size, sgd),
         m_input(kInputFloats * m_network.max_batch()),
         m_dL_dlogits(std::size_t(kClasses) * m_network.max_batch()),
-        m_labels(m_network.max_batch()) {}
+        m_labels(m_network.max_batch()),
+        m_reference_augmentation(net.kernels == GpuKernels::book) {}
 
   Device device() const override { return Device::cpu; }
 
@@ -78,8 +79,10 @@ class CpuEngine final : public NetworkEngine {
  private:
   void train_step(int first, int count, float lr) {
     const std::int32_t* indices = m_permutation.data() + first;
-    gather_augmented_batch_cpu(m_train->images.data(), indices, count, m_augmentation, m_epoch,
-                               m_input.data());
+    // The book's kernel set is the reference throughout; the others augment in float.
+    const auto gather =
+        m_reference_augmentation ? gather_augmented_batch_reference : gather_augmented_batch_fast;
+    gather(m_train->images.data(), indices, count, m_augmentation, m_epoch, m_input.data());
     for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
     m_network.forward(m_input.data(), count);
     const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
@@ -104,6 +107,7 @@ class CpuEngine final : public NetworkEngine {
 
   std::vector<float> m_input, m_dL_dlogits;
   std::vector<std::uint8_t> m_labels;
+  bool m_reference_augmentation;  // double (the book's set) or float (the fast sets)
   const Dataset* m_train = nullptr;
   Augmentation m_augmentation;
   std::uint32_t m_epoch = 0;

@@ -125,7 +125,15 @@ AffineMap draw_affine(const AugmentSettings& s, std::uint64_t seed, std::uint32_
 
 AugmentPlan::AugmentPlan(const AugmentSettings& s) : settings(s) {
   validate(s);
-  if (s.kind == AugmentKind::elastic) taps = gaussian_taps(s.elastic_sigma);
+  if (s.kind != AugmentKind::elastic) return;
+  taps = gaussian_taps(s.elastic_sigma);
+  const int radius = gaussian_radius(s.elastic_sigma);
+  float sum = 0.0f;  // in tap order, as one device thread sums them
+  for (int k = -radius; k <= radius; ++k) {
+    float_taps.push_back(float(gaussian_weight(k, s.elastic_sigma)));
+    sum += float_taps.back();
+  }
+  field_scale = float(s.elastic_alpha) / (sum * sum);
 }
 
 DisplacementField draw_elastic_field(const AugmentPlan& plan, std::uint64_t seed,

@@ -1,6 +1,7 @@
 // The augmentation's reference, in double (core/augment.hpp says what the transform is): the
 // elastic field, the resampled image, and the settings' names and checks. The GPU's version
-// (cuda/kernels/augment.cuh) is tested against this, and the CPU engine trains on it.
+// (cuda/kernels/augment.cuh) is tested against this, and so is the float version the CPU engine
+// trains on (augment_image_fast), which computes as the device does.
 #pragma once
 
 #include <array>
@@ -27,6 +28,10 @@ struct AugmentPlan {
   AugmentPlan(const AugmentSettings& settings);  // NOLINT(google-explicit-constructor)
   AugmentSettings settings;
   std::vector<double> taps;
+  // The float version's Gaussian, as the device makes it: the taps unnormalised, and the scale
+  // alpha / (their float sum)^2 that normalises both passes at once.
+  std::vector<float> float_taps;
+  float field_scale = 0;
 };
 
 AffineMap draw_affine(const AugmentSettings& settings, std::uint64_t seed, std::uint32_t epoch,
@@ -49,5 +54,13 @@ void resample_cpu(const std::uint8_t* image, const AffineMap& map, const Displac
 // Sample `sample` of epoch `epoch`, augmented as the plan's settings say (a copy for kind none).
 void augment_image_cpu(const std::uint8_t* image, const AugmentPlan& plan, std::uint64_t seed,
                        std::uint32_t epoch, std::uint32_t sample, double* out);
+
+// The same image in float, computed as the device computes it (cuda/kernels/augment.cuh): the
+// same draws, the unnormalised taps summed in the same order, the field scaled once, bilinear
+// resampling in float. Vectorised for the CPU engine (several times faster than the reference),
+// and within the float bound of tests/common/augment_tolerance.hpp of it. grey: 28 x 28, in
+// [0, 255].
+void augment_image_fast(const std::uint8_t* image, const AugmentPlan& plan, std::uint64_t seed,
+                        std::uint32_t epoch, std::uint32_t sample, float* grey);
 
 }  // namespace lenet5

@@ -15,9 +15,15 @@ void gather_batch_cpu(const std::uint8_t* images, const std::int32_t* indices, i
 
 // The same for a training step of epoch `epoch`: each image augmented first (data/augment.hpp,
 // keyed by its index in `images`), its resampled grey levels then normalised and padded alike.
-// indices must not be null. Without augmentation this is gather_batch_cpu.
-void gather_augmented_batch_cpu(const std::uint8_t* images, const std::int32_t* indices, int n,
-                                const Augmentation& augmentation, std::uint32_t epoch,
-                                float* out);
+// indices must not be null. Without augmentation both are gather_batch_cpu.
+// The reference resamples in double (augment_image_cpu): what the device's gather and the fast
+// one are tested against, and what the CPU's book kernel set trains on.
+void gather_augmented_batch_reference(const std::uint8_t* images, const std::int32_t* indices,
+                                      int n, const Augmentation& augmentation, std::uint32_t epoch,
+                                      float* out);
+// The fast one computes in float as the device does (augment_image_fast), several times faster:
+// what the CPU's fast and whole-step kernel sets train on.
+void gather_augmented_batch_fast(const std::uint8_t* images, const std::int32_t* indices, int n,
+                                 const Augmentation& augmentation, std::uint32_t epoch, float* out);
 
 }  // namespace lenet5

@@ -1,6 +1,7 @@
-// What the GPU tests of the augmentation share: the settings they augment with (moderate ones, as
-// a run would use, and every range at its limit) and how far the GPU's augmented input may lie
-// from the double reference's (data/augment.hpp, gather_augmented_batch_cpu), with the derivation.
+// What the tests of the float augmentations (GPU and fast CPU) share: the settings they augment with (moderate ones, as
+// a run would use, and every range at its limit) and how far a float version's augmented input may
+// lie from the double reference's (data/augment.hpp, gather_augmented_batch_reference), with the
+// derivation.
 #pragma once
 
 #include <algorithm>
@@ -47,20 +48,22 @@ inline AugmentSettings extreme_elastic(double sigma) {
   return s;
 }
 
-// The largest difference, in normalised input units, between the GPU's augmented pixel
-// (cuda/kernels/augment.cuh) and the reference's, for sample `sample` of `epoch`. Both draw the
-// same numbers from the same key and the same affine map in double; they differ only where the
-// GPU computes in float (unit roundoff u = 2^-24), and every step of the bound is first order in u:
+// The largest difference, in normalised input units, between a float version's augmented pixel
+// (the GPU's, cuda/kernels/augment.cuh, or the CPU's augment_image_fast) and the reference's, for
+// sample `sample` of `epoch`. Both draw the same numbers from the same key and the same affine map
+// in double; they differ only where the float version computes in float (unit roundoff u =
+// 2^-24), and every step of the bound is first order in u:
 //  - the source position. sx = a11 * ox + a12 * oy + tx + 13.5 (+ the field), |ox|, |oy| <= 13.5:
 //    rounding the map's three coefficients to float, the five operations and the addition of
 //    the field each err by at most u * `reach`, the largest magnitude any term or partial sum
 //    can take: at most 9 u * reach pixels.
 //  - the elastic field, with n = 2 * radius + 1 taps of total weight W and noise |r| < 1: the
-//    first pass errs by at most (n + 2) u W (the taps' and the noise's rounding, n roundings of the
-//    sum), the second by (2n + 3) u W^2 (its input's error carried, plus its own n + 1), the
+//    first pass errs by at most (n + 3) u W (the taps' and the noise's rounding, the products'
+//    rounding where no fused multiply-add keeps them exact, as on the CPU, and n roundings of the
+//    sum), the second by (2n + 5) u W^2 (its input's error carried, plus its own n + 2), the
 //    normalisation alpha / (sum of taps)^2 by (2n + 5) u relative, the final product by u: at
-//    most (4n + 9) u alpha pixels. (A sum of n random roundings usually errs by ~sqrt(n) u, far
-//    less: this is the worst case, so the test cannot fail on a correct kernel.)
+//    most (4n + 11) u alpha pixels. (A sum of n random roundings usually errs by ~sqrt(n) u, far
+//    less: this is the worst case, so the test cannot fail on a correct version.)
 //  - bilinear interpolation: the grey level changes by at most 255 per pixel the source moves
 //    along each axis (neighbouring pixels differ by at most 255; clamping only shortens moves),
 //    so both axes' errors cost 255 * 2 * (position error); the float evaluation itself (a few
@@ -80,7 +83,7 @@ inline double augmented_pixel_tolerance(const AugmentSettings& s, std::uint64_t 
           kAugmentCentre +
       std::max(std::fabs(m.tx), std::fabs(m.ty)) + kAugmentCentre + alpha;
   const int taps = elastic ? 2 * gaussian_radius(s.elastic_sigma) + 1 : 0;
-  const double position_error = 9 * u * reach + (4 * taps + 9) * u * alpha;
+  const double position_error = 9 * u * reach + (4 * taps + 11) * u * alpha;
   const double grey_error = 255 * 2 * position_error + 10 * u * 255;
   return grey_error / (255 * double(kPixelStd)) + 2e-6;
 }

@@ -1,14 +1,17 @@
 // The augmentation's CPU reference (data/augment.hpp): identity at zero strength, determinism by
-// key, bounds, exact resampling of known maps, and the elastic field's size and smoothness; and
-// the augmented gather that the CPU engine trains on (gather_augmented_batch_cpu, data/batch.hpp).
+// key, bounds, exact resampling of known maps, and the elastic field's size and smoothness; the
+// float version the CPU engine trains on (augment_image_fast) against it; and the two augmented
+// gathers (data/batch.hpp), the reference's and the fast one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "common/augment_tolerance.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "data/augment.hpp"
 #include "data/batch.hpp"
 
@@ -212,39 +215,77 @@ std::vector<std::uint8_t> five_images() {
   return images;
 }
 
-std::vector<float> gathered(const std::vector<std::uint8_t>& images,
+using Gather = void (*)(const std::uint8_t*, const std::int32_t*, int, const Augmentation&,
+                        std::uint32_t, float*);
+
+std::vector<float> gathered(Gather gather, const std::vector<std::uint8_t>& images,
                             const std::vector<std::int32_t>& indices,
                             const Augmentation& augmentation, std::uint32_t epoch) {
   std::vector<float> out(indices.size() * kInputFloats);
-  gather_augmented_batch_cpu(images.data(), indices.data(), int(indices.size()), augmentation,
-                             epoch, out.data());
+  gather(images.data(), indices.data(), int(indices.size()), augmentation, epoch, out.data());
   return out;
 }
+
+// Each gather with the augmentation of one image that it is made of, as floats.
+struct GatherCase {
+  const char* name;
+  Gather gather;
+  std::vector<float> (*augment_one)(const std::uint8_t* image, const AugmentSettings& s,
+                                    std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample);
+};
+
+std::vector<float> reference_grey(const std::uint8_t* image, const AugmentSettings& s,
+                                  std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample) {
+  std::vector<double> grey(kImageBytes);
+  augment_image_cpu(image, s, seed, epoch, sample, grey.data());
+  return std::vector<float>(grey.begin(), grey.end());  // rounded as the gather rounds them
+}
+
+std::vector<float> fast_grey(const std::uint8_t* image, const AugmentSettings& s,
+                             std::uint64_t seed, std::uint32_t epoch, std::uint32_t sample) {
+  std::vector<float> grey(kImageBytes);
+  augment_image_fast(image, s, seed, epoch, sample, grey.data());
+  return grey;
+}
+
+const GatherCase kGathers[] = {
+    {"reference", gather_augmented_batch_reference, reference_grey},
+    {"fast", gather_augmented_batch_fast, fast_grey},
+};
+
+class AugmentedGather : public ::testing::TestWithParam<GatherCase> {
+ protected:
+  std::vector<float> gathered(const std::vector<std::uint8_t>& images,
+                              const std::vector<std::int32_t>& indices,
+                              const Augmentation& augmentation, std::uint32_t epoch) const {
+    return lenet5::gathered(GetParam().gather, images, indices, augmentation, epoch);
+  }
+};
 
 bool on_border(int h, int w) {
   const int y = h - kPad, x = w - kPad;
   return y < 0 || y >= kImageSide || x < 0 || x >= kImageSide;
 }
 
-// Sample i is augment_image_cpu of image indices[i], keyed by that index, its grey levels
-// rounded to float and normalised by normalise_intensity, inside the border of a black pixel's
-// value: the same operations in the same order, so equality is exact.
-TEST(AugmentedGather, IsTheAugmentedImageNormalisedAndPadded) {
+// Sample i is the augmentation of image indices[i] (augment_image_cpu or augment_image_fast),
+// keyed by that index, its grey levels as floats normalised by normalise_intensity, inside the
+// border of a black pixel's value: the same operations in the same order, so equality is exact.
+TEST_P(AugmentedGather, IsTheAugmentedImageNormalisedAndPadded) {
   const std::vector<std::uint8_t> images = five_images();
   const std::vector<std::int32_t> indices{3, 0, 4, 4, 1};
   for (AugmentKind kind : {AugmentKind::affine, AugmentKind::elastic}) {
     const Augmentation augmentation{strong(kind), 21};
     const std::vector<float> out = gathered(images, indices, augmentation, 5);
     for (std::size_t i = 0; i < indices.size(); ++i) {
-      std::vector<double> grey(kImageBytes);
-      augment_image_cpu(images.data() + std::size_t(indices[i]) * kImageBytes,
-                        augmentation.settings, 21, 5, std::uint32_t(indices[i]), grey.data());
+      const std::vector<float> grey =
+          GetParam().augment_one(images.data() + std::size_t(indices[i]) * kImageBytes,
+                                 augmentation.settings, 21, 5, std::uint32_t(indices[i]));
       for (int h = 0; h < kInputSide; ++h)
         for (int w = 0; w < kInputSide; ++w) {
           const float want =
-              on_border(h, w) ? normalise_pixel(0)
-                              : normalise_intensity(
-                                    float(grey[std::size_t((h - kPad) * kImageSide + w - kPad)]));
+              on_border(h, w)
+                  ? normalise_pixel(0)
+                  : normalise_intensity(grey[std::size_t((h - kPad) * kImageSide + w - kPad)]);
           ASSERT_EQ(out[i * kInputFloats + std::size_t(h * kInputSide + w)], want)
               << to_string(kind) << " sample " << i << " at (" << h << ", " << w << ")";
         }
@@ -255,7 +296,7 @@ TEST(AugmentedGather, IsTheAugmentedImageNormalisedAndPadded) {
 // Without augmentation (kind none, whatever the ranges say) the gather is gather_batch_cpu; and
 // at zero strength every kind resamples at whole pixels, so it is gather_batch_cpu bit for bit
 // too (the grey levels are the bytes, and normalise_pixel is normalise_intensity of the byte).
-TEST(AugmentedGather, WithoutAugmentationIsThePlainGather) {
+TEST_P(AugmentedGather, WithoutAugmentationIsThePlainGather) {
   const std::vector<std::uint8_t> images = five_images();
   const std::vector<std::int32_t> indices{2, 4, 0, 1, 3, 2};
   std::vector<float> plain(indices.size() * kInputFloats);
@@ -276,7 +317,7 @@ TEST(AugmentedGather, WithoutAugmentationIsThePlainGather) {
 // A sample's image depends on its index in the data set (its key), not on its place in the
 // batch: the same indices in another order give the same images, moved with them, and a
 // repeated index gives the same image twice.
-TEST(AugmentedGather, DependsOnTheIndexNotThePosition) {
+TEST_P(AugmentedGather, DependsOnTheIndexNotThePosition) {
   const std::vector<std::uint8_t> images = five_images();
   const std::vector<std::int32_t> forward{0, 1, 2, 3, 4}, backward{4, 3, 2, 1, 0, 4};
   for (AugmentKind kind : {AugmentKind::affine, AugmentKind::elastic}) {
@@ -293,6 +334,62 @@ TEST(AugmentedGather, DependsOnTheIndexNotThePosition) {
     // Another epoch gives other images of the same indices.
     EXPECT_NE(gathered(images, forward, augmentation, 2), a) << to_string(kind);
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothGathers, AugmentedGather, ::testing::ValuesIn(kGathers),
+                         [](const ::testing::TestParamInfo<GatherCase>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// ---- the float version against the reference -------------------------------------------------
+
+// Images whose resampling errors are as large as they get (neighbours differing by up to 255):
+// the test image, and a block of random grey levels beside a full-intensity stroke.
+std::vector<std::uint8_t> rough_images() {
+  std::vector<std::uint8_t> images = test_image();
+  images.resize(2 * kImageBytes, 0);
+  SplitMix64 random(5);
+  for (int y = 6; y < 22; ++y)
+    for (int x = 6; x < 22; ++x)
+      images[kImageBytes + std::size_t(y * kImageSide + x)] = std::uint8_t(random.next() >> 56);
+  for (int y = 2; y < 26; ++y) images[kImageBytes + std::size_t(y * kImageSide + 24)] = 255;
+  return images;
+}
+
+// The fast gather computes as the device does, in float, from the same draws: every input value
+// lies within the float bound of tests/common/augment_tolerance.hpp (derived there) of the
+// reference's, for moderate settings and every range at its limit, over several keys. Other
+// draws, another Gaussian or a wrong key would be whole grey levels off.
+TEST(FastAugmentation, IsWithinTheFloatBoundOfTheReference) {
+  const std::vector<std::uint8_t> images = rough_images();
+  const std::vector<std::int32_t> indices{0, 1};
+  const AugmentSettings cases[] = {test::moderate_augmentation(AugmentKind::affine),
+                                   test::moderate_augmentation(AugmentKind::elastic),
+                                   test::extreme_affine(), test::extreme_elastic(28),
+                                   test::extreme_elastic(0.5)};
+  double worst_share = 0;  // the largest error seen, as a fraction of its tolerance
+  for (const AugmentSettings& settings : cases)
+    for (std::uint64_t seed : {1ull, 977ull})
+      for (std::uint32_t epoch : {0u, 7u, 0xFFFFFFFFu}) {
+        const Augmentation augmentation{settings, seed};
+        const std::vector<float> want = lenet5::gathered(gather_augmented_batch_reference, images,
+                                                         indices, augmentation, epoch);
+        const std::vector<float> got =
+            lenet5::gathered(gather_augmented_batch_fast, images, indices, augmentation, epoch);
+        for (std::size_t i = 0; i < indices.size(); ++i) {
+          const double tolerance =
+              test::augmented_pixel_tolerance(settings, seed, epoch, std::uint32_t(indices[i]));
+          for (std::size_t p = 0; p < kInputFloats; ++p) {
+            const std::size_t at = i * kInputFloats + p;
+            const double error = std::fabs(double(got[at]) - double(want[at]));
+            ASSERT_LE(error, tolerance)
+                << to_string(settings.kind) << " sigma " << settings.elastic_sigma << " seed "
+                << seed << " epoch " << epoch << " sample " << i << " value " << p;
+            worst_share = std::max(worst_share, error / tolerance);
+          }
+        }
+      }
+  RecordProperty("largest_error_share_of_tolerance", std::to_string(worst_share));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The augmented gather on the device (cuda/kernels/batch.cuh, gather_augmented_batch) against the
-// double reference (gather_augmented_batch_cpu of data/batch.hpp): affine and elastic, moderate
-// settings and every range at its limit, for fixed (seed, epoch, sample) keys, the epoch read
-// from device memory as the engine keeps it. The resampled pixels agree within the float bound
+// double reference (gather_augmented_batch_reference of data/batch.hpp): affine and elastic,
+// moderate settings and every range at its limit, for fixed (seed, epoch, sample) keys, the epoch
+// read from device memory as the engine keeps it. The resampled pixels agree within the float bound
 // of tests/common/augment_tolerance.hpp; the padding border and the labels agree exactly.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -106,8 +106,8 @@ TEST(AugmentedGather, MatchesTheDoubleReferenceForFixedKeys) {
                                            labels_out.data(), cudaStreamPerThread);
             });
         std::vector<float> want(std::size_t(n) * kInputFloats);
-        gather_augmented_batch_cpu(images.data(), kIndices.data(), n,
-                                   Augmentation{c.settings, seed}, epoch, want.data());
+        gather_augmented_batch_reference(images.data(), kIndices.data(), n,
+                                         Augmentation{c.settings, seed}, epoch, want.data());
 
         int ink = 0;
         for (int i = 0; i < n; ++i) {
@@ -157,8 +157,8 @@ TEST(AugmentedGather, ReadsTheEpochFromDeviceMemory) {
                                  augmentation, out.data(), nullptr, cudaStreamPerThread);
     by_epoch.push_back(test::download(out));
     std::vector<float> want(std::size_t(n) * kInputFloats);
-    gather_augmented_batch_cpu(images.data(), kIndices.data(), n, Augmentation{settings, 11}, epoch,
-                               want.data());
+    gather_augmented_batch_reference(images.data(), kIndices.data(), n, Augmentation{settings, 11},
+                                     epoch, want.data());
     // Within the bound of the test above, the largest of the batch's samples (no NaN either).
     double tolerance = 0;
     for (const std::int32_t index : kIndices)

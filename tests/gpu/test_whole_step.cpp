@@ -383,7 +383,8 @@ INSTANTIATE_TEST_SUITE_P(CommandLineBatchSizes, WholeStepBatchSizes,
 //    operations differently, their source positions would differ by a few roundings, ~1e-5 px,
 //    far below what 1e-4 notices). A wrong key, epoch or sample index gives other images and
 //    fails it.
-//  - on the double reference's augmented batch (gather_augmented_batch_cpu), as a run on the CPU
+//  - on the double reference's augmented batch (gather_augmented_batch_reference), as a run on the
+//  CPU
 //    engine would see it: the inputs now differ by the augmentation's float rounding too (within
 //    augmented_pixel_tolerance, checked here), so each tensor is allowed 1e-4 plus the difference
 //    that this input difference alone makes to the reference's gradient, computed exactly (both
@@ -413,8 +414,8 @@ TEST_P(WholeStepAugmented, GradientsMatchTheCpuReferenceOnTheAugmentedBatch) {
                                gathered.data(), nullptr, cudaStreamPerThread);
   const std::vector<float> gpu_input = test::download(gathered);
   std::vector<float> cpu_input(std::size_t(n) * kInputFloats);
-  gather_augmented_batch_cpu(batch.images.data(), batch.indices.data(), n, augmentation, epoch,
-                             cpu_input.data());
+  gather_augmented_batch_reference(batch.images.data(), batch.indices.data(), n, augmentation,
+                                   epoch, cpu_input.data());
   for (int i = 0; i < n; ++i) {
     const double tolerance = test::augmented_pixel_tolerance(
         augmentation.settings, augmentation.seed, epoch, std::uint32_t(batch.indices[i]));
