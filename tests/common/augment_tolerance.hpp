@@ -1,7 +1,7 @@
-// What the tests of the float augmentations (GPU and fast CPU) share: the settings they augment with (moderate ones, as
-// a run would use, and every range at its limit) and how far a float version's augmented input may
-// lie from the double reference's (data/augment.hpp, gather_augmented_batch_reference), with the
-// derivation.
+// What the tests of the float augmentations (the GPU's and the fast CPU one) share: the settings
+// they augment with (moderate ones, as a run would use, and every range at its limit) and how far
+// a float version's augmented input may lie from the double reference's (data/augment.hpp,
+// gather_augmented_batch_reference), with the derivation.
 #pragma once
 
 #include <algorithm>
