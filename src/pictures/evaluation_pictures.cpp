@@ -16,7 +16,7 @@ namespace {
 constexpr int kMargin = 16, kTitleScale = 2, kLabelScale = 2;
 constexpr int kCell = 56;       // confusion cell: four digits at scale 2 fit
 constexpr int kDigitScale = 3;  // a 28x28 image drawn 84x84
-constexpr int kMistakeCell = 104, kMistakeColumns = 10;
+constexpr int kMistakeCell = 116, kMistakeColumns = 10;  // "7->2 93%" at scale 2 is 100 wide
 
 std::string percent(float probability) {
   char text[16];
