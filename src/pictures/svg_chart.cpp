@@ -166,19 +166,28 @@ std::string legend_svg(const std::vector<Series>& series) {
 std::vector<double> nice_ticks(double lo, double hi, int wanted, bool integers) {
   if (!(hi > lo)) return {lo};
   const double rough = (hi - lo) / std::max(wanted - 1, 1);
-  const double power = std::pow(10.0, std::floor(std::log10(rough)));
-  double step = power * 10;
+  // step = mantissa * 10^exponent with mantissa 1, 2, 5 or 10.
+  int exponent = int(std::floor(std::log10(rough)));
+  double mantissa = 10;
   for (double m : {1.0, 2.0, 5.0})
-    if (power * m >= rough * (1 - 1e-9)) {
-      step = power * m;
+    if (m * std::pow(10.0, exponent) >= rough * (1 - 1e-9)) {
+      mantissa = m;
       break;
     }
-  if (integers) step = std::max(1.0, std::round(step));
+  if (integers && exponent < 0) {
+    mantissa = 1;
+    exponent = 0;
+  }
+  // Tick k is k * mantissa scaled by the power of ten in one rounding (a division for negative
+  // exponents), so 3 * 0.2 is the double nearest 0.6, not 0.6000000000000001.
+  const auto tick = [&](long long k) {
+    const double whole = double(k) * mantissa;
+    return exponent >= 0 ? whole * std::pow(10.0, exponent) : whole / std::pow(10.0, -exponent);
+  };
+  const double step = tick(1);
   std::vector<double> ticks;
-  const double first = std::floor(lo / step + 1e-9) * step;
-  for (double t = first; t <= hi + step * (1 - 1e-9); t += step) {
-    // Multiples of the step, computed afresh so that rounding errors do not add up.
-    ticks.push_back(std::round(t / step) * step);
+  for (long long k = (long long)std::floor(lo / step + 1e-9);; ++k) {
+    ticks.push_back(tick(k));
     if (ticks.back() >= hi - 1e-9 * step) break;
   }
   return ticks;
