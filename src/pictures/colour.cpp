@@ -7,9 +7,13 @@
 namespace lenet5::pictures {
 namespace {
 
-double clamp01(double t) { return std::isnan(t) ? 0.5 : std::clamp(t, 0.0, 1.0); }
+double clamp01(double t) {
+  return std::isnan(t) ? 0.5 : std::clamp(t, 0.0, 1.0);
+}
 
-std::uint8_t channel(double value) { return std::uint8_t(std::lround(std::clamp(value, 0.0, 255.0))); }
+std::uint8_t channel(double value) {
+  return std::uint8_t(std::lround(std::clamp(value, 0.0, 255.0)));
+}
 
 Rgb mix(Rgb a, Rgb b, double t) {
   return {channel(a.r + (b.r - a.r) * t), channel(a.g + (b.g - a.g) * t),
@@ -17,8 +21,8 @@ Rgb mix(Rgb a, Rgb b, double t) {
 }
 
 // RdBu's five-class stops, blue end first.
-constexpr std::array<Rgb, 5> kDivergingStops{
-    Rgb{5, 48, 97}, Rgb{67, 147, 195}, Rgb{247, 247, 247}, Rgb{214, 96, 77}, Rgb{103, 0, 31}};
+constexpr std::array<Rgb, 5> kDivergingStops{Rgb{5, 48, 97}, Rgb{67, 147, 195}, Rgb{247, 247, 247},
+                                             Rgb{214, 96, 77}, Rgb{103, 0, 31}};
 
 }  // namespace
 
@@ -45,6 +49,8 @@ Rgb diverging(double t) {
   return mix(kDivergingStops[stop], kDivergingStops[stop + 1], scaled - double(stop));
 }
 
-Rgb sequential(double t) { return diverging(0.5 + 0.5 * clamp01(t)); }
+Rgb sequential(double t) {
+  return diverging(0.5 + 0.5 * clamp01(t));
+}
 
 }  // namespace lenet5::pictures

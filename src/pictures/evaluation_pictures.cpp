@@ -86,10 +86,10 @@ RgbImage mistakes_picture(const std::vector<Mistake>& mistakes, int total_mistak
     const int y = top + (i / columns) * cell_h;
     draw_tile(image, x, y, paper_map(m.image), 28, 28, kDigitScale, {0, 1}, &greyscale);
     image.outline_rect(x - 1, y - 1, digit + 2, digit + 2, Rgb{160, 160, 160});
-    draw_text_centred(image, x + digit / 2, y + digit + 6,
-                      std::to_string(m.truth) + "->" + std::to_string(m.predicted) + " " +
-                          percent(m.probability),
-                      kBlack, kLabelScale);
+    draw_text_centred(
+        image, x + digit / 2, y + digit + 6,
+        std::to_string(m.truth) + "->" + std::to_string(m.predicted) + " " + percent(m.probability),
+        kBlack, kLabelScale);
   }
   return image;
 }

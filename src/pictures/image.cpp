@@ -10,7 +10,9 @@
 namespace lenet5::pictures {
 namespace {
 
-std::string quoted(const std::filesystem::path& file) { return "'" + file.string() + "'"; }
+std::string quoted(const std::filesystem::path& file) {
+  return "'" + file.string() + "'";
+}
 
 // stb_image_write hands the encoded file over in pieces; they are appended to a string.
 void append_to_string(void* context, void* data, int size) {

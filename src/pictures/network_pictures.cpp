@@ -97,8 +97,7 @@ RgbImage c3_filters_picture(const ParamLayout& layout, const NetConfig& net,
     draw_text(image, left - 24, top + grid.tile_y(i * outputs) + grid.tile_height() / 2 - 7,
               std::to_string(i), kBlack, kLabelScale);
   draw_weight_legend(image, legend_y, range,
-                     net.c3_table == C3Table::full ? "weight"
-                                                   : "weight; grey: not connected");
+                     net.c3_table == C3Table::full ? "weight" : "weight; grey: not connected");
   return image;
 }
 

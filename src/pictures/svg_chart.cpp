@@ -28,11 +28,16 @@ int tick_decimals(const std::vector<double>& ticks) {
 std::string escaped(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -79,7 +84,11 @@ Axes axes_for(const LineChart& chart) {
   if (chart.y_max) y.hi = *chart.y_max;
   widen_if_flat(x);
   widen_if_flat(y);
-  Axes axes{x.lo, x.hi, y.lo, y.hi, nice_ticks(x.lo, x.hi, kWantedTicks, chart.integer_x),
+  Axes axes{x.lo,
+            x.hi,
+            y.lo,
+            y.hi,
+            nice_ticks(x.lo, x.hi, kWantedTicks, chart.integer_x),
             nice_ticks(y.lo, y.hi, kWantedTicks, false)};
   // Unset ends grow to the outermost ticks, so the axis starts and ends on a labelled value.
   if (!chart.x_min) axes.x_lo = std::min(axes.x_lo, axes.x_ticks.front());
@@ -120,9 +129,9 @@ std::string axes_svg(const LineChart& chart, const Axes& axes) {
   out += "<text class=\"title\" x=\"" + std::to_string((kPlotLeft + kPlotRight) / 2) +
          "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">" +
          escaped(chart.title) + "</text>\n";
-  out += "<text class=\"x-label\" x=\"" + std::to_string((kPlotLeft + kPlotRight) / 2) +
-         "\" y=\"" + std::to_string(kPlotBottom + 42) + "\" text-anchor=\"middle\">" +
-         escaped(chart.x_label) + "</text>\n";
+  out += "<text class=\"x-label\" x=\"" + std::to_string((kPlotLeft + kPlotRight) / 2) + "\" y=\"" +
+         std::to_string(kPlotBottom + 42) + "\" text-anchor=\"middle\">" + escaped(chart.x_label) +
+         "</text>\n";
   const int y_mid = (kPlotTop + kPlotBottom) / 2;
   out += "<text class=\"y-label\" x=\"18\" y=\"" + std::to_string(y_mid) +
          "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " + std::to_string(y_mid) + ")\">" +
@@ -154,8 +163,8 @@ std::string legend_svg(const std::vector<Series>& series) {
     out += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(y) + "\" x2=\"" +
            std::to_string(x + 24) + "\" y2=\"" + std::to_string(y) + "\" stroke=\"" + s.colour +
            "\" stroke-width=\"2\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
-    out += "<text class=\"legend\" x=\"" + std::to_string(x + 30) + "\" y=\"" +
-           std::to_string(y) + "\" dominant-baseline=\"middle\">" + escaped(s.name) + "</text>\n";
+    out += "<text class=\"legend\" x=\"" + std::to_string(x + 30) + "\" y=\"" + std::to_string(y) +
+           "\" dominant-baseline=\"middle\">" + escaped(s.name) + "</text>\n";
     x += 40 + 8 * int(s.name.size());  // about 8 pixels per character at 13 px sans-serif
   }
   return out;

@@ -9,9 +9,9 @@
 namespace lenet5::pictures {
 
 struct Series {
-  std::string name;               // in the legend
-  std::string colour;             // an SVG colour: "#1f77b4"
-  std::vector<double> x, y;       // same length; points in the order given
+  std::string name;          // in the legend
+  std::string colour;        // an SVG colour: "#1f77b4"
+  std::vector<double> x, y;  // same length; points in the order given
   bool dashed = false;
 };
 

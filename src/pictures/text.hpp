@@ -8,7 +8,8 @@
 
 namespace lenet5::pictures {
 
-// Printable ASCII and newlines (any other byte draws as '?'). (x, y) is the top left of the first line.
+// Printable ASCII and newlines (any other byte draws as '?'). (x, y) is the top left of the first
+// line.
 void draw_text(RgbImage& image, int x, int y, const std::string& text, Rgb colour, int scale = 1);
 int text_width(const std::string& text, int scale = 1);
 int text_height(const std::string& text, int scale = 1);

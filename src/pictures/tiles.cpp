@@ -61,8 +61,7 @@ void draw_legend(RgbImage& image, int x, int y, int width, int height, const Val
             kLegendTextScale);
   if (label_middle)
     draw_text_centred(image, x + width / 2, label_y,
-                      with_decimals((range.lo + range.hi) / 2, decimals), kBlack,
-                      kLegendTextScale);
+                      with_decimals((range.lo + range.hi) / 2, decimals), kBlack, kLegendTextScale);
 }
 
 int legend_height(int bar_height) {

@@ -20,11 +20,16 @@ constexpr int kClasses = 10;
 std::string html_escaped(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -68,8 +73,8 @@ void check_report_folder(const fs::path& dir) {
   std::error_code error;
   if (!fs::exists(dir, error)) return;
   if (!fs::is_directory(dir, error))
-    throw UsageError(fmt::format("--report {}: it is a file, not a folder; name a new folder",
-                                 dir.string()));
+    throw UsageError(
+        fmt::format("--report {}: it is a file, not a folder; name a new folder", dir.string()));
   const std::set<std::string> own{kConfusionFile, kErrorsFile, kReportIndexFile};
   for (const auto& entry : fs::directory_iterator(dir))
     if (!own.count(entry.path().filename().string()))
@@ -89,7 +94,8 @@ void write_evaluation_report(const fs::path& dir, Engine& engine, const Dataset&
   pictures::write_png(dir / kConfusionFile, pictures::confusion_picture(evaluation.confusion));
   pictures::write_png(dir / kErrorsFile,
                       pictures::mistakes_picture(mistakes, int(mistakes.size()), test.count));
-  write_file_atomically(dir / kReportIndexFile, index_html(evaluation, checkpoint, mistakes.size()));
+  write_file_atomically(dir / kReportIndexFile,
+                        index_html(evaluation, checkpoint, mistakes.size()));
 }
 
 }  // namespace lenet5

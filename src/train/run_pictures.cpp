@@ -25,7 +25,9 @@ std::vector<std::string> csv_fields(const std::string& line) {
 }
 
 // An empty field (an epoch that was not evaluated) reads as -1.
-double number_or_absent(const std::string& field) { return field.empty() ? -1 : std::stod(field); }
+double number_or_absent(const std::string& field) {
+  return field.empty() ? -1 : std::stod(field);
+}
 
 MetricsRow parse_row(const std::string& line) {
   const std::vector<std::string> f = csv_fields(line);

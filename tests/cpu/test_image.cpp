@@ -371,9 +371,11 @@ TEST_F(ImageTest, WriteGrayPngRoundTrips) {
   for (std::size_t i = 0; i < px.size(); ++i) {
     EXPECT_EQ(std::lround(image.pixels[i] * 255.0f), px[i]) << "pixel " << i;
   }
-  expect_error_mentioning([&] { pictures::write_gray_png(file("bad.png"), 28, 27, px); }, {"bad.png"});
-  expect_error_mentioning([&] { pictures::write_gray_png(dir_ / "no_such_dir" / "x.png", 28, 28, px); },
-                          {"x.png", "writable"});
+  expect_error_mentioning([&] { pictures::write_gray_png(file("bad.png"), 28, 27, px); },
+                          {"bad.png"});
+  expect_error_mentioning(
+      [&] { pictures::write_gray_png(dir_ / "no_such_dir" / "x.png", 28, 28, px); },
+      {"x.png", "writable"});
 }
 
 // ---- preparing digits --------------------------------------------------------------------------

@@ -54,13 +54,12 @@ const std::vector<Rule>& layering() {
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
         "src/backend"}},
       {"src/figures",
-       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures",
-        "src/layers", "cuda/kernels", "src/engine", "cuda/engine", "cuda/figures", "src/backend",
-        "src/train"}},
+       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/layers",
+        "cuda/kernels", "src/engine", "cuda/engine", "cuda/figures", "src/backend", "src/train"}},
       // the command line and the program
       {"src/cli",
-       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures",
-        "src/engine", "src/backend", "src/train", "src/figures"}},
+       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
+        "src/backend", "src/train", "src/figures"}},
       {"src/main.cpp", {"src/core", "src/cli"}},
   };
   return rules;

@@ -36,8 +36,7 @@ Decoded read_png(const std::filesystem::path& file) {
   Decoded d;
   std::unique_ptr<stbi_uc, void (*)(void*)> data(
       stbi_load(file.c_str(), &d.width, &d.height, &d.channels, 0), &stbi_image_free);
-  if (data)
-    d.pixels.assign(data.get(), data.get() + std::size_t(d.width) * d.height * d.channels);
+  if (data) d.pixels.assign(data.get(), data.get() + std::size_t(d.width) * d.height * d.channels);
   return d;
 }
 
@@ -77,8 +76,8 @@ TEST(Png, GreyPixelsReadBackExactlyAndErrorsNameTheFile) {
   EXPECT_EQ(d.pixels, pixels);
   EXPECT_TRUE(throws_error_mentioning([&] { write_gray_png(dir / "short.png", 3, 3, pixels); },
                                       {"short.png", "do not make a 3x3 image"}));
-  EXPECT_TRUE(throws_error_mentioning(
-      [&] { write_png(dir / "missing" / "p.png", RgbImage(1, 1)); }, {"p.png", "writable"}));
+  EXPECT_TRUE(throws_error_mentioning([&] { write_png(dir / "missing" / "p.png", RgbImage(1, 1)); },
+                                      {"p.png", "writable"}));
 }
 
 TEST(ColourMaps, EndsAndMiddles) {
@@ -134,8 +133,11 @@ TEST(Tiles, MapsAreUpscaledByNearestNeighbourAndBlankTilesAreNeutral) {
   EXPECT_EQ(image.at(0, 0), kWhite);  // the gap
   EXPECT_EQ(image.at(7, 3), kWhite);
   EXPECT_EQ(count_pixels(image, kBlankTile), 36u);  // the second tile, 6x6
-  EXPECT_TRUE(throws_error_mentioning([&] { tile_maps({first}, grid, {0, 1}, &greyscale); },
-                                      {"1 maps for a grid of 2 tiles"}));
+  EXPECT_TRUE(throws_error_mentioning(
+      [&] {
+        tile_maps({first}, grid, {0, 1}, &greyscale);
+      },
+      {"1 maps for a grid of 2 tiles"}));
 }
 
 TEST(Text, DrawsInsideItsMeasuredBox) {
@@ -185,7 +187,8 @@ TEST(SvgChart, PolylinesAxesAndLegend) {
   EXPECT_NE(svg.find("class=\"x-label\""), std::string::npos);
   EXPECT_NE(svg.find(">epoch</text>"), std::string::npos);
   EXPECT_NE(svg.find("class=\"y-label\""), std::string::npos);
-  const std::regex x_tick("class=\"x-tick\"[^>]*>([^<]*)<"), y_tick("class=\"y-tick\"[^>]*>([^<]*)<");
+  const std::regex x_tick("class=\"x-tick\"[^>]*>([^<]*)<"),
+      y_tick("class=\"y-tick\"[^>]*>([^<]*)<");
   std::vector<std::string> x_ticks, y_ticks;
   for (std::sregex_iterator i(svg.begin(), svg.end(), x_tick), end; i != end; ++i)
     x_ticks.push_back((*i)[1]);

@@ -39,12 +39,12 @@ TEST(RunPictures, MetricsRowsBecomeTrainAndTestSeries) {
   EXPECT_EQ(rows[1].test_accuracy, 95.5);
   const std::vector<pictures::LineChart> charts = training_curves(rows);
   ASSERT_EQ(charts.size(), 2u);
-  EXPECT_EQ(charts[0].series[0].y, (std::vector<double>{1.5, 0.5}));   // train loss
-  EXPECT_EQ(charts[0].series[1].x, (std::vector<double>{2}));          // test loss: epoch 2 only
-  EXPECT_EQ(charts[1].series[1].y, (std::vector<double>{95.5}));       // test accuracy
+  EXPECT_EQ(charts[0].series[0].y, (std::vector<double>{1.5, 0.5}));  // train loss
+  EXPECT_EQ(charts[0].series[1].x, (std::vector<double>{2}));         // test loss: epoch 2 only
+  EXPECT_EQ(charts[1].series[1].y, (std::vector<double>{95.5}));      // test accuracy
   std::ofstream(dir / "bad.csv") << "epoch,lr\n1,0.1,x,y,z,w\n";
-  EXPECT_TRUE(throws_error_mentioning([&] { read_metrics_csv(dir / "bad.csv"); },
-                                      {"bad.csv", "line 2"}));
+  EXPECT_TRUE(
+      throws_error_mentioning([&] { read_metrics_csv(dir / "bad.csv"); }, {"bad.csv", "line 2"}));
 }
 
 TEST(RunPictures, ReportFolderRulesNeverClobberOtherFiles) {
@@ -63,9 +63,8 @@ TEST(RunPictures, TrainLeavesPicturesAndEvaluateWritesAReport) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
   const std::string data = testing::mnist_dir().string(), run = (dir / "run").string();
-  const auto trained =
-      run_lenet5("train --device cpu --train-limit 64 --epochs 1 --data " + data + " --out " + run,
-                 dir);
+  const auto trained = run_lenet5(
+      "train --device cpu --train-limit 64 --epochs 1 --data " + data + " --out " + run, dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string curves = read_text(dir / "run" / kCurvesFile);
   EXPECT_EQ(curves.rfind("<svg", 0), 0u);
