@@ -1,6 +1,6 @@
-// The one translation unit that compiles stb_image (src/pictures/stb_write_impl.cpp compiles
-// stb_image_write). Every other file includes the header for declarations only; defining the
-// implementation twice breaks the link.
+// The one translation unit that compiles stb_image (read by image/image_io.cpp) and
+// stb_image_write (used by pictures/image.cpp). Every other file includes the headers for
+// declarations only; defining the implementation twice breaks the link.
 // stb is header-only (Debian's libstb-dev headers), so nothing here links against libstb.
 
 #pragma GCC diagnostic push
@@ -19,5 +19,8 @@
 
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb_image_write.h>
 
 #pragma GCC diagnostic pop

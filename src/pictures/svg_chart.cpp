@@ -25,23 +25,6 @@ int tick_decimals(const std::vector<double>& ticks) {
   return std::max(0, int(std::ceil(-std::log10(step) - 1e-9)));
 }
 
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
 struct Range {
   double lo = std::numeric_limits<double>::infinity();
   double hi = -std::numeric_limits<double>::infinity();
@@ -128,14 +111,14 @@ std::string axes_svg(const LineChart& chart, const Axes& axes) {
   }
   out += "<text class=\"title\" x=\"" + std::to_string((kPlotLeft + kPlotRight) / 2) +
          "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">" +
-         escaped(chart.title) + "</text>\n";
+         markup_escaped(chart.title) + "</text>\n";
   out += "<text class=\"x-label\" x=\"" + std::to_string((kPlotLeft + kPlotRight) / 2) + "\" y=\"" +
-         std::to_string(kPlotBottom + 42) + "\" text-anchor=\"middle\">" + escaped(chart.x_label) +
-         "</text>\n";
+         std::to_string(kPlotBottom + 42) + "\" text-anchor=\"middle\">" +
+         markup_escaped(chart.x_label) + "</text>\n";
   const int y_mid = (kPlotTop + kPlotBottom) / 2;
   out += "<text class=\"y-label\" x=\"18\" y=\"" + std::to_string(y_mid) +
          "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " + std::to_string(y_mid) + ")\">" +
-         escaped(chart.y_label) + "</text>\n";
+         markup_escaped(chart.y_label) + "</text>\n";
   return out;
 }
 
@@ -149,8 +132,8 @@ std::string series_svg(const Series& s, const Axes& axes) {
     points += (i ? " " : "") + x + "," + y;
     dots += "<circle cx=\"" + x + "\" cy=\"" + y + "\" r=\"3\" fill=\"" + s.colour + "\"/>\n";
   }
-  return "<polyline class=\"series\" data-name=\"" + escaped(s.name) + "\" points=\"" + points +
-         "\" fill=\"none\" stroke=\"" + s.colour + "\" stroke-width=\"2\"" +
+  return "<polyline class=\"series\" data-name=\"" + markup_escaped(s.name) + "\" points=\"" +
+         points + "\" fill=\"none\" stroke=\"" + s.colour + "\" stroke-width=\"2\"" +
          (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n" + dots;
 }
 
@@ -164,13 +147,30 @@ std::string legend_svg(const std::vector<Series>& series) {
            std::to_string(x + 24) + "\" y2=\"" + std::to_string(y) + "\" stroke=\"" + s.colour +
            "\" stroke-width=\"2\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
     out += "<text class=\"legend\" x=\"" + std::to_string(x + 30) + "\" y=\"" + std::to_string(y) +
-           "\" dominant-baseline=\"middle\">" + escaped(s.name) + "</text>\n";
+           "\" dominant-baseline=\"middle\">" + markup_escaped(s.name) + "</text>\n";
     x += 40 + 8 * int(s.name.size());  // about 8 pixels per character at 13 px sans-serif
   }
   return out;
 }
 
 }  // namespace
+
+std::string markup_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
 
 std::vector<double> nice_ticks(double lo, double hi, int wanted, bool integers) {
   if (!(hi > lo)) return {lo};

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
 #include "pictures/evaluation_pictures.hpp"
+#include "pictures/svg_chart.hpp"
 #include "train/report.hpp"
 
 namespace lenet5 {
@@ -16,23 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kClasses = 10;
-
-std::string html_escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
 
 // The test images the network gets wrong, in test-set order, with the winning probability.
 std::vector<pictures::Mistake> find_mistakes(Engine& engine, const Dataset& test) {
@@ -50,7 +34,7 @@ std::vector<pictures::Mistake> find_mistakes(Engine& engine, const Dataset& test
 }
 
 std::string index_html(const Evaluation& e, const std::string& checkpoint, std::size_t mistakes) {
-  const std::string name = html_escaped(checkpoint);
+  const std::string name = pictures::markup_escaped(checkpoint);
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>lenet5 evaluation: {0}</title>\n"
