@@ -143,6 +143,7 @@ std::string legend_svg(const std::vector<Series>& series) {
   int x = kPlotLeft;
   const int y = kPlotBottom + 50;
   for (const Series& s : series) {
+    if (s.x.empty()) continue;  // a series without points (no test evaluation) is left out
     out += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(y) + "\" x2=\"" +
            std::to_string(x + 24) + "\" y2=\"" + std::to_string(y) + "\" stroke=\"" + s.colour +
            "\" stroke-width=\"2\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
@@ -213,7 +214,8 @@ std::string line_charts_svg(const std::vector<LineChart>& charts) {
     const Axes axes = axes_for(charts[i]);
     out += "<g class=\"chart\" transform=\"translate(" + std::to_string(int(i) * kChartWidth) +
            ",0)\">\n" + axes_svg(charts[i], axes);
-    for (const Series& s : charts[i].series) out += series_svg(s, axes);
+    for (const Series& s : charts[i].series)
+      if (!s.x.empty() || !s.y.empty()) out += series_svg(s, axes);
     out += legend_svg(charts[i].series) + "</g>\n";
   }
   return out + "</svg>\n";

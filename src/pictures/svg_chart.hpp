@@ -30,7 +30,8 @@ inline constexpr int kPlotLeft = 70, kPlotRight = 460, kPlotTop = 40, kPlotBotto
 // `text` with <, >, & and " written as entities, for SVG and HTML text and attributes.
 std::string markup_escaped(const std::string& text);
 
-// Several charts side by side in one SVG document (kChartWidth * n wide). Throws an internal
+// Several charts side by side in one SVG document (kChartWidth * n wide); a series without points
+// is left out, legend included. Throws an internal
 // lenet5::Error when a series' x and y differ in length.
 std::string line_charts_svg(const std::vector<LineChart>& charts);
 

@@ -199,6 +199,10 @@ TEST(SvgChart, PolylinesAxesAndLegend) {
   EXPECT_NE(svg.find("class=\"legend\""), std::string::npos);
   EXPECT_NE(svg.find(">train</text>"), std::string::npos);
   EXPECT_NE(svg.find(">test</text>"), std::string::npos);
+  LineChart without_test = known_chart();
+  without_test.series[1].x.clear();
+  without_test.series[1].y.clear();
+  EXPECT_EQ(line_charts_svg({without_test}).find(">test</text>"), std::string::npos);
 }
 
 TEST(SvgChart, SeveralChartsSideBySideAndInconsistentSeriesRefused) {
