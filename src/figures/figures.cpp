@@ -1,7 +1,5 @@
 #include "figures/figures.hpp"
 
-#include <stb_image_write.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +10,7 @@
 #include "core/error.hpp"
 #include "cuda/runtime/runtime.hpp"
 #include "figures/paper_math.hpp"
+#include "pictures/image.hpp"
 
 namespace lenet5::figures {
 namespace {
@@ -96,7 +95,7 @@ void Block::png(const std::string& name, const std::vector<double>& matrix, int 
     throw Error("internal: png '" + name + "' has inconsistent sizes");
   std::filesystem::create_directories(m_folder);
   const int width = cols * scale, height = rows * scale;
-  std::vector<unsigned char> pixels(std::size_t(width) * height);
+  std::vector<std::uint8_t> pixels(std::size_t(width) * height);
   for (int y = 0; y < height; ++y)
     for (int x = 0; x < width; ++x) {
       const double v = matrix[std::size_t(y / scale) * cols + x / scale];
@@ -105,8 +104,7 @@ void Block::png(const std::string& name, const std::vector<double>& matrix, int 
           static_cast<unsigned char>(255.0 * (t < 0 ? 0 : t > 1 ? 1 : t) + 0.5);
     }
   const std::filesystem::path path = m_folder / (name + ".png");
-  if (!stbi_write_png(path.string().c_str(), width, height, 1, pixels.data(), width))
-    throw Error("cannot write " + path.string() + ": check the --out folder");
+  pictures::write_gray_png(path, width, height, pixels);
   line("picture: " + path.string());
 }
 

@@ -7,7 +7,6 @@
 #include "image/image_io.hpp"
 
 #include <stb_image.h>
-#include <stb_image_write.h>
 
 #include <cctype>
 #include <cerrno>
@@ -183,20 +182,6 @@ GrayImage load_gray_image(const std::filesystem::path& file) {
   FilePtr f = open_for_reading(file);
   if (starts_with_binary_pnm(f.get())) return load_binary_pnm(f.get(), file);
   return load_with_stb(f.get(), file);
-}
-
-void write_gray_png(const std::filesystem::path& file, int width, int height,
-                    const std::vector<std::uint8_t>& pixels) {
-  if (width <= 0 || height <= 0 ||
-      pixels.size() != static_cast<std::size_t>(width) * static_cast<std::size_t>(height)) {
-    throw Error("cannot write " + quoted(file) + ": " + std::to_string(pixels.size()) +
-                " pixels do not make a " + std::to_string(width) + "x" + std::to_string(height) +
-                " image");
-  }
-  if (!stbi_write_png(file.c_str(), width, height, 1, pixels.data(), width)) {
-    throw Error("cannot write PNG " + quoted(file) +
-                ": check that its folder exists and is writable");
-  }
 }
 
 }  // namespace lenet5

@@ -1,4 +1,4 @@
-// Reading any image stb_image understands as one grey channel, and writing 8-bit grey PNGs.
+// Reading any image stb_image understands as one grey channel (pictures/image.hpp writes PNGs).
 // Pixels are row-major floats in [0, 1] (0 = black, 1 = white), the photographic convention;
 // preprocess.hpp turns them into MNIST's convention (0 = background, 255 = ink).
 #pragma once
@@ -22,9 +22,5 @@ struct GrayImage {
 // keep their precision); 1 to 4 channels. Colour becomes Rec.601 luma; alpha is composited on
 // white, so a transparent background reads as white paper. Throws lenet5::Error naming the file.
 GrayImage load_gray_image(const std::filesystem::path& file);
-
-// Writes an 8-bit grey PNG; pixels are (height, width), row-major. Throws lenet5::Error.
-void write_gray_png(const std::filesystem::path& file, int width, int height,
-                    const std::vector<std::uint8_t>& pixels);
 
 }  // namespace lenet5

@@ -1,5 +1,6 @@
-// The one translation unit that compiles stb_image and stb_image_write. Every other file includes
-// the headers for declarations only; defining the implementation twice breaks the link.
+// The one translation unit that compiles stb_image (read by image/image_io.cpp) and
+// stb_image_write (used by pictures/image.cpp). Every other file includes the headers for
+// declarations only; defining the implementation twice breaks the link.
 // stb is header-only (Debian's libstb-dev headers), so nothing here links against libstb.
 
 #pragma GCC diagnostic push

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "data/augment.hpp"
-#include "image/image_io.hpp"
+#include "pictures/image.hpp"
 
 namespace lenet5 {
 namespace {
@@ -52,7 +52,7 @@ void write_augment_preview(const TrainSettings& settings, const Dataset& train,
       draw_cell(grey, row, 1 + epoch, width, sheet);
     }
   }
-  write_gray_png(file, width, height, sheet);
+  pictures::write_gray_png(file, width, height, sheet);
 }
 
 }  // namespace lenet5

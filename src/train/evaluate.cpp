@@ -1,4 +1,3 @@
-#include "backend/backend.hpp"
 #include "train/evaluate.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -8,9 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "data/datasets.hpp"
 #include "image/image_io.hpp"
+#include "pictures/image.hpp"
 #include "train/report.hpp"
 
 namespace lenet5 {
@@ -109,8 +110,9 @@ std::vector<Classification> classify_images(Engine& engine, const std::vector<st
       const Digit28 digit = preprocess_digit(load_gray_image(file), options.invert, file);
       result.inverted = digit.inverted;
       if (!options.save_preprocessed.empty())
-        write_gray_png(preprocessed_path(options, file, files.size() > 1), 28, 28,
-                       std::vector<std::uint8_t>(digit.pixels.begin(), digit.pixels.end()));
+        pictures::write_gray_png(
+            preprocessed_path(options, file, files.size() > 1), 28, 28,
+            std::vector<std::uint8_t>(digit.pixels.begin(), digit.pixels.end()));
       result.probabilities = engine.probabilities(digit.pixels.data(), 1);
     } catch (const Error& e) {
       result.error = e.what();

@@ -19,6 +19,7 @@
 #include "io/atomic_file.hpp"
 #include "train/progress.hpp"
 #include "train/report.hpp"
+#include "train/run_pictures.hpp"
 
 namespace lenet5 {
 namespace fs = std::filesystem;
@@ -197,6 +198,7 @@ class Run {
       progress.clear();
       finish_epoch(epoch, carried + fresh, fresh.seen, seconds, metrics);
     }
+    draw_pictures();
     TrainOutcome outcome = outcome_so_far(m_position.epoch);
     report_best(outcome);
     return outcome;
@@ -243,6 +245,19 @@ class Run {
     if (improved) save_checkpoint(m_dir / "best.safetensors", checkpoint);
   }
 
+  // The run folder's pictures of what it holds now: metrics.csv's epochs and the weights of
+  // last.safetensors (the engine's). Called before report_best, which replaces the weights. They
+  // are a view of the run, not part of it: a failure to draw them is reported, not fatal.
+  void draw_pictures() {
+    try {
+      write_run_pictures(m_dir, m_net, m_engine->parameters());
+      spdlog::info("pictures: {}, {}, {} in {}", kCurvesFile, kFiltersC1File, kFiltersC3File,
+                   m_dir.string());
+    } catch (const Error& e) {
+      spdlog::warn("could not draw the run's pictures: {}", e.what());
+    }
+  }
+
   // Reads best.safetensors back (so the report is of the file a user would evaluate, and proves
   // it loads) and evaluates it with the engine that trained it; the training is over, so the
   // engine's weights may be replaced.
@@ -258,6 +273,7 @@ class Run {
   TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried) {
     m_position = {epoch, step, carried + m_engine->take_epoch_totals(), m_position.best_accuracy};
     save_checkpoint(m_dir / "last.safetensors", make_checkpoint(-1));
+    draw_pictures();
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  int(g_stop_signal), epoch + 1, step, (m_dir / "last.safetensors").string(),
                  (m_dir / "last.safetensors").string());

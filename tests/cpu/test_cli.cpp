@@ -181,6 +181,9 @@ TEST(Cli, SigtermSavesACheckpointAndExitsWith143) {
   EXPECT_EQ(WEXITSTATUS(status), 143);
   EXPECT_TRUE(std::filesystem::exists(dir / "run" / "last.safetensors"));
   EXPECT_NE(testing::read_text(log).find("--resume"), std::string::npos);  // says how to go on
+  // The pictures of what the folder holds: no epoch ended, so the curves are empty charts.
+  for (const char* picture : {"curves.svg", "filters_c1.png", "filters_c3.png"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "run" / picture)) << picture;
 }
 
 // `command` given a config file whose [train] section holds the unknown key learning-rate: a usage

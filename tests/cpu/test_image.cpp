@@ -22,6 +22,7 @@
 #include "image/image_io.hpp"
 #include "image/ink.hpp"
 #include "image/preprocess.hpp"
+#include "pictures/image.hpp"
 
 namespace lenet5 {
 namespace {
@@ -364,15 +365,17 @@ TEST_F(ImageTest, HugeImageIsRefusedFromItsHeader) {
 TEST_F(ImageTest, WriteGrayPngRoundTrips) {
   std::vector<std::uint8_t> px(28 * 28);
   for (std::size_t i = 0; i < px.size(); ++i) px[i] = static_cast<std::uint8_t>(i % 256);
-  write_gray_png(file("out.png"), 28, 28, px);
+  pictures::write_gray_png(file("out.png"), 28, 28, px);
   const GrayImage image = load_gray_image(file("out.png"));
   ASSERT_EQ(image.pixels.size(), px.size());
   for (std::size_t i = 0; i < px.size(); ++i) {
     EXPECT_EQ(std::lround(image.pixels[i] * 255.0f), px[i]) << "pixel " << i;
   }
-  expect_error_mentioning([&] { write_gray_png(file("bad.png"), 28, 27, px); }, {"bad.png"});
-  expect_error_mentioning([&] { write_gray_png(dir_ / "no_such_dir" / "x.png", 28, 28, px); },
-                          {"x.png", "writable"});
+  expect_error_mentioning([&] { pictures::write_gray_png(file("bad.png"), 28, 27, px); },
+                          {"bad.png"});
+  expect_error_mentioning(
+      [&] { pictures::write_gray_png(dir_ / "no_such_dir" / "x.png", 28, 28, px); },
+      {"x.png", "writable"});
 }
 
 // ---- preparing digits --------------------------------------------------------------------------
@@ -681,7 +684,7 @@ TEST_F(ImageTest, MnistDigitSurvivesARoundTrip) {
 
   std::vector<std::uint8_t> printed(original.size());
   for (std::size_t i = 0; i < printed.size(); ++i) printed[i] = 255 - original[i];
-  write_gray_png(file("mnist0.png"), 28, 28, printed);
+  pictures::write_gray_png(file("mnist0.png"), 28, 28, printed);
   const Digit28 d =
       preprocess_digit(load_gray_image(file("mnist0.png")), InvertMode::automatic, "mnist0.png");
   EXPECT_TRUE(d.inverted);

@@ -35,6 +35,8 @@ const std::vector<Rule>& layering() {
       {"src/io", {"src/core"}},
       {"src/data", {"src/core", "src/io"}},  // io: the decoded-data cache is written atomically
       {"src/image", {"src/core"}},
+      // pictures for people: PNG and SVG writers, colour maps, tiles, text (io: atomic writes)
+      {"src/pictures", {"src/core", "src/io"}},
       // the layers' arithmetic: sequential CPU references and the CUDA kernels
       {"src/layers", {"src/core", "cuda/runtime"}},
       {"cuda/kernels", {"src/core", "cuda/runtime"}},
@@ -49,13 +51,14 @@ const std::vector<Rule>& layering() {
       {"src/backend", {"src/core", "cuda/runtime", "src/engine", "src/cpu", "cuda/engine"}},
       // what drives an engine
       {"src/train",
-       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/engine", "src/backend"}},
+       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
+        "src/backend"}},
       {"src/figures",
-       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/layers",
+       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/layers",
         "cuda/kernels", "src/engine", "cuda/engine", "cuda/figures", "src/backend", "src/train"}},
       // the command line and the program
       {"src/cli",
-       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/engine",
+       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
         "src/backend", "src/train", "src/figures"}},
       {"src/main.cpp", {"src/core", "src/cli"}},
   };

@@ -1,0 +1,40 @@
+// The run folder's pictures, drawn when `train` ends (finished, resumed to its end, or stopped by
+// a signal), all from what the folder holds at that moment:
+//   curves.svg       loss and accuracy per epoch, train and test, from metrics.csv (every epoch
+//                    of the run, those before a resume included);
+//   filters_c1.png   the six C1 filters of the weights just saved in last.safetensors;
+//   filters_c3.png   C3's filters over S2's maps, laid out as the C3 table (pictures/).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/net_config.hpp"
+#include "pictures/svg_chart.hpp"
+
+namespace lenet5 {
+
+inline constexpr const char* kCurvesFile = "curves.svg";
+inline constexpr const char* kFiltersC1File = "filters_c1.png";
+inline constexpr const char* kFiltersC3File = "filters_c3.png";
+
+// One row of metrics.csv as numbers; accuracies in percent, test values absent (-1) when the
+// epoch was not evaluated.
+struct MetricsRow {
+  int epoch = 0;
+  double train_loss = 0, train_accuracy = 0;
+  double test_loss = -1, test_accuracy = -1;
+};
+
+// Throws lenet5::Error naming the file and line when a row cannot be read.
+std::vector<MetricsRow> read_metrics_csv(const std::filesystem::path& file);
+
+// The two charts of curves.svg: loss, and accuracy in percent, each with its train and test series.
+std::vector<pictures::LineChart> training_curves(const std::vector<MetricsRow>& rows);
+
+// Writes the three pictures into `run_dir` (atomically, each replacing any older one).
+void write_run_pictures(const std::filesystem::path& run_dir, const NetConfig& net,
+                        const std::vector<float>& parameters);
+
+}  // namespace lenet5

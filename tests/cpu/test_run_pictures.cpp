@@ -1,0 +1,102 @@
+// The pictures `train` leaves in its run folder and `evaluate --report` writes, through the
+// program as a user runs it (one short CPU run shared by the tests), and metrics.csv's reading.
+#include <gtest/gtest.h>
+#include <stb_image.h>
+
+#include <fstream>
+
+#include "error_assertions.hpp"
+#include "test_util.hpp"
+#include "train/evaluation_report.hpp"
+#include "train/run_pictures.hpp"
+
+namespace lenet5 {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::mentions;
+using testing::read_text;
+using testing::run_lenet5;
+using testing::TempDir;
+using testing_support::throws_error_mentioning;
+
+// Width and height of a PNG file, 0 x 0 when it does not decode.
+std::pair<int, int> png_size(const fs::path& file) {
+  int width = 0, height = 0, channels = 0;
+  if (!stbi_info(file.c_str(), &width, &height, &channels)) return {0, 0};
+  return {width, height};
+}
+
+TEST(RunPictures, MetricsRowsBecomeTrainAndTestSeries) {
+  TempDir dir;
+  std::ofstream(dir / "metrics.csv")
+      << "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s\n"
+         "1,0.05,1.5,60.00,,,1.0,100\n"  // not evaluated
+         "2,0.04,0.5,90.00,0.25,95.50,1.0,100\n";
+  const std::vector<MetricsRow> rows = read_metrics_csv(dir / "metrics.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].test_loss, -1);
+  EXPECT_EQ(rows[1].test_accuracy, 95.5);
+  const std::vector<pictures::LineChart> charts = training_curves(rows);
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_EQ(charts[0].series[0].y, (std::vector<double>{1.5, 0.5}));  // train loss
+  EXPECT_EQ(charts[0].series[1].x, (std::vector<double>{2}));         // test loss: epoch 2 only
+  EXPECT_EQ(charts[1].series[1].y, (std::vector<double>{95.5}));      // test accuracy
+  std::ofstream(dir / "bad.csv") << "epoch,lr\n1,0.1,x,y,z,w\n";
+  EXPECT_TRUE(
+      throws_error_mentioning([&] { read_metrics_csv(dir / "bad.csv"); }, {"bad.csv", "line 2"}));
+}
+
+TEST(RunPictures, ReportFolderRulesNeverClobberOtherFiles) {
+  TempDir dir;
+  EXPECT_NO_THROW(check_report_folder(dir / "new"));
+  EXPECT_NO_THROW(check_report_folder(dir.path()));  // empty
+  std::ofstream(dir / kConfusionFile) << "an earlier report's picture";
+  EXPECT_NO_THROW(check_report_folder(dir.path()));  // an earlier report, to be replaced
+  std::ofstream(dir / "notes.txt") << "mine";
+  EXPECT_THROW(check_report_folder(dir.path()), UsageError);
+  EXPECT_THROW(check_report_folder(dir / "notes.txt"), UsageError);
+}
+
+// One short run (64 images, one epoch, evaluated), then evaluate --report on its checkpoint.
+TEST(RunPictures, TrainLeavesPicturesAndEvaluateWritesAReport) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const std::string data = testing::mnist_dir().string(), run = (dir / "run").string();
+  const auto trained = run_lenet5(
+      "train --device cpu --train-limit 64 --epochs 1 --data " + data + " --out " + run, dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const std::string curves = read_text(dir / "run" / kCurvesFile);
+  EXPECT_EQ(curves.rfind("<svg", 0), 0u);
+  // Two charts (loss, accuracy), each with a train and a test polyline of the one epoch.
+  std::size_t polylines = 0;
+  for (std::size_t at = 0; (at = curves.find("<polyline", at)) != std::string::npos; ++at)
+    ++polylines;
+  EXPECT_EQ(polylines, 4u);
+  EXPECT_GT(png_size(dir / "run" / kFiltersC1File).first, 0);
+  EXPECT_GT(png_size(dir / "run" / kFiltersC3File).first, 0);
+
+  const std::string report = (dir / "report").string();
+  const std::string evaluate = "evaluate --device cpu --data " + data + " --checkpoint " + run +
+                               "/best.safetensors --report ";
+  const auto first = run_lenet5(evaluate + report, dir);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(mentions(first.out, "test accuracy"));  // the usual table still goes to stdout
+  EXPECT_GT(png_size(dir / "report" / kConfusionFile).first, 0);
+  EXPECT_GT(png_size(dir / "report" / kErrorsFile).first, 0);
+  const std::string html = read_text(dir / "report" / kReportIndexFile);
+  EXPECT_TRUE(mentions(html, "<img src=\"confusion.png\""));
+  EXPECT_TRUE(mentions(html, "<img src=\"errors.png\""));
+
+  const auto into_run = run_lenet5(evaluate + run, dir);  // the run folder holds other files
+  EXPECT_EQ(into_run.exit_code, 2);
+  EXPECT_TRUE(mentions(into_run.err, "which an evaluation report did not write")) << into_run.err;
+  EXPECT_TRUE(fs::exists(dir / "run" / "last.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "run" / kReportIndexFile));
+  const auto onto_file = run_lenet5(evaluate + run + "/config.toml", dir);
+  EXPECT_EQ(onto_file.exit_code, 2);
+  EXPECT_TRUE(mentions(onto_file.err, "it is a file, not a folder")) << onto_file.err;
+}
+
+}  // namespace
+}  // namespace lenet5
