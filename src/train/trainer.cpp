@@ -9,6 +9,7 @@
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include "backend/backend.hpp"
@@ -198,9 +199,14 @@ class Run {
       progress.clear();
       finish_epoch(epoch, carried + fresh, fresh.seen, seconds, metrics);
     }
-    draw_pictures();
+    // The pictures are drawn on a host thread of their own while the best checkpoint is read
+    // back and evaluated (on the GPU, or by the CPU's other threads): they cost the main command
+    // next to no wall time. The weights are copied first, since report_best replaces them.
+    std::future<void> pictures = std::async(
+        std::launch::async, [this, weights = m_engine->parameters()] { draw_pictures(weights); });
     TrainOutcome outcome = outcome_so_far(m_position.epoch);
     report_best(outcome);
+    pictures.get();  // rethrows what draw_pictures does not report itself
     return outcome;
   }
 
@@ -245,12 +251,12 @@ class Run {
     if (improved) save_checkpoint(m_dir / "best.safetensors", checkpoint);
   }
 
-  // The run folder's pictures of what it holds now: metrics.csv's epochs and the weights of
-  // last.safetensors (the engine's). Called before report_best, which replaces the weights. They
-  // are a view of the run, not part of it: a failure to draw them is reported, not fatal.
-  void draw_pictures() {
+  // The run folder's pictures of what it holds now: metrics.csv's epochs and `weights`, those of
+  // last.safetensors. They are a view of the run, not part of it: a failure to draw them is
+  // reported, not fatal.
+  void draw_pictures(const std::vector<float>& weights) const {
     try {
-      write_run_pictures(m_dir, m_net, m_engine->parameters());
+      write_run_pictures(m_dir, m_net, weights);
       spdlog::info("pictures: {}, {}, {} in {}", kCurvesFile, kFiltersC1File, kFiltersC3File,
                    m_dir.string());
     } catch (const Error& e) {
@@ -273,7 +279,7 @@ class Run {
   TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried) {
     m_position = {epoch, step, carried + m_engine->take_epoch_totals(), m_position.best_accuracy};
     save_checkpoint(m_dir / "last.safetensors", make_checkpoint(-1));
-    draw_pictures();
+    draw_pictures(m_engine->parameters());
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  int(g_stop_signal), epoch + 1, step, (m_dir / "last.safetensors").string(),
                  (m_dir / "last.safetensors").string());
