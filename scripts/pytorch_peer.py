@@ -48,10 +48,10 @@ CENTRE = (SIDE - 1) / 2.0       # 13.5: rotation and scale about it (core/augmen
 # tests/cpu/test_bench.cpp checks that they are the table's. A config file overrides them, and the
 # command line overrides both.
 DEFAULTS = {
-    "data": "", "train-limit": 0, "epochs": 20, "batch-size": 128, "lr": 0.07,
+    "data": "", "train-limit": 0, "epochs": 20, "batch-size": 128, "lr": 0.05,
     "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
     "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
-    "weight-decay": 5e-4, "seed": 1, "activation": "tanh", "subsampling": "average",
+    "weight-decay": 5e-4, "seed": 1, "activation": "relu", "subsampling": "max",
     "c3-table": "full", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }

@@ -70,7 +70,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
           .within(at_least(0)),
       setting(&S::epochs, "--epochs", 20, "passes over the training set").within(at_least(1)),
       setting(&S::batch_size, "--batch-size", 128, "images per SGD step").within(between(1, 60000)),
-      setting(&S::lr, "--lr", 0.07, "learning rate (peak rate for one-cycle)").within(above(0)),
+      setting(&S::lr, "--lr", 0.05, "learning rate (peak rate for one-cycle)").within(above(0)),
       setting(&S::schedule, "--schedule", "cosine", "learning-rate schedule")
           .one_of(schedule_names()),
       setting(&S::lr_gamma, "--lr-gamma", 0.1, "step/exponential: decay factor").within(above(0)),
@@ -103,10 +103,10 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::evaluate_every_epoch, "--evaluate", true,
               "evaluate on the test set after each epoch"),
 
-      setting(&S::activation, "--activation", "tanh", "activation function")
+      setting(&S::activation, "--activation", "relu", "activation function")
           .one_of(activation_names())
           .in_group("Network"),
-      setting(&S::subsampling, "--subsampling", "average", "S2 and S4 subsampling")
+      setting(&S::subsampling, "--subsampling", "max", "S2 and S4 subsampling")
           .one_of(subsampling_names())
           .in_group("Network"),
       setting(&S::c3_table, "--c3-table", "full",

@@ -98,8 +98,8 @@ TEST(TrainSettings, RangesReadAsTheyAreWritten) {
 
 TEST(TrainSettings, SettingsThatDependOnEachOtherAreCheckedTogether) {
   TrainSettings settings;
-  settings.min_lr = 0.5;  // above the default --lr 0.07
-  EXPECT_NE(refusal(settings).find("--min-lr 0.5 is above --lr 0.07"), std::string::npos)
+  settings.min_lr = 0.5;  // above the default --lr 0.05
+  EXPECT_NE(refusal(settings).find("--min-lr 0.5 is above --lr 0.05"), std::string::npos)
       << refusal(settings);
   settings = TrainSettings();
   settings.nesterov = true;
@@ -123,7 +123,7 @@ TEST(TrainSettings, ScheduleAndSgdAreBuiltFromCheckedValuesOnly) {
   EXPECT_EQ(sgd.weight_decay, 5e-4);
   const Schedule schedule = settings.schedule_config();
   EXPECT_EQ(schedule.kind, ScheduleKind::cosine);
-  EXPECT_EQ(schedule.lr, 0.07);
+  EXPECT_EQ(schedule.lr, 0.05);
   EXPECT_EQ(schedule.total_epochs, 20);
 }
 
