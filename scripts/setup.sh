@@ -28,9 +28,11 @@ done
 
 # libopenblas-dev: the BLAS (SGEMM) of the fast CPU layers, src/layers/blas_cpu.cpp, in its
 # pthreads build (CMakeLists.txt says why).
+# libcpp-httplib-dev: the HTTP server of `lenet5 serve` (src/serve/). chromium, nodejs, npm: the
+# page's test in a real browser (tests/browser/), with puppeteer-core from npm (below).
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libstb-dev
           zlib1g-dev nlohmann-json3-dev libgtest-dev
-          libopenblas-dev)
+          libopenblas-dev libcpp-httplib-dev chromium nodejs npm)
 if [ "$handwriting" -eq 1 ]; then
   # Digits in handwriting fonts for scripts/make_handwriting_set.py: fontconfig's fc-list finds
   # the fonts, Pillow draws them, NumPy does the photo-like lighting and noise.
@@ -71,6 +73,14 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
 fi
 cmake --build "$build_dir" -j "$(nproc)" >&2
 say "built $build_dir/lenet5"
+
+# puppeteer-core drives the installed chromium in the serve.page test and downloads no browser;
+# it goes into the build folder, never into the repository. Without it the test says "skipped".
+if [ ! -d "$build_dir/web-test/node_modules/puppeteer-core" ]; then
+  mkdir -p "$build_dir/web-test"
+  npm install --prefix "$build_dir/web-test" --no-audit --no-fund puppeteer-core >&2 ||
+    say "could not install puppeteer-core with npm: the serve.page test will be skipped"
+fi
 
 if [ "$fetch_data" -eq 1 ]; then
   scripts/fetch_mnist.sh

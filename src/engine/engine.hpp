@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/augment.hpp"
@@ -14,6 +15,7 @@
 #include "core/net_config.hpp"
 #include "core/optimizer.hpp"
 #include "core/sgd.hpp"
+#include "core/shapes.hpp"
 #include "data/mnist.hpp"
 
 namespace lenet5 {
@@ -22,6 +24,20 @@ struct EpochTotals {
   double loss_sum = 0;
   std::int64_t correct = 0;
   std::int64_t seen = 0;
+};
+
+// What the network computes for one image, layer by layer (design.md's named layers, each after
+// its activation where it has one): what the page shows.
+struct LayerOutput {
+  std::string name;           // "c1", "s2", "c3", "s4", "c5", "f6", "output"
+  Dims dims;                  // (6, 28, 28) ... (10, 1, 1)
+  std::vector<float> values;  // dims.size(), channel-major as the layers store them
+};
+
+struct Activations {
+  std::vector<float> input;  // (1, 32, 32): the image normalised and padded as in training
+  std::vector<LayerOutput> layers;
+  std::array<float, 10> probabilities{};  // softmax of the output layer
 };
 
 struct Evaluation {
@@ -69,6 +85,9 @@ class Engine {
   virtual Evaluation evaluate(const Dataset& data) = 0;
   // Softmax probabilities (n, 10) for n 28x28 byte images.
   virtual std::vector<float> probabilities(const std::uint8_t* images, int n) = 0;
+  // Every layer's output for one 28x28 byte image. Only the CPU engine answers (one image is a
+  // host job); the others throw lenet5::Error. Not thread-safe: it runs the engine's network.
+  virtual Activations activations(const std::uint8_t* image);
 };
 
 // set_state's precondition on the parameters, shared by the engines: layout.buffer_floats values

@@ -53,7 +53,8 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
   // on the CPU); the fast sets run the fused form (same function, activations computed inside the
   // layers before them), by the fast kernels on the GPU and the fast CPU layers on the CPU.
   const bool fused = gpu_kernel_set(config.kernels).fused_layers;
-  for (const LayerSpec& spec : fused ? fused_topology(lenet5_topology()) : lenet5_topology()) {
+  m_specs = fused ? fused_topology(lenet5_topology()) : lenet5_topology();
+  for (const LayerSpec& spec : m_specs) {
     m_layers.push_back(make_layer<T>(device, spec, config, m_layout, m_params.data(),
                                      m_grads.data(), m_c3_mask.data(), max_batch));
     m_activations.emplace_back(device, spec.out.size() * max_batch);
@@ -110,6 +111,24 @@ void Network<T>::backward(const T* dL_dlogits, int n) {
     dL_dy = m_activation_grads[i].data();
   }
   if (m_side) m_side->join_into(main);
+}
+
+template <class T>
+std::vector<LayerOutput> Network<T>::layer_outputs(int sample) const {
+  if (m_device != Device::cpu) throw Error("internal: layer outputs are read on the CPU only");
+  if (sample < 0 || sample >= m_max_batch)
+    throw Error("internal: no sample " + std::to_string(sample));
+  std::vector<LayerOutput> outputs;
+  for (std::size_t i = 0; i < m_specs.size(); ++i) {
+    const LayerSpec& spec = m_specs[i];
+    const T* values = m_activations[i + 1].data() + spec.out.size() * sample;
+    if (spec.kind == LayerKind::activation && !outputs.empty())
+      outputs.back().values.assign(values, values + spec.out.size());
+    else
+      outputs.push_back(
+          {spec.name, spec.out, std::vector<float>(values, values + spec.out.size())});
+  }
+  return outputs;
 }
 
 template class Network<float>;

@@ -9,7 +9,9 @@
 #include "core/layer.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
+#include "core/topology.hpp"
 #include "cuda/runtime/buffer.hpp"
+#include "engine/engine.hpp"
 
 namespace lenet5::cuda {
 class SideStream;
@@ -43,6 +45,12 @@ class Network {
 
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return m_layers; }
 
+  // Sample `sample` of the last forward(), layer by layer as the topology names them (c1 ...
+  // output), each after its activation: in the plain form the activation layer's output replaces
+  // that of the layer before it, in the fused form the layer applied it itself. CPU only (the
+  // values are read in place); throws lenet5::Error on the GPU.
+  std::vector<LayerOutput> layer_outputs(int sample) const;
+
  private:
   NetConfig m_config;
   Device m_device;
@@ -50,6 +58,7 @@ class Network {
   ParamLayout m_layout;
   Buffer<T> m_params, m_grads;
   Buffer<float> m_c3_mask;
+  std::vector<LayerSpec> m_specs;  // the form in use, plain or fused, one per layer
   std::vector<std::unique_ptr<Layer<T>>> m_layers;
   std::vector<Buffer<T>> m_activations;  // [0] input copy slot unused; [i+1] = output of layer i
   std::vector<Buffer<T>> m_activation_grads;

@@ -8,10 +8,12 @@
 
 #include <stb_image.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -48,16 +50,16 @@ FilePtr open_for_reading(const std::filesystem::path& file) {
 
 // Called with the header's size before any pixel is decoded, so a huge or crafted file costs
 // nothing.
-void check_size(int width, int height, const std::filesystem::path& file) {
+void check_size(int width, int height, const std::filesystem::path& file,
+                int max_side = kMaxImageSide) {
   if (width <= 0 || height <= 0) {
     throw Error("cannot read image " + quoted(file) + ": it has zero size (" +
                 std::to_string(width) + "x" + std::to_string(height) + ")");
   }
-  if (width > kMaxImageSide || height > kMaxImageSide) {
+  if (width > max_side || height > max_side) {
     throw Error("cannot read image " + quoted(file) + ": image is " + std::to_string(width) + "x" +
-                std::to_string(height) + "; the largest accepted is " +
-                std::to_string(kMaxImageSide) + "x" + std::to_string(kMaxImageSide) +
-                " (scale it down first)");
+                std::to_string(height) + "; the largest accepted is " + std::to_string(max_side) +
+                "x" + std::to_string(max_side) + " (scale it down first)");
   }
 }
 
@@ -176,7 +178,40 @@ GrayImage load_with_stb(std::FILE* f, const std::filesystem::path& file) {
   return decode<stbi_uc>(f, file, channels, &stbi_load_from_file, 255.0f);
 }
 
+GrayImage decode_with_stb(const std::string& bytes, const std::filesystem::path& name,
+                          int max_side) {
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int length = int(bytes.size());
+  int width = 0, height = 0, channels = 0;
+  if (!stbi_info_from_memory(data, length, &width, &height, &channels)) {
+    throw_undecodable(name, stbi_failure_reason());
+  }
+  check_size(width, height, name, max_side);
+  int channels_in_file = 0;
+  if (stbi_is_16_bit_from_memory(data, length)) {
+    std::unique_ptr<stbi_us, void (*)(void*)> pixels(
+        stbi_load_16_from_memory(data, length, &width, &height, &channels_in_file, channels),
+        &stbi_image_free);
+    if (!pixels) throw_undecodable(name, stbi_failure_reason());
+    return to_gray(pixels.get(), width, height, channels, 65535.0f);
+  }
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(data, length, &width, &height, &channels_in_file, channels),
+      &stbi_image_free);
+  if (!pixels) throw_undecodable(name, stbi_failure_reason());
+  return to_gray(pixels.get(), width, height, channels, 255.0f);
+}
+
 }  // namespace
+
+GrayImage decode_gray_image(const std::string& bytes, int max_side,
+                            const std::string& name_for_errors) {
+  const std::filesystem::path name(name_for_errors);
+  if (bytes.empty()) throw Error("cannot read image " + quoted(name) + ": it is empty (0 bytes)");
+  if (bytes.size() > std::size_t(std::numeric_limits<int>::max()))
+    throw Error("cannot read image " + quoted(name) + ": larger than 2 GiB");
+  return decode_with_stb(bytes, name, std::min(max_side, kMaxImageSide));
+}
 
 GrayImage load_gray_image(const std::filesystem::path& file) {
   FilePtr f = open_for_reading(file);

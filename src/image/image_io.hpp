@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace lenet5 {
@@ -22,5 +23,11 @@ struct GrayImage {
 // keep their precision); 1 to 4 channels. Colour becomes Rec.601 luma; alpha is composited on
 // white, so a transparent background reads as white paper. Throws lenet5::Error naming the file.
 GrayImage load_gray_image(const std::filesystem::path& file);
+// The same from an image file's bytes in memory, through stb_image only (binary PNM with 16-bit
+// samples is read correctly from files alone). The header is read first: an image wider or taller
+// than max_side (at most kMaxImageSide) is refused before any pixel is decoded, so a small
+// file claiming a huge size costs nothing. Throws lenet5::Error naming `name_for_errors`.
+GrayImage decode_gray_image(const std::string& bytes, int max_side,
+                            const std::string& name_for_errors);
 
 }  // namespace lenet5

@@ -16,6 +16,7 @@
 #include "core/cpu_threads.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/stop_signals.hpp"
 #include "data/mnist.hpp"
 #include "io/atomic_file.hpp"
 #include "train/progress.hpp"
@@ -25,35 +26,6 @@
 namespace lenet5 {
 namespace fs = std::filesystem;
 namespace {
-
-// ---- stopping on SIGINT / SIGTERM: finish the step, save, exit -------------------------------
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-extern "C" void on_stop_signal(int signal_number) {
-  if (g_stop_signal) {  // a second signal: the user insists, stop at once
-    std::signal(signal_number, SIG_DFL);
-    std::raise(signal_number);
-  }
-  g_stop_signal = signal_number;
-}
-
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    m_previous_int = std::signal(SIGINT, on_stop_signal);
-    m_previous_term = std::signal(SIGTERM, on_stop_signal);
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, m_previous_int);
-    std::signal(SIGTERM, m_previous_term);
-  }
-  bool requested() const { return g_stop_signal != 0; }
-
- private:
-  void (*m_previous_int)(int);
-  void (*m_previous_term)(int);
-};
 
 // ---- the run folder ---------------------------------------------------------------------------
 fs::path default_run_dir() {
@@ -188,7 +160,7 @@ class Run {
       const int chunk = std::max(1, m_engine->preferred_steps_per_call(steps));
       const auto start = std::chrono::steady_clock::now();
       for (int step = first_step; step < steps; step += chunk) {
-        if (stop.requested()) return interrupt(epoch, step, carried);
+        if (stop.requested()) return interrupt(epoch, step, carried, stop.signal());
         const int end = std::min(steps, step + chunk);
         m_engine->train_steps(step, end);
         m_last_lr = rates[end - 1];
@@ -276,16 +248,16 @@ class Run {
     outcome.best_epoch = checkpoint.position.epoch;
   }
 
-  TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried) {
+  TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried, int stop_signal) {
     m_position = {epoch, step, carried + m_engine->take_epoch_totals(), m_position.best_accuracy};
     save_checkpoint(m_dir / "last.safetensors", make_checkpoint(-1));
     draw_pictures(m_engine->parameters());
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
-                 int(g_stop_signal), epoch + 1, step, (m_dir / "last.safetensors").string(),
+                 stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
                  (m_dir / "last.safetensors").string());
     TrainOutcome outcome = outcome_so_far(epoch);
     outcome.interrupted = true;
-    outcome.stop_signal = int(g_stop_signal);
+    outcome.stop_signal = stop_signal;
     return outcome;
   }
 

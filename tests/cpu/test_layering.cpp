@@ -53,13 +53,17 @@ const std::vector<Rule>& layering() {
       {"src/train",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
         "src/backend"}},
+      // the server of the page and its API (cpp-httplib)
+      {"src/serve",
+       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
+        "src/backend", "src/train"}},
       {"src/figures",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/layers",
         "cuda/kernels", "src/engine", "cuda/engine", "cuda/figures", "src/backend", "src/train"}},
       // the command line and the program
       {"src/cli",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
-        "src/backend", "src/train", "src/figures"}},
+        "src/backend", "src/train", "src/serve", "src/figures"}},
       {"src/main.cpp", {"src/core", "src/cli"}},
   };
   return rules;

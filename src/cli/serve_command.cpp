@@ -1,0 +1,62 @@
+// lenet5 serve --checkpoint F [--runs DIR] [--host H] [--port P] [--device ...]
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "serve/server.hpp"
+#include "train/checkpoint.hpp"
+
+namespace lenet5::cli {
+namespace {
+
+Command add_serve_command(CLI::App& parent) {
+  auto* cmd = add_subcommand(
+      parent, "serve",
+      "a page to draw a digit and watch every layer answer, and the runs' curves (HTTP)");
+  struct Options {
+    std::string checkpoint, runs = "runs", host = "127.0.0.1", device = "cpu";
+    int port = 8080;
+  };
+  auto o = std::make_shared<Options>();
+  add_checkpoint_option(*cmd, o->checkpoint);
+  cmd->add_option("--runs", o->runs, "folder of run folders that the runs view shows")
+      ->capture_default_str();
+  cmd->add_option("--host", o->host,
+                  "address to listen on; anything but loopback lets anyone on that network use it")
+      ->capture_default_str();
+  cmd->add_option("--port", o->port, "TCP port (0: any free one, printed at start)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd->add_option("--device", o->device,
+                  "auto|gpu|cpu. Classifying and the layers' activations always run on the CPU "
+                  "(one image per request: the host is the right place); the GPU is not used by "
+                  "serve, so gpu is refused")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))
+      ->capture_default_str();
+  return {cmd, [o]() {
+            if (o->device == "gpu")
+              throw UsageError("serve runs on the CPU only: pass --device cpu (or auto)");
+            serve::ServeSettings settings;
+            settings.host = o->host;
+            settings.port = o->port;
+            settings.runs = o->runs;
+            serve::Server server(load_checkpoint(o->checkpoint), o->checkpoint, settings);
+            const int port = server.bind();
+            if (!serve::is_loopback(o->host))
+              spdlog::warn("listening on {}: anyone on that network can use this server", o->host);
+            const bool ipv6 = o->host.find(':') != std::string::npos;
+            std::printf("serving %s on http://%s%s%s:%d/ (Ctrl-C stops)\n", o->checkpoint.c_str(),
+                        ipv6 ? "[" : "", o->host.c_str(), ipv6 ? "]" : "", port);
+            std::fflush(stdout);
+            serve::serve_until_signal(server);
+            return 0;
+          }};
+}
+
+const CommandRegistration kServe{35, add_serve_command};
+
+}  // namespace
+
+}  // namespace lenet5::cli

@@ -1,0 +1,33 @@
+#include "core/stop_signals.hpp"
+
+namespace lenet5 {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal_number) {
+  if (g_stop_signal) {  // a second signal: the user insists, stop at once
+    std::signal(signal_number, SIG_DFL);
+    std::raise(signal_number);
+  }
+  g_stop_signal = signal_number;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_stop_signal = 0;
+  m_previous_int = std::signal(SIGINT, on_stop_signal);
+  m_previous_term = std::signal(SIGTERM, on_stop_signal);
+}
+
+StopSignals::~StopSignals() {
+  std::signal(SIGINT, m_previous_int);
+  std::signal(SIGTERM, m_previous_term);
+}
+
+int StopSignals::signal() const {
+  return int(g_stop_signal);
+}
+
+}  // namespace lenet5

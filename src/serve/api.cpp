@@ -1,0 +1,231 @@
+#include "serve/api.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
+#include "core/topology.hpp"
+#include "train/run_pictures.hpp"
+
+namespace lenet5::serve {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kMetricsFile = "metrics.csv";
+constexpr const char* kConfigFile = "config.toml";
+constexpr const char* kBestFile = "best.safetensors";
+constexpr const char* kLastFile = "last.safetensors";
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+json rounded(const float* values, std::size_t n) {
+  json array = json::array();
+  for (std::size_t i = 0; i < n; ++i) array.push_back(std::round(double(values[i]) * 1e4) / 1e4);
+  return array;
+}
+
+// A grey value of the JSON drawing: a number in 0..255.
+float grey_value(const json& value) {
+  if (!value.is_number()) throw BadRequest(400, "\"pixels\" must hold numbers 0..255");
+  const double v = value.get<double>();
+  if (!(v >= 0 && v <= 255)) throw BadRequest(400, "\"pixels\" values must lie in 0..255");
+  return float(v / 255.0);
+}
+
+int side(const json& request, const char* key, int default_side) {
+  if (!request.contains(key)) return default_side;
+  const json& v = request[key];
+  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > kMaxUploadSide)
+    throw BadRequest(422, std::string("\"") + key + "\" must be an integer 1.." +
+                              std::to_string(kMaxUploadSide));
+  return v.get<int>();
+}
+
+GrayImage image_from_json(const std::string& body) {
+  const json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded()) throw BadRequest(400, "the body is not valid JSON");
+  if (!request.is_object() || !request.contains("pixels") || !request["pixels"].is_array())
+    throw BadRequest(400,
+                     "expected {\"pixels\": [grey values 0..255], \"width\": W, \"height\": H}");
+  GrayImage image;
+  image.width = side(request, "width", kImageSide);
+  image.height = side(request, "height", kImageSide);
+  const json& pixels = request["pixels"];
+  if (pixels.size() != std::size_t(image.width) * image.height)
+    throw BadRequest(422, "\"pixels\" holds " + std::to_string(pixels.size()) + " values; " +
+                              std::to_string(image.width) + "x" + std::to_string(image.height) +
+                              " needs " + std::to_string(image.width * image.height));
+  image.pixels.reserve(pixels.size());
+  for (const json& value : pixels) image.pixels.push_back(grey_value(value));
+  return image;
+}
+
+json metrics_json(const std::vector<MetricsRow>& rows) {
+  const auto absent_as_null = [](double v) { return v < 0 ? json(nullptr) : json(v); };
+  json array = json::array();
+  for (const MetricsRow& row : rows)
+    array.push_back({{"epoch", row.epoch},
+                     {"train_loss", row.train_loss},
+                     {"train_accuracy", row.train_accuracy},
+                     {"test_loss", absent_as_null(row.test_loss)},
+                     {"test_accuracy", absent_as_null(row.test_accuracy)}});
+  return array;
+}
+
+std::string file_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// metrics.csv's rows, none when it is absent; a run being written may end in half a line, which
+// the reader refuses: the rows are then those read before it was written (empty) until the next
+// poll. Never throws for a damaged file: the page shows the run without curves.
+std::vector<MetricsRow> metrics_or_none(const fs::path& run) {
+  std::error_code ec;
+  if (!fs::is_regular_file(run / kMetricsFile, ec)) return {};
+  try {
+    return read_metrics_csv(run / kMetricsFile);
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+bool is_run(const fs::path& folder) {
+  std::error_code ec;
+  for (const char* file : {kMetricsFile, kConfigFile, kBestFile, kLastFile})
+    if (fs::is_regular_file(folder / file, ec)) return true;
+  return false;
+}
+
+json filters_json(const ParamLayout& layout, const std::vector<float>& parameters,
+                  const std::string& tensor) {
+  const ParamSpec& spec = layout.find(tensor);
+  return {{"shape", spec.shape}, {"values", rounded(parameters.data() + spec.offset, spec.count)}};
+}
+
+}  // namespace
+
+GrayImage request_image(const std::string& content_type, const std::string& body) {
+  if (starts_with(content_type, "image/")) try {
+      return decode_gray_image(body, kMaxUploadSide, "uploaded image");
+    } catch (const Error& e) {
+      throw BadRequest(422, e.what());
+    }
+  if (starts_with(content_type, "application/json")) return image_from_json(body);
+  throw BadRequest(415,
+                   "send an image file (Content-Type image/png, image/jpeg, ...) or JSON "
+                   "(Content-Type application/json), not '" +
+                       content_type + "'");
+}
+
+InvertMode request_invert(const std::string& parameter) {
+  if (parameter.empty()) return InvertMode::automatic;
+  try {
+    return parse_invert_mode(parameter);
+  } catch (const UsageError& e) {
+    throw BadRequest(400, e.what());
+  }
+}
+
+json classification_json(const Digit28& digit, const Activations& activations) {
+  json layers = json::array();
+  for (const LayerOutput& layer : activations.layers)
+    layers.push_back({{"name", layer.name},
+                      {"shape", {layer.dims.c, layer.dims.h, layer.dims.w}},
+                      {"values", rounded(layer.values.data(), layer.values.size())}});
+  const auto& p = activations.probabilities;
+  const int prediction = int(std::max_element(p.begin(), p.end()) - p.begin());
+  return {{"prediction", prediction},
+          {"probabilities", p},
+          {"inverted", digit.inverted},
+          {"input28", digit.pixels},
+          {"input32", rounded(activations.input.data(), activations.input.size())},
+          {"layers", layers}};
+}
+
+json model_json(const Checkpoint& checkpoint, const std::string& name) {
+  const ParamLayout layout = lenet5_layout(checkpoint.net);
+  json c3_table = json::array();
+  for (int j = 0; j < 16; ++j) {
+    json row = json::array();
+    for (int i = 0; i < 6; ++i)
+      row.push_back(checkpoint.net.c3_table == C3Table::full || lecun_c3_connected(j, i));
+    c3_table.push_back(row);
+  }
+  json layers = json::array();
+  for (const LayerSpec& spec : lenet5_topology())
+    if (spec.kind != LayerKind::activation)
+      layers.push_back({{"name", spec.name}, {"shape", {spec.out.c, spec.out.h, spec.out.w}}});
+  const auto fraction_or_null = [](double v) { return v < 0 ? json(nullptr) : json(v); };
+  json c3 = filters_json(layout, checkpoint.parameters, "c3.weight");
+  c3["table"] = c3_table;
+  return {{"checkpoint", name},
+          {"net",
+           {{"activation", to_string(checkpoint.net.activation)},
+            {"subsampling", to_string(checkpoint.net.subsampling)},
+            {"c3_table", to_string(checkpoint.net.c3_table)}}},
+          {"config_toml", checkpoint.config_toml},
+          {"epoch", checkpoint.position.epoch},
+          {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},
+          {"best_accuracy", fraction_or_null(checkpoint.position.best_accuracy)},
+          {"layers", layers},
+          {"c1", filters_json(layout, checkpoint.parameters, "c1.weight")},
+          {"c3", c3}};
+}
+
+json runs_json(const fs::path& runs) {
+  json list = json::array();
+  std::error_code ec;
+  std::vector<fs::path> folders;
+  for (fs::directory_iterator it(runs, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec) && is_run(it->path())) folders.push_back(it->path());
+  std::sort(folders.begin(), folders.end());
+  for (const fs::path& folder : folders) {
+    const std::vector<MetricsRow> rows = metrics_or_none(folder);
+    json last_test = nullptr;
+    for (const MetricsRow& row : rows)
+      if (row.test_accuracy >= 0) last_test = row.test_accuracy;
+    list.push_back({{"name", folder.filename().string()},
+                    {"epochs", rows.size()},
+                    {"test_accuracy", last_test},
+                    {"has_best", fs::is_regular_file(folder / kBestFile, ec)}});
+  }
+  return {{"runs", list}};
+}
+
+json run_json(const fs::path& runs, const std::string& name) {
+  const fs::path folder = run_folder(runs, name);
+  std::error_code ec;
+  const bool has_config = fs::is_regular_file(folder / kConfigFile, ec);
+  return {{"name", name},
+          {"config_toml", has_config ? json(file_text(folder / kConfigFile)) : json(nullptr)},
+          {"metrics", metrics_json(metrics_or_none(folder))},
+          {"has_best", fs::is_regular_file(folder / kBestFile, ec)}};
+}
+
+fs::path run_folder(const fs::path& runs, const std::string& name) {
+  const bool plain = !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
+                     std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                       return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+                     });
+  if (!plain)
+    throw BadRequest(400,
+                     "a run name is a folder name under the runs folder (letters, digits, "
+                     "'.', '_', '-')");
+  std::error_code ec;
+  const fs::path folder = fs::canonical(runs / name, ec);
+  const fs::path root = fs::canonical(runs, ec);
+  if (ec || folder.parent_path() != root || !fs::is_directory(folder, ec) || !is_run(folder))
+    throw BadRequest(404, "no run '" + name + "' in the runs folder");
+  return folder;
+}
+
+}  // namespace lenet5::serve

@@ -1,0 +1,62 @@
+// The JSON of `lenet5 serve`'s API (/api/...), apart from HTTP so that it is tested on its own:
+// what a classify request's body becomes, and what each route answers. server.hpp wires these to
+// routes; a request the client got wrong throws BadRequest, which the server answers with its
+// status and {"error": "..."}.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.hpp"
+#include "engine/engine.hpp"
+#include "image/image_io.hpp"
+#include "image/preprocess.hpp"
+#include "train/checkpoint.hpp"
+
+namespace lenet5::serve {
+
+// A request body larger than this is refused (413) before it is read whole.
+inline constexpr std::size_t kMaxBodyBytes = std::size_t(4) << 20;
+// An uploaded image or a drawing wider or taller than this is refused (422) from its header or
+// its stated size, before any pixel is decoded: a 4 MB PNG can claim 30000x30000 pixels, 3.6 GB.
+inline constexpr int kMaxUploadSide = 4096;
+
+class BadRequest : public Error {
+ public:
+  BadRequest(int status, const std::string& message) : Error(message), m_status(status) {}
+  int status() const { return m_status; }
+
+ private:
+  int m_status;
+};
+
+// The grey image a classify request carries: an image file's bytes (content type image/...), or
+// JSON {"pixels": [...], "width": W, "height": H} with W*H grey values 0..255 (0 black, 255
+// white; width and height may be left out for 784 values, a 28x28 image).
+GrayImage request_image(const std::string& content_type, const std::string& body);
+// "auto" unless the request's "invert" parameter says yes or no (classify's --invert).
+InvertMode request_invert(const std::string& parameter);
+
+// The answer to a classify request: the prediction, the ten probabilities, the 28x28 digit the
+// network read (bytes, 0 background) and its normalised, padded 32x32 input, and every layer's
+// outputs ({"name", "shape": [c, h, w], "values"}), values rounded to 4 decimals (the page draws
+// them in 256 shades; full precision would triple the answer's size).
+nlohmann::json classification_json(const Digit28& digit, const Activations& activations);
+
+// The checkpoint: its network settings and settings text, epoch, accuracies, the layers' shapes,
+// and the C1 (6, 1, 5, 5) and C3 (16, 6, 5, 5) filters with C3's table ([16][6] booleans).
+nlohmann::json model_json(const Checkpoint& checkpoint, const std::string& name);
+
+// Every run folder directly under `runs` (one holding metrics.csv, config.toml or a checkpoint),
+// with its epochs so far and last test accuracy.
+nlohmann::json runs_json(const std::filesystem::path& runs);
+// One run: its config.toml text and its metrics.csv rows (test values null where not evaluated).
+nlohmann::json run_json(const std::filesystem::path& runs, const std::string& name);
+
+// The folder of run `name`: a plain name (letters, digits, '.', '_', '-'; not "." or ".."), a
+// folder directly under `runs` once links are resolved. Throws BadRequest 400 for a name that is
+// not one, 404 for a run that does not exist; no other path from a request reaches the disk.
+std::filesystem::path run_folder(const std::filesystem::path& runs, const std::string& name);
+
+}  // namespace lenet5::serve

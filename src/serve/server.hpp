@@ -1,0 +1,55 @@
+// `lenet5 serve`: an HTTP server (cpp-httplib) for one checkpoint and a folder of runs.
+//   GET  /, /index.html, /app.js, /style.css   the page (web/, compiled in: web_assets.hpp)
+//   POST /api/classify      a digit -> prediction, probabilities, input, every layer's outputs
+//   GET  /api/model         the checkpoint's settings and C1/C3 filters
+//   GET  /api/runs          the run folders under the runs folder
+//   GET  /api/runs/NAME     one run's config.toml and metrics
+// Anything else is 404; every error answers {"error": "..."} (api.hpp). The checkpoint is loaded
+// once and only read; each request classifies on the CPU engine, one at a time (a forward pass of
+// one image takes well under a millisecond, so a lock costs less than an engine per thread).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "train/checkpoint.hpp"
+
+namespace lenet5::serve {
+
+struct ServeSettings {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (bind() says which)
+  std::filesystem::path runs = "runs";
+  int threads = 64;        // concurrent connections served; more wait in the queue
+  int read_timeout_s = 5;  // a client that sends nothing for this long is dropped
+};
+
+// Whether `host` is a loopback address (127.x.x.x, ::1, localhost), which only this machine
+// reaches.
+bool is_loopback(const std::string& host);
+
+class Server {
+ public:
+  Server(Checkpoint checkpoint, std::string checkpoint_name, ServeSettings settings);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the socket; returns the port (the one chosen when settings.port is 0). Throws
+  // lenet5::Error naming the address when it cannot bind.
+  int bind();
+  // Serves until stop() (from another thread); needs bind() first.
+  void listen();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m;
+};
+
+// Serves until SIGINT or SIGTERM (core/stop_signals.hpp), then stops cleanly: the socket closes and
+// the requests in progress finish. A second signal stops the program at once.
+void serve_until_signal(Server& server);
+
+}  // namespace lenet5::serve

@@ -1,0 +1,81 @@
+// Drives the page of `lenet5 serve` in headless chromium (puppeteer-core, no browser download):
+// draws a 7 with mouse events, then checks what a person would see. Usage: node serve_page.mjs URL DIR
+import { createRequire } from 'module';
+
+const require = createRequire(process.env.NODE_PATH + '/');
+const puppeteer = require('puppeteer-core');
+const [url, dir] = process.argv.slice(2);
+const failures = [];
+const check = (ok, what) => { console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`); if (!ok) failures.push(what); };
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.LENET5_CHROMIUM, headless: 'new',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+try {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 1100 });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url, { waitUntil: 'networkidle0' });
+  await page.waitForFunction(() => document.querySelectorAll('#filters-c3 canvas').length > 0);
+
+  // A 7: the top bar left to right, then the stroke down to the bottom left.
+  const box = await (await page.$('#pad')).boundingBox();
+  const at = (x, y) => [box.x + x * box.width, box.y + y * box.height];
+  const path = [[0.28, 0.22], [0.72, 0.22], [0.6, 0.45], [0.5, 0.65], [0.42, 0.82]];
+  await page.mouse.move(...at(...path[0]));
+  await page.mouse.down();
+  for (let i = 1; i < path.length; i++)
+    for (let s = 1; s <= 8; s++) {
+      const [x0, y0] = path[i - 1], [x1, y1] = path[i];
+      await page.mouse.move(...at(x0 + (x1 - x0) * s / 8, y0 + (y1 - y0) * s / 8));
+    }
+  await page.mouse.up();
+  await page.waitForFunction(() => document.querySelectorAll('#layers canvas').length > 0);
+  await new Promise((r) => setTimeout(r, 500));  // the last request of the stroke
+  const prediction = await page.$eval('#prediction', (e) => e.textContent.trim());
+  check(prediction === '7', `the drawn 7 is read as 7 (shown: ${prediction})`);
+
+  // Every layer's canvases hold more than one colour.
+  const layers = await page.$$eval('#layers .layer', (rows) => rows.map((row) => ({
+    name: row.dataset.layer,
+    canvases: [...row.querySelectorAll('canvas')].map((c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const colours = new Set();
+      for (let i = 0; i < d.length; i += 4) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+      return colours.size;
+    }),
+  })));
+  check(layers.map((l) => l.name).join(',') === 'c1,s2,c3,s4,c5,f6,output',
+    `a row per layer (${layers.map((l) => l.name)})`);
+  for (const layer of layers) {
+    const blank = layer.canvases.filter((n) => n < 2).length;
+    // A map of a real drawing can be uniform only where a ReLU silenced it; tanh (this run) never.
+    check(layer.canvases.length > 0 && blank === 0, `${layer.name}: ${layer.canvases.length} maps, ${blank} blank`);
+  }
+  // Hovering C3 map 0 outlines the S2 maps its table row names.
+  await page.hover('[data-layer="c3"] canvas[data-map="0"]');
+  const fed = await page.$$eval('[data-layer="s2"] canvas.feeds', (c) => c.length);
+  const expected = await page.evaluate(() => fetch('api/model').then((r) => r.json())
+    .then((m) => m.c3.table[0].filter(Boolean).length));
+  check(fed === expected, `hovering C3 map 0 outlines the ${expected} S2 maps that feed it (${fed})`);
+  await page.screenshot({ path: `${dir}/draw.png`, fullPage: true });
+
+  await page.click('#tab-runs');
+  await page.waitForFunction(() => document.querySelector('#runs li.selected'));
+  await new Promise((r) => setTimeout(r, 300));
+  const curve = await page.$eval('#chart-accuracy', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let coloured = 0;  // pixels of the series' colours, not grey grid or white
+    for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - d[i + 2]) > 60) coloured++;
+    return coloured;
+  });
+  check(curve > 50, `the runs view draws an accuracy curve (${curve} coloured pixels)`);
+  await page.screenshot({ path: `${dir}/runs.png`, fullPage: true });
+  check(errors.length === 0, `no script errors (${errors.join('; ')})`);
+} finally {
+  await browser.close();
+}
+console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png`);
+process.exit(failures.length ? 1 : 0);

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The page of `lenet5 serve` in a real browser (ctest serve.page, label cpu): trains a short CPU
+# run, serves it on a free loopback port, and drives Debian's chromium with puppeteer-core
+# (serve_page.mjs): draws a 7, checks the answer, the layers' tiles and the runs view's curve.
+# Screenshots go to the test's folder. Exit 77 (ctest: skipped) with the reason when chromium,
+# node or puppeteer-core is missing (scripts/setup.sh installs them).
+#   serve_page.sh LENET5_BINARY WORK_DIR NODE_MODULES_DIR MNIST_DIR
+set -euo pipefail
+lenet5=$1 work=$2 node_modules=$3 mnist=$4
+here=$(cd "$(dirname "$0")" && pwd)
+skip() { echo "SKIPPED: $*"; exit 77; }
+
+chromium=${LENET5_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+[ -n "$chromium" ] || skip "chromium is not installed (scripts/setup.sh installs it)"
+command -v node >/dev/null || skip "node is not installed (scripts/setup.sh installs it)"
+[ -d "$node_modules/puppeteer-core" ] || skip "puppeteer-core is not in $node_modules (scripts/setup.sh installs it)"
+[ -f "$mnist/t10k-labels-idx1-ubyte" ] || [ -f "$mnist/t10k-labels-idx1-ubyte.gz" ] ||
+  { echo "MNIST is not in $mnist: run scripts/fetch_mnist.sh"; exit 1; }
+
+rm -rf "$work" && mkdir -p "$work/runs"
+# 8,000 images, 2 epochs: about 90% on the test set, enough to read a clearly drawn 7.
+"$lenet5" -q train --device cpu --data "$mnist" --train-limit 8000 --epochs 2 --seed 1 \
+  --out "$work/runs/short" >"$work/train.log" 2>&1 || { cat "$work/train.log"; exit 1; }
+
+"$lenet5" serve --checkpoint "$work/runs/short/best.safetensors" --runs "$work/runs" --port 0 \
+  >"$work/serve.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
+url=""
+for _ in $(seq 100); do
+  url=$(grep -o 'http://[^ ]*' "$work/serve.log" || true)
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || { echo "the server did not start:"; cat "$work/serve.log"; exit 1; }
+
+NODE_PATH="$node_modules" LENET5_CHROMIUM="$chromium" node "$here/serve_page.mjs" "$url" "$work"

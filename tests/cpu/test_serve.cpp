@@ -1,0 +1,306 @@
+// `lenet5 serve` over HTTP: one server on a free loopback port for the whole suite (weights from a
+// seed: the routes' shapes and the server's robustness do not depend on training), every route,
+// then hostile requests, each followed by a check that the server still answers.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/layout.hpp"
+#include "serve/api.hpp"
+#include "serve/server.hpp"
+#include "serve/web_assets.hpp"
+#include "test_util.hpp"
+#include "train/evaluate.hpp"
+
+namespace lenet5 {
+namespace {
+
+using nlohmann::json;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+Checkpoint seeded_checkpoint() {
+  Checkpoint c;
+  c.net.c3_table = C3Table::lecun;
+  const ParamLayout layout = lenet5_layout(c.net);
+  c.parameters.resize(layout.buffer_floats);
+  initialise_parameters(layout, c.net, 5, c.parameters.data());
+  c.config_toml = "[train]\nepochs = 1\n";
+  c.position.epoch = 1;
+  return c;
+}
+
+// A 28x28 drawing of a vertical bar, light ink on black, as JSON grey values.
+json bar_drawing() {
+  json pixels = json::array();
+  for (int y = 0; y < 28; ++y)
+    for (int x = 0; x < 28; ++x) pixels.push_back(y >= 4 && y < 24 && x >= 12 && x < 16 ? 255 : 0);
+  return {{"pixels", pixels}};
+}
+
+std::string file_bytes(const fs::path& file) {
+  return testing::read_text(file);
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    s_runs = std::make_unique<TempDir>();
+    fs::create_directories(*s_runs / "run-a");
+    std::ofstream(*s_runs / "run-a" / "metrics.csv")
+        << "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s\n"
+           "1,0.05,1.5,60.00,,,1.0,100\n"
+           "2,0.04,0.5,90.00,0.25,95.50,1.0,100\n";
+    std::ofstream(*s_runs / "run-a" / "config.toml") << "[train]\nepochs = 2\n";
+    fs::create_directories(*s_runs / "not-a-run");  // no run files: not listed
+    serve::ServeSettings settings;
+    settings.port = 0;
+    settings.runs = s_runs->path();
+    settings.read_timeout_s = 1;  // the slow client is dropped within two seconds
+    s_server = std::make_unique<serve::Server>(seeded_checkpoint(), "seeded.safetensors", settings);
+    s_port = s_server->bind();
+    s_thread = std::thread([] { s_server->listen(); });
+    for (int i = 0; i < 100 && !client().Get("/api/model"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  static void TearDownTestSuite() {
+    s_server->stop();
+    s_thread.join();
+    s_server.reset();
+    s_runs.reset();
+  }
+
+  static httplib::Client client() {
+    httplib::Client c("127.0.0.1", s_port);
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+  // The answer's JSON, after checking its status and that it is JSON.
+  static json json_of(const httplib::Result& result, int status) {
+    EXPECT_TRUE(result) << "no answer: " << httplib::to_string(result.error());
+    if (!result) return nullptr;
+    EXPECT_EQ(result->status, status) << result->body.substr(0, 300);
+    EXPECT_EQ(result->get_header_value("Content-Type"), "application/json");
+    return json::parse(result->body);
+  }
+  // Every hostile request is followed by this: the server is still there and still classifies.
+  static void expect_still_serving() {
+    const json answer =
+        json_of(client().Post("/api/classify", bar_drawing().dump(), "application/json"), 200);
+    EXPECT_TRUE(answer.contains("prediction"));
+  }
+
+  static std::unique_ptr<TempDir> s_runs;
+  static std::unique_ptr<serve::Server> s_server;
+  static std::thread s_thread;
+  static int s_port;
+};
+
+std::unique_ptr<TempDir> Serve::s_runs;
+std::unique_ptr<serve::Server> Serve::s_server;
+std::thread Serve::s_thread;
+int Serve::s_port = 0;
+
+TEST_F(Serve, ThePageAndItsAssetsAreTheEmbeddedFiles) {
+  for (const serve::WebAsset& asset : serve::web_assets()) {
+    const auto result = client().Get(asset.path);
+    ASSERT_TRUE(result) << asset.path;
+    EXPECT_EQ(result->status, 200) << asset.path;
+    EXPECT_EQ(result->get_header_value("Content-Type"), asset.content_type);
+    EXPECT_EQ(result->body, std::string(reinterpret_cast<const char*>(asset.bytes), asset.size));
+  }
+  const auto index = client().Get("/");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_TRUE(testing::mentions(index->body, "app.js"));
+}
+
+TEST_F(Serve, ModelGivesTheSettingsAndTheC1AndC3Filters) {
+  const json model = json_of(client().Get("/api/model"), 200);
+  EXPECT_EQ(model["checkpoint"], "seeded.safetensors");
+  EXPECT_EQ(model["net"]["c3_table"], "lecun");
+  EXPECT_EQ(model["epoch"], 1);
+  EXPECT_EQ(model["c1"]["shape"], json({6, 1, 5, 5}));
+  EXPECT_EQ(model["c1"]["values"].size(), 150u);
+  EXPECT_EQ(model["c3"]["shape"], json({16, 6, 5, 5}));
+  EXPECT_EQ(model["c3"]["values"].size(), 2400u);
+  // LeCun's table: C3 map 0 reads S2 maps 0, 1, 2; map 15 reads all six.
+  EXPECT_EQ(model["c3"]["table"][0], json({true, true, true, false, false, false}));
+  EXPECT_EQ(model["c3"]["table"][15], json({true, true, true, true, true, true}));
+  EXPECT_EQ(model["layers"].size(), 7u);
+}
+
+TEST_F(Serve, ClassifyAnswersEveryLayerOfTheDrawing) {
+  const json answer =
+      json_of(client().Post("/api/classify", bar_drawing().dump(), "application/json"), 200);
+  const std::vector<std::pair<std::string, std::vector<int>>> expected{
+      {"c1", {6, 28, 28}}, {"s2", {6, 14, 14}}, {"c3", {16, 10, 10}},  {"s4", {16, 5, 5}},
+      {"c5", {120, 1, 1}}, {"f6", {84, 1, 1}},  {"output", {10, 1, 1}}};
+  ASSERT_EQ(answer["layers"].size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const json& layer = answer["layers"][i];
+    EXPECT_EQ(layer["name"], expected[i].first);
+    EXPECT_EQ(layer["shape"], json(expected[i].second));
+    EXPECT_EQ(layer["values"].size(),
+              std::size_t(expected[i].second[0] * expected[i].second[1] * expected[i].second[2]));
+  }
+  EXPECT_EQ(answer["input28"].size(), 784u);
+  EXPECT_EQ(answer["input32"].size(), 1024u);
+  double sum = 0;
+  for (double p : answer["probabilities"]) sum += p;
+  EXPECT_NEAR(sum, 1.0, 1e-5);  // ten float32 probabilities: a few ulps each
+  const auto& p = answer["probabilities"];
+  EXPECT_EQ(answer["prediction"], int(std::max_element(p.begin(), p.end(),
+                                                       [](const json& a, const json& b) {
+                                                         return a.get<double>() < b.get<double>();
+                                                       }) -
+                                      p.begin()));
+}
+
+// The same file through `classify`'s code path and through the server: the same digit, the same
+// probabilities (the same engine computes both, so exactly).
+TEST_F(Serve, AnImageFileIsReadAsClassifyReadsIt) {
+  const fs::path file = testing::source_dir() / "tests/data/five_clean.png";
+  const json answer = json_of(client().Post("/api/classify", file_bytes(file), "image/png"), 200);
+  const auto engine = engine_for(seeded_checkpoint(), Device::cpu);
+  const Classification reference = classify_images(*engine, {file.string()}, {})[0];
+  ASSERT_TRUE(reference.error.empty()) << reference.error;
+  for (int k = 0; k < 10; ++k)
+    EXPECT_EQ(answer["probabilities"][k].get<float>(), reference.probabilities[k]) << k;
+  const Digit28 digit = preprocess_digit(load_gray_image(file), InvertMode::automatic, "five");
+  EXPECT_EQ(answer["input28"], json(digit.pixels));
+}
+
+TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
+  const json runs = json_of(client().Get("/api/runs"), 200);
+  ASSERT_EQ(runs["runs"].size(), 1u);
+  EXPECT_EQ(runs["runs"][0]["name"], "run-a");
+  EXPECT_EQ(runs["runs"][0]["epochs"], 2);
+  EXPECT_EQ(runs["runs"][0]["test_accuracy"], 95.5);
+  const json run = json_of(client().Get("/api/runs/run-a"), 200);
+  EXPECT_EQ(run["config_toml"], "[train]\nepochs = 2\n");
+  ASSERT_EQ(run["metrics"].size(), 2u);
+  EXPECT_TRUE(run["metrics"][0]["test_accuracy"].is_null());
+  EXPECT_EQ(run["metrics"][1]["train_loss"], 0.5);
+  json_of(client().Get("/api/runs/no-such-run"), 404);
+  json_of(client().Get("/api/runs/not-a-run"), 404);
+}
+
+TEST_F(Serve, UnknownRoutesAndTraversalAreRefusedWithJson) {
+  for (const char* path :
+       {"/nothing", "/api/nothing", "/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
+        "/api/runs/..%2f..%2fetc", "/api/runs/%2e%2e", "/api/runs/.", "/web/index.html",
+        "/index.html/../../etc/passwd"}) {
+    const auto result = client().Get(path);
+    ASSERT_TRUE(result) << path;
+    EXPECT_GE(result->status, 400) << path;
+    EXPECT_LT(result->status, 500) << path;
+    EXPECT_FALSE(testing::mentions(result->body, "root:")) << path;
+    EXPECT_TRUE(json::parse(result->body, nullptr, false).contains("error")) << path;
+  }
+  expect_still_serving();
+}
+
+TEST_F(Serve, RunNamesMustBeDirectChildren) {
+  for (const char* name : {"..", ".", "", "a/b", "/etc", "run-a/../run-a"})
+    EXPECT_THROW(serve::run_folder(s_runs->path(), name), serve::BadRequest) << name;
+  EXPECT_EQ(serve::run_folder(s_runs->path(), "run-a"), fs::canonical(*s_runs / "run-a"));
+}
+
+TEST_F(Serve, MalformedRequestsGetA4xxAndAnError) {
+  const std::string png = file_bytes(testing::source_dir() / "tests/data/five_clean.png");
+  EXPECT_TRUE(
+      json_of(client().Post("/api/classify", "{\"pixels\": [1, 2,", "application/json"), 400)
+          .contains("error"));
+  json_of(client().Post("/api/classify", "{\"pixels\": [1, 2, 3]}", "application/json"), 422);
+  json_of(client().Post("/api/classify", "{\"pixels\": \"x\"}", "application/json"), 400);
+  json_of(client().Post("/api/classify", "{\"pixels\": [], \"width\": 99999}", "application/json"),
+          422);
+  json_of(client().Post("/api/classify", "hello", "text/plain"), 415);
+  json_of(client().Post("/api/classify", png.substr(0, png.size() / 2), "image/png"), 422);
+  json_of(client().Post("/api/classify", "not an image", "image/png"), 422);
+  json_of(client().Post("/api/classify?invert=sideways", png, "image/png"), 400);
+  json blank = bar_drawing();
+  for (auto& v : blank["pixels"]) v = 0;
+  json_of(client().Post("/api/classify", blank.dump(), "application/json"), 422);
+  expect_still_serving();
+}
+
+// A PNG whose header claims 30000x30000 grey pixels (900 MB decoded) in a few bytes: refused
+// from the header. stb_image does not check CRCs, so a zero CRC is enough.
+TEST_F(Serve, AHugeImageHeaderIsRefusedBeforeDecoding) {
+  std::string png("\x89PNG\r\n\x1a\n", 8);
+  const auto be32 = [&png](std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) png.push_back(char((v >> shift) & 0xff));
+  };
+  be32(13);
+  png += "IHDR";
+  be32(30000);
+  be32(30000);
+  png += std::string("\x08\x00\x00\x00\x00", 5);  // 8-bit grey, no interlace
+  be32(0);
+  const json answer = json_of(client().Post("/api/classify", png, "image/png"), 422);
+  EXPECT_TRUE(testing::mentions(answer["error"], "30000x30000")) << answer;
+  expect_still_serving();
+}
+
+TEST_F(Serve, AnOversizedBodyIsRefused) {
+  const std::string body(serve::kMaxBodyBytes + 1, 'x');
+  const json answer = json_of(client().Post("/api/classify", body, "application/json"), 413);
+  EXPECT_TRUE(testing::mentions(answer["error"], "4 MB")) << answer;
+  expect_still_serving();
+}
+
+// A client that sends half a request and then nothing: others are served meanwhile, and the
+// server drops it after its timeouts (1 s silent, then 1 s reading here), with a 4xx at most.
+TEST_F(Serve, ASlowClientDoesNotBlockOthersAndIsDropped) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(std::uint16_t(s_port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const std::string start = "POST /api/classify HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
+  ASSERT_EQ(send(fd, start.data(), start.size(), 0), ssize_t(start.size()));
+  expect_still_serving();
+  timeval wait{8, 0};  // well past the server's 2 s
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  const auto started = std::chrono::steady_clock::now();
+  std::string answer;
+  char buffer[512];
+  for (ssize_t n; (n = recv(fd, buffer, sizeof buffer, 0)) > 0;) answer.append(buffer, n);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  close(fd);
+  EXPECT_LT(seconds, 5) << "the slow client was not dropped";
+  // httplib answers a request cut short with 400 (its error handler's JSON), or just closes.
+  EXPECT_TRUE(answer.empty() || answer.rfind("HTTP/1.1 4", 0) == 0) << answer;
+  expect_still_serving();
+}
+
+TEST_F(Serve, SixtyFourClientsAtOnceAreAllAnswered) {
+  const std::string body = bar_drawing().dump();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 64; ++i)
+    clients.emplace_back([&] {
+      const auto result = client().Post("/api/classify", body, "application/json");
+      if (result && result->status == 200) ++answered;
+    });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(answered, 64);
+  expect_still_serving();
+}
+
+}  // namespace
+}  // namespace lenet5

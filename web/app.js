@@ -1,0 +1,415 @@
+// The page of `lenet5 serve`: draw a digit and watch LeNet-5 answer layer by layer; the runs'
+// curves. It talks to the server through /api/ only (README: the API) and needs no library.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const LAYER_TITLES = {
+  c1: 'convolution 5×5',
+  s2: 'subsampling',
+  c3: 'convolution 5×5',
+  s4: 'subsampling',
+  c5: 'convolution 5×5',
+  f6: 'fully connected',
+  output: 'fully connected',
+};
+let model = null;  // /api/model
+
+// ---- colours: ColorBrewer RdBu (blue negative, white zero, red positive), as src/pictures
+const STOPS = [[5, 48, 97], [67, 147, 195], [247, 247, 247], [214, 96, 77], [103, 0, 31]];
+function diverging(t) {
+  t = Math.min(1, Math.max(0, t)) * (STOPS.length - 1);
+  const i = Math.min(STOPS.length - 2, Math.floor(t)), f = t - i;
+  return STOPS[i].map((c, k) => Math.round(c + f * (STOPS[i + 1][k] - c)));
+}
+const maxAbs = (values) => values.reduce((m, v) => Math.max(m, Math.abs(v)), 0) || 1;
+
+// A canvas of w x h cells showing values[offset ...] on the diverging map over [-range, range],
+// drawn `scale` CSS pixels per cell (nearest neighbour).
+function mapCanvas(values, offset, w, h, range, scale) {
+  const canvas = document.createElement('canvas');
+  canvas.width = w;
+  canvas.height = h;
+  canvas.style.width = `${w * scale}px`;
+  canvas.style.height = `${h * scale}px`;
+  const ctx = canvas.getContext('2d'), image = ctx.createImageData(w, h);
+  for (let i = 0; i < w * h; i++) {
+    const [r, g, b] = diverging(0.5 + values[offset + i] / (2 * range));
+    image.data.set([r, g, b, 255], 4 * i);
+  }
+  ctx.putImageData(image, 0, 0);
+  return canvas;
+}
+
+// ---- drawing pad: pointer events (mouse, pen, finger), sent once per frame, one request in flight
+const pad = $('pad'), padCtx = pad.getContext('2d');
+let drawing = false, last = null, dirty = false, inFlight = false;
+function clearPad() {
+  padCtx.fillStyle = '#fff';
+  padCtx.fillRect(0, 0, pad.width, pad.height);
+}
+function padPoint(event) {
+  const box = pad.getBoundingClientRect();
+  return [
+    (event.clientX - box.left) * pad.width / box.width,
+    (event.clientY - box.top) * pad.height / box.height
+  ];
+}
+function stroke(from, to) {
+  padCtx.strokeStyle = '#000';
+  padCtx.lineWidth = 18;
+  padCtx.lineCap = padCtx.lineJoin = 'round';
+  padCtx.beginPath();
+  padCtx.moveTo(...from);
+  padCtx.lineTo(...to);
+  padCtx.stroke();
+  dirty = true;
+}
+pad.addEventListener('pointerdown', (e) => {
+  drawing = true;
+  last = padPoint(e);
+  pad.setPointerCapture(e.pointerId);
+  stroke(last, last);
+});
+pad.addEventListener('pointermove', (e) => {
+  if (!drawing) return;
+  const point = padPoint(e);
+  stroke(last, point);
+  last = point;
+});
+for (const type of ['pointerup', 'pointercancel'])
+  pad.addEventListener(type, () => {
+    drawing = false;
+  });
+$('clear').addEventListener('click', () => {
+  clearPad();
+  showBlank();
+});
+
+function frame() {
+  if (dirty && !inFlight) {
+    dirty = false;
+    inFlight = true;
+    pad.toBlob(
+        (blob) => classify(blob, 'image/png').finally(() => {
+          inFlight = false;
+        }),
+        'image/png');
+  }
+  requestAnimationFrame(frame);
+}
+
+// ---- dropping or opening an image file
+pad.addEventListener('dragover', (e) => {
+  e.preventDefault();
+  pad.classList.add('dragover');
+});
+pad.addEventListener('dragleave', () => pad.classList.remove('dragover'));
+pad.addEventListener('drop', (e) => {
+  e.preventDefault();
+  pad.classList.remove('dragover');
+  if (e.dataTransfer.files.length) classifyFile(e.dataTransfer.files[0]);
+});
+$('file').addEventListener('change', (e) => {
+  if (e.target.files.length) classifyFile(e.target.files[0]);
+});
+function classifyFile(file) {
+  const url = URL.createObjectURL(file), image = new Image();
+  image.onload = () => {  // show it on the pad, fitted, then classify the file itself
+    clearPad();
+    const s = Math.min(pad.width / image.width, pad.height / image.height);
+    padCtx.drawImage(
+        image, (pad.width - image.width * s) / 2, (pad.height - image.height * s) / 2,
+        image.width * s, image.height * s);
+    URL.revokeObjectURL(url);
+  };
+  image.src = url;
+  classify(file, file.type || 'image/png');
+}
+
+async function classify(body, type) {
+  try {
+    const response =
+        await fetch('api/classify', {method: 'POST', headers: {'Content-Type': type}, body});
+    const answer = await response.json();
+    if (!response.ok) {
+      showBlank(answer.error);
+      return;
+    }
+    showAnswer(answer);
+  } catch (error) {
+    showBlank(`the server did not answer (${error.message})`);
+  }
+}
+
+// ---- the answer
+function showBlank(message) {
+  $('prediction').textContent = '–';
+  $('message').textContent = message && !/blank/.test(message) ? message : '';
+  showBars(null);
+}
+function showBars(probabilities) {
+  const bars = $('bars');
+  if (!bars.children.length)
+    for (let k = 0; k < 10; k++)
+      bars.insertAdjacentHTML(
+          'beforeend',
+          `<div class="bar"><span>${
+              k}</span><div class="track"><div class="fill"></div></div><span class="p"></span></div>`);
+  const top = probabilities ? probabilities.indexOf(Math.max(...probabilities)) : -1;
+  [...bars.children].forEach((bar, k) => {
+    const p = probabilities ? probabilities[k] : 0;
+    bar.querySelector('.fill').style.width = `${100 * p}%`;
+    bar.querySelector('.p').textContent = probabilities ? `${(100 * p).toFixed(1)}%` : '';
+    bar.classList.toggle('top', k === top);
+  });
+}
+function showAnswer(answer) {
+  $('prediction').textContent = answer.prediction;
+  $('message').textContent = answer.inverted ? '' : 'read as light ink on a dark background';
+  showBars(answer.probabilities);
+  const input = $('input28').getContext('2d'), image = input.createImageData(28, 28);
+  answer.input28.forEach((v, i) => image.data.set([v, v, v, 255], 4 * i));
+  input.putImageData(image, 0, 0);
+  showLayers(answer.layers);
+}
+
+// One row per layer: its maps as tiles (a vector layer as one strip), its own symmetric range.
+function showLayers(layers) {
+  const root = $('layers');
+  root.textContent = '';
+  for (const layer of layers) {
+    const [c, h, w] = layer.shape, range = maxAbs(layer.values);
+    const row = document.createElement('div');
+    row.className = 'layer';
+    row.dataset.layer = layer.name;
+    row.innerHTML = `<div class="name">${layer.name.toUpperCase()} <small>${c}×${h}×${w}, ${
+                        LAYER_TITLES[layer.name] || ''}</small></div>` +
+        `<div class="range">±${range.toFixed(3)}</div><div class="maps"></div>`;
+    const maps = row.querySelector('.maps');
+    if (h === 1 && w === 1) {
+      const strip = mapCanvas(layer.values, 0, c, 1, range, c > 20 ? 6 : 24);
+      strip.style.height = '24px';  // one row of cells, tall enough to see
+      maps.appendChild(strip);
+    } else {
+      const scale = Math.max(2, Math.round(56 / h));
+      for (let m = 0; m < c; m++) {
+        const canvas = mapCanvas(layer.values, m * h * w, w, h, range, scale);
+        canvas.dataset.map = m;
+        canvas.title = `${layer.name} map ${m}`;
+        maps.appendChild(canvas);
+      }
+    }
+    root.appendChild(row);
+  }
+  connectC3Hover();
+}
+
+// Hovering C3 map j outlines the S2 maps that feed it (the C3 table), and its column of filters.
+function connectC3Hover() {
+  if (!model) return;
+  const table = model.c3.table;
+  const s2 = document.querySelectorAll('[data-layer="s2"] canvas');
+  document.querySelectorAll('[data-layer="c3"] canvas').forEach((canvas) => {
+    const j = Number(canvas.dataset.map);
+    canvas.addEventListener('mouseenter', () => highlightC3(j, true, s2, canvas));
+    canvas.addEventListener('mouseleave', () => highlightC3(j, false, s2, canvas));
+  });
+}
+function highlightC3(j, on, s2, canvas) {
+  canvas.classList.toggle('hovered', on);
+  s2.forEach((map, i) => map.classList.toggle('feeds', on && model.c3.table[j][i]));
+  document.querySelectorAll(`#filters-c3 td[data-map="${j}"]`)
+      .forEach((td) => td.classList.toggle('feeds', on));
+}
+
+// ---- the checkpoint: its settings and filters
+function showModel() {
+  const accuracy = model.test_accuracy ?? model.best_accuracy;
+  $('model-info').textContent = `${model.checkpoint} · epoch ${model.epoch}` +
+      (accuracy != null ? ` · test ${(100 * accuracy).toFixed(2)}%` : '') +
+      ` · ${model.net.activation}, ${model.net.subsampling} pooling, ${
+                                    model.net.c3_table} C3 table`;
+  const c1 = model.c1, c1Range = maxAbs(c1.values), c1Root = $('filters-c1');
+  for (let m = 0; m < 6; m++) c1Root.appendChild(mapCanvas(c1.values, m * 25, 5, 5, c1Range, 8));
+  const c3 = model.c3, c3Range = maxAbs(c3.values), table = document.createElement('table');
+  table.insertAdjacentHTML(
+      'beforeend',
+      `<tr><th></th>${[...Array(16).keys()].map((j) => `<th>${j}</th>`).join('')}</tr>`);
+  for (let i = 0; i < 6; i++) {
+    const row = document.createElement('tr');
+    row.innerHTML = `<th>S2 ${i}</th>`;
+    for (let j = 0; j < 16; j++) {
+      const cell = document.createElement('td');
+      cell.dataset.map = j;
+      if (c3.table[j][i])
+        cell.appendChild(mapCanvas(c3.values, (j * 6 + i) * 25, 5, 5, c3Range, 5));
+      else
+        cell.innerHTML = '<div style="width:25px;height:25px;background:#bebebe"></div>';
+      row.appendChild(cell);
+    }
+    table.appendChild(row);
+  }
+  $('filters-c3').appendChild(table);
+  $('legend').innerHTML = `−max<span class="legend-bar"></span>+max`;
+}
+
+// ---- runs: list, curves (train solid, test dashed), config; the chosen run polled while shown
+const runsState = {
+  chosen: null,
+  compared: null,
+  data: {},
+  timer: null
+};
+async function getJson(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error((await response.json()).error);
+  return response.json();
+}
+async function showRuns() {
+  const {runs} = await getJson('api/runs');
+  const list = $('runs');
+  list.textContent = '';
+  if (!runs.length)
+    list.innerHTML = '<li>No runs in the runs folder (lenet5 serve --runs DIR).</li>';
+  for (const run of runs) {
+    const item = document.createElement('li');
+    item.dataset.run = run.name;
+    item.innerHTML =
+        `<input type="checkbox" title="compare with the chosen run"><span>${run.name}</span>` +
+        `<span class="acc">${run.epochs} ep${
+            run.test_accuracy != null ? ` · ${run.test_accuracy.toFixed(2)}%` : ''}</span>`;
+    item.addEventListener('click', (e) => {
+      const compare = e.shiftKey || e.target.type === 'checkbox';
+      if (compare && runsState.chosen && runsState.chosen !== run.name)
+        runsState.compared = runsState.compared === run.name ? null : run.name;
+      else {
+        runsState.chosen = run.name;
+        if (runsState.compared === run.name) runsState.compared = null;
+      }
+      refreshRuns();
+    });
+    list.appendChild(item);
+  }
+  if (!runsState.chosen && runs.length) runsState.chosen = runs[0].name;
+  refreshRuns();
+}
+async function refreshRuns() {
+  clearTimeout(runsState.timer);
+  for (const item of $('runs').children) {
+    item.classList.toggle('selected', item.dataset.run === runsState.chosen);
+    item.classList.toggle('compared', item.dataset.run === runsState.compared);
+    const box = item.querySelector('input');
+    if (box) box.checked = item.dataset.run === runsState.compared;
+  }
+  const names = [runsState.chosen, runsState.compared].filter(Boolean);
+  for (const name of names)
+    runsState.data[name] = await getJson(`api/runs/${encodeURIComponent(name)}`);
+  const chosen = runsState.data[runsState.chosen];
+  if (chosen) {
+    $('run-title').textContent =
+        runsState.compared ? `${chosen.name} vs ${runsState.compared}` : chosen.name;
+    $('run-config').textContent = chosen.config_toml ?? '(no config.toml)';
+  }
+  drawCharts(names.map((name) => runsState.data[name]));
+  // A run still training gains rows: poll while the runs view is shown.
+  if (!$('view-runs').hidden) runsState.timer = setTimeout(refreshRuns, 3000);
+}
+
+const RUN_COLOURS = ['#2166ac', '#b2182b'];
+function drawCharts(runs) {
+  const series = (key, label) =>
+      runs.flatMap(
+              (run, r) => ['train', 'test'].map(
+                  (split) => ({
+                    name: `${run.name} ${split}`,
+                    colour: RUN_COLOURS[r],
+                    dashed: split === 'test',
+                    points: run.metrics.filter((m) => m[`${split}_${key}`] != null)
+                                .map((m) => [m.epoch, m[`${split}_${key}`]]),
+                  })))
+          .filter((s) => s.points.length);
+  drawChart($('chart-loss'), series('loss'));
+  drawChart($('chart-accuracy'), series('accuracy'));
+  $('chart-key').textContent =
+      runs.map((run, r) => `${r ? 'red' : 'blue'}: ${run.name}`).join(' · ') +
+      (runs.length ? ' · solid: train, dashed: test' : '');
+}
+function drawChart(canvas, series) {
+  const ctx = canvas.getContext('2d'), W = canvas.width, H = canvas.height,
+        pad = {l: 50, r: 10, t: 10, b: 28};
+  ctx.clearRect(0, 0, W, H);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, W, H);
+  const all = series.flatMap((s) => s.points);
+  if (!all.length) {
+    ctx.fillStyle = '#5b6570';
+    ctx.fillText('no epochs yet', W / 2 - 30, H / 2);
+    return;
+  }
+  const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
+  let y0 = Math.min(...ys), y1 = Math.max(...ys);
+  if (y1 - y0 < 1e-9) {
+    y0 -= 1;
+    y1 += 1;
+  }
+  const X = (x) => pad.l + (x - x0) / (x1 - x0) * (W - pad.l - pad.r);
+  const Y = (y) => H - pad.b - (y - y0) / (y1 - y0) * (H - pad.t - pad.b);
+  ctx.strokeStyle = '#d8dde3';
+  ctx.fillStyle = '#5b6570';
+  ctx.font = '11px system-ui';
+  ctx.lineWidth = 1;
+  for (let k = 0; k <= 4; k++) {
+    const y = y0 + (y1 - y0) * k / 4;
+    ctx.beginPath();
+    ctx.moveTo(pad.l, Y(y));
+    ctx.lineTo(W - pad.r, Y(y));
+    ctx.stroke();
+    ctx.fillText(y.toPrecision(4), 4, Y(y) + 4);
+  }
+  ctx.fillText(`epoch ${x0}`, pad.l, H - 8);
+  ctx.fillText(`${x1}`, W - pad.r - 14, H - 8);
+  for (const s of series) {
+    ctx.strokeStyle = s.colour;
+    ctx.lineWidth = 2;
+    ctx.setLineDash(s.dashed ? [6, 4] : []);
+    ctx.beginPath();
+    s.points.forEach(([x, y], i) => (i ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
+    ctx.stroke();
+    ctx.fillStyle = s.colour;
+    for (const [x, y] of s.points) {
+      ctx.beginPath();
+      ctx.arc(X(x), Y(y), 2.5, 0, 7);
+      ctx.fill();
+    }
+  }
+  ctx.setLineDash([]);
+}
+
+// ---- views
+function showView(name) {
+  $('view-draw').hidden = name !== 'draw';
+  $('view-runs').hidden = name !== 'runs';
+  $('tab-draw').classList.toggle('active', name === 'draw');
+  $('tab-runs').classList.toggle('active', name === 'runs');
+  if (name === 'runs')
+    showRuns().catch((e) => {
+      $('run-title').textContent = e.message;
+    });
+  else
+    clearTimeout(runsState.timer);
+}
+$('tab-draw').addEventListener('click', () => showView('draw'));
+$('tab-runs').addEventListener('click', () => showView('runs'));
+
+clearPad();
+showBlank();
+getJson('api/model')
+    .then((m) => {
+      model = m;
+      showModel();
+    })
+    .catch((e) => {
+      $('message').textContent = e.message;
+    });
+requestAnimationFrame(frame);
