@@ -28,11 +28,10 @@ done
 
 # libopenblas-dev: the BLAS (SGEMM) of the fast CPU layers, src/layers/blas_cpu.cpp, in its
 # pthreads build (CMakeLists.txt says why).
-# libcpp-httplib-dev: the HTTP server of `lenet5 serve` (src/serve/). chromium, nodejs, npm: the
-# page's test in a real browser (tests/browser/), with puppeteer-core from npm (below).
+# libcpp-httplib-dev: the HTTP server of `lenet5 serve` (src/serve/).
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libstb-dev
           zlib1g-dev nlohmann-json3-dev libgtest-dev
-          libopenblas-dev libcpp-httplib-dev chromium nodejs npm)
+          libopenblas-dev libcpp-httplib-dev)
 if [ "$handwriting" -eq 1 ]; then
   # Digits in handwriting fonts for scripts/make_handwriting_set.py: fontconfig's fc-list finds
   # the fonts, Pillow draws them, NumPy does the photo-like lighting and noise.
@@ -50,6 +49,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
     { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "${missing[@]}" >/dev/null; } ||
     { say "could not install ${missing[*]}: install them with apt-get and run again"; exit 1; }
+fi
+
+# The page's test in a real browser (tests/browser/): chromium, node and npm, then puppeteer-core
+# from npm (below). A node and npm that are already there are used as they are (NodeSource's
+# nodejs package brings its own npm, which Debian's npm package conflicts with). What cannot be
+# installed leaves only that test out: it reports itself skipped, with the reason.
+browser=()
+command -v chromium >/dev/null 2>&1 || browser+=(chromium)
+command -v node >/dev/null 2>&1 || browser+=(nodejs)
+command -v npm >/dev/null 2>&1 || browser+=(npm)
+if [ ${#browser[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  say "installing ${browser[*]} (for the page's browser test)"
+  $sudo apt-get install -y -q "${browser[@]}" >/dev/null 2>&1 ||
+    { $sudo apt-get update -q >/dev/null 2>&1 && $sudo apt-get install -y -q "${browser[@]}" >/dev/null 2>&1; } ||
+    say "could not install ${browser[*]}: the serve.page test will report itself skipped"
 fi
 
 if ! command -v nvcc >/dev/null 2>&1; then
@@ -76,7 +92,7 @@ say "built $build_dir/lenet5"
 
 # puppeteer-core drives the installed chromium in the serve.page test and downloads no browser;
 # it goes into the build folder, never into the repository. Without it the test says "skipped".
-if [ ! -d "$build_dir/web-test/node_modules/puppeteer-core" ]; then
+if [ ! -d "$build_dir/web-test/node_modules/puppeteer-core" ] && command -v npm >/dev/null 2>&1; then
   mkdir -p "$build_dir/web-test"
   npm install --prefix "$build_dir/web-test" --no-audit --no-fund puppeteer-core >&2 ||
     say "could not install puppeteer-core with npm: the serve.page test will be skipped"

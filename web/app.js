@@ -196,6 +196,13 @@ function showLayers(layers) {
         const canvas = mapCanvas(layer.values, m * h * w, w, h, range, scale);
         canvas.dataset.map = m;
         canvas.title = `${layer.name} map ${m}`;
+        // A map whose every value is the same draws as one colour: with ReLU, a map this digit
+        // does not excite at all. Said in its title, and marked for the page's test.
+        const values = layer.values.slice(m * h * w, (m + 1) * h * w);
+        if (values.every((v) => v === values[0])) {
+          canvas.dataset.uniform = 'true';
+          canvas.title += `: every value ${values[0]}`;
+        }
         maps.appendChild(canvas);
       }
     }

@@ -37,22 +37,27 @@ try {
   const prediction = await page.$eval('#prediction', (e) => e.textContent.trim());
   check(prediction === '7', `the drawn 7 is read as 7 (shown: ${prediction})`);
 
-  // Every layer's canvases hold more than one colour.
+  // Every layer's canvases are drawn: each holds more than one colour, unless the answer's values
+  // for that map are all the same (a map the ReLU silenced for this digit, marked by the page);
+  // and each layer has at least one map with more than one colour.
   const layers = await page.$$eval('#layers .layer', (rows) => rows.map((row) => ({
     name: row.dataset.layer,
     canvases: [...row.querySelectorAll('canvas')].map((c) => {
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       const colours = new Set();
       for (let i = 0; i < d.length; i += 4) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-      return colours.size;
+      return {colours: colours.size, uniform: c.dataset.uniform === 'true'};
     }),
   })));
   check(layers.map((l) => l.name).join(',') === 'c1,s2,c3,s4,c5,f6,output',
     `a row per layer (${layers.map((l) => l.name)})`);
   for (const layer of layers) {
-    const blank = layer.canvases.filter((n) => n < 2).length;
-    // A map of a real drawing can be uniform only where a ReLU silenced it; tanh (this run) never.
-    check(layer.canvases.length > 0 && blank === 0, `${layer.name}: ${layer.canvases.length} maps, ${blank} blank`);
+    const drawn = layer.canvases.filter((c) => c.colours >= 2).length;
+    const uniform = layer.canvases.filter((c) => c.colours < 2 && c.uniform).length;
+    const blank = layer.canvases.length - drawn - uniform;
+    check(drawn > 0 && blank === 0,
+          `${layer.name}: ${layer.canvases.length} maps, ${drawn} drawn, ${uniform} uniform in ` +
+          `the answer, ${blank} blank otherwise`);
   }
   // Hovering C3 map 0 outlines the S2 maps its table row names.
   await page.hover('[data-layer="c3"] canvas[data-map="0"]');
