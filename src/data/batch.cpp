@@ -35,19 +35,23 @@ void gather_batch_cpu(const std::uint8_t* images, const std::int32_t* indices, i
 
 namespace {
 
-// Each sample augmented by augment(image, plan, sample, grey) into Grey[kImageBytes], then
-// normalised and padded. Each sample's image is a function of its key alone, so any split over
-// threads gives the same.
-template <class Grey, class Augment>
+// Each sample augmented by augment (augment_image_cpu or augment_image_fast, keyed by the sample's
+// index in `images`) into Grey[kImageBytes], then normalised and padded. Each sample's image is a
+// function of its key alone, so any split over threads gives the same.
+template <class Grey>
 void gather_augmented(const std::uint8_t* images, const std::int32_t* indices, int n,
-                      const Augmentation& augmentation, Augment augment, float* out) {
+                      const Augmentation& augmentation, std::uint32_t epoch,
+                      void (*augment)(const std::uint8_t*, const AugmentPlan&, std::uint64_t,
+                                      std::uint32_t, std::uint32_t, Grey*),
+                      float* out) {
   if (!augmentation.enabled()) return gather_batch_cpu(images, indices, n, out);
   const AugmentPlan plan(augmentation.settings);  // validates; the Gaussian once per batch
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < n; ++i) {
     const std::uint32_t source = std::uint32_t(indices[i]);
     Grey grey[kImageBytes];
-    augment(images + std::size_t(source) * kImageBytes, plan, source, grey);
+    augment(images + std::size_t(source) * kImageBytes, plan, augmentation.seed, epoch, source,
+            grey);
     write_input_field(
         grey, [](Grey value) { return normalise_intensity(float(value)); },
         out + std::size_t(i) * kInputFloats);
@@ -59,23 +63,13 @@ void gather_augmented(const std::uint8_t* images, const std::int32_t* indices, i
 void gather_augmented_batch_reference(const std::uint8_t* images, const std::int32_t* indices,
                                       int n, const Augmentation& augmentation, std::uint32_t epoch,
                                       float* out) {
-  gather_augmented<double>(
-      images, indices, n, augmentation,
-      [&](const std::uint8_t* image, const AugmentPlan& plan, std::uint32_t sample, double* grey) {
-        augment_image_cpu(image, plan, augmentation.seed, epoch, sample, grey);
-      },
-      out);
+  gather_augmented<double>(images, indices, n, augmentation, epoch, augment_image_cpu, out);
 }
 
 void gather_augmented_batch_fast(const std::uint8_t* images, const std::int32_t* indices, int n,
                                  const Augmentation& augmentation, std::uint32_t epoch,
                                  float* out) {
-  gather_augmented<float>(
-      images, indices, n, augmentation,
-      [&](const std::uint8_t* image, const AugmentPlan& plan, std::uint32_t sample, float* grey) {
-        augment_image_fast(image, plan, augmentation.seed, epoch, sample, grey);
-      },
-      out);
+  gather_augmented<float>(images, indices, n, augmentation, epoch, augment_image_fast, out);
 }
 
 template void gather_batch_cpu<float>(const std::uint8_t*, const std::int32_t*, int, float*);
