@@ -76,16 +76,6 @@ class CpuEngine final : public NetworkEngine {
     return result;
   }
 
-  Activations activations(const std::uint8_t* image) override {
-    Activations result;
-    gather_batch_cpu<float>(image, nullptr, 1, m_input.data());
-    m_network.forward(m_input.data(), 1);
-    result.input.assign(m_input.begin(), m_input.begin() + kInputFloats);
-    result.layers = m_network.layer_outputs(0);
-    softmax_rows(m_network.logits(), 1, result.probabilities.data());
-    return result;
-  }
-
  private:
   void train_step(int first, int count, float lr) {
     const std::int32_t* indices = m_permutation.data() + first;

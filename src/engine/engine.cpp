@@ -12,8 +12,4 @@ void check_parameter_count(const ParamLayout& layout, const std::vector<float>& 
                 " parameters, got " + std::to_string(parameters.size()));
 }
 
-Activations Engine::activations(const std::uint8_t*) {
-  throw Error("layer activations are computed on the CPU engine only (one image is a host job)");
-}
-
 }  // namespace lenet5

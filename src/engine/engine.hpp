@@ -83,11 +83,12 @@ class Engine {
   virtual EpochTotals take_epoch_totals() = 0;
 
   virtual Evaluation evaluate(const Dataset& data) = 0;
-  // Softmax probabilities (n, 10) for n 28x28 byte images.
+  // Softmax probabilities (n, 10) for n 28x28 byte images. The network keeps the last chunk of
+  // (at most kEvalBatch) images as its last forward pass, which activations() reads.
   virtual std::vector<float> probabilities(const std::uint8_t* images, int n) = 0;
-  // Every layer's output for one 28x28 byte image. Only the CPU engine answers (one image is a
-  // host job); the others throw lenet5::Error. Not thread-safe: it runs the engine's network.
-  virtual Activations activations(const std::uint8_t* image);
+  // Every layer's output for one 28x28 byte image, on the engine's device. Not thread-safe: it
+  // runs the engine's network.
+  virtual Activations activations(const std::uint8_t* image) = 0;
 };
 
 // set_state's precondition on the parameters, shared by the engines: layout.buffer_floats values

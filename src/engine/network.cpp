@@ -1,5 +1,6 @@
 #include "engine/network.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/error.hpp"
@@ -113,22 +114,43 @@ void Network<T>::backward(const T* dL_dlogits, int n) {
   if (m_side) m_side->join_into(main);
 }
 
+namespace {
+
+// `count` values at `values` on `device`, as floats on the host.
+template <class T>
+std::vector<float> host_floats(Device device, const T* values, std::size_t count) {
+  std::vector<T> host(count);
+  if (device == Device::gpu)
+    cuda::copy_to_host(host.data(), values, count * sizeof(T));
+  else
+    std::copy(values, values + count, host.begin());
+  return std::vector<float>(host.begin(), host.end());
+}
+
+}  // namespace
+
 template <class T>
 std::vector<LayerOutput> Network<T>::layer_outputs(int sample) const {
-  if (m_device != Device::cpu) throw Error("internal: layer outputs are read on the CPU only");
   if (sample < 0 || sample >= m_max_batch)
     throw Error("internal: no sample " + std::to_string(sample));
   std::vector<LayerOutput> outputs;
   for (std::size_t i = 0; i < m_specs.size(); ++i) {
     const LayerSpec& spec = m_specs[i];
-    const T* values = m_activations[i + 1].data() + spec.out.size() * sample;
+    std::vector<float> values = host_floats(
+        m_device, m_activations[i + 1].data() + spec.out.size() * sample, spec.out.size());
     if (spec.kind == LayerKind::activation && !outputs.empty())
-      outputs.back().values.assign(values, values + spec.out.size());
+      outputs.back().values = std::move(values);
     else
-      outputs.push_back(
-          {spec.name, spec.out, std::vector<float>(values, values + spec.out.size())});
+      outputs.push_back({spec.name, spec.out, std::move(values)});
   }
   return outputs;
+}
+
+template <class T>
+std::vector<float> Network<T>::input_values(int sample) const {
+  if (!m_input || sample < 0 || sample >= m_max_batch)
+    throw Error("internal: no input of sample " + std::to_string(sample));
+  return host_floats(m_device, m_input + std::size_t(kInputFloats) * sample, kInputFloats);
 }
 
 template class Network<float>;

@@ -47,9 +47,11 @@ class Network {
 
   // Sample `sample` of the last forward(), layer by layer as the topology names them (c1 ...
   // output), each after its activation: in the plain form the activation layer's output replaces
-  // that of the layer before it, in the fused form the layer applied it itself. CPU only (the
-  // values are read in place); throws lenet5::Error on the GPU.
+  // that of the layer before it, in the fused form the layer applied it itself. On the GPU each
+  // layer's slice of the sample is copied back (seven small copies, which wait for the forward).
   std::vector<LayerOutput> layer_outputs(int sample) const;
+  // The input of sample `sample` of the last forward(), (1, 32, 32), read back likewise.
+  std::vector<float> input_values(int sample) const;
 
  private:
   NetConfig m_config;

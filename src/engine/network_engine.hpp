@@ -35,6 +35,17 @@ class NetworkEngine : public Engine {
     m_state.set(state);
   }
 
+  // The one image through probabilities(), which leaves it as sample 0 of the network's last
+  // forward pass on either device; the layers' outputs and the input are then read back from it.
+  Activations activations(const std::uint8_t* image) override {
+    Activations result;
+    const std::vector<float> p = probabilities(image, 1);
+    std::copy(p.begin(), p.end(), result.probabilities.begin());
+    result.input = m_network.input_values(0);
+    result.layers = m_network.layer_outputs(0);
+    return result;
+  }
+
  protected:
   // The network holds a training batch or an evaluation batch, whichever is larger; the state
   // buffers are those the settings' optimizer keeps, as long as the network's parameters.

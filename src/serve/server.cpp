@@ -64,7 +64,7 @@ struct Server::Impl {
   Checkpoint checkpoint;
   std::string checkpoint_name;
   ServeSettings settings;
-  std::unique_ptr<Engine> engine;  // the CPU engine: activations are read on the host
+  std::unique_ptr<Engine> engine;  // on settings.device; the activations are read back to the host
   std::mutex engine_mutex;         // one forward pass at a time through its buffers
   json model;                      // /api/model never changes: built once
   httplib::Server http;
@@ -75,7 +75,7 @@ struct Server::Impl {
       : checkpoint(std::move(c)),
         checkpoint_name(std::move(name)),
         settings(std::move(s)),
-        engine(engine_for(checkpoint, Device::cpu)),
+        engine(engine_for(checkpoint, settings.device)),
         model(model_json(checkpoint, checkpoint_name)) {
     configure();
     add_routes();

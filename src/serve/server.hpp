@@ -5,14 +5,16 @@
 //   GET  /api/runs          the run folders under the runs folder
 //   GET  /api/runs/NAME     one run's config.toml and metrics
 // Anything else is 404; every error answers {"error": "..."} (api.hpp). The checkpoint is loaded
-// once and only read; each request classifies on the CPU engine, one at a time (a forward pass of
-// one image takes well under a millisecond, so a lock costs less than an engine per thread).
+// once and only read; each request classifies on one engine (the CPU's unless settings.device says
+// the GPU), one at a time: a forward pass of one image takes well under a millisecond, so a lock
+// costs less than an engine per thread.
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "core/device.hpp"
 #include "train/checkpoint.hpp"
 
 namespace lenet5::serve {
@@ -21,6 +23,7 @@ struct ServeSettings {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (bind() says which)
   std::filesystem::path runs = "runs";
+  Device device = Device::cpu;  // where classify requests run (the engine of engine_for)
   int threads = 64;        // concurrent connections served; more wait in the queue
   int read_timeout_s = 5;  // a client that sends nothing for this long is dropped
 };

@@ -204,6 +204,44 @@ TEST_F(GpuEngine, EvaluationMatchesCpuEngineFromTheSameWeights) {
   EXPECT_LE(largest, 1e-4f);
 }
 
+// What the page shows for a drawing, computed on the GPU: every layer's output read back from the
+// device must be the CPU engine's from the same weights, for each kernel set (the book's plain
+// layers with separate activation layers, the fused fast ones, and the whole-step engine, whose
+// single images run through the fast layers). The input is the same normalisation of the same
+// bytes, so it agrees to an ulp (1e-6 of values below 3). Each layer's outputs differ only by
+// summation order and the device's activation functions, ~1e-6 relative as above; 1e-4 of the
+// layer's largest value leaves a factor 100 while a wrong offset or layer gives O(1) errors.
+TEST_F(GpuEngine, ActivationsMatchTheCpuEngineForEveryKernelSet) {
+  auto trainer = gpu_engine();
+  trainer->initialise(4);
+  train_one_epoch(*trainer, first_images(data->train, 1000), 4);
+  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast, GpuKernels::whole_step}) {
+    NetConfig config;
+    config.kernels = kernels;
+    auto gpu = make_gpu_engine(config, kMomentum, kBatch);
+    auto cpu = make_engine(Device::cpu, config, kMomentum, kBatch);
+    gpu->set_state(trainer->parameters(), trainer->optimizer_state());
+    cpu->set_state(trainer->parameters(), trainer->optimizer_state());
+    for (int image = 0; image < 3; ++image) {
+      const std::uint8_t* pixels = data->test.images.data() + std::size_t(image) * kImageBytes;
+      const Activations g = gpu->activations(pixels), c = cpu->activations(pixels);
+      const std::string what =
+          std::string(gpu_kernel_set(kernels).name) + " image " + std::to_string(image);
+      EXPECT_LE(largest_difference(g.input, c.input), 1e-6) << what;
+      ASSERT_EQ(g.layers.size(), c.layers.size()) << what;
+      for (std::size_t l = 0; l < c.layers.size(); ++l) {
+        EXPECT_EQ(g.layers[l].name, c.layers[l].name) << what;
+        float scale = 1;
+        for (const float v : c.layers[l].values) scale = std::max(scale, std::fabs(v));
+        EXPECT_LE(largest_difference(g.layers[l].values, c.layers[l].values), 1e-4 * scale)
+            << what << " " << c.layers[l].name;
+      }
+      for (int k = 0; k < 10; ++k)
+        EXPECT_NEAR(g.probabilities[k], c.probabilities[k], 1e-4) << what << " class " << k;
+    }
+  }
+}
+
 // One SGD step from the same initial weights on the same 64 images. With classical momentum from
 // zero velocity and no weight decay, the velocity after the step IS the batch gradient (v = 0.9*0
 // + g exactly), so the velocity exposes every layer's gradient. Each tensor's GPU gradient must be
