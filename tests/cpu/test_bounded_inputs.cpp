@@ -222,7 +222,7 @@ TEST(BoundedInputs, TheLargestAcceptedImageDecodesWithinTheBounds) {
   ASSERT_EQ(std::int64_t(width) * height, kMaxImagePixels);
   std::string png = png_start(width, height, 16, 6);
   z_stream z{};
-  deflateInit(&z, 9);
+  deflateInit(&z, 1);  // fast: the file only has to exist, its size barely matters
   const std::string row(1 + std::size_t(width) * 8, '\0');  // filter 0, then zero samples
   std::string idat;
   for (int y = 0; y < height; ++y) idat += deflate_piece(z, row, Z_NO_FLUSH);

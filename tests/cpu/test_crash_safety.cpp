@@ -158,7 +158,7 @@ TEST(CrashSafety, CheckpointsSurviveSigkillAtRandomInstantsAndInsideWrites) {
   const Mnist tiny = write_tiny_mnist(data);
   const auto started = std::chrono::steady_clock::now();
   std::mt19937 random(20240601);                // fixed: a failure can be replayed
-  constexpr int kKills = 60, kEpochs = 100000;  // never reached: every run here ends by SIGKILL
+  constexpr int kKills = 50, kEpochs = 100000;  // never reached: every run here ends by SIGKILL
   History history;
   std::set<std::string> killed;  // pids
   int n_inside_a_write = 0, n_temporaries_left = 0;
@@ -168,7 +168,7 @@ TEST(CrashSafety, CheckpointsSurviveSigkillAtRandomInstantsAndInsideWrites) {
     const auto micros = [&](int high) {
       return std::chrono::microseconds(std::uniform_int_distribution<int>(0, high)(random));
     };
-    plan.before = micros(plan.aimed_at_a_write ? 300'000 : 700'000);
+    plan.before = micros(plan.aimed_at_a_write ? 300'000 : 600'000);
     plan.after = micros(3 * kSaveDelayMs * 1000);
     ChildOptions options;
     options.stderr_file = dir / "stderr.txt";
