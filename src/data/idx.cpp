@@ -17,10 +17,13 @@ namespace lenet5 {
 namespace {
 
 constexpr std::uint8_t kUnsignedByte = 0x08;
-// Far above any real IDX file (MNIST's largest holds 47 MB). The limit keeps every dimension and
-// their product inside `int`, so a corrupt header fails here instead of overflowing later.
-constexpr std::uint64_t kMaxDataBytes = INT_MAX;
+// kMaxIdxDataBytes also keeps every dimension and their product inside `int`, so a corrupt
+// header fails here instead of overflowing later.
+static_assert(kMaxIdxDataBytes <= INT_MAX, "IDX dimensions are held as int");
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+// Bytes after the data are counted up to this many for the error message, not to the end: a
+// gzip bomb behind a small header would otherwise be inflated in full just to be counted.
+constexpr std::uint64_t kMaxTrailingCount = std::uint64_t{1} << 20;
 
 [[noreturn]] void fail(const std::filesystem::path& file, const std::string& problem) {
   throw Error(file.string() + ": " + problem);
@@ -65,11 +68,16 @@ class ByteReader {
     return total;
   }
 
-  // Reads to the end and returns how many bytes were left.
-  std::uint64_t count_remaining() {
+  // Reads on and returns how many bytes were left, counting up to `limit` (then more may follow).
+  std::uint64_t count_remaining(std::uint64_t limit) {
     std::array<std::uint8_t, 1 << 16> sink;
     std::uint64_t count = 0;
-    while (std::size_t got = read(sink.data(), sink.size())) count += got;
+    while (count < limit) {
+      const std::size_t got =
+          read(sink.data(), std::min<std::uint64_t>(sink.size(), limit - count));
+      if (got == 0) break;
+      count += got;
+    }
     return count;
   }
 
@@ -119,6 +127,28 @@ void check_magic(const std::filesystem::path& file, const std::uint8_t* magic, i
   fail(file, problem);
 }
 
+// Refuses dimensions whose product exceeds kMaxIdxDataBytes, before anything is allocated. Each
+// dimension is checked too, so that a zero elsewhere cannot let one past `int`.
+void check_declared_size(const std::filesystem::path& file,
+                         const std::vector<std::uint32_t>& dims) {
+  std::uint64_t n_bytes = 1;
+  bool too_large = false;
+  for (const std::uint32_t dim : dims) {
+    too_large = too_large || dim > kMaxIdxDataBytes;
+    n_bytes *= std::min<std::uint64_t>(dim, kMaxIdxDataBytes + 1);  // at most 2^29 x 2^29 at once
+    too_large = too_large || n_bytes > kMaxIdxDataBytes;
+    n_bytes = std::min<std::uint64_t>(n_bytes, kMaxIdxDataBytes + 1);
+  }
+  if (!too_large) return;
+  std::string declared;
+  for (const std::uint32_t dim : dims)
+    declared += (declared.empty() ? "" : " x ") + std::to_string(dim);
+  fail(file, "too large: the header declares " + declared + " bytes of data, more than " +
+                 std::to_string(kMaxIdxDataBytes) +
+                 " (256 MiB), lenet5's limit for one IDX file (MNIST's largest holds 47 MB); "
+                 "is the header corrupt?");
+}
+
 // Reads the magic and the dimensions of a rank-`rank` unsigned-byte IDX file.
 std::vector<int> read_header(ByteReader& in, int rank, const char* kind) {
   const std::size_t header_bytes = 4 + 4 * static_cast<std::size_t>(rank);
@@ -134,20 +164,10 @@ std::vector<int> read_header(ByteReader& in, int rank, const char* kind) {
     fail(in.file(), "truncated header: the file holds " + std::to_string(got) + " bytes, a rank-" +
                         std::to_string(rank) + " IDX header needs " + std::to_string(header_bytes));
   }
-  std::vector<int> dims;
-  std::uint64_t n_bytes = 1;
-  for (int d = 0; d < rank; ++d) {
-    const std::uint32_t dim = big_endian32(header.data() + 4 + 4 * d);
-    // n_bytes was at most 2^31 and dim is below 2^32, so the product cannot wrap.
-    n_bytes *= dim;
-    if (dim > kMaxDataBytes || n_bytes > kMaxDataBytes) {
-      fail(in.file(), "corrupt header: dimension " + std::to_string(d) + " is " +
-                          std::to_string(dim) + ", which makes more than " +
-                          std::to_string(kMaxDataBytes) + " bytes of data");
-    }
-    dims.push_back(static_cast<int>(dim));
-  }
-  return dims;
+  std::vector<std::uint32_t> declared;
+  for (int d = 0; d < rank; ++d) declared.push_back(big_endian32(header.data() + 4 + 4 * d));
+  check_declared_size(in.file(), declared);
+  return std::vector<int>(declared.begin(), declared.end());
 }
 
 // Reads exactly n_bytes of data and insists that nothing follows. The buffer grows with the bytes
@@ -167,9 +187,10 @@ std::vector<std::uint8_t> read_data(ByteReader& in, std::size_t n_bytes, const s
                           " bytes) but only " + std::to_string(old_size + got) + " bytes follow");
     }
   }
-  if (const std::uint64_t extra = in.count_remaining()) {
-    fail(in.file(), "trailing garbage: " + std::to_string(extra) + " bytes after the " + what +
-                        " the header declares");
+  if (const std::uint64_t extra = in.count_remaining(kMaxTrailingCount)) {
+    fail(in.file(),
+         "trailing garbage: " + std::string(extra == kMaxTrailingCount ? "at least " : "") +
+             std::to_string(extra) + " bytes after the " + what + " the header declares");
   }
   return data;
 }

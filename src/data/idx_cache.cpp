@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -52,8 +53,13 @@ struct SourceIdentity {
   }
 };
 
+// No gzip of at most kMaxIdxDataBytes of data is larger than this: deflate's worst case, stored
+// blocks, adds 5 bytes per 65535, and gzip's header and trailer a few dozen more.
+constexpr std::uintmax_t kMaxGzipBytes = kMaxIdxDataBytes + kMaxIdxDataBytes / 8192 + 4096;
+
 // The identity of a gzipped file (recognised by its 1f 8b magic, as zlib does); nullopt for any
-// other file and for one that cannot be read whole (read_idx then reports the problem).
+// other file, for one that cannot be read whole and for one too large to hold data read_idx
+// accepts (read_idx then reports the problem, without this reading it all into memory first).
 std::optional<SourceIdentity> identify_gzip(const fs::path& file) {
   std::error_code error;
   if (!fs::is_regular_file(file, error)) return std::nullopt;
@@ -61,7 +67,7 @@ std::optional<SourceIdentity> identify_gzip(const fs::path& file) {
   char magic[2] = {};
   if (!in.read(magic, 2) || magic[0] != '\x1f' || magic[1] != '\x8b') return std::nullopt;
   const std::uintmax_t size = fs::file_size(file, error);
-  if (error) return std::nullopt;
+  if (error || size > kMaxGzipBytes) return std::nullopt;
   std::vector<char> bytes(size);
   in.seekg(0);
   if (!in.read(bytes.data(), static_cast<std::streamsize>(size)) ||
@@ -83,6 +89,7 @@ std::string header_problem(const Header& header, const SourceIdentity& source, I
   for (std::uint32_t d = 0; d < header.rank && d < 3; ++d) elements *= header.dims[d];
   if (header.rank != static_cast<std::uint32_t>(kind) || header.payload_size != elements)
     return "its dimensions do not match its kind or its size";
+  if (header.payload_size > kMaxIdxDataBytes) return "holds more data than an IDX file may";
   return "";
 }
 
@@ -144,8 +151,9 @@ Header make_header(const SourceIdentity& source, const IdxArray& array) {
 // the data are already in hand.
 void write_cache(const fs::path& cache, const SourceIdentity& source, const IdxArray& array) {
   const Header header = make_header(source, array);
-  std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
-  bytes.append(reinterpret_cast<const char*>(array.data.data()), array.data.size());
+  const std::string_view header_bytes(reinterpret_cast<const char*>(&header), sizeof header);
+  const std::string_view payload(reinterpret_cast<const char*>(array.data.data()),
+                                 array.data.size());
   std::error_code error;
   fs::create_directories(cache.parent_path(), error);
   if (error) {
@@ -153,7 +161,7 @@ void write_cache(const fs::path& cache, const SourceIdentity& source, const IdxA
     return;
   }
   try {
-    write_file_atomically(cache, bytes);
+    write_file_atomically(cache, {header_bytes, payload});
   } catch (const Error& e) {
     spdlog::debug("no cache: {}", e.what());
   }

@@ -56,10 +56,13 @@ void check_size(int width, int height, const std::filesystem::path& file,
     throw Error("cannot read image " + quoted(file) + ": it has zero size (" +
                 std::to_string(width) + "x" + std::to_string(height) + ")");
   }
-  if (width > max_side || height > max_side) {
+  const std::int64_t n_pixels = std::int64_t{width} * height;
+  if (width > max_side || height > max_side || n_pixels > kMaxImagePixels) {
     throw Error("cannot read image " + quoted(file) + ": image is " + std::to_string(width) + "x" +
-                std::to_string(height) + "; the largest accepted is " + std::to_string(max_side) +
-                "x" + std::to_string(max_side) + " (scale it down first)");
+                std::to_string(height) + " (" + std::to_string(n_pixels) +
+                " pixels); the largest accepted is " + std::to_string(max_side) + "x" +
+                std::to_string(max_side) + " and " + std::to_string(kMaxImagePixels) +
+                " pixels (32 megapixels) in all (scale it down first)");
   }
 }
 

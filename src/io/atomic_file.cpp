@@ -1,13 +1,19 @@
 #include "io/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "core/error.hpp"
@@ -15,18 +21,53 @@
 namespace lenet5 {
 namespace {
 
+// What the user can do about the errors a full disk or a protected folder gives.
+std::string remedy(int error) {
+  switch (error) {
+    case ENOSPC:
+    case EDQUOT:
+      return " (the disk is full or the quota is used up: free some space and try again)";
+    case EFBIG:
+      return " (a file size limit was reached: raise it with ulimit -f, or write elsewhere)";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return " (the folder is not writable: make it writable or write elsewhere)";
+    default:
+      return "";
+  }
+}
+
 [[noreturn]] void fail(const std::filesystem::path& target, const std::string& step, int error) {
   // std::system_category().message is the thread-safe spelling of strerror.
   throw Error("cannot write " + target.string() + ": " + step + ": " +
-              std::system_category().message(error));
+              std::system_category().message(error) + remedy(error));
 }
+
+// For the crash test only (tests/cpu/test_crash_safety.cpp): LENET5_TEST_SAVE_DELAY_MS=N makes
+// every atomic write pause N milliseconds with half of its bytes in the temporary file, and again
+// before the rename, so that a test can kill the process inside a write at will. Unset (always,
+// outside that test) it costs one getenv per process and changes nothing.
+std::chrono::milliseconds test_save_delay() {
+  static const std::chrono::milliseconds delay = [] {
+    const char* text = std::getenv("LENET5_TEST_SAVE_DELAY_MS");
+    return std::chrono::milliseconds(text != nullptr ? std::atoi(text) : 0);
+  }();
+  return delay;
+}
+
+void pause_for_crash_test() {
+  if (test_save_delay().count() > 0) std::this_thread::sleep_for(test_save_delay());
+}
+
+constexpr const char* kTemporaryMark = ".tmp.";
 
 // The pid keeps concurrent processes apart, the counter keeps threads of one process apart;
 // O_EXCL below makes any remaining clash an error instead of two writers sharing one file.
 std::filesystem::path temporary_path_for(const std::filesystem::path& target) {
   static std::atomic<unsigned> counter{0};
   std::filesystem::path temp = target;
-  temp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  temp += kTemporaryMark + std::to_string(::getpid()) + "." + std::to_string(counter++);
   return temp;
 }
 
@@ -92,16 +133,59 @@ void sync_directory(const std::filesystem::path& target) {
   if (result != 0 && error != EINVAL) fail(target, "fsync(" + directory.string() + ")", error);
 }
 
+// The writer's pid if `name` is <target>.tmp.<pid>.<n>, else 0.
+pid_t temporary_file_writer(const std::string& name) {
+  const std::size_t mark = name.rfind(kTemporaryMark);
+  if (mark == std::string::npos || mark == 0) return 0;
+  const std::string rest = name.substr(mark + std::string(kTemporaryMark).size());
+  if (rest.empty() || rest.find_first_not_of("0123456789.") != std::string::npos) return 0;
+  unsigned long pid = 0, n = 0;
+  char unused = 0;
+  if (std::sscanf(rest.c_str(), "%lu.%lu%c", &pid, &n, &unused) != 2) return 0;
+  return pid <= 0x7fffffff ? static_cast<pid_t>(pid) : 0;
+}
+
+bool process_exists(pid_t pid) {
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& target, std::string_view bytes) {
+int remove_stale_temporary_files(const std::filesystem::path& folder) {
+  int n_removed = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const pid_t writer = temporary_file_writer(entry.path().filename().string());
+    if (writer <= 0 || process_exists(writer) || !entry.is_regular_file(error)) continue;
+    if (std::filesystem::remove(entry.path(), error)) ++n_removed;
+  }
+  return n_removed;
+}
+
+void write_file_atomically(const std::filesystem::path& target,
+                           std::initializer_list<std::string_view> pieces) {
+  std::size_t n_bytes = 0;
+  for (const std::string_view piece : pieces) n_bytes += piece.size();
   {
     TemporaryFile temp(target, temporary_path_for(target));
-    temp.write_all(bytes);
+    // The crash test's pause falls after the first half of the bytes, wherever the pieces split.
+    std::size_t before_pause = n_bytes / 2;
+    for (std::string_view piece : pieces) {
+      const std::size_t head = std::min(piece.size(), before_pause);
+      temp.write_all(piece.substr(0, head));
+      before_pause -= head;
+      if (head > 0 && before_pause == 0) pause_for_crash_test();
+      temp.write_all(piece.substr(head));
+    }
     temp.sync_and_close();
+    pause_for_crash_test();
     temp.rename_over_target();
   }
   sync_directory(target);
+}
+
+void write_file_atomically(const std::filesystem::path& target, std::string_view bytes) {
+  write_file_atomically(target, {bytes});
 }
 
 void write_file_atomically(const std::filesystem::path& target,

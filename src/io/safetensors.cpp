@@ -321,6 +321,14 @@ class FileDescriptor {
   int m_fd;
 };
 
+[[noreturn]] void fail_too_large(const std::filesystem::path& file, const std::string& size) {
+  throw Error("cannot read " + file.string() + ": it holds " + size + " bytes, more than the " +
+              std::to_string(kSafetensorsMaxFileBytes) +
+              " (16 MiB) lenet5 reads from a checkpoint, whose own hold under 1 MB: not a lenet5 "
+              "checkpoint?");
+}
+
+// Stops at the limit whatever fstat said: a file can grow, and /dev/zero reports a size of 0.
 std::string read_whole_file(const std::filesystem::path& file) {
   const auto fail_errno = [&](const char* step) {
     throw Error("cannot read " + file.string() + ": " + step + ": " +
@@ -330,6 +338,8 @@ std::string read_whole_file(const std::filesystem::path& file) {
   if (fd.get() < 0) fail_errno("open");
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) fail_errno("fstat");
+  if (std::uint64_t(std::max<off_t>(info.st_size, 0)) > kSafetensorsMaxFileBytes)
+    fail_too_large(file, std::to_string(info.st_size));
   std::string bytes;
   bytes.reserve(static_cast<std::size_t>(std::max<off_t>(info.st_size, 0)));
   char buffer[1 << 16];
@@ -339,6 +349,8 @@ std::string read_whole_file(const std::filesystem::path& file) {
     if (n_read < 0) fail_errno("read");
     if (n_read == 0) return bytes;
     bytes.append(buffer, static_cast<std::size_t>(n_read));
+    if (bytes.size() > kSafetensorsMaxFileBytes)
+      fail_too_large(file, "at least " + std::to_string(bytes.size()));
   }
 }
 

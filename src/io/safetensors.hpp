@@ -53,7 +53,14 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& na
 void write_safetensors(const std::filesystem::path& file, const std::vector<TensorView>& tensors,
                        const Metadata& metadata);
 
-// Reads the file and calls decode_safetensors with the path as the name for errors.
+// Files larger than this are refused before they are read whole: lenet5 reads only its own
+// checkpoints, which hold under 1 MB (LeNet-5's 61,706 parameters and their optimizer state).
+// With this bound, no header or data such a file can hold makes decoding it need more than a few
+// hundred MB (a 16 MB JSON array of numbers is the worst case).
+inline constexpr std::uint64_t kSafetensorsMaxFileBytes = std::uint64_t{16} << 20;
+
+// Reads the file (refusing one over kSafetensorsMaxFileBytes, a device or pipe without end
+// included) and calls decode_safetensors with the path as the name for errors.
 SafetensorsFile read_safetensors(const std::filesystem::path& file);
 
 }  // namespace lenet5

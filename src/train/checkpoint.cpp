@@ -4,14 +4,63 @@
 
 #include <cstdlib>
 #include <exception>
+#include <map>
 
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "core/xxh64.hpp"
 #include "engine/optimizers.hpp"
 #include "io/safetensors.hpp"
 
 namespace lenet5 {
 namespace {
+
+// The checksum of a checkpoint's content: XXH64 of every tensor's bytes in name order, which is
+// the file's data area as encode_safetensors lays it out. Kept in the metadata (written before
+// the data), it lets a load tell a file whose data is not the data its header was written with
+// (bytes of two saves mixed, or changed on disk) from a good one. Files of earlier versions lack
+// it and load without the check.
+constexpr const char* kContentChecksumKey = "tensors_xxh64";
+
+std::string content_checksum(const std::map<std::string, const float*>& data,
+                             const std::map<std::string, std::size_t>& n_floats) {
+  std::string bytes;
+  for (const auto& [name, values] : data)
+    bytes.append(reinterpret_cast<const char*>(values), n_floats.at(name) * sizeof(float));
+  return fmt::format("{:016x}", xxh64(bytes.data(), bytes.size()));
+}
+
+std::string content_checksum(const std::vector<TensorView>& tensors) {
+  std::map<std::string, const float*> data;
+  std::map<std::string, std::size_t> n_floats;
+  for (const TensorView& tensor : tensors) {
+    std::size_t count = 1;
+    for (const std::int64_t dim : tensor.shape) count *= std::size_t(dim);
+    data[tensor.name] = tensor.data;
+    n_floats[tensor.name] = count;
+  }
+  return content_checksum(data, n_floats);
+}
+
+std::string content_checksum(const SafetensorsFile& file) {
+  std::map<std::string, const float*> data;
+  std::map<std::string, std::size_t> n_floats;
+  for (const auto& [name, tensor] : file.tensors) {
+    data[name] = tensor.values.data();
+    n_floats[name] = tensor.values.size();
+  }
+  return content_checksum(data, n_floats);
+}
+
+void verify_content_checksum(const SafetensorsFile& file) {
+  const auto recorded = file.metadata.find(kContentChecksumKey);
+  if (recorded == file.metadata.end()) return;  // saved before the checksum existed
+  const std::string actual = content_checksum(file);
+  if (actual != recorded->second)
+    throw Error(fmt::format("its tensors' XXH64 is {}, but its metadata records {}: the file is "
+                            "corrupt or was changed after it was saved",
+                            actual, recorded->second));
+}
 
 Metadata checkpoint_metadata(const Checkpoint& c) {
   const TrainingPosition& p = c.position;
@@ -151,6 +200,7 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
     throw Error(fmt::format("holds {} tensors, expected {}: unknown extra tensors ({})",
                             file.tensors.size(), expected,
                             fmt::join(unknown_tensors(file, layout, c.optimizer_state), ", ")));
+  verify_content_checksum(file);  // last: a missing or misshapen tensor is named as such first
   return c;
 }
 
@@ -169,7 +219,9 @@ void save_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
     for (const ParamSpec& spec : layout.tensors)
       tensors.push_back(
           {spec.name + "." + buffer.name, spec.shape, buffer.values.data() + spec.offset});
-  write_safetensors(file, tensors, checkpoint_metadata(c));
+  Metadata metadata = checkpoint_metadata(c);
+  metadata[kContentChecksumKey] = content_checksum(tensors);
+  write_safetensors(file, tensors, metadata);
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& file) {

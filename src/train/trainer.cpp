@@ -19,6 +19,7 @@
 #include "core/stop_signals.hpp"
 #include "data/mnist.hpp"
 #include "io/atomic_file.hpp"
+#include "io/folder_lock.hpp"
 #include "train/progress.hpp"
 #include "train/report.hpp"
 #include "train/run_pictures.hpp"
@@ -28,28 +29,48 @@ namespace fs = std::filesystem;
 namespace {
 
 // ---- the run folder ---------------------------------------------------------------------------
-fs::path default_run_dir() {
+// runs/<date-time>, created here: create_directory answers false when the folder exists, so two
+// runs started in the same second (or at the same time) never share one.
+fs::path claim_default_run_dir() {
   const std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  fs::path dir = fs::path("runs") / stamp;
-  for (int i = 2; fs::exists(dir); ++i) dir = fs::path("runs") / fmt::format("{}-{}", stamp, i);
-  return dir;
+  std::error_code error;
+  fs::create_directories("runs", error);
+  for (int i = 1;; ++i) {
+    const fs::path dir = fs::path("runs") / (i == 1 ? stamp : fmt::format("{}-{}", stamp, i));
+    if (fs::create_directory(dir, error)) return dir;
+    if (error) throw Error("cannot create run folder " + dir.string() + ": " + error.message());
+  }
 }
 
-fs::path prepare_run_dir(const TrainSettings& settings, const fs::path& resume_file) {
-  fs::path dir = !settings.out.empty()      ? fs::path(settings.out)
-                 : !resume_file.empty()     ? resume_file.parent_path()
-                                            : default_run_dir();
+fs::path create_run_dir(const TrainSettings& settings, const fs::path& resume_file) {
+  if (settings.out.empty() && resume_file.empty()) return claim_default_run_dir();
+  fs::path dir = !settings.out.empty() ? fs::path(settings.out) : resume_file.parent_path();
   if (dir.empty()) dir = ".";
-  if (resume_file.empty() && fs::exists(dir / "last.safetensors"))
-    throw UsageError(fmt::format("run folder {} already holds a run: continue it with --resume "
-                                 "{} or choose another --out",
-                                 dir.string(), (dir / "last.safetensors").string()));
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw Error("cannot create run folder " + dir.string() + ": " + error.message());
   return dir;
+}
+
+// Two trainings writing one folder would overwrite each other's checkpoints: the folder is locked
+// for the run's life (released by the kernel however the process ends). Then the temporary files
+// of writes that a killed run left behind are removed, and a fresh run refuses a folder that
+// already holds one. Checked after the lock, so that a live run is reported as live.
+FolderLock lock_run_dir(const fs::path& dir, const fs::path& resume_file) {
+  const std::string last = (dir / "last.safetensors").string();
+  FolderLock lock(dir, fmt::format("wait for that training to end, or stop it (on SIGTERM it saves "
+                                   "{}) and continue it with --resume {}; or choose another --out",
+                                   last, last));
+  if (const int n_removed = remove_stale_temporary_files(dir))
+    spdlog::debug("removed {} temporary files that an interrupted run left in {}", n_removed,
+                  dir.string());
+  if (resume_file.empty() && fs::exists(dir / "last.safetensors"))
+    throw UsageError(fmt::format("run folder {} already holds a run: continue it with --resume "
+                                 "{} or choose another --out",
+                                 dir.string(), last));
+  return lock;
 }
 
 // runs/latest -> the newest run folder in runs/ (replaced atomically), for scripts and the README.
@@ -218,9 +239,31 @@ class Run {
     const double accuracy = test ? test->accuracy() : -1;
     const bool improved = test && accuracy > m_position.best_accuracy;
     if (improved) m_position.best_accuracy = accuracy;
+    // best before last: a run killed between the two resumes from the previous last and trains
+    // this epoch again, to the same weights, and rewrites best identically. The other order would
+    // leave a last whose best_accuracy counts an improvement that best.safetensors never received.
     const Checkpoint checkpoint = make_checkpoint(accuracy);
-    save_checkpoint(m_dir / "last.safetensors", checkpoint);
-    if (improved) save_checkpoint(m_dir / "best.safetensors", checkpoint);
+    if (improved) save(m_dir / "best.safetensors", checkpoint);
+    save(m_dir / "last.safetensors", checkpoint);
+  }
+
+  // A failed save (a full disk, a folder made read-only) leaves the file as it was: the error
+  // says so, and how to go on once the cause is fixed.
+  void save(const fs::path& file, const Checkpoint& checkpoint) const {
+    try {
+      save_checkpoint(file, checkpoint);
+    } catch (const Error& e) {
+      const fs::path last = m_dir / "last.safetensors";
+      std::error_code error;
+      const std::string kept =
+          fs::exists(file, error)
+              ? file.string() + " still holds its previous, complete save"
+              : file.string() + " was not written";
+      throw Error(fmt::format("{}; {}{}", e.what(), kept,
+                              fs::exists(last, error)
+                                  ? "; once fixed, continue with --resume " + last.string()
+                                  : ""));
+    }
   }
 
   // The run folder's pictures of what it holds now: metrics.csv's epochs and `weights`, those of
@@ -250,7 +293,7 @@ class Run {
 
   TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried, int stop_signal) {
     m_position = {epoch, step, carried + m_engine->take_epoch_totals(), m_position.best_accuracy};
-    save_checkpoint(m_dir / "last.safetensors", make_checkpoint(-1));
+    save(m_dir / "last.safetensors", make_checkpoint(-1));
     draw_pictures(m_engine->parameters());
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
@@ -324,7 +367,8 @@ TrainOutcome train(const TrainSettings& settings, const std::string& config_toml
   limit_training_set(data.train, settings.train_limit);
   const Device device = device_start.wait();
 
-  const fs::path dir = prepare_run_dir(settings, resume_file);
+  const fs::path dir = create_run_dir(settings, resume_file);
+  const FolderLock lock = lock_run_dir(dir, resume_file);
   RunLog log(dir / "train.log");
   write_file_atomically(dir / "config.toml", config_toml);
   // Only runs in the default place (runs/<date-time>) move runs/latest: a folder the user named

@@ -159,6 +159,30 @@ TEST(Checkpoint, RefusesIncompleteOrMisshapenOptimizerState) {
   EXPECT_EQ(complaint([](Tensors&) {}), "");  // the unedited file loads
 }
 
+// The metadata's tensors_xxh64 is the checksum of the data area: a file whose header and data do
+// not belong together (two saves mixed, a flipped bit) is refused, and a file saved before the
+// checksum existed still loads.
+TEST(Checkpoint, ContentChecksumRefusesDataThatIsNotTheSavedData) {
+  TempDir dir;
+  save_checkpoint(dir / "good.safetensors", sample_checkpoint(true));
+  const SafetensorsFile original = read_safetensors(dir / "good.safetensors");
+  ASSERT_EQ(original.metadata.at("tensors_xxh64").size(), 16u) << "16 hex digits";
+  const std::string changed = complaint(dir, original, [](Tensors& t, Metadata&) {
+    t["f6.bias"].values[3] += 1.0f;
+  });
+  EXPECT_PRED2(testing::mentions, changed, "XXH64");
+  EXPECT_PRED2(testing::mentions, changed, "bad.safetensors");
+  EXPECT_EQ(complaint(dir, original, [](Tensors&, Metadata& m) { m.erase("tensors_xxh64"); }), "");
+
+  // One flipped bit in the last byte of the file, inside output.weight.momentum's data.
+  std::string bytes = testing::read_text(dir / "good.safetensors");
+  bytes.back() = char(bytes.back() ^ 0x01);
+  {
+    std::ofstream(dir / "flipped.safetensors", std::ios::binary) << bytes;
+  }
+  EXPECT_PRED2(testing::mentions, error_of(dir / "flipped.safetensors"), "XXH64");
+}
+
 TEST(Checkpoint, TruncatedFileIsRefusedAndTheOldFileSurvivesAFailedSave) {
   TempDir dir;
   save_checkpoint(dir / "c.safetensors", sample_checkpoint(false));

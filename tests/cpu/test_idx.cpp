@@ -203,18 +203,24 @@ TEST_F(IdxTest, RejectsLabelOutsideZeroToNine) {
 
 TEST_F(IdxTest, RejectsHeaderBeyondAnySaneSize) {
   const fs::path file = write("images", idx(kImagesMagic, {1u << 31, 28, 28}, ramp(10)));
-  EXPECT_TRUE(throws_error_mentioning([&] { lenet5::read_idx_images(file); },
-                                      {file.string(), "corrupt header", "2147483648"}));
+  EXPECT_TRUE(throws_error_mentioning(
+      [&] { lenet5::read_idx_images(file); },
+      {file.string(), "too large", "2147483648 x 28 x 28", "268435456", "256 MiB"}));
+  // The limit itself is declared data one byte too many away: 16385 x 128 x 128 is 2^28 + 2^14.
+  const fs::path over = write("over", idx(kImagesMagic, {16385, 128, 128}, ramp(10)));
+  EXPECT_TRUE(throws_error_mentioning([&] { lenet5::read_idx_images(over); },
+                                      {over.string(), "16385 x 128 x 128"}));
 }
 
-// A header promising 2 GiB over a few bytes must fail as truncated without first allocating what
-// it promises. The child caps its address space 256 MiB above its current size, so an allocation
-// of the promised size would end in bad_alloc instead of the expected error.
+// A header promising the most data allowed (256 MiB) over a few bytes must fail as truncated
+// without first allocating what it promises. The child caps its address space 128 MiB above its
+// current size, so an allocation of the promised size would end in bad_alloc instead of the
+// expected error.
 void read_with_capped_memory(const fs::path& file, bool images) {
   long pages = 0;
   std::ifstream("/proc/self/statm") >> pages;
   const rlim_t cap =
-      static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{256} << 20);
+      static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{128} << 20);
   const rlimit limit{cap, cap};
   if (pages == 0 || setrlimit(RLIMIT_AS, &limit) != 0) _exit(2);
   try {
@@ -231,14 +237,14 @@ void read_with_capped_memory(const fs::path& file, bool images) {
 }
 
 TEST_F(IdxTest, LyingHeaderFailsWithoutAllocatingItsClaim) {
-  const std::uint32_t huge = (1u << 31) - 1;
+  const auto huge = static_cast<std::uint32_t>(lenet5::kMaxIdxDataBytes);
   const fs::path plain = write("labels", idx(kLabelsMagic, {huge}, {1, 2, 3}));
   const fs::path gz = write_gz("images.gz", idx(kImagesMagic, {huge, 1, 1}, {1, 2, 3}));
   EXPECT_EXIT(read_with_capped_memory(plain, false), testing::ExitedWithCode(0), "");
   EXPECT_EXIT(read_with_capped_memory(gz, true), testing::ExitedWithCode(0), "");
   EXPECT_TRUE(
       throws_error_mentioning([&] { lenet5::read_idx_labels(plain); },
-                              {plain.string(), "2147483647 labels", "only 3 bytes follow"}));
+                              {plain.string(), "268435456 labels", "only 3 bytes follow"}));
 }
 
 TEST_F(IdxTest, RejectsTruncatedGzipStream) {
