@@ -4,7 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <string>
 #include <exception>
 
 #include "cli/commands.hpp"
@@ -27,6 +30,19 @@ void configure_logging(int verbosity, bool quiet, bool json) {
   spdlog::set_level(level);
 }
 
+// A settings file holds a few hundred bytes. Anything but a regular file of at most 1 MiB (a device,
+// a pipe, a huge file) is refused before CLI11 reads it line by line: an endless one never ends.
+std::string settings_file_problem(std::string& path) {
+  constexpr std::uintmax_t kMaxSettingsBytes = std::uintmax_t(1) << 20;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return path + " is not a regular file: give a TOML settings file";
+  if (std::filesystem::file_size(path, ec) > kMaxSettingsBytes)
+    return path + " is larger than 1 MiB, far more than any settings file: give a TOML file "
+                  "of [train] settings";
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,7 +52,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.set_config("--config", "", "TOML settings file; its [train] section sets train's options")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->check(CLI::Validator(settings_file_problem, "FILE"));
   int verbosity = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbosity, "more log output (-vv for even more)");

@@ -49,14 +49,29 @@ pictures::Series series(const std::string& name, const char* colour, bool dashed
 
 }  // namespace
 
-std::vector<MetricsRow> read_metrics_csv(const fs::path& file) {
+std::vector<std::string> read_metrics_lines(const fs::path& file) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(file, ec);
+  if (ec) throw Error("cannot read " + file.string() + ": the run folder has no metrics yet");
+  if (size > kMaxMetricsBytes)
+    throw Error("cannot read " + file.string() + ": it holds " + std::to_string(size) +
+                " bytes, more than the 16 MiB lenet5 reads from a metrics file (a run writes "
+                "about 100 bytes an epoch): it is not a run's; remove it or the run folder");
   std::ifstream in(file);
-  if (!in) throw Error("cannot read " + file.string() + ": the run folder has no metrics yet");
-  std::vector<MetricsRow> rows;
+  if (!in) throw Error("cannot read " + file.string());
+  std::vector<std::string> lines;
   std::string line;
   std::getline(in, line);  // the header
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (line.empty()) continue;
+  while (std::getline(in, line))
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::vector<MetricsRow> read_metrics_csv(const fs::path& file) {
+  std::vector<MetricsRow> rows;
+  int number = 1;
+  for (const std::string& line : read_metrics_lines(file)) {
+    ++number;
     try {
       rows.push_back(parse_row(line));
     } catch (const std::exception& e) {

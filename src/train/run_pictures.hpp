@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ struct MetricsRow {
   double train_loss = 0, train_accuracy = 0;
   double test_loss = -1, test_accuracy = -1;
 };
+
+// metrics.csv's rows after the header, empty lines left out. A file larger than this (some
+// 150,000 epochs) is refused unread: no run writes one, and a damaged or planted one must not
+// make a resumed run or `serve` read without end.
+inline constexpr std::uintmax_t kMaxMetricsBytes = std::uintmax_t(16) << 20;
+std::vector<std::string> read_metrics_lines(const std::filesystem::path& file);
 
 // Throws lenet5::Error naming the file and line when a row cannot be read.
 std::vector<MetricsRow> read_metrics_csv(const std::filesystem::path& file);

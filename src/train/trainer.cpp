@@ -108,11 +108,11 @@ class RunLog {
 class MetricsFile {
  public:
   MetricsFile(fs::path file, int keep_epochs) : m_file(std::move(file)) {
-    std::ifstream in(m_file);
-    std::string line;
-    if (keep_epochs > 0 && std::getline(in, line))
-      while (std::getline(in, line))
-        if (std::stoi(line) <= keep_epochs) m_rows += line + "\n";
+    if (keep_epochs == 0 || !fs::exists(m_file)) return;
+    const std::vector<MetricsRow> rows = read_metrics_csv(m_file);  // refuses a damaged file
+    const std::vector<std::string> lines = read_metrics_lines(m_file);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].epoch <= keep_epochs) m_rows += lines[i] + "\n";
   }
   void add(const std::string& row) {
     m_rows += row + "\n";

@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/cpu_threads.hpp"
@@ -120,6 +122,20 @@ TEST(Cli, AugmentationSettingsOutsideTheirRangesAreUsageErrors) {
     const auto result = run_lenet5(arguments, dir);
     EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
     EXPECT_TRUE(mentions(result.err, c.message)) << arguments << "\n" << result.err;
+  }
+}
+
+// CLI11 reads a settings file line by line to its end: a device or a huge file is refused first.
+TEST(Cli, SettingsFileMustBeASmallRegularFile) {
+  TempDir dir;
+  std::ofstream(dir / "huge.toml") << "[train]\n";
+  std::filesystem::resize_file(dir / "huge.toml", (1u << 20) + 1);
+  const std::pair<std::string, std::string> cases[] = {
+      {"/dev/zero", "not a regular file"}, {(dir / "huge.toml").string(), "1 MiB"}};
+  for (const auto& [file, message] : cases) {
+    const auto result = run_lenet5("--config " + file + " train --device cpu", dir);
+    EXPECT_EQ(result.exit_code, 2) << file << "\n" << result.err;
+    EXPECT_TRUE(mentions(result.err, message)) << file << "\n" << result.err;
   }
 }
 

@@ -45,6 +45,11 @@ TEST(RunPictures, MetricsRowsBecomeTrainAndTestSeries) {
   std::ofstream(dir / "bad.csv") << "epoch,lr\n1,0.1,x,y,z,w\n";
   EXPECT_TRUE(
       throws_error_mentioning([&] { read_metrics_csv(dir / "bad.csv"); }, {"bad.csv", "line 2"}));
+  // A file no run writes (a sparse 17 MiB here) is refused from its size, before it is read.
+  std::ofstream(dir / "huge.csv") << "epoch,lr\n";
+  std::filesystem::resize_file(dir / "huge.csv", kMaxMetricsBytes + 1);
+  EXPECT_TRUE(
+      throws_error_mentioning([&] { read_metrics_csv(dir / "huge.csv"); }, {"huge.csv", "16 MiB"}));
 }
 
 TEST(RunPictures, ReportFolderRulesNeverClobberOtherFiles) {
