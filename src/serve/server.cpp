@@ -13,6 +13,7 @@
 #include "core/stop_signals.hpp"
 #include "image/preprocess.hpp"
 #include "serve/api.hpp"
+#include "serve/run_evaluation.hpp"
 #include "serve/web_assets.hpp"
 #include "train/evaluate.hpp"
 
@@ -67,6 +68,7 @@ struct Server::Impl {
   std::unique_ptr<Engine> engine;  // the CPU engine: activations are read on the host
   std::mutex engine_mutex;         // one forward pass at a time through its buffers
   json model;                      // /api/model never changes: built once
+  RunEvaluations evaluations;      // /api/runs/NAME/evaluation, cached per checkpoint
   httplib::Server http;
   int port = -1;
   int listen_socket = -1;
@@ -76,7 +78,8 @@ struct Server::Impl {
         checkpoint_name(std::move(name)),
         settings(std::move(s)),
         engine(engine_for(checkpoint, Device::cpu)),
-        model(model_json(checkpoint, checkpoint_name)) {
+        model(model_json(checkpoint, checkpoint_name)),
+        evaluations(settings.data) {
     configure();
     add_routes();
   }
@@ -126,6 +129,10 @@ struct Server::Impl {
              guarded([this](const auto&, auto& rs) { answer_json(rs, runs_json(settings.runs)); }));
     http.Get(R"(/api/runs/([^/]+))", guarded([this](const auto& rq, auto& rs) {
                answer_json(rs, run_json(settings.runs, rq.matches[1]));
+             }));
+    http.Get(R"(/api/runs/([^/]+)/evaluation)", guarded([this](const auto& rq, auto& rs) {
+               const auto body = evaluations.answer(run_folder(settings.runs, rq.matches[1]));
+               rs.set_content(*body, "application/json");
              }));
   }
 
