@@ -318,6 +318,7 @@ async function refreshRuns() {
     $('run-config').textContent = chosen.config_toml ?? '(no config.toml)';
   }
   drawCharts(names.map((name) => runsState.data[name]));
+  updateEvaluation(chosen);
   // A run still training gains rows: poll while the runs view is shown.
   if (!$('view-runs').hidden) runsState.timer = setTimeout(refreshRuns, 3000);
 }
@@ -391,6 +392,158 @@ function drawChart(canvas, series) {
     }
   }
   ctx.setLineDash([]);
+}
+
+// ---- the chosen run's checkpoint on the test set: the confusion matrix as a heat map, and a
+// gallery of the digits it misreads (most confident first, as the server sends them). Fetched
+// again only when the run's checkpoint changes (its stamp in /api/runs/NAME).
+const evaluation = {
+  key: null,      // run and checkpoint stamp shown
+  loading: null,  // ... being fetched
+  data: null,
+  cell: null      // [true, read]: the gallery shows only those misreads
+};
+function updateEvaluation(run) {
+  if (!run) return;
+  if (!run.checkpoint) {
+    evaluation.key = null;
+    showEvaluationMessage('No checkpoint yet: the run is evaluated once its first epoch ends.');
+    return;
+  }
+  const key = `${run.name}\n${run.checkpoint.stamp}`;
+  if (key === evaluation.key || key === evaluation.loading) return;
+  if (!evaluation.key || !evaluation.key.startsWith(`${run.name}\n`))
+    showEvaluationMessage(`Evaluating ${run.checkpoint.file} on the test set…`);
+  evaluation.loading = key;
+  getJson(`api/runs/${encodeURIComponent(run.name)}/evaluation`)
+      .then((data) => {
+        if (evaluation.loading !== key) return;  // another run was chosen meanwhile
+        if (!evaluation.key || evaluation.key.split('\n')[0] !== run.name) evaluation.cell = null;
+        evaluation.key = key;
+        evaluation.data = data;
+        showEvaluation();
+      })
+      .catch((e) => {
+        // Not remembered as shown: the next poll asks again (the test set fetched meanwhile).
+        if (evaluation.loading === key) showEvaluationMessage(e.message);
+      })
+      .finally(() => {
+        if (evaluation.loading === key) evaluation.loading = null;
+      });
+}
+function showEvaluationMessage(message) {
+  $('eval-title').textContent = 'Test set';
+  $('eval').hidden = true;
+  $('eval-message').hidden = false;
+  $('eval-message').textContent = message;
+}
+function showEvaluation() {
+  const d = evaluation.data;
+  $('eval-message').hidden = true;
+  $('eval').hidden = false;
+  $('eval-title').textContent = `${evaluation.key.split('\n')[0]}, ${d.checkpoint} (epoch ${
+      d.epoch}) on the test set: ${
+      (100 * d.accuracy).toFixed(2)}% (${d.correct}/${d.images}), loss ${d.mean_loss.toFixed(4)}, ${
+      d.misreads_total} misread`;
+  drawConfusion();
+  drawGallery();
+}
+
+const CELL = 34, MARGIN = 32;  // the heat map's cells and its labels' margin, canvas pixels
+function drawConfusion() {
+  const canvas = $('confusion'), ctx = canvas.getContext('2d'), counts = evaluation.data.confusion;
+  const largest = Math.max(1, ...counts.flat()), scale = Math.log1p(largest);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.font = '11px system-ui';
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
+  ctx.fillStyle = '#5b6570';
+  ctx.fillText('read →', MARGIN + 5 * CELL, 8);
+  ctx.save();
+  ctx.translate(8, MARGIN + 5 * CELL);
+  ctx.rotate(-Math.PI / 2);
+  ctx.fillText('← true', 0, 0);
+  ctx.restore();
+  for (let k = 0; k < 10; k++) {
+    ctx.fillStyle = '#1b1f24';
+    ctx.fillText(k, MARGIN + k * CELL + CELL / 2, MARGIN - 9);
+    ctx.fillText(k, MARGIN - 9, MARGIN + k * CELL + CELL / 2);
+  }
+  for (let t = 0; t < 10; t++)
+    for (let p = 0; p < 10; p++) {
+      // log(1 + count), as confusion.png: a dozen confusions still show beside a thousand reads.
+      const shade = Math.log1p(counts[t][p]) / scale, [r, g, b] = diverging(0.5 + 0.5 * shade);
+      const x = MARGIN + p * CELL, y = MARGIN + t * CELL;
+      ctx.fillStyle = `rgb(${r},${g},${b})`;
+      ctx.fillRect(x, y, CELL, CELL);
+      ctx.strokeStyle = '#d8dde3';
+      ctx.strokeRect(x + 0.5, y + 0.5, CELL, CELL);
+      if (counts[t][p]) {
+        ctx.fillStyle = shade > 0.6 ? '#fff' : '#1b1f24';
+        ctx.fillText(counts[t][p], x + CELL / 2, y + CELL / 2 + 1);
+      }
+    }
+  if (evaluation.cell) {
+    const [t, p] = evaluation.cell;
+    ctx.strokeStyle = '#2166ac';
+    ctx.lineWidth = 3;
+    ctx.strokeRect(MARGIN + p * CELL + 1.5, MARGIN + t * CELL + 1.5, CELL - 2, CELL - 2);
+    ctx.lineWidth = 1;
+  }
+}
+// The off-diagonal cell with misreads under a mouse event, or null.
+function confusionCell(event) {
+  const canvas = $('confusion'), box = canvas.getBoundingClientRect();
+  const x = (event.clientX - box.left) * canvas.width / box.width - MARGIN;
+  const y = (event.clientY - box.top) * canvas.height / box.height - MARGIN;
+  const p = Math.floor(x / CELL), t = Math.floor(y / CELL);
+  if (!evaluation.data || t < 0 || t > 9 || p < 0 || p > 9 || t === p) return null;
+  return evaluation.data.confusion[t][p] ? [t, p] : null;
+}
+$('confusion').addEventListener('mousemove', (e) => {
+  $('confusion').style.cursor = confusionCell(e) ? 'pointer' : 'default';
+});
+$('confusion').addEventListener('click', (e) => {
+  const cell = confusionCell(e), same = cell && evaluation.cell && cell.join() === evaluation.cell.join();
+  evaluation.cell = cell && !same ? cell : null;
+  drawConfusion();
+  drawGallery();
+});
+
+function drawGallery() {
+  const d = evaluation.data, cell = evaluation.cell;
+  const shown = cell ? d.misreads.filter((m) => m.truth === cell[0] && m.predicted === cell[1]) :
+                       d.misreads;
+  const sent = d.misreads.length, partial = sent < d.misreads_total;
+  let key;
+  if (cell) {
+    const count = d.confusion[cell[0]][cell[1]];
+    key = `${cell[0]} read as ${cell[1]}: ${count} in the test set` +
+        (shown.length < count ? `, ${shown.length} of them among the ${sent} most confident misreads sent` : '') +
+        '. Click the cell again for every misread.';
+  } else {
+    key = `${d.misreads_total} misread test digits, the most confident first` +
+        (partial ? ` (the ${sent} most confident shown)` : '') + '; true → read, and the probability of the digit read.';
+  }
+  $('gallery-key').textContent = key;
+  const gallery = $('gallery');
+  gallery.textContent = '';
+  for (const m of shown) {
+    const figure = document.createElement('figure'), canvas = document.createElement('canvas');
+    canvas.width = canvas.height = 28;
+    const ctx = canvas.getContext('2d'), image = ctx.createImageData(28, 28), ink = atob(m.pixels);
+    for (let i = 0; i < 784; i++) {
+      const v = 255 - ink.charCodeAt(i);  // dark ink on white, as errors.png
+      image.data.set([v, v, v, 255], 4 * i);
+    }
+    ctx.putImageData(image, 0, 0);
+    figure.title = `test image ${m.index}`;
+    figure.appendChild(canvas);
+    figure.insertAdjacentHTML('beforeend', `<figcaption>${m.truth} → ${m.predicted} <span>${
+        Math.round(100 * m.probability)}%</span></figcaption>`);
+    gallery.appendChild(figure);
+  }
 }
 
 // ---- views
