@@ -210,7 +210,8 @@ class Serve : public ::testing::Test {
     EXPECT_TRUE(result) << "no answer: " << httplib::to_string(result.error());
     if (!result) return nullptr;
     EXPECT_EQ(result->status, status) << result->body.substr(0, 300);
-    EXPECT_EQ(result->get_header_value("Content-Type"), "application/json");
+    EXPECT_EQ(result->get_header_value("Content-Type"), "application/json; charset=utf-8");
+    EXPECT_EQ(result->get_header_value("Content-Encoding"), "");  // see AnswersAreNotCompressed
     return json::parse(result->body);
   }
   // Every hostile request is followed by this: the server is still there and still classifies.
@@ -445,6 +446,17 @@ TEST(ServeEvaluation, Base64IsTheStandardAlphabetWithPadding) {
   EXPECT_EQ(serve::base64(bytes, 1), "TQ==");
   EXPECT_EQ(serve::base64(bytes, 2), "TWE=");
   EXPECT_EQ(serve::base64(bytes, 0), "");
+}
+
+// A browser asks for brotli or gzip; compressing a 67 KB answer costs more time than sending it
+// (server.cpp's kJsonType says how much), so the API's answers go as they are.
+TEST_F(Serve, AnswersAreNotCompressedWhenTheBrowserOffersEncodings) {
+  const httplib::Headers browser{{"Accept-Encoding", "gzip, deflate, br, zstd"}};
+  const auto result =
+      client().Post("/api/classify", browser, bar_drawing().dump(), "application/json");
+  const json answer = json_of(result, 200);
+  EXPECT_TRUE(answer.contains("layers"));
+  json_of(client().Get("/api/runs/run-b/evaluation", browser), 200);
 }
 
 TEST_F(Serve, UnknownRoutesAndTraversalAreRefusedWithJson) {
