@@ -34,9 +34,9 @@ try {
     }
   await page.mouse.up();
   await page.waitForFunction(() => document.querySelectorAll('#layers canvas').length > 0);
-  // Every request of the stroke answered and drawn: each answer rebuilds the layers' canvases,
-  // so checking (or hovering) before the last one lands would look at canvases about to go. On a
-  // busy machine the answers come late; no request for half a second means none is left.
+  // Every request of the stroke answered and drawn: each answer repaints the layers' canvases,
+  // so checking before the last one lands would look at an earlier part of the stroke. On a busy
+  // machine the answers come late; no request for half a second means none is left.
   await page.waitForNetworkIdle({ idleTime: 500, timeout: 60000 });
   await new Promise((r) => setTimeout(r, 100));  // the last answer's drawing
   const prediction = await page.$eval('#prediction', (e) => e.textContent.trim());
