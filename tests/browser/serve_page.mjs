@@ -146,6 +146,24 @@ try {
   const all = await page.$$eval('#gallery figure', (f) => f.length);
   check(all === evaluated.misreads.length, `clicking it again shows every misread (${all})`);
   await page.screenshot({ path: `${dir}/runs.png`, fullPage: true });
+
+  // When the server cannot evaluate (here its answer when the test set is missing, stood in for
+  // by the browser), the page shows the server's message in place of the heat map and gallery.
+  const missing = 'MNIST not found in data/mnist: run scripts/fetch_mnist.sh or pass --data DIR';
+  await page.setRequestInterception(true);
+  page.on('request', (request) => request.url().endsWith('/evaluation')
+    ? request.respond({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: missing }) })
+    : request.continue());
+  await page.reload({ waitUntil: 'networkidle0' });
+  await page.click('#tab-runs');
+  await page.waitForFunction(() => !document.querySelector('#eval-message').hidden &&
+    !document.querySelector('#eval-message').textContent.startsWith('Evaluating'), { timeout: 30000 });
+  const shown = await page.evaluate(() => ({
+    message: document.querySelector('#eval-message').textContent,
+    view: getComputedStyle(document.querySelector('#eval')).display,
+  }));
+  check(shown.message === missing && shown.view === 'none',
+    `without the test set the server's message replaces the view (${shown.message}; view ${shown.view})`);
   check(errors.length === 0, `no script errors (${errors.join('; ')})`);
 } finally {
   await browser.close();
