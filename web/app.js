@@ -1,5 +1,6 @@
-// The page of `lenet5 serve`: draw a digit and watch LeNet-5 answer layer by layer; the runs'
-// curves. It talks to the server through /api/ only (README: the API) and needs no library.
+// The page of `lenet5 serve`: draw a digit and watch LeNet-5 answer layer by layer; the Runs tab
+// is runs.js (loaded after this file, sharing its globals: $, diverging, showView's showRuns). It
+// talks to the server through /api/ only (README: the API) and needs no library.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -23,20 +24,42 @@ function diverging(t) {
 }
 const maxAbs = (values) => values.reduce((m, v) => Math.max(m, Math.abs(v)), 0) || 1;
 
-// A canvas of w x h cells showing values[offset ...] on the diverging map over [-range, range],
-// drawn `scale` CSS pixels per cell (nearest neighbour).
-function mapCanvas(values, offset, w, h, range, scale) {
+// The diverging map in 256 shades, looked up per cell: an answer paints about 8,000 cells, and
+// computing each colour anew (arrays per cell) cost more than the rest of drawing it.
+const SHADES = new Uint8ClampedArray(256 * 3);
+for (let k = 0; k < 256; k++) SHADES.set(diverging(k / 255), 3 * k);
+
+// A canvas of w x h cells drawn `scale` CSS pixels per cell (nearest neighbour).
+function mapCanvas(w, h, scale) {
   const canvas = document.createElement('canvas');
   canvas.width = w;
   canvas.height = h;
   canvas.style.width = `${w * scale}px`;
   canvas.style.height = `${h * scale}px`;
-  const ctx = canvas.getContext('2d'), image = ctx.createImageData(w, h);
-  for (let i = 0; i < w * h; i++) {
-    const [r, g, b] = diverging(0.5 + values[offset + i] / (2 * range));
-    image.data.set([r, g, b, 255], 4 * i);
+  return canvas;
+}
+// Paints values[offset ...] on `canvas` on the diverging map over [-range, range], reusing the
+// canvas's pixel buffer. Returns whether every value is the same.
+function paintMap(canvas, values, offset, range) {
+  const n = canvas.width * canvas.height, ctx = canvas.getContext('2d');
+  canvas.pixels = canvas.pixels || ctx.createImageData(canvas.width, canvas.height);
+  const d = canvas.pixels.data, first = values[offset];
+  let uniform = true;
+  for (let i = 0; i < n; i++) {
+    const v = values[offset + i];
+    uniform = uniform && v === first;
+    const k = 3 * Math.round(255 * Math.min(1, Math.max(0, 0.5 + v / (2 * range))));
+    d[4 * i] = SHADES[k];
+    d[4 * i + 1] = SHADES[k + 1];
+    d[4 * i + 2] = SHADES[k + 2];
+    d[4 * i + 3] = 255;
   }
-  ctx.putImageData(image, 0, 0);
+  ctx.putImageData(canvas.pixels, 0, 0);
+  return uniform;
+}
+function filterCanvas(values, offset, range, scale) {
+  const canvas = mapCanvas(5, 5, scale);
+  paintMap(canvas, values, offset, range);
   return canvas;
 }
 
@@ -85,7 +108,15 @@ $('clear').addEventListener('click', () => {
   showBlank();
 });
 
+// Once per frame: the newest answer is drawn (answers land between frames; drawing them here
+// keeps that work at the frame's start), then the pad, if drawn on since, is sent, unless a
+// request is still in flight: at most one at a time, so answers never queue up behind the pen.
+let pendingAnswer = null;
 function frame() {
+  if (pendingAnswer) {
+    showAnswer(pendingAnswer);
+    pendingAnswer = null;
+  }
   if (dirty && !inFlight) {
     dirty = false;
     inFlight = true;
@@ -135,7 +166,7 @@ async function classify(body, type) {
       showBlank(answer.error);
       return;
     }
-    showAnswer(answer);
+    pendingAnswer = answer;
   } catch (error) {
     showBlank(`the server did not answer (${error.message})`);
   }
@@ -143,6 +174,7 @@ async function classify(body, type) {
 
 // ---- the answer
 function showBlank(message) {
+  pendingAnswer = null;  // an answer for what was on the pad before
   $('prediction').textContent = '–';
   $('message').textContent = message && !/blank/.test(message) ? message : '';
   showBars(null);
@@ -174,47 +206,53 @@ function showAnswer(answer) {
 }
 
 // One row per layer: its maps as tiles (a vector layer as one strip), its own symmetric range.
+// The rows and canvases are made for the first answer and repainted in place for every later one
+// (the shapes never change), so an answer while drawing costs the painting alone.
 function showLayers(layers) {
   const root = $('layers');
-  root.textContent = '';
-  for (const layer of layers) {
-    const [c, h, w] = layer.shape, range = maxAbs(layer.values);
-    const row = document.createElement('div');
-    row.className = 'layer';
-    row.dataset.layer = layer.name;
-    row.innerHTML = `<div class="name">${layer.name.toUpperCase()} <small>${c}×${h}×${w}, ${
-                        LAYER_TITLES[layer.name] || ''}</small></div>` +
-        `<div class="range">±${range.toFixed(3)}</div><div class="maps"></div>`;
-    const maps = row.querySelector('.maps');
-    if (h === 1 && w === 1) {
-      const strip = mapCanvas(layer.values, 0, c, 1, range, c > 20 ? 6 : 24);
-      strip.style.height = '24px';  // one row of cells, tall enough to see
-      maps.appendChild(strip);
-    } else {
-      const scale = Math.max(2, Math.round(56 / h));
-      for (let m = 0; m < c; m++) {
-        const canvas = mapCanvas(layer.values, m * h * w, w, h, range, scale);
-        canvas.dataset.map = m;
-        canvas.title = `${layer.name} map ${m}`;
-        // A map whose every value is the same draws as one colour: with ReLU, a map this digit
-        // does not excite at all. Said in its title, and marked for the page's test.
-        const values = layer.values.slice(m * h * w, (m + 1) * h * w);
-        if (values.every((v) => v === values[0])) {
-          canvas.dataset.uniform = 'true';
-          canvas.title += `: every value ${values[0]}`;
-        }
-        maps.appendChild(canvas);
-      }
-    }
-    root.appendChild(row);
+  if (!root.children.length) {
+    for (const layer of layers) root.appendChild(layerRow(layer));
+    connectC3Hover();
   }
-  connectC3Hover();
+  layers.forEach((layer, k) => {
+    const [c, h, w] = layer.shape, range = maxAbs(layer.values), row = root.children[k];
+    row.querySelector('.range').textContent = `±${range.toFixed(3)}`;
+    row.querySelectorAll('canvas').forEach((canvas, m) => {
+      const uniform = paintMap(canvas, layer.values, m * h * w, range);
+      if (h === 1 && w === 1) return;  // the strip of a vector layer
+      // A map whose every value is the same draws as one colour: with ReLU, a map this digit
+      // does not excite at all. Said in its title, and marked for the page's test.
+      canvas.dataset.uniform = uniform;
+      canvas.title = `${layer.name} map ${m}` + (uniform ? `: every value ${layer.values[m * h * w]}` : '');
+    });
+  });
+}
+function layerRow(layer) {
+  const [c, h, w] = layer.shape;
+  const row = document.createElement('div');
+  row.className = 'layer';
+  row.dataset.layer = layer.name;
+  row.innerHTML = `<div class="name">${layer.name.toUpperCase()} <small>${c}×${h}×${w}, ${
+                      LAYER_TITLES[layer.name] || ''}</small></div>` +
+      `<div class="range"></div><div class="maps"></div>`;
+  const maps = row.querySelector('.maps');
+  if (h === 1 && w === 1) {
+    const strip = mapCanvas(c, 1, c > 20 ? 6 : 24);
+    strip.style.height = '24px';  // one row of cells, tall enough to see
+    maps.appendChild(strip);
+  } else {
+    const scale = Math.max(2, Math.round(56 / h));
+    for (let m = 0; m < c; m++) {
+      const canvas = mapCanvas(w, h, scale);
+      canvas.dataset.map = m;
+      maps.appendChild(canvas);
+    }
+  }
+  return row;
 }
 
 // Hovering C3 map j outlines the S2 maps that feed it (the C3 table), and its column of filters.
 function connectC3Hover() {
-  if (!model) return;
-  const table = model.c3.table;
   const s2 = document.querySelectorAll('[data-layer="s2"] canvas');
   document.querySelectorAll('[data-layer="c3"] canvas').forEach((canvas) => {
     const j = Number(canvas.dataset.map);
@@ -223,6 +261,7 @@ function connectC3Hover() {
   });
 }
 function highlightC3(j, on, s2, canvas) {
+  if (!model) return;
   canvas.classList.toggle('hovered', on);
   s2.forEach((map, i) => map.classList.toggle('feeds', on && model.c3.table[j][i]));
   document.querySelectorAll(`#filters-c3 td[data-map="${j}"]`)
@@ -237,7 +276,7 @@ function showModel() {
       ` · ${model.net.activation}, ${model.net.subsampling} pooling, ${
                                     model.net.c3_table} C3 table`;
   const c1 = model.c1, c1Range = maxAbs(c1.values), c1Root = $('filters-c1');
-  for (let m = 0; m < 6; m++) c1Root.appendChild(mapCanvas(c1.values, m * 25, 5, 5, c1Range, 8));
+  for (let m = 0; m < 6; m++) c1Root.appendChild(filterCanvas(c1.values, m * 25, c1Range, 8));
   const c3 = model.c3, c3Range = maxAbs(c3.values), table = document.createElement('table');
   table.insertAdjacentHTML(
       'beforeend',
@@ -249,7 +288,7 @@ function showModel() {
       const cell = document.createElement('td');
       cell.dataset.map = j;
       if (c3.table[j][i])
-        cell.appendChild(mapCanvas(c3.values, (j * 6 + i) * 25, 5, 5, c3Range, 5));
+        cell.appendChild(filterCanvas(c3.values, (j * 6 + i) * 25, c3Range, 5));
       else
         cell.innerHTML = '<div style="width:25px;height:25px;background:#bebebe"></div>';
       row.appendChild(cell);
@@ -260,137 +299,11 @@ function showModel() {
   $('legend').innerHTML = `−max<span class="legend-bar"></span>+max`;
 }
 
-// ---- runs: list, curves (train solid, test dashed), config; the chosen run polled while shown
-const runsState = {
-  chosen: null,
-  compared: null,
-  data: {},
-  timer: null
-};
+// ---- the API's JSON; an error answer's message as the exception's
 async function getJson(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error((await response.json()).error);
   return response.json();
-}
-async function showRuns() {
-  const {runs} = await getJson('api/runs');
-  const list = $('runs');
-  list.textContent = '';
-  if (!runs.length)
-    list.innerHTML = '<li>No runs in the runs folder (lenet5 serve --runs DIR).</li>';
-  for (const run of runs) {
-    const item = document.createElement('li');
-    item.dataset.run = run.name;
-    item.innerHTML =
-        `<input type="checkbox" title="compare with the chosen run"><span>${run.name}</span>` +
-        `<span class="acc">${run.epochs} ep${
-            run.test_accuracy != null ? ` · ${run.test_accuracy.toFixed(2)}%` : ''}</span>`;
-    item.addEventListener('click', (e) => {
-      const compare = e.shiftKey || e.target.type === 'checkbox';
-      if (compare && runsState.chosen && runsState.chosen !== run.name)
-        runsState.compared = runsState.compared === run.name ? null : run.name;
-      else {
-        runsState.chosen = run.name;
-        if (runsState.compared === run.name) runsState.compared = null;
-      }
-      refreshRuns();
-    });
-    list.appendChild(item);
-  }
-  if (!runsState.chosen && runs.length) runsState.chosen = runs[0].name;
-  refreshRuns();
-}
-async function refreshRuns() {
-  clearTimeout(runsState.timer);
-  for (const item of $('runs').children) {
-    item.classList.toggle('selected', item.dataset.run === runsState.chosen);
-    item.classList.toggle('compared', item.dataset.run === runsState.compared);
-    const box = item.querySelector('input');
-    if (box) box.checked = item.dataset.run === runsState.compared;
-  }
-  const names = [runsState.chosen, runsState.compared].filter(Boolean);
-  for (const name of names)
-    runsState.data[name] = await getJson(`api/runs/${encodeURIComponent(name)}`);
-  const chosen = runsState.data[runsState.chosen];
-  if (chosen) {
-    $('run-title').textContent =
-        runsState.compared ? `${chosen.name} vs ${runsState.compared}` : chosen.name;
-    $('run-config').textContent = chosen.config_toml ?? '(no config.toml)';
-  }
-  drawCharts(names.map((name) => runsState.data[name]));
-  // A run still training gains rows: poll while the runs view is shown.
-  if (!$('view-runs').hidden) runsState.timer = setTimeout(refreshRuns, 3000);
-}
-
-const RUN_COLOURS = ['#2166ac', '#b2182b'];
-function drawCharts(runs) {
-  const series = (key, label) =>
-      runs.flatMap(
-              (run, r) => ['train', 'test'].map(
-                  (split) => ({
-                    name: `${run.name} ${split}`,
-                    colour: RUN_COLOURS[r],
-                    dashed: split === 'test',
-                    points: run.metrics.filter((m) => m[`${split}_${key}`] != null)
-                                .map((m) => [m.epoch, m[`${split}_${key}`]]),
-                  })))
-          .filter((s) => s.points.length);
-  drawChart($('chart-loss'), series('loss'));
-  drawChart($('chart-accuracy'), series('accuracy'));
-  $('chart-key').textContent =
-      runs.map((run, r) => `${r ? 'red' : 'blue'}: ${run.name}`).join(' · ') +
-      (runs.length ? ' · solid: train, dashed: test' : '');
-}
-function drawChart(canvas, series) {
-  const ctx = canvas.getContext('2d'), W = canvas.width, H = canvas.height,
-        pad = {l: 50, r: 10, t: 10, b: 28};
-  ctx.clearRect(0, 0, W, H);
-  ctx.fillStyle = '#fff';
-  ctx.fillRect(0, 0, W, H);
-  const all = series.flatMap((s) => s.points);
-  if (!all.length) {
-    ctx.fillStyle = '#5b6570';
-    ctx.fillText('no epochs yet', W / 2 - 30, H / 2);
-    return;
-  }
-  const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
-  let y0 = Math.min(...ys), y1 = Math.max(...ys);
-  if (y1 - y0 < 1e-9) {
-    y0 -= 1;
-    y1 += 1;
-  }
-  const X = (x) => pad.l + (x - x0) / (x1 - x0) * (W - pad.l - pad.r);
-  const Y = (y) => H - pad.b - (y - y0) / (y1 - y0) * (H - pad.t - pad.b);
-  ctx.strokeStyle = '#d8dde3';
-  ctx.fillStyle = '#5b6570';
-  ctx.font = '11px system-ui';
-  ctx.lineWidth = 1;
-  for (let k = 0; k <= 4; k++) {
-    const y = y0 + (y1 - y0) * k / 4;
-    ctx.beginPath();
-    ctx.moveTo(pad.l, Y(y));
-    ctx.lineTo(W - pad.r, Y(y));
-    ctx.stroke();
-    ctx.fillText(y.toPrecision(4), 4, Y(y) + 4);
-  }
-  ctx.fillText(`epoch ${x0}`, pad.l, H - 8);
-  ctx.fillText(`${x1}`, W - pad.r - 14, H - 8);
-  for (const s of series) {
-    ctx.strokeStyle = s.colour;
-    ctx.lineWidth = 2;
-    ctx.setLineDash(s.dashed ? [6, 4] : []);
-    ctx.beginPath();
-    s.points.forEach(([x, y], i) => (i ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
-    ctx.stroke();
-    ctx.fillStyle = s.colour;
-    for (const [x, y] of s.points) {
-      ctx.beginPath();
-      ctx.arc(X(x), Y(y), 2.5, 0, 7);
-      ctx.fill();
-    }
-  }
-  ctx.setLineDash([]);
 }
 
 // ---- views

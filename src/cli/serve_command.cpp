@@ -1,4 +1,4 @@
-// lenet5 serve --checkpoint F [--runs DIR] [--host H] [--port P] [--device ...]
+// lenet5 serve --checkpoint F [--runs DIR] [--data DIR] [--host H] [--port P] [--device ...]
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -6,6 +6,7 @@
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "data/mnist.hpp"
 #include "serve/server.hpp"
 #include "train/checkpoint.hpp"
 
@@ -17,13 +18,16 @@ Command add_serve_command(CLI::App& parent) {
       parent, "serve",
       "a page to draw a digit and watch every layer answer, and the runs' curves (HTTP)");
   struct Options {
-    std::string checkpoint, runs = "runs", host = "127.0.0.1", device = "cpu";
+    std::string checkpoint, runs = "runs", host = "127.0.0.1", device = "cpu", data;
     int port = 8080;
   };
   auto o = std::make_shared<Options>();
   add_checkpoint_option(*cmd, o->checkpoint);
   cmd->add_option("--runs", o->runs, "folder of run folders that the runs view shows")
       ->capture_default_str();
+  cmd->add_option("--data", o->data,
+                  "MNIST folder, whose test set the runs view evaluates each run on (default: "
+                  "$LENET5_DATA or data/mnist; read when a run is first shown)");
   cmd->add_option("--host", o->host,
                   "address to listen on; anything but loopback lets anyone on that network use it")
       ->capture_default_str();
@@ -32,8 +36,9 @@ Command add_serve_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--device", o->device,
                   "auto|gpu|cpu: where each drawing is classified and its layers computed. The "
-                  "CPU by default: one image per request is a host-sized job, answered in about "
-                  "a millisecond; gpu runs the checkpoint's kernels and reads each layer back")
+                  "CPU by default: one image per request is a host-sized job (its forward pass "
+                  "takes about a millisecond); gpu runs the checkpoint's kernels and reads each "
+                  "layer back")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))
       ->capture_default_str();
   return {cmd, [o]() {
@@ -42,6 +47,7 @@ Command add_serve_command(CLI::App& parent) {
             settings.host = o->host;
             settings.port = o->port;
             settings.runs = o->runs;
+            settings.data = resolve_data_dir(o->data);
             serve::Server server(load_checkpoint(o->checkpoint), o->checkpoint, settings);
             const int port = server.bind();
             if (!serve::is_loopback(o->host))

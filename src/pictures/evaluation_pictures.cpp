@@ -71,14 +71,16 @@ RgbImage mistakes_picture(const std::vector<Mistake>& mistakes, int total_mistak
   const int columns = std::max(1, std::min(kMistakeColumns, shown));
   const int rows = (shown + columns - 1) / columns;
   const int digit = 28 * kDigitScale, cell_h = digit + 30, top = kMargin + 50;
-  RgbImage image(std::max(2 * kMargin + columns * kMistakeCell, 640),
-                 top + std::max(rows, 1) * cell_h + kMargin);
   std::string title = std::to_string(total_mistakes) + " of " + std::to_string(images) +
                       " test images misclassified";
-  if (shown < total_mistakes) title += " (the first " + std::to_string(shown) + " shown)";
+  if (shown < total_mistakes) title += ", the " + std::to_string(shown) + " most confident shown";
+  const std::string subtitle =
+      "most confident first; label: true->predicted, probability of the prediction";
+  const int text_wide = std::max(text_width(title, kTitleScale), text_width(subtitle, kLabelScale));
+  RgbImage image(std::max(2 * kMargin + std::max(columns * kMistakeCell, text_wide), 640),
+                 top + std::max(rows, 1) * cell_h + kMargin);
   draw_text(image, kMargin, kMargin, title, kBlack, kTitleScale);
-  draw_text(image, kMargin, kMargin + 24, "label: true->predicted, probability of the prediction",
-            Rgb{80, 80, 80}, kLabelScale);
+  draw_text(image, kMargin, kMargin + 24, subtitle, Rgb{80, 80, 80}, kLabelScale);
   for (int i = 0; i < shown; ++i) {
     const Mistake& m = mistakes[std::size_t(i)];
     if (m.image.size() != 28 * 28) throw Error("internal: a mistake's image is not 28x28");

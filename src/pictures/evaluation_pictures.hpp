@@ -20,10 +20,12 @@ struct Mistake {
   std::vector<std::uint8_t> image;  // 28x28, MNIST's convention: 0 background, 255 ink
   int truth = 0, predicted = 0;
   float probability = 0;  // the network's probability for `predicted`
+  int test_index = -1;    // the image's place in its test set
 };
 
-// At most kMaxMistakesShown of `mistakes`, in the order given, each labelled "7->2 93%", drawn as
-// dark ink on white; the title counts all `total_mistakes` of `images` test images.
+// At most kMaxMistakesShown of `mistakes`, in the order given (find_mistakes's: most confident
+// first), each labelled "7->2 93%", drawn as dark ink on white; the title counts all
+// `total_mistakes` of `images` test images and says the order.
 inline constexpr int kMaxMistakesShown = 100;
 RgbImage mistakes_picture(const std::vector<Mistake>& mistakes, int total_mistakes, int images);
 

@@ -205,10 +205,30 @@ json run_json(const fs::path& runs, const std::string& name) {
   const fs::path folder = run_folder(runs, name);
   std::error_code ec;
   const bool has_config = fs::is_regular_file(folder / kConfigFile, ec);
+  const std::optional<RunCheckpoint> checkpoint = run_checkpoint(folder);
   return {{"name", name},
           {"config_toml", has_config ? json(file_text(folder / kConfigFile)) : json(nullptr)},
           {"metrics", metrics_json(metrics_or_none(folder))},
-          {"has_best", fs::is_regular_file(folder / kBestFile, ec)}};
+          {"has_best", fs::is_regular_file(folder / kBestFile, ec)},
+          {"checkpoint", checkpoint ? json{{"file", checkpoint->file.filename().string()},
+                                           {"stamp", checkpoint->stamp}}
+                                    : json(nullptr)}};
+}
+
+std::optional<RunCheckpoint> run_checkpoint(const fs::path& folder) {
+  for (const char* name : {kBestFile, kLastFile}) {
+    std::error_code ec;
+    const fs::path file = folder / name;
+    const auto size = fs::file_size(file, ec);
+    if (ec) continue;
+    const auto modified = fs::last_write_time(file, ec);
+    if (ec) continue;
+    // A checkpoint is written to a temporary file and renamed (io/atomic_file.hpp): a new one is a
+    // new file with its own time, and a run's next best differs in time even where the size agrees.
+    return RunCheckpoint{file, std::string(name) + ":" + std::to_string(size) + ":" +
+                                   std::to_string(modified.time_since_epoch().count())};
+  }
+  return std::nullopt;
 }
 
 fs::path run_folder(const fs::path& runs, const std::string& name) {

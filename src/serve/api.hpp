@@ -1,11 +1,13 @@
 // The JSON of `lenet5 serve`'s API (/api/...), apart from HTTP so that it is tested on its own:
 // what a classify request's body becomes, and what each route answers. server.hpp wires these to
 // routes; a request the client got wrong throws BadRequest, which the server answers with its
-// status and {"error": "..."}.
+// status and {"error": "..."}. Answers that are no fault of the client's but that the server can
+// explain (503: the test set is missing) travel the same way.
 #pragma once
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -51,8 +53,20 @@ nlohmann::json model_json(const Checkpoint& checkpoint, const std::string& name)
 // Every run folder directly under `runs` (one holding metrics.csv, config.toml or a checkpoint),
 // with its epochs so far and last test accuracy.
 nlohmann::json runs_json(const std::filesystem::path& runs);
-// One run: its config.toml text and its metrics.csv rows (test values null where not evaluated).
+// One run: its config.toml text, its metrics.csv rows (test values null where not evaluated) and
+// its checkpoint ({"file", "stamp"} of run_checkpoint, or null): the page fetches the run's
+// evaluation again when the stamp changes.
 nlohmann::json run_json(const std::filesystem::path& runs, const std::string& name);
+
+// The checkpoint that stands for a run: best.safetensors, else last.safetensors (a run that has
+// not improved on its first test yet, or trains without evaluating), with a stamp of the file
+// (its size and modification time) that changes whenever training replaces it. None before the
+// first epoch ends.
+struct RunCheckpoint {
+  std::filesystem::path file;
+  std::string stamp;
+};
+std::optional<RunCheckpoint> run_checkpoint(const std::filesystem::path& folder);
 
 // The folder of run `name`: a plain name (letters, digits, '.', '_', '-'; not "." or ".."), a
 // folder directly under `runs` once links are resolved. Throws BadRequest 400 for a name that is

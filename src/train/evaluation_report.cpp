@@ -10,28 +10,12 @@
 #include "io/atomic_file.hpp"
 #include "pictures/evaluation_pictures.hpp"
 #include "pictures/svg_chart.hpp"
+#include "train/mistakes.hpp"
 #include "train/report.hpp"
 
 namespace lenet5 {
 namespace fs = std::filesystem;
 namespace {
-
-constexpr int kClasses = 10;
-
-// The test images the network gets wrong, in test-set order, with the winning probability.
-std::vector<pictures::Mistake> find_mistakes(Engine& engine, const Dataset& test) {
-  const std::vector<float> probabilities = engine.probabilities(test.images.data(), test.count);
-  std::vector<pictures::Mistake> mistakes;
-  for (int i = 0; i < test.count; ++i) {
-    const float* p = probabilities.data() + std::size_t(i) * kClasses;
-    const int predicted = int(std::max_element(p, p + kClasses) - p);
-    if (predicted == test.labels[std::size_t(i)]) continue;
-    const auto first = test.images.begin() + std::ptrdiff_t(i) * 28 * 28;
-    mistakes.push_back({std::vector<std::uint8_t>(first, first + 28 * 28),
-                        int(test.labels[std::size_t(i)]), predicted, p[predicted]});
-  }
-  return mistakes;
-}
 
 std::string index_html(const Evaluation& e, const std::string& checkpoint, std::size_t mistakes) {
   const std::string name = pictures::markup_escaped(checkpoint);
@@ -44,7 +28,7 @@ std::string index_html(const Evaluation& e, const std::string& checkpoint, std::
       "<p>Test accuracy <b>{1}%</b> ({2}/{3}), mean loss {4:.6f}, {5} images misclassified.</p>\n"
       "<h2>Confusion matrix</h2>\n<p>Rows: the true digit; columns: the digit predicted.</p>\n"
       "<p><img src=\"{6}\" alt=\"confusion matrix\"></p>\n"
-      "<h2>Misclassified test images</h2>\n"
+      "<h2>Misclassified test images</h2>\n<p>The network's most confident mistakes first.</p>\n"
       "<p><img src=\"{7}\" alt=\"misclassified test images\"></p>\n"
       "<p>Written by lenet5 {8} evaluate --report.</p>\n</body>\n</html>\n",
       name, format_percent(e.correct, e.count), e.correct, e.count, e.mean_loss(), mistakes,

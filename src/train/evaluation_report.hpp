@@ -1,6 +1,7 @@
 // `lenet5 evaluate --report DIR`: a folder a browser opens without a server: index.html showing
 // confusion.png (the confusion matrix as a heat map with its counts) and errors.png (the
-// misclassified test images, each labelled true->predicted with the network's probability).
+// misclassified test images, most confident first, each labelled true->predicted with the
+// network's probability).
 #pragma once
 
 #include <filesystem>

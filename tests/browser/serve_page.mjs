@@ -1,6 +1,7 @@
 // Drives the page of `lenet5 serve` in headless chromium (puppeteer-core, no browser download):
 // draws a 7 with mouse events, then checks what a person would see. Usage: node serve_page.mjs URL DIR
 import { createRequire } from 'module';
+import { writeFileSync } from 'fs';
 
 const require = createRequire(process.env.NODE_PATH + '/');
 const puppeteer = require('puppeteer-core');
@@ -33,9 +34,9 @@ try {
     }
   await page.mouse.up();
   await page.waitForFunction(() => document.querySelectorAll('#layers canvas').length > 0);
-  // Every request of the stroke answered and drawn: each answer rebuilds the layers' canvases,
-  // so checking (or hovering) before the last one lands would look at canvases about to go. On a
-  // busy machine the answers come late; no request for half a second means none is left.
+  // Every request of the stroke answered and drawn: each answer repaints the layers' canvases,
+  // so checking before the last one lands would look at an earlier part of the stroke. On a busy
+  // machine the answers come late; no request for half a second means none is left.
   await page.waitForNetworkIdle({ idleTime: 500, timeout: 60000 });
   await new Promise((r) => setTimeout(r, 100));  // the last answer's drawing
   const prediction = await page.$eval('#prediction', (e) => e.textContent.trim());
@@ -70,6 +71,13 @@ try {
     .then((m) => m.c3.table[0].filter(Boolean).length));
   check(fed === expected, `hovering C3 map 0 outlines the ${expected} S2 maps that feed it (${fed})`);
   await page.screenshot({ path: `${dir}/draw.png`, fullPage: true });
+  // The drawing as the page posts it (the pad's PNG): scripts/serve_bench.py --page-drawing.
+  const drawn = await page.evaluate(() => new Promise((resolve) => document.getElementById('pad').toBlob((blob) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result.split(',')[1]);
+    reader.readAsDataURL(blob);
+  }, 'image/png')));
+  writeFileSync(`${dir}/drawn-7.png`, Buffer.from(drawn, 'base64'));
 
   await page.click('#tab-runs');
   await page.waitForFunction(() => document.querySelector('#runs li.selected'));
@@ -81,10 +89,84 @@ try {
     return coloured;
   });
   check(curve > 50, `the runs view draws an accuracy curve (${curve} coloured pixels)`);
+
+  // The run's checkpoint on the test set: the heat map is drawn (cells of several shades of the
+  // white-to-red map, not only white), the gallery shows misread digits with their labels, and a
+  // click on a confusion cell keeps only that pair's misreads; a second click shows all again.
+  // The first evaluation of the run's 10,000 test images takes a second or more on a busy machine.
+  await page.waitForFunction(() => !document.querySelector('#eval').hidden || (() => {
+    const m = document.querySelector('#eval-message');
+    return !m.hidden && !m.textContent.startsWith('Evaluating');
+  })(), { timeout: 60000 });
+  const evalMessage = await page.$eval('#eval-message', (e) => e.hidden ? '' : e.textContent);
+  check(evalMessage === '', `the evaluation is shown (${evalMessage || 'no message'})`);
+  const evaluated = await page.evaluate(() => fetch('api/runs/short/evaluation').then((r) => r.json()));
+  // Each cell's colour, read inside the cell away from its count: white where the count is 0, a
+  // shade of red elsewhere, never lighter for the larger of two counts (log(1 + count) shading).
+  const cells = await page.$eval('#confusion', (c) => {
+    const ctx = c.getContext('2d'), colours = [];
+    for (let t = 0; t < 10; t++)
+      for (let p = 0; p < 10; p++) colours.push([...ctx.getImageData(32 + 34 * p + 4, 32 + 34 * t + 4, 1, 1).data]);
+    return colours;
+  });
+  const counts = evaluated.confusion.flat(), lightness = (rgb) => rgb[0] + rgb[1] + rgb[2];
+  const whiteWhereZero = counts.every((n, i) => (n === 0) === (lightness(cells[i]) === 3 * 247));
+  const darkerWhereMore = counts.every((n, i) => counts.every((m, j) =>
+    n >= m || lightness(cells[i]) >= lightness(cells[j])));  // close counts may share a colour
+  check(whiteWhereZero && darkerWhereMore,
+    `the confusion heat map is drawn: white where a count is 0, darker where it is larger`);
+  const gallery = await page.$$eval('#gallery figure', (figures) => figures.map((f) => {
+    const c = f.querySelector('canvas'), d = c.getContext('2d').getImageData(0, 0, 28, 28).data;
+    const greys = new Set();
+    for (let i = 0; i < d.length; i += 4) greys.add(d[i]);
+    return { caption: f.querySelector('figcaption').textContent, greys: greys.size };
+  }));
+  check(gallery.length === evaluated.misreads.length && gallery.every((g) => g.greys > 2),
+    `the gallery shows the ${evaluated.misreads.length} misreads sent, each drawn (${gallery.length})`);
+  const first = evaluated.misreads[0];
+  check(gallery.length > 0 && gallery[0].caption.startsWith(`${first.truth} → ${first.predicted}`),
+    `the first misread is the most confident (${gallery[0]?.caption})`);
+  // The off-diagonal cell with the most confusions, clicked at its centre.
+  let cell = [0, 1];
+  evaluated.confusion.forEach((row, t) => row.forEach((n, p) => {
+    if (t !== p && n > evaluated.confusion[cell[0]][cell[1]]) cell = [t, p];
+  }));
+  await page.$eval('#confusion', (c) => c.scrollIntoView({ block: 'center' }));
+  const heatBox = await (await page.$('#confusion')).boundingBox();  // in the viewport, scrolled
+  const cellAt = ([t, p]) => [heatBox.x + (32 + 34 * p + 17) * heatBox.width / 372,
+                              heatBox.y + (32 + 34 * t + 17) * heatBox.height / 372];
+  await page.mouse.click(...cellAt(cell));
+  const filtered = await page.$$eval('#gallery figcaption', (f) => f.map((e) => e.textContent));
+  const pair = `${cell[0]} → ${cell[1]}`;
+  const inCell = evaluated.misreads.filter((m) => m.truth === cell[0] && m.predicted === cell[1]);
+  check(filtered.length === inCell.length && filtered.every((c) => c.startsWith(pair)),
+    `clicking cell ${pair} keeps its ${inCell.length} misreads (${filtered.length} shown)`);
+  await page.screenshot({ path: `${dir}/runs-filtered.png`, fullPage: true });
+  await page.mouse.click(...cellAt(cell));
+  const all = await page.$$eval('#gallery figure', (f) => f.length);
+  check(all === evaluated.misreads.length, `clicking it again shows every misread (${all})`);
   await page.screenshot({ path: `${dir}/runs.png`, fullPage: true });
+
+  // When the server cannot evaluate (here its answer when the test set is missing, stood in for
+  // by the browser), the page shows the server's message in place of the heat map and gallery.
+  const missing = 'MNIST not found in data/mnist: run scripts/fetch_mnist.sh or pass --data DIR';
+  await page.setRequestInterception(true);
+  page.on('request', (request) => request.url().endsWith('/evaluation')
+    ? request.respond({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: missing }) })
+    : request.continue());
+  await page.reload({ waitUntil: 'networkidle0' });
+  await page.click('#tab-runs');
+  await page.waitForFunction(() => !document.querySelector('#eval-message').hidden &&
+    !document.querySelector('#eval-message').textContent.startsWith('Evaluating'), { timeout: 30000 });
+  const shown = await page.evaluate(() => ({
+    message: document.querySelector('#eval-message').textContent,
+    view: getComputedStyle(document.querySelector('#eval')).display,
+  }));
+  check(shown.message === missing && shown.view === 'none',
+    `without the test set the server's message replaces the view (${shown.message}; view ${shown.view})`);
   check(errors.length === 0, `no script errors (${errors.join('; ')})`);
 } finally {
   await browser.close();
 }
-console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png`);
+console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png, ${dir}/runs-filtered.png`);
 process.exit(failures.length ? 1 : 0);

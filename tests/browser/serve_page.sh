@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The page of `lenet5 serve` in a real browser (ctest serve.page, label cpu): trains a short CPU
 # run, serves it on a free loopback port, and drives Debian's chromium with puppeteer-core
-# (serve_page.mjs): draws a 7, checks the answer, the layers' tiles and the runs view's curve.
-# Screenshots go to the test's folder. Exit 77 (ctest: skipped) with the reason when chromium,
-# node or puppeteer-core is missing (scripts/setup.sh installs them).
+# (serve_page.mjs): draws a 7, checks the answer, the layers' tiles, the runs view's curve, and
+# its confusion heat map and gallery of misread digits (with a cell's filter). Screenshots, and
+# the drawn 7 as the page posts it (drawn-7.png), go to the test's folder. Exit 77 (ctest:
+# skipped) with the reason when chromium, node or puppeteer-core is missing (scripts/setup.sh
+# installs them).
 #   serve_page.sh LENET5_BINARY WORK_DIR NODE_MODULES_DIR MNIST_DIR
 set -euo pipefail
 lenet5=$1 work=$2 node_modules=$3 mnist=$4
@@ -22,8 +24,8 @@ rm -rf "$work" && mkdir -p "$work/runs"
 "$lenet5" -q train --device cpu --data "$mnist" --train-limit 8000 --epochs 2 --seed 1 \
   --out "$work/runs/short" >"$work/train.log" 2>&1 || { cat "$work/train.log"; exit 1; }
 
-"$lenet5" serve --checkpoint "$work/runs/short/best.safetensors" --runs "$work/runs" --port 0 \
-  >"$work/serve.log" 2>&1 &
+"$lenet5" serve --checkpoint "$work/runs/short/best.safetensors" --runs "$work/runs" \
+  --data "$mnist" --port 0 >"$work/serve.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 url=""

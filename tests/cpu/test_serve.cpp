@@ -11,11 +11,13 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/layout.hpp"
 #include "serve/api.hpp"
+#include "serve/run_evaluation.hpp"
 #include "serve/server.hpp"
 #include "serve/web_assets.hpp"
 #include "test_util.hpp"
@@ -28,15 +30,110 @@ using nlohmann::json;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
-Checkpoint seeded_checkpoint() {
+Checkpoint seeded_checkpoint(std::uint64_t seed = 5) {
   Checkpoint c;
   c.net.c3_table = C3Table::lecun;
   const ParamLayout layout = lenet5_layout(c.net);
   c.parameters.resize(layout.buffer_floats);
-  initialise_parameters(layout, c.net, 5, c.parameters.data());
+  initialise_parameters(layout, c.net, seed, c.parameters.data());
   c.config_toml = "[train]\nepochs = 1\n";
   c.position.epoch = 1;
   return c;
+}
+
+// A small test set in MNIST's files: kTestImages images of bars and blobs at places and
+// thicknesses that vary with the index, labels i % 10. Images kTestImages/2.. repeat the first
+// half, so the network gives each of those pairs the same probabilities: ties, which the misreads'
+// order breaks by test index.
+constexpr int kTestImages = 300;
+Dataset small_test_set() {
+  Dataset test;
+  test.count = kTestImages;
+  test.images.resize(std::size_t(kTestImages) * kImageBytes);
+  for (int i = 0; i < kTestImages; ++i) {
+    const int k = i % (kTestImages / 2);
+    std::uint8_t* image = test.images.data() + std::size_t(i) * kImageBytes;
+    for (int y = 0; y < 28; ++y)
+      for (int x = 0; x < 28; ++x) {
+        const bool bar = std::abs(x - 4 - k % 20) <= k % 3 && y > 3 + k % 7 && y < 24;
+        const bool blob = (x - 14) * (x - 14) + (y - 8 - k % 13) * (y - 8 - k % 13) < k % 30;
+        image[y * 28 + x] = bar || blob ? std::uint8_t(155 + k % 100) : 0;
+      }
+    test.labels.push_back(std::uint8_t(i % 10));
+  }
+  return test;
+}
+
+void write_idx(const fs::path& file, std::uint32_t magic, const std::vector<std::uint32_t>& dims,
+               const std::vector<std::uint8_t>& data) {
+  std::ofstream out(file, std::ios::binary);
+  const auto put32 = [&out](std::uint32_t v) {  // IDX numbers are big-endian
+    for (int shift = 24; shift >= 0; shift -= 8) out.put(char((v >> shift) & 0xff));
+  };
+  put32(magic);
+  for (const std::uint32_t dim : dims) put32(dim);
+  out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
+}
+
+// The test split's two files (MNIST's names) in `dir`.
+void write_test_split(const fs::path& dir, const Dataset& test) {
+  fs::create_directories(dir);
+  const DatasetDescription& mnist = mnist_dataset();
+  write_idx(dir / mnist.test_images.name, 0x00000803, {std::uint32_t(test.count), 28, 28},
+            test.images);
+  write_idx(dir / mnist.test_labels.name, 0x00000801, {std::uint32_t(test.count)}, test.labels);
+}
+
+// A run folder holding only `checkpoint` as best.safetensors, dated `age` in the past, so that
+// a replacement written later in the test has another modification time whatever the clock's
+// resolution.
+void write_run(const fs::path& folder, const Checkpoint& checkpoint,
+               std::chrono::seconds age = std::chrono::seconds(0)) {
+  fs::create_directories(folder);
+  save_checkpoint(folder / "best.safetensors", checkpoint);
+  fs::last_write_time(folder / "best.safetensors",
+                      fs::last_write_time(folder / "best.safetensors") - age);
+}
+
+// What the evaluation route should send for `checkpoint` on `test`, computed here from the
+// engine's own probabilities: every misread (index, truth, prediction, its probability), most
+// confident first and ties by index.
+struct Misread {
+  int index, truth, predicted;
+  float probability;
+};
+std::vector<Misread> expected_misreads(const Checkpoint& checkpoint, const Dataset& test) {
+  const auto engine = engine_for(checkpoint, Device::cpu);
+  const std::vector<float> p = engine->probabilities(test.images.data(), test.count);
+  std::vector<Misread> misreads;
+  for (int i = 0; i < test.count; ++i) {
+    const float* row = p.data() + std::size_t(i) * 10;
+    const int predicted = int(std::max_element(row, row + 10) - row);
+    if (predicted != test.labels[std::size_t(i)])
+      misreads.push_back({i, test.labels[std::size_t(i)], predicted, row[predicted]});
+  }
+  std::sort(misreads.begin(), misreads.end(), [](const Misread& a, const Misread& b) {
+    return a.probability != b.probability ? a.probability > b.probability : a.index < b.index;
+  });
+  return misreads;
+}
+
+std::vector<std::uint8_t> from_base64(const std::string& text) {
+  static const std::string digits =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<std::uint8_t> bytes;
+  std::uint32_t group = 0;
+  int bits = 0;
+  for (const char c : text) {
+    if (c == '=') break;
+    group = group << 6 | std::uint32_t(digits.find(c));
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes.push_back(std::uint8_t(group >> bits & 0xff));
+    }
+  }
+  return bytes;
 }
 
 // A 28x28 drawing of a vertical bar, light ink on black, as JSON grey values.
@@ -51,10 +148,38 @@ std::string file_bytes(const fs::path& file) {
   return testing::read_text(file);
 }
 
+// A server on a free loopback port, listening on a thread of its own until destroyed.
+struct RunningServer {
+  serve::Server server;
+  int port;
+  std::thread thread;
+
+  RunningServer(Checkpoint checkpoint, const serve::ServeSettings& settings)
+      : server(std::move(checkpoint), "seeded.safetensors", settings),
+        port(server.bind()),
+        thread([this] { server.listen(); }) {
+    for (int i = 0; i < 100 && !client().Get("/api/model"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ~RunningServer() {
+    server.stop();
+    thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+};
+
 class Serve : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    s_data = std::make_unique<TempDir>();
+    write_test_split(s_data->path(), small_test_set());
     s_runs = std::make_unique<TempDir>();
+    write_run(*s_runs / "run-b", seeded_checkpoint(5));
+    write_run(*s_runs / "run-c", seeded_checkpoint(6), std::chrono::seconds(10));
     fs::create_directories(*s_runs / "run-a");
     std::ofstream(*s_runs / "run-a" / "metrics.csv")
         << "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s\n"
@@ -62,34 +187,31 @@ class Serve : public ::testing::Test {
            "2,0.04,0.5,90.00,0.25,95.50,1.0,100\n";
     std::ofstream(*s_runs / "run-a" / "config.toml") << "[train]\nepochs = 2\n";
     fs::create_directories(*s_runs / "not-a-run");  // no run files: not listed
-    serve::ServeSettings settings;
-    settings.port = 0;
-    settings.runs = s_runs->path();
-    settings.read_timeout_s = 1;  // the slow client is dropped within two seconds
-    s_server = std::make_unique<serve::Server>(seeded_checkpoint(), "seeded.safetensors", settings);
-    s_port = s_server->bind();
-    s_thread = std::thread([] { s_server->listen(); });
-    for (int i = 0; i < 100 && !client().Get("/api/model"); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    s_server = std::make_unique<RunningServer>(seeded_checkpoint(), settings(s_data->path()));
+    s_port = s_server->port;
   }
   static void TearDownTestSuite() {
-    s_server->stop();
-    s_thread.join();
     s_server.reset();
     s_runs.reset();
+    s_data.reset();
   }
 
-  static httplib::Client client() {
-    httplib::Client c("127.0.0.1", s_port);
-    c.set_read_timeout(10, 0);
-    return c;
+  static serve::ServeSettings settings(const fs::path& data) {
+    serve::ServeSettings s;
+    s.port = 0;
+    s.runs = s_runs->path();
+    s.data = data;
+    s.read_timeout_s = 1;  // the slow client is dropped within two seconds
+    return s;
   }
+  static httplib::Client client() { return s_server->client(); }
   // The answer's JSON, after checking its status and that it is JSON.
   static json json_of(const httplib::Result& result, int status) {
     EXPECT_TRUE(result) << "no answer: " << httplib::to_string(result.error());
     if (!result) return nullptr;
     EXPECT_EQ(result->status, status) << result->body.substr(0, 300);
-    EXPECT_EQ(result->get_header_value("Content-Type"), "application/json");
+    EXPECT_EQ(result->get_header_value("Content-Type"), "application/json; charset=utf-8");
+    EXPECT_EQ(result->get_header_value("Content-Encoding"), "");  // see AnswersAreNotCompressed
     return json::parse(result->body);
   }
   // Every hostile request is followed by this: the server is still there and still classifies.
@@ -99,15 +221,13 @@ class Serve : public ::testing::Test {
     EXPECT_TRUE(answer.contains("prediction"));
   }
 
-  static std::unique_ptr<TempDir> s_runs;
-  static std::unique_ptr<serve::Server> s_server;
-  static std::thread s_thread;
+  static std::unique_ptr<TempDir> s_runs, s_data;
+  static std::unique_ptr<RunningServer> s_server;
   static int s_port;
 };
 
-std::unique_ptr<TempDir> Serve::s_runs;
-std::unique_ptr<serve::Server> Serve::s_server;
-std::thread Serve::s_thread;
+std::unique_ptr<TempDir> Serve::s_runs, Serve::s_data;
+std::unique_ptr<RunningServer> Serve::s_server;
 int Serve::s_port = 0;
 
 TEST_F(Serve, ThePageAndItsAssetsAreTheEmbeddedFiles) {
@@ -182,7 +302,7 @@ TEST_F(Serve, AnImageFileIsReadAsClassifyReadsIt) {
 
 TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   const json runs = json_of(client().Get("/api/runs"), 200);
-  ASSERT_EQ(runs["runs"].size(), 1u);
+  ASSERT_EQ(runs["runs"].size(), 3u);  // run-a, and run-b and run-c of the evaluation tests
   EXPECT_EQ(runs["runs"][0]["name"], "run-a");
   EXPECT_EQ(runs["runs"][0]["epochs"], 2);
   EXPECT_EQ(runs["runs"][0]["test_accuracy"], 95.5);
@@ -191,8 +311,152 @@ TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   ASSERT_EQ(run["metrics"].size(), 2u);
   EXPECT_TRUE(run["metrics"][0]["test_accuracy"].is_null());
   EXPECT_EQ(run["metrics"][1]["train_loss"], 0.5);
+  EXPECT_TRUE(run["checkpoint"].is_null());  // no checkpoint yet: nothing to evaluate
+  const json run_b = json_of(client().Get("/api/runs/run-b"), 200);
+  EXPECT_EQ(run_b["checkpoint"]["file"], "best.safetensors");
+  EXPECT_FALSE(run_b["checkpoint"]["stamp"].get<std::string>().empty());
   json_of(client().Get("/api/runs/no-such-run"), 404);
   json_of(client().Get("/api/runs/not-a-run"), 404);
+}
+
+// What the route answers for `checkpoint` is what `evaluate` and a direct evaluation say: the
+// engine's confusion matrix over every test image, and the misreads the engine's probabilities
+// give, the most confident kMaxMisreadsSent of them in order, each with its own test image.
+void expect_evaluation_of(const json& answer, const Checkpoint& checkpoint, const Dataset& test) {
+  const Evaluation reference = engine_for(checkpoint, Device::cpu)->evaluate(test);
+  EXPECT_EQ(answer["images"], test.count);
+  EXPECT_EQ(answer["correct"], reference.correct);
+  EXPECT_EQ(answer["confusion"], json(reference.confusion));
+  std::int64_t counted = 0, diagonal = 0;
+  for (int t = 0; t < 10; ++t)
+    for (int p = 0; p < 10; ++p) {
+      counted += answer["confusion"][t][p].get<std::int64_t>();
+      if (t == p) diagonal += answer["confusion"][t][p].get<std::int64_t>();
+    }
+  EXPECT_EQ(counted, test.count);
+  EXPECT_EQ(diagonal, reference.correct);
+
+  const std::vector<Misread> expected = expected_misreads(checkpoint, test);
+  EXPECT_EQ(answer["misreads_total"], expected.size());
+  EXPECT_EQ(answer["misreads_total"], test.count - reference.correct);
+  EXPECT_EQ(answer["misreads_cap"], serve::kMaxMisreadsSent);
+  const json& misreads = answer["misreads"];
+  ASSERT_EQ(misreads.size(), std::min<std::size_t>(expected.size(), serve::kMaxMisreadsSent));
+  for (std::size_t i = 0; i < misreads.size(); ++i) {
+    const json& m = misreads[i];
+    const int index = m["index"];
+    EXPECT_EQ(index, expected[i].index) << i;
+    EXPECT_EQ(m["truth"], expected[i].truth) << i;
+    EXPECT_EQ(m["predicted"], expected[i].predicted) << i;
+    EXPECT_EQ(m["probability"].get<float>(), expected[i].probability) << i;  // the same engine
+    const auto first = test.images.begin() + std::ptrdiff_t(std::size_t(index) * kImageBytes);
+    EXPECT_EQ(from_base64(m["pixels"]),
+              std::vector<std::uint8_t>(first, first + std::ptrdiff_t(kImageBytes)))
+        << i;
+  }
+}
+
+TEST_F(Serve, EvaluationGivesTheConfusionMatrixAndTheMostConfidentMisreads) {
+  const json answer = json_of(client().Get("/api/runs/run-b/evaluation"), 200);
+  EXPECT_EQ(answer["checkpoint"], "best.safetensors");
+  EXPECT_EQ(answer["epoch"], 1);
+  const Dataset test = small_test_set();
+  expect_evaluation_of(answer, seeded_checkpoint(5), test);
+  // The set is built so that the cap and the ties are both exercised: more misreads than are
+  // sent, and equal probabilities (a repeated image) among those sent, in test-index order.
+  EXPECT_GT(answer["misreads_total"].get<int>(), serve::kMaxMisreadsSent);
+  int ties = 0;
+  for (std::size_t i = 1; i < answer["misreads"].size(); ++i) {
+    const json &a = answer["misreads"][i - 1], &b = answer["misreads"][i];
+    EXPECT_GE(a["probability"].get<double>(), b["probability"].get<double>()) << i;
+    if (a["probability"] == b["probability"]) {
+      ++ties;
+      EXPECT_LT(a["index"].get<int>(), b["index"].get<int>()) << i;
+    }
+  }
+  EXPECT_GT(ties, 0);
+}
+
+// A run that trains on gets a new best.safetensors: the next request evaluates that one.
+TEST_F(Serve, EvaluationFollowsANewCheckpoint) {
+  const Dataset test = small_test_set();
+  const json before = json_of(client().Get("/api/runs/run-c/evaluation"), 200);
+  expect_evaluation_of(before, seeded_checkpoint(6), test);
+  Checkpoint next = seeded_checkpoint(7);
+  next.position.epoch = 2;
+  write_run(*s_runs / "run-c", next);
+  const json run = json_of(client().Get("/api/runs/run-c"), 200);
+  const json after = json_of(client().Get("/api/runs/run-c/evaluation"), 200);
+  EXPECT_NE(after["stamp"], before["stamp"]);
+  EXPECT_EQ(after["stamp"], run["checkpoint"]["stamp"]);  // what the page compares
+  EXPECT_EQ(after["epoch"], 2);
+  expect_evaluation_of(after, next, test);
+}
+
+TEST_F(Serve, EvaluationRefusesBadNamesAndRunsWithoutACheckpoint) {
+  for (const char* path : {"/api/runs/..%2f..%2fetc/evaluation", "/api/runs/%2e%2e/evaluation",
+                           "/api/runs/no-such-run/evaluation", "/api/runs/not-a-run/evaluation"}) {
+    const auto result = client().Get(path);
+    ASSERT_TRUE(result) << path;
+    EXPECT_GE(result->status, 400) << path;
+    EXPECT_LT(result->status, 500) << path;
+    EXPECT_TRUE(json::parse(result->body, nullptr, false).contains("error")) << path;
+  }
+  const json answer = json_of(client().Get("/api/runs/run-a/evaluation"), 404);
+  EXPECT_TRUE(testing::mentions(answer["error"], "no checkpoint yet")) << answer;
+  expect_still_serving();
+}
+
+// Without the test set the route says what is missing and how to get it; the rest of the server
+// goes on, and once the files are there the next request evaluates.
+TEST_F(Serve, EvaluationWithoutTheTestSetSaysHowToGetIt) {
+  TempDir data;
+  const RunningServer server(seeded_checkpoint(), settings(data / "mnist"));
+  const json answer = json_of(server.client().Get("/api/runs/run-b/evaluation"), 503);
+  for (const char* hint : {"MNIST", "scripts/fetch_mnist.sh", "--data"})
+    EXPECT_TRUE(testing::mentions(answer["error"], hint)) << answer;
+  json_of(server.client().Get("/api/runs"), 200);
+  write_test_split(data / "mnist", small_test_set());
+  json_of(server.client().Get("/api/runs/run-b/evaluation"), 200);
+}
+
+// Each checkpoint is evaluated once, however many ask at the same time, until it changes.
+TEST_F(Serve, EvaluationsAreCachedPerCheckpointAndSharedByConcurrentRequests) {
+  TempDir runs;
+  write_run(runs / "run", seeded_checkpoint(5), std::chrono::seconds(10));
+  serve::RunEvaluations evaluations(s_data->path());
+  std::vector<std::shared_ptr<const std::string>> answers(8);
+  std::vector<std::thread> clients;
+  for (auto& answer : answers)
+    clients.emplace_back([&] { answer = evaluations.answer(runs / "run"); });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(evaluations.evaluations(), 1);
+  for (const auto& answer : answers) EXPECT_EQ(answer, answers[0]);  // the one cached text
+  EXPECT_EQ(evaluations.answer(runs / "run"), answers[0]);
+  EXPECT_EQ(evaluations.evaluations(), 1);
+  write_run(runs / "run", seeded_checkpoint(8));
+  EXPECT_NE(*evaluations.answer(runs / "run"), *answers[0]);
+  EXPECT_EQ(evaluations.evaluations(), 2);
+}
+
+TEST(ServeEvaluation, Base64IsTheStandardAlphabetWithPadding) {
+  const std::string text = "Many hands make light work.";
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(text.data());
+  EXPECT_EQ(serve::base64(bytes, text.size()), "TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsu");
+  EXPECT_EQ(serve::base64(bytes, 1), "TQ==");
+  EXPECT_EQ(serve::base64(bytes, 2), "TWE=");
+  EXPECT_EQ(serve::base64(bytes, 0), "");
+}
+
+// A browser asks for brotli or gzip; compressing a 67 KB answer costs more time than sending it
+// (server.cpp's kJsonType says how much), so the API's answers go as they are.
+TEST_F(Serve, AnswersAreNotCompressedWhenTheBrowserOffersEncodings) {
+  const httplib::Headers browser{{"Accept-Encoding", "gzip, deflate, br, zstd"}};
+  const auto result =
+      client().Post("/api/classify", browser, bar_drawing().dump(), "application/json");
+  const json answer = json_of(result, 200);
+  EXPECT_TRUE(answer.contains("layers"));
+  json_of(client().Get("/api/runs/run-b/evaluation", browser), 200);
 }
 
 TEST_F(Serve, UnknownRoutesAndTraversalAreRefusedWithJson) {

@@ -1,0 +1,285 @@
+// The Runs tab of `lenet5 serve`'s page: the run folders, their curves and settings, and the chosen
+// run's checkpoint on the test set (confusion matrix and misread digits). Loaded after app.js,
+// whose helpers ($, diverging, getJson) it shares; /api/ only, no library.
+'use strict';
+
+// ---- runs: list, curves (train solid, test dashed), config; the chosen run polled while shown
+const runsState = {
+  chosen: null,
+  compared: null,
+  data: {},
+  timer: null
+};
+async function showRuns() {
+  const {runs} = await getJson('api/runs');
+  const list = $('runs');
+  list.textContent = '';
+  if (!runs.length)
+    list.innerHTML = '<li>No runs in the runs folder (lenet5 serve --runs DIR).</li>';
+  for (const run of runs) {
+    const item = document.createElement('li');
+    item.dataset.run = run.name;
+    item.innerHTML =
+        `<input type="checkbox" title="compare with the chosen run"><span>${run.name}</span>` +
+        `<span class="acc">${run.epochs} ep${
+            run.test_accuracy != null ? ` · ${run.test_accuracy.toFixed(2)}%` : ''}</span>`;
+    item.addEventListener('click', (e) => {
+      const compare = e.shiftKey || e.target.type === 'checkbox';
+      if (compare && runsState.chosen && runsState.chosen !== run.name)
+        runsState.compared = runsState.compared === run.name ? null : run.name;
+      else {
+        runsState.chosen = run.name;
+        if (runsState.compared === run.name) runsState.compared = null;
+      }
+      refreshRuns();
+    });
+    list.appendChild(item);
+  }
+  if (!runsState.chosen && runs.length) runsState.chosen = runs[0].name;
+  refreshRuns();
+}
+async function refreshRuns() {
+  clearTimeout(runsState.timer);
+  for (const item of $('runs').children) {
+    item.classList.toggle('selected', item.dataset.run === runsState.chosen);
+    item.classList.toggle('compared', item.dataset.run === runsState.compared);
+    const box = item.querySelector('input');
+    if (box) box.checked = item.dataset.run === runsState.compared;
+  }
+  const names = [runsState.chosen, runsState.compared].filter(Boolean);
+  for (const name of names)
+    runsState.data[name] = await getJson(`api/runs/${encodeURIComponent(name)}`);
+  const chosen = runsState.data[runsState.chosen];
+  if (chosen) {
+    $('run-title').textContent =
+        runsState.compared ? `${chosen.name} vs ${runsState.compared}` : chosen.name;
+    $('run-config').textContent = chosen.config_toml ?? '(no config.toml)';
+  }
+  drawCharts(names.map((name) => runsState.data[name]));
+  updateEvaluation(chosen);
+  // A run still training gains rows: poll while the runs view is shown.
+  if (!$('view-runs').hidden) runsState.timer = setTimeout(refreshRuns, 3000);
+}
+
+const RUN_COLOURS = ['#2166ac', '#b2182b'];
+function drawCharts(runs) {
+  const series = (key, label) =>
+      runs.flatMap(
+              (run, r) => ['train', 'test'].map(
+                  (split) => ({
+                    name: `${run.name} ${split}`,
+                    colour: RUN_COLOURS[r],
+                    dashed: split === 'test',
+                    points: run.metrics.filter((m) => m[`${split}_${key}`] != null)
+                                .map((m) => [m.epoch, m[`${split}_${key}`]]),
+                  })))
+          .filter((s) => s.points.length);
+  drawChart($('chart-loss'), series('loss'));
+  drawChart($('chart-accuracy'), series('accuracy'));
+  $('chart-key').textContent =
+      runs.map((run, r) => `${r ? 'red' : 'blue'}: ${run.name}`).join(' · ') +
+      (runs.length ? ' · solid: train, dashed: test' : '');
+}
+function drawChart(canvas, series) {
+  const ctx = canvas.getContext('2d'), W = canvas.width, H = canvas.height,
+        pad = {l: 50, r: 10, t: 10, b: 28};
+  ctx.clearRect(0, 0, W, H);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, W, H);
+  const all = series.flatMap((s) => s.points);
+  if (!all.length) {
+    ctx.fillStyle = '#5b6570';
+    ctx.fillText('no epochs yet', W / 2 - 30, H / 2);
+    return;
+  }
+  const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
+  let y0 = Math.min(...ys), y1 = Math.max(...ys);
+  if (y1 - y0 < 1e-9) {
+    y0 -= 1;
+    y1 += 1;
+  }
+  const X = (x) => pad.l + (x - x0) / (x1 - x0) * (W - pad.l - pad.r);
+  const Y = (y) => H - pad.b - (y - y0) / (y1 - y0) * (H - pad.t - pad.b);
+  ctx.strokeStyle = '#d8dde3';
+  ctx.fillStyle = '#5b6570';
+  ctx.font = '11px system-ui';
+  ctx.lineWidth = 1;
+  for (let k = 0; k <= 4; k++) {
+    const y = y0 + (y1 - y0) * k / 4;
+    ctx.beginPath();
+    ctx.moveTo(pad.l, Y(y));
+    ctx.lineTo(W - pad.r, Y(y));
+    ctx.stroke();
+    ctx.fillText(y.toPrecision(4), 4, Y(y) + 4);
+  }
+  ctx.fillText(`epoch ${x0}`, pad.l, H - 8);
+  ctx.fillText(`${x1}`, W - pad.r - 14, H - 8);
+  for (const s of series) {
+    ctx.strokeStyle = s.colour;
+    ctx.lineWidth = 2;
+    ctx.setLineDash(s.dashed ? [6, 4] : []);
+    ctx.beginPath();
+    s.points.forEach(([x, y], i) => (i ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
+    ctx.stroke();
+    ctx.fillStyle = s.colour;
+    for (const [x, y] of s.points) {
+      ctx.beginPath();
+      ctx.arc(X(x), Y(y), 2.5, 0, 7);
+      ctx.fill();
+    }
+  }
+  ctx.setLineDash([]);
+}
+
+// ---- the chosen run's checkpoint on the test set: the confusion matrix as a heat map, and a
+// gallery of the digits it misreads (most confident first, as the server sends them). Fetched
+// again only when the run's checkpoint changes (its stamp in /api/runs/NAME).
+const evaluation = {
+  key: null,      // run and checkpoint stamp shown
+  loading: null,  // ... being fetched
+  data: null,
+  cell: null      // [true, read]: the gallery shows only those misreads
+};
+function updateEvaluation(run) {
+  if (!run) return;
+  if (!run.checkpoint) {
+    evaluation.key = null;
+    showEvaluationMessage('No checkpoint yet: the run is evaluated once its first epoch ends.');
+    return;
+  }
+  const key = `${run.name}\n${run.checkpoint.stamp}`;
+  if (key === evaluation.key || key === evaluation.loading) return;
+  if (!evaluation.key || !evaluation.key.startsWith(`${run.name}\n`))
+    showEvaluationMessage(`Evaluating ${run.checkpoint.file} on the test set…`);
+  evaluation.loading = key;
+  getJson(`api/runs/${encodeURIComponent(run.name)}/evaluation`)
+      .then((data) => {
+        if (evaluation.loading !== key) return;  // another run was chosen meanwhile
+        if (!evaluation.key || evaluation.key.split('\n')[0] !== run.name) evaluation.cell = null;
+        evaluation.key = key;
+        evaluation.data = data;
+        showEvaluation();
+      })
+      .catch((e) => {
+        // Not remembered as shown: the next poll asks again (the test set fetched meanwhile).
+        if (evaluation.loading === key) showEvaluationMessage(e.message);
+      })
+      .finally(() => {
+        if (evaluation.loading === key) evaluation.loading = null;
+      });
+}
+function showEvaluationMessage(message) {
+  $('eval-title').textContent = 'Test set';
+  $('eval').hidden = true;
+  $('eval-message').hidden = false;
+  $('eval-message').textContent = message;
+}
+function showEvaluation() {
+  const d = evaluation.data;
+  $('eval-message').hidden = true;
+  $('eval').hidden = false;
+  $('eval-title').textContent = `${evaluation.key.split('\n')[0]}, ${d.checkpoint} (epoch ${
+      d.epoch}) on the test set: ${
+      (100 * d.accuracy).toFixed(2)}% (${d.correct}/${d.images}), loss ${d.mean_loss.toFixed(4)}, ${
+      d.misreads_total} misread`;
+  drawConfusion();
+  drawGallery();
+}
+
+const CELL = 34, MARGIN = 32;  // the heat map's cells and its labels' margin, canvas pixels
+function drawConfusion() {
+  const canvas = $('confusion'), ctx = canvas.getContext('2d'), counts = evaluation.data.confusion;
+  const largest = Math.max(1, ...counts.flat()), scale = Math.log1p(largest);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.font = '11px system-ui';
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
+  ctx.fillStyle = '#5b6570';
+  ctx.fillText('read →', MARGIN + 5 * CELL, 8);
+  ctx.save();
+  ctx.translate(8, MARGIN + 5 * CELL);
+  ctx.rotate(-Math.PI / 2);
+  ctx.fillText('← true', 0, 0);
+  ctx.restore();
+  for (let k = 0; k < 10; k++) {
+    ctx.fillStyle = '#1b1f24';
+    ctx.fillText(k, MARGIN + k * CELL + CELL / 2, MARGIN - 9);
+    ctx.fillText(k, MARGIN - 9, MARGIN + k * CELL + CELL / 2);
+  }
+  for (let t = 0; t < 10; t++)
+    for (let p = 0; p < 10; p++) {
+      // log(1 + count), as confusion.png: a dozen confusions still show beside a thousand reads.
+      const shade = Math.log1p(counts[t][p]) / scale, [r, g, b] = diverging(0.5 + 0.5 * shade);
+      const x = MARGIN + p * CELL, y = MARGIN + t * CELL;
+      ctx.fillStyle = `rgb(${r},${g},${b})`;
+      ctx.fillRect(x, y, CELL, CELL);
+      ctx.strokeStyle = '#d8dde3';
+      ctx.strokeRect(x + 0.5, y + 0.5, CELL, CELL);
+      if (counts[t][p]) {
+        ctx.fillStyle = shade > 0.6 ? '#fff' : '#1b1f24';
+        ctx.fillText(counts[t][p], x + CELL / 2, y + CELL / 2 + 1);
+      }
+    }
+  if (evaluation.cell) {
+    const [t, p] = evaluation.cell;
+    ctx.strokeStyle = '#2166ac';
+    ctx.lineWidth = 3;
+    ctx.strokeRect(MARGIN + p * CELL + 1.5, MARGIN + t * CELL + 1.5, CELL - 2, CELL - 2);
+    ctx.lineWidth = 1;
+  }
+}
+// The off-diagonal cell with misreads under a mouse event, or null.
+function confusionCell(event) {
+  const canvas = $('confusion'), box = canvas.getBoundingClientRect();
+  const x = (event.clientX - box.left) * canvas.width / box.width - MARGIN;
+  const y = (event.clientY - box.top) * canvas.height / box.height - MARGIN;
+  const p = Math.floor(x / CELL), t = Math.floor(y / CELL);
+  if (!evaluation.data || t < 0 || t > 9 || p < 0 || p > 9 || t === p) return null;
+  return evaluation.data.confusion[t][p] ? [t, p] : null;
+}
+$('confusion').addEventListener('mousemove', (e) => {
+  $('confusion').style.cursor = confusionCell(e) ? 'pointer' : 'default';
+});
+$('confusion').addEventListener('click', (e) => {
+  const cell = confusionCell(e), same = cell && evaluation.cell && cell.join() === evaluation.cell.join();
+  evaluation.cell = cell && !same ? cell : null;
+  drawConfusion();
+  drawGallery();
+});
+
+function drawGallery() {
+  const d = evaluation.data, cell = evaluation.cell;
+  const shown = cell ? d.misreads.filter((m) => m.truth === cell[0] && m.predicted === cell[1]) :
+                       d.misreads;
+  const sent = d.misreads.length, partial = sent < d.misreads_total;
+  let key;
+  if (cell) {
+    const count = d.confusion[cell[0]][cell[1]];
+    key = `${cell[0]} read as ${cell[1]}: ${count} in the test set` +
+        (shown.length < count ? `, ${shown.length} of them among the ${sent} most confident misreads sent` : '') +
+        '. Click the cell again for every misread.';
+  } else {
+    key = `${d.misreads_total} misread test digits, the most confident first` +
+        (partial ? ` (the ${sent} most confident shown)` : '') + '; true → read, and the probability of the digit read.';
+  }
+  $('gallery-key').textContent = key;
+  const gallery = $('gallery');
+  gallery.textContent = '';
+  for (const m of shown) {
+    const figure = document.createElement('figure'), canvas = document.createElement('canvas');
+    canvas.width = canvas.height = 28;
+    const ctx = canvas.getContext('2d'), image = ctx.createImageData(28, 28), ink = atob(m.pixels);
+    for (let i = 0; i < 784; i++) {
+      const v = 255 - ink.charCodeAt(i);  // dark ink on white, as errors.png
+      image.data.set([v, v, v, 255], 4 * i);
+    }
+    ctx.putImageData(image, 0, 0);
+    figure.title = `test image ${m.index}`;
+    figure.appendChild(canvas);
+    figure.insertAdjacentHTML('beforeend', `<figcaption>${m.truth} → ${m.predicted} <span>${
+        Math.round(100 * m.probability)}%</span></figcaption>`);
+    gallery.appendChild(figure);
+  }
+}
