@@ -151,6 +151,24 @@ json classification_json(const Digit28& digit, const Activations& activations) {
           {"layers", layers}};
 }
 
+json classify_request(const std::string& content_type, const std::string& invert,
+                      const std::string& body, Engine& engine, std::mutex& engine_mutex) {
+  const GrayImage image = request_image(content_type, body);
+  const InvertMode invert_mode = request_invert(invert);
+  Digit28 digit;
+  try {
+    digit = preprocess_digit(image, invert_mode, "the image");
+  } catch (const Error& e) {
+    throw BadRequest(422, e.what());  // blank, or nothing that reads as a digit
+  }
+  Activations activations;
+  {
+    const std::lock_guard<std::mutex> lock(engine_mutex);
+    activations = engine.activations(digit.pixels.data());
+  }
+  return classification_json(digit, activations);
+}
+
 json model_json(const Checkpoint& checkpoint, const std::string& name) {
   const ParamLayout layout = lenet5_layout(checkpoint.net);
   json c3_table = json::array();

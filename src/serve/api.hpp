@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -45,6 +46,12 @@ InvertMode request_invert(const std::string& parameter);
 // outputs ({"name", "shape": [c, h, w], "values"}), values rounded to 4 decimals (the page draws
 // them in 256 shades; full precision would triple the answer's size).
 nlohmann::json classification_json(const Digit28& digit, const Activations& activations);
+
+// POST /api/classify whole: the request's Content-Type, its ?invert= value and its body, read as
+// request_image and request_invert say, preprocessed as `classify` does (422 when nothing reads
+// as a digit) and run through `engine`, holding `engine_mutex` for the forward pass only.
+nlohmann::json classify_request(const std::string& content_type, const std::string& invert,
+                                const std::string& body, Engine& engine, std::mutex& engine_mutex);
 
 // The checkpoint: its network settings and settings text, epoch, accuracies, the layers' shapes,
 // and the C1 (6, 1, 5, 5) and C3 (16, 6, 5, 5) filters with C3's table ([16][6] booleans).

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "core/stop_signals.hpp"
-#include "image/preprocess.hpp"
 #include "serve/api.hpp"
 #include "serve/run_evaluation.hpp"
 #include "serve/web_assets.hpp"
@@ -148,20 +147,10 @@ struct Server::Impl {
   }
 
   void classify(const httplib::Request& request, httplib::Response& response) {
-    const GrayImage image = request_image(request.get_header_value("Content-Type"), request.body);
-    const InvertMode invert = request_invert(request.get_param_value("invert"));
-    Digit28 digit;
-    try {
-      digit = preprocess_digit(image, invert, "the image");
-    } catch (const Error& e) {
-      throw BadRequest(422, e.what());  // blank, or nothing that reads as a digit
-    }
-    Activations activations;
-    {
-      const std::lock_guard<std::mutex> lock(engine_mutex);
-      activations = engine->activations(digit.pixels.data());
-    }
-    answer_json(response, classification_json(digit, activations));
+    answer_json(response,
+                classify_request(request.get_header_value("Content-Type"),
+                                 request.get_param_value("invert"), request.body, *engine,
+                                 engine_mutex));
   }
 };
 
