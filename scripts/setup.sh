@@ -73,11 +73,12 @@ if ! command -v nvcc >/dev/null 2>&1; then
     [ -x "$dir/nvcc" ] && export PATH="$dir:$PATH" && break
   done
 fi
+# Without nvcc, the CPU-only program is built (CMakeLists.txt, LENET5_WITH_CUDA): CMake finds no
+# CUDA compiler and leaves GPU support out.
 if ! command -v nvcc >/dev/null 2>&1; then
-  say "nvcc (the CUDA toolkit) was not found on PATH or in /usr/local/cuda*/bin."
-  say "lenet5 needs the CUDA toolkit to build, even to run on the CPU: install it from"
-  say "https://developer.nvidia.com/cuda-downloads (or your distribution's nvidia-cuda-toolkit) and run again."
-  exit 1
+  say "no nvcc (CUDA toolkit) on PATH or in /usr/local/cuda*/bin: building without GPU support" \
+      "(--device cpu only); for the GPU, install the CUDA toolkit" \
+      "(https://developer.nvidia.com/cuda-downloads) and run scripts/setup.sh again"
 fi
 
 build_dir=${BUILD_DIR:-build}
@@ -86,6 +87,10 @@ command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   # shellcheck disable=SC2086
   cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >&2
+else
+  # Configured again, with its own settings: a folder built without GPU support gets it once nvcc
+  # is there (CMakeLists.txt looks for a CUDA compiler again each time it found none).
+  cmake -S . -B "$build_dir" >&2
 fi
 cmake --build "$build_dir" -j "$(nproc)" >&2
 say "built $build_dir/lenet5"
