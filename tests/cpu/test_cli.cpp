@@ -141,10 +141,16 @@ TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
 TEST(Cli, DeviceGpuInABuildWithoutGpuSupportIsAUsageError) {
   if (cuda::gpu_available_in_build()) GTEST_SKIP() << "this build has GPU support";
   TempDir dir;
+  // Any existing file passes --checkpoint's parse; the device is refused before it is read.
+  const std::string file =
+      "'" + (testing::source_dir() / "tests" / "data" / "digit7.pgm").string() + "'";
   const std::vector<std::string> gpu_requests{
-      "train --device gpu --train-limit 10", "evaluate --device gpu --checkpoint missing",
-      "classify --device gpu --checkpoint missing image.png", "bench --device gpu --epochs 1",
-      "bench --layers", "figures fig16.12 --device gpu --out '" + (dir / "out").string() + "'"};
+      "train --device gpu --train-limit 10",
+      "evaluate --device gpu --checkpoint " + file,
+      "classify --device gpu --checkpoint " + file + " " + file,
+      "bench --device gpu --epochs 1",
+      "bench --layers",
+      "figures fig16.12 --device gpu --out '" + (dir / "out").string() + "'"};
   for (const std::string& arguments : gpu_requests) {
     const auto result = run_lenet5(arguments, dir);
     EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
