@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a fresh machine for lenet5: installs the Debian/Ubuntu packages it needs (idempotent),
-# checks for the CUDA toolkit, configures and builds into build/, and fetches MNIST into data/mnist.
+# configures and builds into build/ (with GPU support when the CUDA toolkit's nvcc is there, the
+# CPU-only program otherwise), and fetches MNIST into data/mnist.
 #
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-data  skip fetching MNIST
@@ -73,13 +74,8 @@ if ! command -v nvcc >/dev/null 2>&1; then
     [ -x "$dir/nvcc" ] && export PATH="$dir:$PATH" && break
   done
 fi
-# Without nvcc, the CPU-only program is built (CMakeLists.txt, LENET5_WITH_CUDA): CMake finds no
-# CUDA compiler and leaves GPU support out.
-if ! command -v nvcc >/dev/null 2>&1; then
-  say "no nvcc (CUDA toolkit) on PATH or in /usr/local/cuda*/bin: building without GPU support" \
-      "(--device cpu only); for the GPU, install the CUDA toolkit" \
-      "(https://developer.nvidia.com/cuda-downloads) and run scripts/setup.sh again"
-fi
+# Without nvcc, the CPU-only program is built: CMake finds no CUDA compiler, leaves GPU support out
+# and says so in one line, with how to get it (CMakeLists.txt, LENET5_WITH_CUDA).
 
 build_dir=${BUILD_DIR:-build}
 generator=()
