@@ -8,7 +8,7 @@
 // SGD's, sgd_update, is defined in optimizer.cu (declared in engine/optimizers.cpp).
 #pragma once
 
-#include <cuda_runtime.h>
+#include "cuda/runtime/stream_handle.hpp"
 
 #include <cstddef>
 

@@ -51,6 +51,8 @@ void throw_cufft_error(cufftResult status, const char* expression, const char* f
 
 namespace cuda {
 
+bool gpu_available_in_build() { return true; }
+
 int device_count() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

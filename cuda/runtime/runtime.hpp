@@ -1,5 +1,9 @@
 // Host-side wrappers of the CUDA runtime that the rest of the program needs: is there a GPU,
 // which one, and raw device memory (owned by lenet5::Buffer, never by hand).
+//
+// Defined by runtime.cpp in a build with CUDA, and by without_cuda.cpp in a build without it
+// (CMakeLists.txt, LENET5_WITH_CUDA, picks one): there device_count() is 0, the counters are 0,
+// and every function that needs the GPU throws UsageError(kBuiltWithoutGpu).
 #pragma once
 
 #include <algorithm>
@@ -8,6 +12,14 @@
 #include <vector>
 
 namespace lenet5::cuda {
+
+// Whether this program was built with GPU support (a CUDA compiler was found when it was built).
+// The one question host code asks about the build; it never tests a macro.
+bool gpu_available_in_build();
+// What every GPU request says in a build without GPU support (exit code 2).
+inline constexpr const char* kBuiltWithoutGpu =
+    "this lenet5 was built without GPU support (no CUDA compiler was found when it was built); "
+    "install the CUDA toolkit and run scripts/setup.sh again, or use --device cpu";
 
 // Number of usable CUDA devices; 0 (not an error) when there is no driver or no device.
 int device_count();

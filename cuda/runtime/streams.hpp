@@ -5,7 +5,7 @@
 // captured CUDA graph these become parallel branches, and the step's critical path shortens.
 #pragma once
 
-#include <cuda_runtime.h>
+#include "cuda/runtime/stream_handle.hpp"
 
 namespace lenet5::cuda {
 

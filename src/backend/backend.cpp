@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <string>
+
 #include "core/error.hpp"
 #include "cpu/cpu_engine.hpp"
 #include "cuda/engine/gpu_engine.hpp"
@@ -13,6 +15,12 @@ Device resolve_device(const std::string& request, bool warn_on_cpu_fallback) {
   if (request == "cpu") return Device::cpu;
   if (request != "auto" && request != "gpu")
     throw UsageError("--device must be auto, gpu or cpu, not '" + request + "'");
+  if (!cuda::gpu_available_in_build()) {
+    // The build said so when it was configured: auto runs on the CPU without a word.
+    if (request == "gpu") throw UsageError(std::string("--device gpu: ") + cuda::kBuiltWithoutGpu);
+    spdlog::debug("built without GPU support: running on the CPU");
+    return Device::cpu;
+  }
   if (cuda::device_count() == 0) {
     if (request == "gpu")
       throw Error("--device gpu: no usable CUDA device (no GPU or no driver); use --device cpu");

@@ -15,7 +15,8 @@
 namespace lenet5 {
 
 // Resolves --device auto|gpu|cpu. "auto" picks the GPU when one is usable, else the CPU (with a
-// warning when slowness matters, i.e. for training); "gpu" without a usable GPU is an error.
+// warning when slowness matters, i.e. for training); "gpu" without a usable GPU is an error. In a
+// build without GPU support, "auto" is the CPU (quietly) and "gpu" a UsageError saying so.
 Device resolve_device(const std::string& request, bool warn_on_cpu_fallback = true);
 
 // resolve_device on another thread, which for the GPU then creates the CUDA context: about 0.2 s

@@ -68,7 +68,8 @@ Command add_bench_command(CLI::App& parent) {
   auto layers = std::make_shared<bool>(false), table = std::make_shared<bool>(false);
   CLI::Option* layers_flag =
       cmd->add_flag("--layers", *layers,
-                    "instead of training, time each layer's CUDA kernels at --batch-size")
+                    "instead of training, time each layer's CUDA kernels at --batch-size "
+                    "(needs a GPU)")
           ->configurable(false);
   cmd->add_flag("--table", *table,
                 "print a table (a row per seed, then mean, min and max) instead of JSON lines")

@@ -43,8 +43,10 @@ Command add_classify_command(CLI::App& parent) {
             options.save_preprocessed = o->save;
             if (!o->save.empty() && o->images.size() > 1)
               std::filesystem::create_directories(o->save);
+            // The device first: a request that cannot run anywhere is said before the files.
+            const Device device = resolve_device(o->device, false);
             const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
-            const auto engine = engine_for(checkpoint, resolve_device(o->device, false));
+            const auto engine = engine_for(checkpoint, device);
             const auto results = classify_images(*engine, o->images, options);
             int failures = 0;
             for (const auto& r : results) {

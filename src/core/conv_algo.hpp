@@ -26,7 +26,8 @@ struct ConvAlgoInfo {
 
 // Every registered version, in number order.
 const std::vector<ConvAlgoInfo>& conv_algorithms();
-// Adds a version to the table; called by cuda/kernels/conv/registry.hpp's registrations only.
+// Adds a version to the table; called by cuda/kernels/conv/registry.hpp's registrations only
+// (and, in a build without GPU support, by cuda/kernels/conv/without_cuda.cpp).
 void register_conv_algorithm(const ConvAlgoInfo& info);
 const ConvAlgoInfo& conv_algorithm_info(ConvAlgo algo);
 // A name ("tiled") or a number ("2"); throws UsageError listing the accepted names otherwise.

@@ -2,13 +2,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
+#include "core/shapes.hpp"
 #include "figures/figure_util.hpp"
 
 namespace lenet5::figures {
+
+Dataset random_dataset(int count, std::uint64_t seed) {
+  if (count < 0) throw Error("internal: a data set of " + std::to_string(count) + " images");
+  Dataset data;
+  data.count = count;
+  data.images.resize(std::size_t(count) * kImageBytes);
+  data.labels.resize(std::size_t(count));
+  SplitMix64 rng(seed);
+  for (std::uint8_t& pixel : data.images) pixel = std::uint8_t(rng.next() >> 56);  // top 8 bits
+  for (std::uint8_t& label : data.labels) label = std::uint8_t(rng.below(kClasses));
+  return data;
+}
 
 const char* phase_name(Phase phase) {
   static constexpr const char* kNames[kPhases] = {"Backward", "Forward", "Testing", "Update"};

@@ -9,9 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "data/mnist.hpp"
 #include "figures/figures.hpp"
 
 namespace lenet5::figures {
+
+// `count` images of random bytes (0..255) and random labels (0..9) from SplitMix64 with `seed`:
+// MNIST's shapes without its files, for runs that measure only time (cudnn.tab4's).
+Dataset random_dataset(int count, std::uint64_t seed);
 
 // The phases, in the paper's row order (its Overall row follows them).
 enum class Phase { backward, forward, testing, update };

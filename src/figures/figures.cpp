@@ -128,7 +128,10 @@ std::vector<Target> all_targets() {
 void list_targets(std::ostream& out) {
   for (const Target& t : all_targets())
     out << t.id << "  " << (t.needs_gpu ? "GPU" : "CPU") << "  " << t.title << " ("
-        << t.section << ")\n";
+        << t.section << ")"
+        << (t.needs_gpu && !cuda::gpu_available_in_build() ? " [needs a build with GPU support]"
+                                                           : "")
+        << "\n";
 }
 
 int run_figures(const FiguresOptions& options, std::ostream& out) {
@@ -151,8 +154,12 @@ int run_figures(const FiguresOptions& options, const std::vector<Target>& target
   std::string no_gpu;  // why GPU targets are skipped ("" when they run)
   if (options.device == "cpu")
     no_gpu = "--device cpu";
+  else if (!cuda::gpu_available_in_build())
+    no_gpu = cuda::kBuiltWithoutGpu;
   else if (cuda::device_count() == 0)
     no_gpu = "no usable CUDA device";
+  if (options.device == "gpu" && !cuda::gpu_available_in_build())
+    throw UsageError(std::string("--device gpu: ") + cuda::kBuiltWithoutGpu);
   if (options.device == "gpu" && !no_gpu.empty())
     throw Error("--device gpu: " + no_gpu + "; use --device cpu to run the CPU targets only");
 

@@ -88,13 +88,17 @@ struct Target {
 std::vector<Target> chapter_cpu_targets();  // src/figures/chapter_targets.cpp
 std::vector<Target> paper_cpu_targets();    // src/figures/paper_targets.cpp
 std::vector<Target> gpu_targets();          // src/figures/gpu_targets.cpp
+// The same targets' ids, titles and sections, each of whose run() throws the UsageError of a build
+// without GPU support: gpu_targets() in such a build (src/figures/gpu_target_list.cpp).
+std::vector<Target> gpu_target_list();
 std::vector<Target> all_targets();
 
 struct FiguresOptions {
   std::vector<std::string> ids;  // empty: every target
   // Inside runs/, which git ignores, beside the training runs.
   std::filesystem::path out = "runs/figures";
-  std::string device = "auto";  // auto|gpu|cpu: cpu (or auto without a GPU) skips GPU targets
+  // auto|gpu|cpu: cpu (or auto without a GPU, or a build without GPU support) skips GPU targets
+  std::string device = "auto";
   TargetSettings settings;      // handed to every target's Block
 };
 
@@ -105,7 +109,8 @@ int run_figures(const FiguresOptions& options, std::ostream& out);
 // The same over the given targets instead of all_targets() (tests run stand-in targets).
 int run_figures(const FiguresOptions& options, const std::vector<Target>& targets,
                 std::ostream& out);
-// One line per target: id, GPU or CPU, title.
+// One line per target: id, GPU or CPU, title (and, for a GPU target in a build without GPU
+// support, that it needs a build with it).
 void list_targets(std::ostream& out);
 
 }  // namespace lenet5::figures

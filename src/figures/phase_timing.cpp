@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "core/rng.hpp"
 #include "core/topology.hpp"
 #include "cuda/engine/gpu_engine.hpp"
 #include "cuda/kernels/dense.cuh"
@@ -48,18 +47,6 @@ std::vector<std::int32_t> in_order(int count) {
 }
 
 }  // namespace
-
-Dataset random_dataset(int count, std::uint64_t seed) {
-  if (count < 0) throw Error("internal: a data set of " + std::to_string(count) + " images");
-  Dataset data;
-  data.count = count;
-  data.images.resize(std::size_t(count) * kImageBytes);
-  data.labels.resize(std::size_t(count));
-  SplitMix64 rng(seed);
-  for (std::uint8_t& pixel : data.images) pixel = std::uint8_t(rng.next() >> 56);  // top 8 bits
-  for (std::uint8_t& label : data.labels) label = std::uint8_t(rng.below(kClasses));
-  return data;
-}
 
 // Events recorded one after the other on kDefaultStream at the engine's marks: the intervals
 // between consecutive marks tile the time from the first mark to the last, without gap or

@@ -23,10 +23,6 @@
 
 namespace lenet5::figures {
 
-// `count` images of random bytes (0..255) and random labels (0..9) from SplitMix64 with `seed`:
-// MNIST's shapes without its files, for runs that measure only time.
-Dataset random_dataset(int count, std::uint64_t seed);
-
 struct PhaseRunSetup {
   int iterations = 200;  // the paper's
   int batch = 64;        // the trainer's default batch

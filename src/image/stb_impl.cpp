@@ -1,34 +1,7 @@
-// The one translation unit that compiles stb_image (read by image/image_io.cpp) and
-// stb_image_write (used by pictures/image.cpp). Every other file includes the headers for
+// The one translation unit that compiles stb_image (read by image/image_io.cpp); its writer,
+// stb_image_write, is compiled by stb_write_impl.cpp. Every other file includes the headers for
 // declarations only; defining the implementation twice breaks the link.
 // stb is header-only (Debian's libstb-dev headers), so nothing here links against libstb.
-//
-// PNG writing is set up for speed: stb_image_write's own deflate and its per-row choice among
-// five filters took 36 ms for the 830x452 C3 filter picture, which the end of every `train`
-// waits for. zlib (linked already, for MNIST's gz files) deflates instead, and every row uses
-// the "up" filter, which suits pictures of flat colour: 5.6 ms and a smaller file (24 KB
-// against 26 KB), measured on the build machine.
-#include <zlib.h>
-
-#include <cstdlib>
-
-namespace {
-
-// stb_image_write's hook for another deflate: a malloc'ed zlib stream, or null on failure.
-unsigned char* zlib_compress(unsigned char* data, int size, int* out_size, int level) {
-  uLongf capacity = compressBound(uLong(size));
-  auto* out = static_cast<unsigned char*>(std::malloc(capacity));
-  if (out && compress2(out, &capacity, data, uLong(size), level) == Z_OK) {
-    *out_size = int(capacity);
-    return out;
-  }
-  std::free(out);
-  return nullptr;
-}
-
-}  // namespace
-#define STBIW_ZLIB_COMPRESS zlib_compress
-
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wall"
 #pragma GCC diagnostic ignored "-Wextra"
@@ -46,18 +19,4 @@ unsigned char* zlib_compress(unsigned char* data, int size, int* out_size, int l
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
 
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb_image_write.h>
-
 #pragma GCC diagnostic pop
-
-namespace {
-
-// Set before main, before any thread can encode (the two are globals of stb_image_write).
-const bool kPngSettings = [] {
-  stbi_write_force_png_filter = 2;       // "up"
-  stbi_write_png_compression_level = 3;  // zlib's level
-  return true;
-}();
-
-}  // namespace

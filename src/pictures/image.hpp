@@ -1,7 +1,7 @@
 // Pictures for people: 8-bit RGB images drawn on the host and written as PNG (through
-// stb_image_write, compiled with stb_image in image/stb_impl.cpp). Both the run folder's pictures
-// and `evaluate
-// --report` draw here, and anything that serves pictures can take png_bytes() without a file.
+// stb_image_write, compiled in image/stb_write_impl.cpp). Both the run folder's pictures and
+// `evaluate --report` draw here, and anything that serves pictures can take png_bytes() without a
+// file.
 #pragma once
 
 #include <cstdint>

@@ -371,6 +371,8 @@ std::string format_bench_table(const BenchReport& report) {
 }
 
 void run_layer_benchmark(const TrainSettings& settings, int repetitions, const JsonLineSink& emit) {
+  if (!cuda::gpu_available_in_build())
+    throw UsageError(std::string("bench --layers times CUDA kernels: ") + cuda::kBuiltWithoutGpu);
   if (resolve_device(settings.device) != Device::gpu)
     throw UsageError("bench --layers times CUDA kernels: it needs a GPU");
   const int n = settings.batch_size;

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/cpu_threads.hpp"
 #include "cuda/runtime/runtime.hpp"
@@ -140,12 +142,50 @@ TEST(Cli, SettingsFileMustBeASmallRegularFile) {
 }
 
 TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
+  if (!cuda::gpu_available_in_build())
+    GTEST_SKIP() << "built without GPU support (DeviceGpuInABuildWithoutGpuSupportIsAUsageError)";
   if (cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
   TempDir dir;
   const auto result = run_lenet5("train --device gpu --train-limit 10", dir);
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_TRUE(mentions(result.err, "--device gpu")) << result.err;
   EXPECT_TRUE(mentions(result.err, "--device cpu")) << result.err;  // says how to proceed
+}
+
+// A build without GPU support says so, and how to get it, wherever the GPU is asked for: a usage
+// error (exit 2), as the request cannot succeed on any machine.
+TEST(Cli, DeviceGpuInABuildWithoutGpuSupportIsAUsageError) {
+  if (cuda::gpu_available_in_build()) GTEST_SKIP() << "this build has GPU support";
+  TempDir dir;
+  // Any existing file passes --checkpoint's parse; the device is refused before it is read.
+  const std::string file =
+      "'" + (testing::source_dir() / "tests" / "data" / "digit7.pgm").string() + "'";
+  const std::vector<std::string> gpu_requests{
+      "train --device gpu --train-limit 10",
+      "evaluate --device gpu --checkpoint " + file,
+      "classify --device gpu --checkpoint " + file + " " + file,
+      "bench --device gpu --epochs 1",
+      "bench --layers",
+      "figures fig16.12 --device gpu --out '" + (dir / "out").string() + "'"};
+  for (const std::string& arguments : gpu_requests) {
+    const auto result = run_lenet5(arguments, dir);
+    EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
+    EXPECT_TRUE(mentions(result.err, cuda::kBuiltWithoutGpu)) << arguments << "\n" << result.err;
+  }
+}
+
+// ... and --device auto runs on the CPU without a warning about it (the build announced it).
+TEST(Cli, DeviceAutoInABuildWithoutGpuSupportIsTheCpuQuietly) {
+  LENET5_REQUIRE_MNIST();
+  if (cuda::gpu_available_in_build()) GTEST_SKIP() << "this build has GPU support";
+  TempDir dir;
+  const auto result = run_lenet5("train --train-limit 64 --epochs 1 --evaluate false --data '" +
+                                     testing::mnist_dir().string() + "' --out '" +
+                                     (dir / "run").string() + "'",
+                                 dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(mentions(result.err, "CUDA")) << result.err;
+  EXPECT_FALSE(mentions(result.err, "warn")) << result.err;
 }
 
 // Resuming with other augmentation settings than the checkpoint's is allowed, and said.

@@ -1,8 +1,9 @@
 // `lenet5 figures` (textbook-figures.md): the command end to end on the CPU, its settings
 // (--cudnn-table2) on their way to the targets, the errata page (tests/errata.md) against the code
 // it describes, and direct tests of the computations whose values matter most (the Fig 16.14
-// erratum E26, the reconstruction of the figure's input, the Exercise 3 FFT memory and Exercise 5
-// sector model, the errata signatures of E01, E08 and E23, formula (1) and Eq. (3)).
+// erratum E26, the reconstruction of the figure's input, the Exercise 5 sector model, the errata
+// signatures of E01, E08 and E23, formula (1) and Eq. (3)). Exercise 3's FFT memory is tested in
+// test_conv_fft_scratch.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +16,7 @@
 
 #include "core/conv_algo.hpp"
 #include "core/error.hpp"
-#include "cuda/figures/conv_fft.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "figures/chapter_math.hpp"
 #include "figures/fig16_14_data.hpp"
 #include "figures/figures.hpp"
@@ -88,6 +89,39 @@ TEST(FiguresCommand, ListNamesEveryTarget) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (const figures::Target& t : figures::all_targets())
     EXPECT_TRUE(mentions(result.out, t.id + "  " + (t.needs_gpu ? "GPU" : "CPU"))) << t.id;
+}
+
+// A build without GPU support lists the GPU targets from gpu_target_list(): the same targets.
+TEST(FiguresCommand, GpuTargetListMatchesTheGpuTargets) {
+  if (!cuda::gpu_available_in_build())
+    GTEST_SKIP() << "built without GPU support: gpu_targets() is gpu_target_list() itself";
+  const std::vector<figures::Target> built = figures::gpu_targets();
+  const std::vector<figures::Target> listed = figures::gpu_target_list();
+  ASSERT_EQ(built.size(), listed.size());
+  for (std::size_t i = 0; i < built.size(); ++i) {
+    EXPECT_EQ(listed[i].id, built[i].id);
+    EXPECT_EQ(listed[i].title, built[i].title) << built[i].id;
+    EXPECT_EQ(listed[i].section, built[i].section) << built[i].id;
+    EXPECT_TRUE(built[i].needs_gpu && listed[i].needs_gpu) << built[i].id;
+  }
+}
+
+// There, the GPU targets are listed as needing a build with GPU support, and skipped saying how
+// to get it.
+TEST(FiguresCommand, GpuTargetsOfABuildWithoutGpuSupportSaySo) {
+  if (cuda::gpu_available_in_build()) GTEST_SKIP() << "this build has GPU support";
+  TempDir dir;
+  const auto list = run_lenet5("figures --list", dir);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  for (const figures::Target& t : figures::gpu_target_list())
+    EXPECT_TRUE(mentions(list.out, t.id + "  GPU  " + t.title + " (" + t.section +
+                                       ") [needs a build with GPU support]"))
+        << list.out;
+  const auto run = run_lenet5("figures fig16.12 fig16.2 --out '" + (dir / "f").string() + "'", dir);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(mentions(run.out, std::string("SKIPPED fig16.12: ") + cuda::kBuiltWithoutGpu))
+      << run.out;
+  EXPECT_TRUE(mentions(run.out, "PASS fig16.2 (")) << run.out;
 }
 
 TEST(FiguresCommand, UnknownTargetIsAUsageErrorNamingIt) {
@@ -359,27 +393,6 @@ TEST(FiguresUnit, Exercise5SectorCountsMatchTheTable) {
     EXPECT_NEAR(s.writes_row_major, e.literal, 0.005) << e.c;
     EXPECT_NEAR(s.ideal, e.ideal, 0.005) << e.c;
   }
-}
-
-// §1.22 ex 3: the FFT convolution's extra memory (cuda::fft_scratch, pure arithmetic). C1's
-// filters padded to 32x32: 6,144 floats instead of 150, 40.96x ("41x" in the spec).
-TEST(FiguresUnit, Exercise3FftScratch) {
-  const cuda::FftScratch c1 = cuda::fft_scratch({64, 1, 32, 32, 6, 5});
-  EXPECT_EQ(c1.filter_floats, 150u);
-  EXPECT_EQ(c1.padded_filter_floats, 6144u);
-  EXPECT_DOUBLE_EQ(c1.padding_ratio(), 40.96);
-  EXPECT_EQ(std::lround(c1.padding_ratio()), 41);
-  EXPECT_EQ(c1.filter_spectrum_complex, 6u * 32 * 17);             // W/2+1 = 17 columns
-  EXPECT_EQ(c1.input_spectrum_complex, 64u * 32 * 17);
-  EXPECT_EQ(c1.output_spectrum_complex, 64u * 6 * 32 * 17);
-  EXPECT_EQ(c1.circular_output_floats, 64u * 6 * 32 * 32);
-  EXPECT_EQ(c1.bytes(), 4u * (6144 + 393216) + 8u * (3264 + 34816 + 208896));
-  const cuda::FftScratch c3 = cuda::fft_scratch({64, 6, 14, 14, 16, 5});
-  EXPECT_EQ(c3.filter_floats, 2400u);
-  EXPECT_EQ(c3.padded_filter_floats, 18816u);  // 7.84x
-  const cuda::FftScratch c5 = cuda::fft_scratch({64, 16, 5, 5, 120, 5});
-  EXPECT_EQ(c5.padded_filter_floats, c5.filter_floats);  // K = H = W: nothing to pad
-  EXPECT_EQ(cuda::fft_scratch({1, 1, 9, 20, 1, 3}).filter_spectrum_complex, 9u * 11);  // odd rows
 }
 
 TEST(FiguresUnit, E01DoublesTheRunningSum) {

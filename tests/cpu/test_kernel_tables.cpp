@@ -9,6 +9,8 @@
 #include "core/conv_algo.hpp"
 #include "core/error.hpp"
 #include "core/net_config.hpp"
+#include "cuda/runtime/runtime.hpp"
+#include "test_util.hpp"
 
 namespace lenet5 {
 namespace {
@@ -26,6 +28,24 @@ TEST(ConvVersions, EveryVersionRegisteredOnceInNumberOrder) {
     EXPECT_TRUE(names.insert(info.name).second) << "two versions named " << info.name;
     EXPECT_NE(std::string(info.source), "") << info.name;
     EXPECT_NE(std::string(info.description), "") << info.name;
+  }
+}
+
+// A build without GPU support does not compile the versions' files: it lists them from
+// cuda/kernels/conv/without_cuda.cpp, whose rows must say what the versions' registrations say.
+TEST(ConvVersions, TheListOfABuildWithoutGpuSupportMatchesTheRegistrations) {
+  if (!cuda::gpu_available_in_build())
+    GTEST_SKIP() << "built without GPU support: the table is that list";
+  const std::string listed =
+      testing::read_text(testing::source_dir() / "cuda" / "kernels" / "conv" / "without_cuda.cpp");
+  for (const ConvAlgoInfo& info : conv_algorithms()) {
+    const std::string number = std::to_string(info.number);
+    const auto quoted = [](const char* text) { return "\"" + std::string(text) + "\""; };
+    for (const std::string& literal :
+         {"{ConvAlgo(" + number + "), " + number + ", " + quoted(info.name) + ", " +
+              quoted(info.source) + ",",
+          quoted(info.description) + "}"})
+      EXPECT_NE(listed.find(literal), std::string::npos) << literal;
   }
 }
 
