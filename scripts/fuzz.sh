@@ -22,11 +22,11 @@ if ! command -v clang++ >/dev/null; then
   exit 2
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ -DLENET5_WITH_CUDA=OFF -DLENET5_FUZZ=ON -DLENET5_BUILD_TESTS=OFF \
+  -DCMAKE_CXX_COMPILER=clang++ -DLENET5_WITH_CUDA=OFF -DLENET5_FUZZ=ON \
   ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} \
   >"$build.configure.log" 2>&1 || { tail -20 "$build.configure.log"; exit 1; }
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=($(sed -n 's/^LENET5_FUZZ_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" | tr ';' ' '))
+[ ${#targets[@]} -eq 0 ] && targets=($(sed -n 's/^LENET5_FUZZ_BUILT_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" | tr ';' ' '))
 cmake --build "$build" --target $(printf 'fuzz_%s ' "${targets[@]}")
 
 # One target: its corpus grows in a working copy; the committed seeds stay as they are.

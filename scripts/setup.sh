@@ -7,6 +7,8 @@
 #   scripts/setup.sh --no-data  skip fetching MNIST
 #   scripts/setup.sh --handwriting  also install the handwriting fonts and Python imaging that
 #                               scripts/make_handwriting_set.py needs (not needed to build or test)
+#   scripts/setup.sh --fuzz     also install clang and its OpenMP runtime, which scripts/fuzz.sh
+#                               builds the fuzz targets with (libFuzzer comes with clang)
 #   scripts/setup.sh --help
 #
 # Environment: BUILD_DIR (default build), CMAKE_ARGS (extra cmake arguments, for example
@@ -18,11 +20,13 @@ say() { echo "setup: $*" >&2; }
 
 fetch_data=1
 handwriting=0
+fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --no-data) fetch_data=0 ;;
     --handwriting) handwriting=1 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --fuzz) fuzz=1 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$arg' (see --help)"; exit 2 ;;
   esac
 done
@@ -38,6 +42,9 @@ if [ "$handwriting" -eq 1 ]; then
   # the fonts, Pillow draws them, NumPy does the photo-like lighting and noise.
   packages+=(fontconfig python3-pil python3-numpy fonts-bwht fonts-dkg-handwriting fonts-breip
              fonts-femkeklaver fonts-rufscript fonts-klee)
+fi
+if [ "$fuzz" -eq 1 ]; then
+  packages+=(clang libomp-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

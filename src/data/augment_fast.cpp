@@ -27,6 +27,16 @@ static_assert(3 * kMaxElasticSigma <= kMaxRadius, "row buffers cover the widest 
 // Eight floats, one AVX2 register (two SSE registers in the baseline clone): GCC's vector
 // extension, so that the row loops are vector code whatever the auto-vectoriser decides.
 typedef float Floats8 __attribute__((vector_size(32)));
+
+// An AVX2 and a baseline version of each row loop, picked at load time (they give the same bits:
+// no fused multiply-adds). clang refuses calls that pass these 32-byte vectors by value between
+// the AVX2 clone and the helpers below, compiled without AVX (GCC inlines the helpers first), so a
+// clang build runs the baseline version only.
+#if defined(__clang__)
+#define LENET5_AVX2_CLONES
+#else
+#define LENET5_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 constexpr int kVectorsPerRow = kStride / 8;
 
 // One displacement component (x or y) of every pixel, rows padded to kStride.
@@ -59,7 +69,7 @@ __attribute__((always_inline)) inline Doubles4 exact_doubles(Words4 below_2_52) 
 // and mixed (splitmix64_mix), then symmetric_uniform's double(bits >> 11) * 2^-52 - 1 with the
 // 53-bit integer converted exactly in two halves (their sum is below 2^53, so exact too): the
 // same values as the scalar draws.
-__attribute__((target_clones("avx2", "default"))) void draw_noise(const AugmentRandom& random,
+LENET5_AVX2_CLONES void draw_noise(const AugmentRandom& random,
                                                                   Plane& x, Plane& y) {
   static_assert(kImageBytes % 4 == 0 && kImageSide % 4 == 0, "rows split into groups of four");
   for (int plane = 0; plane < 2; ++plane) {
@@ -81,7 +91,7 @@ __attribute__((target_clones("avx2", "default"))) void draw_noise(const AugmentR
 // out(y, x) = sum over k of taps[k] * in(y, x + k - radius), x clamped to the image, summed from
 // k = 0 up as a device thread sums it; both planes at once, for eight independent sums in
 // flight. Each row is copied with its edge pixels repeated, so the loop has no bounds test.
-__attribute__((target_clones("avx2", "default"))) void smooth_along_x(
+LENET5_AVX2_CLONES void smooth_along_x(
     const Plane& in_x, const Plane& in_y, const std::vector<float>& taps, Plane& out_x,
     Plane& out_y) {
   const int radius = int(taps.size() / 2);
@@ -107,7 +117,7 @@ __attribute__((target_clones("avx2", "default"))) void smooth_along_x(
 }
 
 // out(y, x) = sum over k of taps[k] * in(y + k - radius, x), y clamped to the image; both planes.
-__attribute__((target_clones("avx2", "default"))) void smooth_along_y(
+LENET5_AVX2_CLONES void smooth_along_y(
     const Plane& in_x, const Plane& in_y, const std::vector<float>& taps, Plane& out_x,
     Plane& out_y) {
   const int radius = int(taps.size() / 2);
@@ -146,7 +156,7 @@ typedef std::int32_t Ints8 __attribute__((vector_size(32)));
 // pixels of a row at once, the same operations in the same order on each. floor is the integer
 // conversion (towards zero) corrected for negative positions: exact, as positions are clamped
 // to [-2, 29] first.
-__attribute__((target_clones("avx2", "default"))) void resample_float(const PaddedGrey& image,
+LENET5_AVX2_CLONES void resample_float(const PaddedGrey& image,
                                                                       const AffineMap& m,
                                                                       const Plane* dx,
                                                                       const Plane* dy, float scale,

@@ -1,5 +1,6 @@
-// Decoding goes through stb_image's FILE* interface so the file is opened once: the header is
-// checked with stbi_info_from_file (which restores the position) and only then decoded.
+// Files and uploads are decoded by stb_image from memory, one path: the bytes are checked for what
+// stb_image mishandles (stb_input_check.hpp), the header is read with stbi_info_from_memory and
+// its size checked, and only then are the pixels decoded.
 //
 // Binary PGM/PPM (P5/P6) are read here instead: stb_image 2.27, the version Debian ships, copies
 // 16-bit PNM samples in file order without the big-endian conversion the format requires
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "image/stb_input_check.hpp"
 
 namespace lenet5 {
 namespace {
@@ -157,32 +159,28 @@ GrayImage load_binary_pnm(std::FILE* f, const std::filesystem::path& file) {
 // ---- everything else, through stb_image
 // ----------------------------------------------------------
 
-template <typename Sample>
-GrayImage decode(std::FILE* f, const std::filesystem::path& file, int channels,
-                 Sample* (*load)(std::FILE*, int*, int*, int*, int), float max_value) {
-  int width = 0, height = 0, channels_in_file = 0;
-  std::unique_ptr<Sample, void (*)(void*)> data(
-      load(f, &width, &height, &channels_in_file, channels), &stbi_image_free);
-  if (!data) throw_undecodable(file, stbi_failure_reason());
-  return to_gray(data.get(), width, height, channels, max_value);
-}
+// The whole file, for stb_image to decode from memory like an upload (one path, with the checks
+// of stb_input_check.hpp). No digit picture comes near the limit; it keeps a planted huge file
+// from being read whole.
+constexpr std::uintmax_t kMaxImageFileBytes = std::uintmax_t(64) << 20;
 
-GrayImage load_with_stb(std::FILE* f, const std::filesystem::path& file) {
-  int width = 0, height = 0, channels = 0;
-  if (!stbi_info_from_file(f, &width, &height, &channels)) {
-    throw_undecodable(file, stbi_failure_reason());
-  }
-  check_size(width, height, file);
-  // 16-bit PNG goes through the 16-bit loader so that precision is kept; everything else (HDR
-  // included, which stb tone-maps with its default gamma) through the 8-bit one.
-  if (stbi_is_16_bit_from_file(f)) {
-    return decode<stbi_us>(f, file, channels, &stbi_load_from_file_16, 65535.0f);
-  }
-  return decode<stbi_uc>(f, file, channels, &stbi_load_from_file, 255.0f);
+std::string file_bytes(std::FILE* f, const std::filesystem::path& file) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec || size > kMaxImageFileBytes)
+    throw Error("cannot read image " + quoted(file) + ": " +
+                (ec ? "not a regular file (" + ec.message() + ")"
+                    : "the file is larger than 64 MiB, far more than a digit needs (scale it "
+                      "down first)"));
+  std::string bytes(size, '\0');
+  if (std::fread(bytes.data(), 1, size, f) != size)
+    throw Error("cannot read image " + quoted(file) + ": " + std::strerror(errno));
+  return bytes;
 }
 
 GrayImage decode_with_stb(const std::string& bytes, const std::filesystem::path& name,
                           int max_side) {
+  check_stb_input(bytes, name.string());
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int length = int(bytes.size());
   int width = 0, height = 0, channels = 0;
@@ -190,6 +188,8 @@ GrayImage decode_with_stb(const std::string& bytes, const std::filesystem::path&
     throw_undecodable(name, stbi_failure_reason());
   }
   check_size(width, height, name, max_side);
+  // 16-bit PNG goes through the 16-bit loader so that precision is kept; everything else (HDR
+  // included, which stb tone-maps with its default gamma) through the 8-bit one.
   int channels_in_file = 0;
   if (stbi_is_16_bit_from_memory(data, length)) {
     std::unique_ptr<stbi_us, void (*)(void*)> pixels(
@@ -219,7 +219,7 @@ GrayImage decode_gray_image(const std::string& bytes, int max_side,
 GrayImage load_gray_image(const std::filesystem::path& file) {
   FilePtr f = open_for_reading(file);
   if (starts_with_binary_pnm(f.get())) return load_binary_pnm(f.get(), file);
-  return load_with_stb(f.get(), file);
+  return decode_with_stb(file_bytes(f.get(), file), file, kMaxImageSide);
 }
 
 }  // namespace lenet5

@@ -155,7 +155,8 @@ std::vector<SettingDeclaration> declare_train_settings() {
 }
 
 template <typename Field>
-using FieldType = std::remove_reference_t<decltype(std::declval<TrainSettings&>().*Field())>;
+using FieldType =
+    std::remove_reference_t<decltype(std::declval<TrainSettings&>().*std::declval<Field>())>;
 
 // A numeric field's value as a double (exact for every int and for the doubles themselves).
 std::optional<double> numeric_value(const TrainSettings& settings, const SettingField& field) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -360,6 +361,24 @@ TEST_F(ImageTest, HugeImageIsRefusedFromItsHeader) {
   write_bytes(file("huge.pgm"), "P5\n20000 20000\n255\n");
   expect_error_mentioning([&] { load_gray_image(file("huge.pgm")); },
                           {"huge.pgm", "image is 20000x20000"});
+}
+
+// Inputs the fuzzer found (tests/fuzz/) that stb_image 2.27 mishandles, refused before it sees
+// them (image/stb_input_check.hpp), from a file and from memory alike: a PNG chunk whose length
+// field claims 2 GiB, which stb reserved before reading, and a JPEG Huffman table of more than
+// 256 codes, which stb wrote past the end of its table.
+TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
+  const fs::path found = fs::path(LENET5_SOURCE_DIR) / "tests" / "data" / "fuzz-found";
+  const std::pair<const char*, const char*> cases[] = {
+      {"png_chunk_claiming_2gib.png", "corrupt PNG: a chunk claims"},
+      {"jpeg_huffman_table_of_257_codes.jpg", "corrupt JPEG: a Huffman table of"}};
+  for (const auto& [name, message] : cases) {
+    expect_error_mentioning([&] { load_gray_image(found / name); }, {name, message});
+    std::ifstream in(found / name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    expect_error_mentioning([&] { decode_gray_image(bytes, kMaxImageSide, "upload"); },
+                            {"upload", message});
+  }
 }
 
 TEST_F(ImageTest, WriteGrayPngRoundTrips) {

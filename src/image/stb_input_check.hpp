@@ -1,0 +1,16 @@
+// What stb_image 2.27 (the version Debian ships) must not be handed, found by fuzzing: checked on
+// an image file's bytes before they reach it.
+//   - A PNG chunk that claims more bytes than the file holds: stb reserves the claimed size for
+//     the image data before reading it (up to 2 GiB for a 4 MB upload).
+//   - A JPEG Huffman table of more than 256 codes: stb writes the code lengths past the end of
+//     its table (fixed in later versions, which refuse it as "bad DHT header").
+// Other formats pass unchecked. Throws lenet5::Error naming `name` and what is wrong.
+#pragma once
+
+#include <string>
+
+namespace lenet5 {
+
+void check_stb_input(const std::string& bytes, const std::string& name);
+
+}  // namespace lenet5
