@@ -6,9 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
-#include <exception>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -30,16 +30,18 @@ void configure_logging(int verbosity, bool quiet, bool json) {
   spdlog::set_level(level);
 }
 
-// A settings file holds a few hundred bytes. Anything but a regular file of at most 1 MiB (a device,
-// a pipe, a huge file) is refused before CLI11 reads it line by line: an endless one never ends.
+// A settings file holds a few hundred bytes. Anything but a regular file of at most 1 MiB (a
+// device, a pipe, a huge file) is refused before CLI11 reads it line by line: an endless one never
+// ends.
 std::string settings_file_problem(std::string& path) {
   constexpr std::uintmax_t kMaxSettingsBytes = std::uintmax_t(1) << 20;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     return path + " is not a regular file: give a TOML settings file";
   if (std::filesystem::file_size(path, ec) > kMaxSettingsBytes)
-    return path + " is larger than 1 MiB, far more than any settings file: give a TOML file "
-                  "of [train] settings";
+    return path +
+           " is larger than 1 MiB, far more than any settings file: give a TOML file "
+           "of [train] settings";
   return {};
 }
 

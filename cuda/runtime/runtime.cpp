@@ -51,7 +51,9 @@ void throw_cufft_error(cufftResult status, const char* expression, const char* f
 
 namespace cuda {
 
-bool gpu_available_in_build() { return true; }
+bool gpu_available_in_build() {
+  return true;
+}
 
 int device_count() {
   int count = 0;

@@ -12,36 +12,74 @@
 namespace lenet5::cuda {
 namespace {
 
-[[noreturn]] void refuse() { throw UsageError(kBuiltWithoutGpu); }
+[[noreturn]] void refuse() {
+  throw UsageError(kBuiltWithoutGpu);
+}
 
 }  // namespace
 
-bool gpu_available_in_build() { return false; }
-int device_count() { return 0; }
-void create_context() { refuse(); }
-std::string device_description(int) { refuse(); }
+bool gpu_available_in_build() {
+  return false;
+}
+int device_count() {
+  return 0;
+}
+void create_context() {
+  refuse();
+}
+std::string device_description(int) {
+  refuse();
+}
 
-void* allocate(std::size_t) { refuse(); }
+void* allocate(std::size_t) {
+  refuse();
+}
 // Nothing was ever allocated, so there is nothing to free (and a destructor's call must not throw).
 void release(void*, std::size_t) noexcept {}
-std::size_t allocated_bytes() { return 0; }
-std::size_t peak_allocated_bytes() { return 0; }
+std::size_t allocated_bytes() {
+  return 0;
+}
+std::size_t peak_allocated_bytes() {
+  return 0;
+}
 void reset_peak_allocated_bytes() {}
-std::size_t device_used_bytes() { refuse(); }
-void copy_to_device(void*, const void*, std::size_t) { refuse(); }
-void copy_to_host(void*, const void*, std::size_t) { refuse(); }
-void copy_device_to_device(void*, const void*, std::size_t) { refuse(); }
-void fill_zero(void*, std::size_t) { refuse(); }
-void synchronize() { refuse(); }
-double elapsed_microseconds_of(void (*)(void*), void*) { refuse(); }
+std::size_t device_used_bytes() {
+  refuse();
+}
+void copy_to_device(void*, const void*, std::size_t) {
+  refuse();
+}
+void copy_to_host(void*, const void*, std::size_t) {
+  refuse();
+}
+void copy_device_to_device(void*, const void*, std::size_t) {
+  refuse();
+}
+void fill_zero(void*, std::size_t) {
+  refuse();
+}
+void synchronize() {
+  refuse();
+}
+double elapsed_microseconds_of(void (*)(void*), void*) {
+  refuse();
+}
 
 // No streams: the layer stream is the (null) default, and a side stream cannot be made.
-cudaStream_t layer_stream() { return nullptr; }
+cudaStream_t layer_stream() {
+  return nullptr;
+}
 ScopedLayerStream::ScopedLayerStream(cudaStream_t) : m_previous(nullptr) {}
 ScopedLayerStream::~ScopedLayerStream() = default;
-SideStream::SideStream() { refuse(); }
+SideStream::SideStream() {
+  refuse();
+}
 SideStream::~SideStream() = default;
-void SideStream::branch_from(cudaStream_t) { refuse(); }
-void SideStream::join_into(cudaStream_t) { refuse(); }
+void SideStream::branch_from(cudaStream_t) {
+  refuse();
+}
+void SideStream::join_into(cudaStream_t) {
+  refuse();
+}
 
 }  // namespace lenet5::cuda

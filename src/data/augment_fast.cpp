@@ -69,8 +69,7 @@ __attribute__((always_inline)) inline Doubles4 exact_doubles(Words4 below_2_52) 
 // and mixed (splitmix64_mix), then symmetric_uniform's double(bits >> 11) * 2^-52 - 1 with the
 // 53-bit integer converted exactly in two halves (their sum is below 2^53, so exact too): the
 // same values as the scalar draws.
-LENET5_AVX2_CLONES void draw_noise(const AugmentRandom& random,
-                                                                  Plane& x, Plane& y) {
+LENET5_AVX2_CLONES void draw_noise(const AugmentRandom& random, Plane& x, Plane& y) {
   static_assert(kImageBytes % 4 == 0 && kImageSide % 4 == 0, "rows split into groups of four");
   for (int plane = 0; plane < 2; ++plane) {
     float* out = (plane ? y : x).v;
@@ -91,9 +90,8 @@ LENET5_AVX2_CLONES void draw_noise(const AugmentRandom& random,
 // out(y, x) = sum over k of taps[k] * in(y, x + k - radius), x clamped to the image, summed from
 // k = 0 up as a device thread sums it; both planes at once, for eight independent sums in
 // flight. Each row is copied with its edge pixels repeated, so the loop has no bounds test.
-LENET5_AVX2_CLONES void smooth_along_x(
-    const Plane& in_x, const Plane& in_y, const std::vector<float>& taps, Plane& out_x,
-    Plane& out_y) {
+LENET5_AVX2_CLONES void smooth_along_x(const Plane& in_x, const Plane& in_y,
+                                       const std::vector<float>& taps, Plane& out_x, Plane& out_y) {
   const int radius = int(taps.size() / 2);
   float rows[2][kStride + 2 * kMaxRadius];
   for (int y = 0; y < kImageSide; ++y) {
@@ -117,9 +115,8 @@ LENET5_AVX2_CLONES void smooth_along_x(
 }
 
 // out(y, x) = sum over k of taps[k] * in(y + k - radius, x), y clamped to the image; both planes.
-LENET5_AVX2_CLONES void smooth_along_y(
-    const Plane& in_x, const Plane& in_y, const std::vector<float>& taps, Plane& out_x,
-    Plane& out_y) {
+LENET5_AVX2_CLONES void smooth_along_y(const Plane& in_x, const Plane& in_y,
+                                       const std::vector<float>& taps, Plane& out_x, Plane& out_y) {
   const int radius = int(taps.size() / 2);
   for (int y = 0; y < kImageSide; ++y) {
     Floats8 sum[2][kVectorsPerRow] = {};
@@ -156,11 +153,8 @@ typedef std::int32_t Ints8 __attribute__((vector_size(32)));
 // pixels of a row at once, the same operations in the same order on each. floor is the integer
 // conversion (towards zero) corrected for negative positions: exact, as positions are clamped
 // to [-2, 29] first.
-LENET5_AVX2_CLONES void resample_float(const PaddedGrey& image,
-                                                                      const AffineMap& m,
-                                                                      const Plane* dx,
-                                                                      const Plane* dy, float scale,
-                                                                      float* grey) {
+LENET5_AVX2_CLONES void resample_float(const PaddedGrey& image, const AffineMap& m, const Plane* dx,
+                                       const Plane* dy, float scale, float* grey) {
   const float centre = float(kAugmentCentre), low = float(kBilinearLow);
   const float high = float(kBilinearHigh);
   const Floats8 lane = {0, 1, 2, 3, 4, 5, 6, 7};

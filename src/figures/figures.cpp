@@ -127,8 +127,8 @@ std::vector<Target> all_targets() {
 
 void list_targets(std::ostream& out) {
   for (const Target& t : all_targets())
-    out << t.id << "  " << (t.needs_gpu ? "GPU" : "CPU") << "  " << t.title << " ("
-        << t.section << ")"
+    out << t.id << "  " << (t.needs_gpu ? "GPU" : "CPU") << "  " << t.title << " (" << t.section
+        << ")"
         << (t.needs_gpu && !cuda::gpu_available_in_build() ? " [needs a build with GPU support]"
                                                            : "")
         << "\n";

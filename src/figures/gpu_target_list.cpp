@@ -36,13 +36,12 @@ std::vector<Target> gpu_target_list() {
       {"cudnn.tab3", "cuDNN Table 2 layers: our GEMM convolutions vs cuDNN, TFLOP/s, % of peak",
        "§3.4, §3.5"},
       {"cudnn.tab4",
-       "training time per phase, book kernels vs every convolution version, with speedups",
-       "§3.7"},
+       "training time per phase, book kernels vs every convolution version, with speedups", "§3.7"},
   };
   std::vector<Target> targets;
   for (const Listed& t : listed)
-    targets.push_back({t.id, t.title, t.section, true,
-                       [](Block&) { throw UsageError(cuda::kBuiltWithoutGpu); }});
+    targets.push_back(
+        {t.id, t.title, t.section, true, [](Block&) { throw UsageError(cuda::kBuiltWithoutGpu); }});
   return targets;
 }
 

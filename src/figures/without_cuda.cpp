@@ -6,6 +6,8 @@
 
 namespace lenet5::figures {
 
-std::vector<Target> gpu_targets() { return gpu_target_list(); }
+std::vector<Target> gpu_targets() {
+  return gpu_target_list();
+}
 
 }  // namespace lenet5::figures

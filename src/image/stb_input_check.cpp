@@ -25,8 +25,9 @@ void check_png(const std::string& bytes, const std::string& name) {
     const std::uint64_t length = big_endian(bytes, at, 4);
     const std::uint64_t left = bytes.size() - at - 8;
     if (length + 4 > left)  // data and CRC
-      corrupt(name, "PNG", "a chunk claims " + std::to_string(length) + " bytes, the file holds " +
-                               std::to_string(left) + " more");
+      corrupt(name, "PNG",
+              "a chunk claims " + std::to_string(length) + " bytes, the file holds " +
+                  std::to_string(left) + " more");
     if (bytes.compare(at + 4, 4, "IEND") == 0) return;
     at += 12 + length;
   }
@@ -41,8 +42,8 @@ void check_huffman_tables(const std::string& bytes, std::size_t begin, std::size
     std::size_t codes = 0;
     for (int i = 1; i <= 16; ++i) codes += std::uint8_t(bytes[at + i]);
     if (codes > 256)
-      corrupt(name, "JPEG", "a Huffman table of " + std::to_string(codes) +
-                                " codes (the format allows 256)");
+      corrupt(name, "JPEG",
+              "a Huffman table of " + std::to_string(codes) + " codes (the format allows 256)");
     at += 17 + codes;
     if (at > end) corrupt(name, "JPEG", "a Huffman table runs past its segment");
   }
@@ -66,8 +67,8 @@ void check_jpeg(const std::string& bytes, const std::string& name) {
     if (marker == 0xD9) return;  // end of image
     const std::size_t length = big_endian(bytes, at + 2, 2);
     if (length < 2 || at + 2 + length > bytes.size())
-      corrupt(name, "JPEG", "a segment claims " + std::to_string(length) +
-                                " bytes past the end of the file");
+      corrupt(name, "JPEG",
+              "a segment claims " + std::to_string(length) + " bytes past the end of the file");
     if (marker == 0xC4) check_huffman_tables(bytes, at + 4, at + 2 + length, name);
     at += 2 + length;
   }

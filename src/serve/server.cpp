@@ -147,10 +147,9 @@ struct Server::Impl {
   }
 
   void classify(const httplib::Request& request, httplib::Response& response) {
-    answer_json(response,
-                classify_request(request.get_header_value("Content-Type"),
-                                 request.get_param_value("invert"), request.body, *engine,
-                                 engine_mutex));
+    answer_json(response, classify_request(request.get_header_value("Content-Type"),
+                                           request.get_param_value("invert"), request.body, *engine,
+                                           engine_mutex));
   }
 };
 

@@ -57,9 +57,10 @@ void verify_content_checksum(const SafetensorsFile& file) {
   if (recorded == file.metadata.end()) return;  // saved before the checksum existed
   const std::string actual = content_checksum(file);
   if (actual != recorded->second)
-    throw Error(fmt::format("its tensors' XXH64 is {}, but its metadata records {}: the file is "
-                            "corrupt or was changed after it was saved",
-                            actual, recorded->second));
+    throw Error(
+        fmt::format("its tensors' XXH64 is {}, but its metadata records {}: the file is "
+                    "corrupt or was changed after it was saved",
+                    actual, recorded->second));
 }
 
 Metadata checkpoint_metadata(const Checkpoint& c) {

@@ -6,8 +6,8 @@
 //   filters_c3.png   C3's filters over S2's maps, laid out as the C3 table (pictures/).
 #pragma once
 
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 

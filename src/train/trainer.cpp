@@ -67,9 +67,10 @@ FolderLock lock_run_dir(const fs::path& dir, const fs::path& resume_file) {
     spdlog::debug("removed {} temporary files that an interrupted run left in {}", n_removed,
                   dir.string());
   if (resume_file.empty() && fs::exists(dir / "last.safetensors"))
-    throw UsageError(fmt::format("run folder {} already holds a run: continue it with --resume "
-                                 "{} or choose another --out",
-                                 dir.string(), last));
+    throw UsageError(
+        fmt::format("run folder {} already holds a run: continue it with --resume "
+                    "{} or choose another --out",
+                    dir.string(), last));
   return lock;
 }
 
@@ -255,14 +256,12 @@ class Run {
     } catch (const Error& e) {
       const fs::path last = m_dir / "last.safetensors";
       std::error_code error;
-      const std::string kept =
-          fs::exists(file, error)
-              ? file.string() + " still holds its previous, complete save"
-              : file.string() + " was not written";
-      throw Error(fmt::format("{}; {}{}", e.what(), kept,
-                              fs::exists(last, error)
-                                  ? "; once fixed, continue with --resume " + last.string()
-                                  : ""));
+      const std::string kept = fs::exists(file, error)
+                                   ? file.string() + " still holds its previous, complete save"
+                                   : file.string() + " was not written";
+      throw Error(fmt::format(
+          "{}; {}{}", e.what(), kept,
+          fs::exists(last, error) ? "; once fixed, continue with --resume " + last.string() : ""));
     }
   }
 

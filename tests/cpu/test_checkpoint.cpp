@@ -167,9 +167,8 @@ TEST(Checkpoint, ContentChecksumRefusesDataThatIsNotTheSavedData) {
   save_checkpoint(dir / "good.safetensors", sample_checkpoint(true));
   const SafetensorsFile original = read_safetensors(dir / "good.safetensors");
   ASSERT_EQ(original.metadata.at("tensors_xxh64").size(), 16u) << "16 hex digits";
-  const std::string changed = complaint(dir, original, [](Tensors& t, Metadata&) {
-    t["f6.bias"].values[3] += 1.0f;
-  });
+  const std::string changed =
+      complaint(dir, original, [](Tensors& t, Metadata&) { t["f6.bias"].values[3] += 1.0f; });
   EXPECT_PRED2(testing::mentions, changed, "XXH64");
   EXPECT_PRED2(testing::mentions, changed, "bad.safetensors");
   EXPECT_EQ(complaint(dir, original, [](Tensors&, Metadata& m) { m.erase("tensors_xxh64"); }), "");
@@ -177,9 +176,7 @@ TEST(Checkpoint, ContentChecksumRefusesDataThatIsNotTheSavedData) {
   // One flipped bit in the last byte of the file, inside output.weight.momentum's data.
   std::string bytes = testing::read_text(dir / "good.safetensors");
   bytes.back() = char(bytes.back() ^ 0x01);
-  {
-    std::ofstream(dir / "flipped.safetensors", std::ios::binary) << bytes;
-  }
+  { std::ofstream(dir / "flipped.safetensors", std::ios::binary) << bytes; }
   EXPECT_PRED2(testing::mentions, error_of(dir / "flipped.safetensors"), "XXH64");
 }
 

@@ -132,8 +132,8 @@ TEST(Cli, SettingsFileMustBeASmallRegularFile) {
   TempDir dir;
   std::ofstream(dir / "huge.toml") << "[train]\n";
   std::filesystem::resize_file(dir / "huge.toml", (1u << 20) + 1);
-  const std::pair<std::string, std::string> cases[] = {
-      {"/dev/zero", "not a regular file"}, {(dir / "huge.toml").string(), "1 MiB"}};
+  const std::pair<std::string, std::string> cases[] = {{"/dev/zero", "not a regular file"},
+                                                       {(dir / "huge.toml").string(), "1 MiB"}};
   for (const auto& [file, message] : cases) {
     const auto result = run_lenet5("--config " + file + " train --device cpu", dir);
     EXPECT_EQ(result.exit_code, 2) << file << "\n" << result.err;
@@ -179,10 +179,10 @@ TEST(Cli, DeviceAutoInABuildWithoutGpuSupportIsTheCpuQuietly) {
   LENET5_REQUIRE_MNIST();
   if (cuda::gpu_available_in_build()) GTEST_SKIP() << "this build has GPU support";
   TempDir dir;
-  const auto result = run_lenet5("train --train-limit 64 --epochs 1 --evaluate false --data '" +
-                                     testing::mnist_dir().string() + "' --out '" +
-                                     (dir / "run").string() + "'",
-                                 dir);
+  const auto result =
+      run_lenet5("train --train-limit 64 --epochs 1 --evaluate false --data '" +
+                     testing::mnist_dir().string() + "' --out '" + (dir / "run").string() + "'",
+                 dir);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(mentions(result.err, "CUDA")) << result.err;
   EXPECT_FALSE(mentions(result.err, "warn")) << result.err;

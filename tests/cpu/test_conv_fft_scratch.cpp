@@ -18,7 +18,7 @@ TEST(FiguresUnit, Exercise3FftScratch) {
   EXPECT_EQ(c1.padded_filter_floats, 6144u);
   EXPECT_DOUBLE_EQ(c1.padding_ratio(), 40.96);
   EXPECT_EQ(std::lround(c1.padding_ratio()), 41);
-  EXPECT_EQ(c1.filter_spectrum_complex, 6u * 32 * 17);             // W/2+1 = 17 columns
+  EXPECT_EQ(c1.filter_spectrum_complex, 6u * 32 * 17);  // W/2+1 = 17 columns
   EXPECT_EQ(c1.input_spectrum_complex, 64u * 32 * 17);
   EXPECT_EQ(c1.output_spectrum_complex, 64u * 6 * 32 * 17);
   EXPECT_EQ(c1.circular_output_floats, 64u * 6 * 32 * 32);

@@ -242,9 +242,8 @@ TEST_F(IdxTest, LyingHeaderFailsWithoutAllocatingItsClaim) {
   const fs::path gz = write_gz("images.gz", idx(kImagesMagic, {huge, 1, 1}, {1, 2, 3}));
   EXPECT_EXIT(read_with_capped_memory(plain, false), testing::ExitedWithCode(0), "");
   EXPECT_EXIT(read_with_capped_memory(gz, true), testing::ExitedWithCode(0), "");
-  EXPECT_TRUE(
-      throws_error_mentioning([&] { lenet5::read_idx_labels(plain); },
-                              {plain.string(), "268435456 labels", "only 3 bytes follow"}));
+  EXPECT_TRUE(throws_error_mentioning([&] { lenet5::read_idx_labels(plain); },
+                                      {plain.string(), "268435456 labels", "only 3 bytes follow"}));
 }
 
 TEST_F(IdxTest, RejectsTruncatedGzipStream) {

@@ -41,10 +41,9 @@ TEST(ConvVersions, TheListOfABuildWithoutGpuSupportMatchesTheRegistrations) {
   for (const ConvAlgoInfo& info : conv_algorithms()) {
     const std::string number = std::to_string(info.number);
     const auto quoted = [](const char* text) { return "\"" + std::string(text) + "\""; };
-    for (const std::string& literal :
-         {"{ConvAlgo(" + number + "), " + number + ", " + quoted(info.name) + ", " +
-              quoted(info.source) + ",",
-          quoted(info.description) + "}"})
+    for (const std::string& literal : {"{ConvAlgo(" + number + "), " + number + ", " +
+                                           quoted(info.name) + ", " + quoted(info.source) + ",",
+                                       quoted(info.description) + "}"})
       EXPECT_NE(listed.find(literal), std::string::npos) << literal;
   }
 }

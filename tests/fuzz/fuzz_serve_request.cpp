@@ -16,13 +16,15 @@
 
 namespace {
 
-const char* const kContentTypes[] = {"image/png", "image/jpeg", "application/json",
-                                     "application/json; charset=utf-8", "text/plain", ""};
+const char* const kContentTypes[] = {"image/png",        "image/jpeg",
+                                     "application/json", "application/json; charset=utf-8",
+                                     "text/plain",       ""};
 const char* const kInvertValues[] = {"", "auto", "yes", "no", "maybe"};
 
 lenet5::Engine& engine() {
   static const auto instance = [] {
-    auto e = lenet5::make_engine(lenet5::Device::cpu, lenet5::NetConfig{}, lenet5::SgdSettings{}, 1);
+    auto e =
+        lenet5::make_engine(lenet5::Device::cpu, lenet5::NetConfig{}, lenet5::SgdSettings{}, 1);
     e->initialise(1);
     return e;
   }();
@@ -51,9 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string body(reinterpret_cast<const char*>(data) + 2, size - 2);
   static std::mutex engine_mutex;
   // serve::BadRequest, the 4xx answers, is a lenet5::Error.
-  fuzz::refusals_allowed([&] {
-    serve::classify_request(content_type, invert, body, engine(), engine_mutex).dump();
-  });
+  fuzz::refusals_allowed(
+      [&] { serve::classify_request(content_type, invert, body, engine(), engine_mutex).dump(); });
   fuzz::refusals_allowed([&] {
     const std::filesystem::path run = serve::run_folder(runs_folder(), body);
     if (run.parent_path() != std::filesystem::canonical(runs_folder())) __builtin_trap();

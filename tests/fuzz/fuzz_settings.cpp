@@ -2,7 +2,6 @@
 // and, through the same CLI11 parser, a --config file: then range-checked and written out again
 // as the effective config a run folder's config.toml and every checkpoint store.
 #include <CLI/CLI.hpp>
-
 #include <sstream>
 #include <string>
 

@@ -2,7 +2,8 @@
 // where their files (one per version, beside this one) are not compiled: the table names them
 // still, so that --conv-algo, the help texts, the figures and the checkpoints' settings read the
 // same versions in every build. A new version's file gets its line here too; the rows are checked
-// against tests/errata.md's table in that build (FiguresDocs.ConvolutionVersionsMatchRegistryAndHelp).
+// against tests/errata.md's table in that build
+// (FiguresDocs.ConvolutionVersionsMatchRegistryAndHelp).
 #include "core/conv_algo.hpp"
 
 namespace lenet5 {
