@@ -152,8 +152,10 @@ json parse_header(std::string_view text, const std::string& file) {
   json header;
   try {
     header = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix; keep its position and reason.
+  } catch (const json::exception& e) {
+    // A syntax error (parse_error) or a number too large for a double, such as 1e999
+    // (out_of_range.406). Drop nlohmann's "[json.exception.parse_error.101] " prefix; keep its
+    // position and reason.
     // The reason quotes the offending input, which may be a newline or broken UTF-8: those
     // bytes become '?' so the message stays one printable line.
     std::string what = e.what();

@@ -229,6 +229,10 @@ TEST(SafetensorsCorrupt, HeaderNotJsonObject) {
   expect_decode_error(image(R"({"x": )", 0), {"header is not valid JSON"});
   expect_decode_error(image("{\"x\xFF\": 1}", 0), {"header is not valid JSON", "UTF-8", "'\"x?'"});
   expect_decode_error(image("[1, 2]", 0), {"header is not a JSON object", "array"});
+  // Found by fuzzing (tests/fuzz/fuzz_checkpoint): a number beyond a double's range is not a
+  // syntax error to nlohmann but an out_of_range exception, which once escaped the loader.
+  expect_decode_error(image(R"({"x": 64e91930})", 0),
+                      {"header is not valid JSON", "number overflow", "64e91930"});
 }
 
 TEST(SafetensorsCorrupt, MissingOrMistypedFields) {
