@@ -516,6 +516,28 @@ float output_gamma(const std::vector<std::uint8_t>& mask, int w, int h) {
   return stroke < kTargetStroke ? kThinStrokeGamma : 1.0f;
 }
 
+// The digit ends 20 px tall, so a picture larger than this on its longer side carries no more of
+// it. Reducing it first (area averaging, as the final scaling does) bounds the cost of the stroke
+// filters, which grows with the crop's area and the dilation's radius together: a 2048x16384
+// picture of one thin line took 13 s and 1.1 GiB in thicken_thin_strokes at full size. Hand
+// photographs of a digit are far smaller (the handwriting set's largest is 782 px), so none
+// changes; a digit must fill at least 1% of a picture's longer side to keep 20 px.
+constexpr int kMaxWorkingSide = 2048;
+
+GrayImage reduced_to_working_size(const GrayImage& image) {
+  const int longer = std::max(image.width, image.height);
+  const auto reduced_side = [&](int side) {
+    return std::max(
+        1, static_cast<int>(std::lround(static_cast<double>(side) * kMaxWorkingSide / longer)));
+  };
+  GrayImage reduced;
+  reduced.width = reduced_side(image.width);
+  reduced.height = reduced_side(image.height);
+  reduced.pixels =
+      resample_area(image.pixels, image.width, image.height, reduced.width, reduced.height);
+  return reduced;
+}
+
 }  // namespace
 
 InvertMode parse_invert_mode(const std::string& text) {
@@ -532,6 +554,9 @@ Digit28 preprocess_digit(const GrayImage& image, InvertMode invert,
     throw Error(name_for_errors + ": image of " + std::to_string(image.pixels.size()) +
                 " pixels does not match its size " + std::to_string(image.width) + "x" +
                 std::to_string(image.height));
+  }
+  if (std::max(image.width, image.height) > kMaxWorkingSide) {
+    return preprocess_digit(reduced_to_working_size(image), invert, name_for_errors);
   }
   const Contrast contrast = measure_contrast(image, invert, name_for_errors);
   const Ink ink = find_digit(contrast, image.width, image.height, name_for_errors);

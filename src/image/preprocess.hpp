@@ -4,7 +4,8 @@
 // range -> hairlines to full strength -> widen thin strokes, thin very bold ones -> scale the
 // longer side to 20 px (area averaging) -> place in a 28x28 field with the centre of mass at
 // (14, 14) -> lift the faint grey of a digit drawn thinner than MNIST's median. Normalising and
-// padding to 32x32 happen in the network's input code, exactly as for the training set.
+// padding to 32x32 happen in the network's input code, exactly as for the training set. A picture
+// over 2048 px on its longer side is first reduced to that size (area averaging).
 #pragma once
 
 #include <array>

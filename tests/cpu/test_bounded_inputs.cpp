@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 
 #include "child_process.hpp"
@@ -235,6 +237,34 @@ TEST(BoundedInputs, TheLargestAcceptedImageDecodesWithinTheBounds) {
                                              model.string(), (dir / "largest.png").string()},
                                             dir),
                                {"largest.png", "blank"});
+}
+
+// The costliest picture for the stroke filters, found by fuzzing: the longest side the limits
+// accept, 16384 px, filled by one thin line whose ink box is the whole picture (2048x16384, a
+// 3 px line from corner to corner). Scaled to 20 px such a stroke would vanish, so it is widened
+// by a dilation whose radius grows with the picture: at full size that took 13 s and 1.1 GiB.
+// It is read, as a digit, within the bounds.
+TEST(BoundedInputs, APictureOfOneThinLineAsLargeAsAcceptedIsReadWithinTheBounds) {
+  TempDir dir;
+  const fs::path model = write_checkpoint(dir);
+  const int width = 2048, height = 16384;
+  std::string pgm = "P5\n" + std::to_string(width) + " " + std::to_string(height) + "\n255\n";
+  std::string row(std::size_t(width), '\xFF');
+  for (int y = 0; y < height; ++y) {
+    const int x = int(std::int64_t(y) * (width - 4) / height);
+    std::fill(row.begin(), row.end(), '\xFF');
+    std::fill_n(row.begin() + x, 3, '\0');
+    pgm += row;
+  }
+  write_bytes(dir / "line.pgm", pgm);
+  const Measured run = run_measured(
+      {"classify", "--device", "cpu", "--checkpoint", model.string(), (dir / "line.pgm").string()},
+      dir);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_LT(run.max_rss_kib, kMaxRssKib);
+  EXPECT_LT(run.wall_s, kMaxWallS);
+  std::printf("[ figures  ] %.2f s, %.0f MB peak: a 2048x16384 picture of a thin line\n",
+              run.wall_s, run.max_rss_kib / 1024.0);
 }
 
 // A checkpoint path that is a device without end, and a file beyond the limit: refused without
