@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -33,12 +34,17 @@ void check_png(const std::string& bytes, const std::string& name) {
   }
 }
 
+// Which Huffman tables the file has defined so far: [class][id], class 0 DC and 1 AC, id 0-3.
+using DefinedTables = bool[2][4];
+
 // The Huffman tables of one DHT segment [begin, end): each a class/id byte, 16 counts of codes
 // per length, then that many symbols.
 void check_huffman_tables(const std::string& bytes, std::size_t begin, std::size_t end,
-                          const std::string& name) {
+                          DefinedTables& defined, const std::string& name) {
   for (std::size_t at = begin; at < end;) {
     if (at + 17 > end) corrupt(name, "JPEG", "a Huffman table is cut short");
+    const std::uint8_t table = std::uint8_t(bytes[at]);
+    if (table >> 4 <= 1 && (table & 15) <= 3) defined[table >> 4][table & 15] = true;
     std::size_t codes = 0;
     for (int i = 1; i <= 16; ++i) codes += std::uint8_t(bytes[at + i]);
     if (codes > 256)
@@ -49,9 +55,38 @@ void check_huffman_tables(const std::string& bytes, std::size_t begin, std::size
   }
 }
 
+// A scan header (SOS segment [begin, end)) may name only Huffman tables defined before it: stb
+// decodes with whatever its uninitialised table of that id holds (found by fuzzing: a symbol
+// index of 770 read from a 256-entry table). A baseline scan decodes with each component's DC
+// and AC table; a progressive scan with the DC tables (a first DC scan), none (a DC refinement)
+// or the AC table (Ss > 0).
+void check_scan_tables(const std::string& bytes, std::size_t begin, std::size_t end,
+                       bool progressive, const DefinedTables& defined, const std::string& name) {
+  if (begin >= end) return;
+  const std::size_t n = std::uint8_t(bytes[begin]);
+  if (begin + 1 + 2 * n + 3 > end) return;  // malformed: stb refuses it
+  const std::size_t spectral = begin + 1 + 2 * n;
+  const bool dc_scan = std::uint8_t(bytes[spectral]) == 0;
+  const bool refinement = (std::uint8_t(bytes[spectral + 2]) >> 4) != 0;
+  const bool uses_dc = !progressive || (dc_scan && !refinement);
+  const bool uses_ac = !progressive || !dc_scan;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t tables = std::uint8_t(bytes[begin + 2 + 2 * i]);
+    for (const auto& [used, table_class, id, label] :
+         {std::tuple{uses_dc, 0, tables >> 4, "DC"}, std::tuple{uses_ac, 1, tables & 15, "AC"}}) {
+      if (used && id <= 3 && !defined[table_class][id])
+        corrupt(name, "JPEG",
+                std::string("a scan uses ") + label + " Huffman table " + std::to_string(id) +
+                    ", which the file has not defined");
+    }
+  }
+}
+
 // Every marker segment, the ones between scans of a progressive JPEG included: after a scan
 // header the entropy-coded data runs to the next marker (0xFF not followed by 0x00 or a restart).
 void check_jpeg(const std::string& bytes, const std::string& name) {
+  DefinedTables defined = {};
+  bool progressive = false;
   std::size_t at = 2;  // after SOI
   while (at + 4 <= bytes.size()) {
     if (std::uint8_t(bytes[at]) != 0xFF) {  // entropy-coded data: find the next marker
@@ -69,7 +104,10 @@ void check_jpeg(const std::string& bytes, const std::string& name) {
     if (length < 2 || at + 2 + length > bytes.size())
       corrupt(name, "JPEG",
               "a segment claims " + std::to_string(length) + " bytes past the end of the file");
-    if (marker == 0xC4) check_huffman_tables(bytes, at + 4, at + 2 + length, name);
+    if (marker == 0xC2) progressive = true;  // the one progressive frame stb decodes
+    if (marker == 0xC4) check_huffman_tables(bytes, at + 4, at + 2 + length, defined, name);
+    if (marker == 0xDA)
+      check_scan_tables(bytes, at + 4, at + 2 + length, progressive, defined, name);
     at += 2 + length;
   }
 }

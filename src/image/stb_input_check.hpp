@@ -4,6 +4,8 @@
 //     the image data before reading it (up to 2 GiB for a 4 MB upload).
 //   - A JPEG Huffman table of more than 256 codes: stb writes the code lengths past the end of
 //     its table (fixed in later versions, which refuse it as "bad DHT header").
+//   - A JPEG scan that uses a Huffman table the file has not defined before it: stb decodes with
+//     the uninitialised memory of that table and reads past the end of its symbols.
 // Other formats pass unchecked. Throws lenet5::Error naming `name` and what is wrong.
 #pragma once
 
