@@ -131,7 +131,9 @@ int check_checkpoint(const fs::path& file, const Dataset& test, History& history
 // A kill lands at a random instant of the run's life (start-up, training, evaluation, a save),
 // or, with the test-only pause inside every atomic write, just after a checkpoint's temporary
 // file appears: in the middle of its bytes, between its fsync and its rename, or just after.
-// Start-up takes about 0.2 s and an epoch about 0.1 s (three atomic writes, each with two fsyncs).
+// The instants are drawn in proportion to the time a run takes to its first save on this machine
+// and build (about 0.2 s in a plain build on the 2-core build machine, several times that under
+// AddressSanitizer), measured before the kills, so that slow builds train as far between kills.
 struct KillPlan {
   bool aimed_at_a_write = false;
   std::chrono::microseconds before{0};  // after the start
@@ -140,15 +142,43 @@ struct KillPlan {
 
 constexpr int kSaveDelayMs = 15;
 
-// Waits until a temporary file of a checkpoint appears in `dir` (or 5 s pass) and says which.
-bool wait_for_checkpoint_write(const fs::path& dir, pid_t child) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+// Asks `done` every `interval` until it answers true (then true) or `timeout` passes (false).
+template <typename Predicate>
+bool poll_until(Predicate done, std::chrono::milliseconds timeout,
+                std::chrono::microseconds interval) {
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < give_up) {
-    for (const std::string& name : temporary_files(dir))
-      if (mentions(name, ".safetensors.tmp." + std::to_string(child) + ".")) return true;
-    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    if (done()) return true;
+    std::this_thread::sleep_for(interval);
   }
   return false;
+}
+
+// Waits until a temporary file of a checkpoint appears in `dir` (or 5 s pass) and says which.
+bool wait_for_checkpoint_write(const fs::path& dir, pid_t child) {
+  const std::string mark = ".safetensors.tmp." + std::to_string(child) + ".";
+  return poll_until(
+      [&] {
+        for (const std::string& name : temporary_files(dir))
+          if (mentions(name, mark)) return true;
+        return false;
+      },
+      std::chrono::seconds(5), std::chrono::microseconds(300));
+}
+
+// The time from a training's start to its first checkpoint on this machine and build: a run is
+// started on a folder of its own and killed once last.safetensors exists.
+std::chrono::microseconds time_to_first_save(const fs::path& data, const fs::path& out) {
+  ChildOptions options;
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t child = testing::start_lenet5(train_arguments(data, out, 100000), options);
+  const bool saved = poll_until([&] { return fs::exists(out / "last.safetensors"); },
+                                std::chrono::seconds(60), std::chrono::microseconds(500));
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  ::kill(child, SIGKILL);
+  testing::wait_for(child);
+  EXPECT_TRUE(saved) << "no checkpoint within 60 s of the start";
+  return std::chrono::duration_cast<std::chrono::microseconds>(elapsed);
 }
 
 TEST(CrashSafety, CheckpointsSurviveSigkillAtRandomInstantsAndInsideWrites) {
@@ -156,6 +186,7 @@ TEST(CrashSafety, CheckpointsSurviveSigkillAtRandomInstantsAndInsideWrites) {
   TempDir dir;
   const fs::path data = dir / "data", run = dir / "run";
   const Mnist tiny = write_tiny_mnist(data);
+  const auto first_save = time_to_first_save(data, dir / "calibration");
   const auto started = std::chrono::steady_clock::now();
   std::mt19937 random(20240601);                // fixed: a failure can be replayed
   constexpr int kKills = 50, kEpochs = 100000;  // never reached: every run here ends by SIGKILL
@@ -165,10 +196,13 @@ TEST(CrashSafety, CheckpointsSurviveSigkillAtRandomInstantsAndInsideWrites) {
   for (int kill = 0; kill < kKills; ++kill) {
     KillPlan plan;
     plan.aimed_at_a_write = kill % 2 == 1;
-    const auto micros = [&](int high) {
-      return std::chrono::microseconds(std::uniform_int_distribution<int>(0, high)(random));
+    const auto micros = [&](std::int64_t high) {
+      return std::chrono::microseconds(
+          std::uniform_int_distribution<std::int64_t>(0, high)(random));
     };
-    plan.before = micros(plan.aimed_at_a_write ? 300'000 : 600'000);
+    // Unaimed kills fall anywhere in three times the start-up, which spans start-up, training
+    // and saves alike; aimed ones wait for the next write after up to 1.5 times it.
+    plan.before = micros((plan.aimed_at_a_write ? 3 : 6) * first_save.count() / 2);
     plan.after = micros(3 * kSaveDelayMs * 1000);
     ChildOptions options;
     options.stderr_file = dir / "stderr.txt";
@@ -234,18 +268,16 @@ TEST(CrashSafety, CheckpointsSurviveSigkillAtRandomInstantsAndInsideWrites) {
         << name;
   std::printf(
       "[ figures  ] %d kills (%d inside a checkpoint write, %d temporary files left), "
-      "%d epochs, in %.1f s; whole test %.1f s\n",
+      "%d epochs, in %.1f s (first save %.2f s after the start); whole test %.1f s\n",
       kKills, n_inside_a_write, n_temporaries_left, history.last_epoch, kills_s,
+      std::chrono::duration<double>(first_save).count(),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
 // Waits until the run's log says it is training (the folder is locked by then), at most 10 s.
 bool wait_until_training(const fs::path& run) {
-  for (int i = 0; i < 1000; ++i) {
-    if (mentions(testing::read_text(run / "train.log"), "training on")) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+  return poll_until([&] { return mentions(testing::read_text(run / "train.log"), "training on"); },
+                    std::chrono::seconds(10), std::chrono::milliseconds(10));
 }
 
 TEST(CrashSafety, ASecondTrainingOnALockedFolderIsRefusedAndADeadHoldersLockIsNot) {
@@ -270,8 +302,9 @@ TEST(CrashSafety, ASecondTrainingOnALockedFolderIsRefusedAndADeadHoldersLockIsNo
   EXPECT_PRED2(mentions, fresh.err, "in use by another process (" + pid_text);
   EXPECT_PRED2(mentions, fresh.err, "--resume");
   EXPECT_PRED2(mentions, fresh.err, "another --out");
-  for (int i = 0; i < 500 && !fs::exists(run / "last.safetensors"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(poll_until([&] { return fs::exists(run / "last.safetensors"); },
+                         std::chrono::seconds(60), std::chrono::milliseconds(10)))
+      << "the first run saved no checkpoint within 60 s";
   const auto resumed = testing::run_lenet5(
       "train --epochs 100000 --resume '" + (run / "last.safetensors").string() + "'", scratch);
   EXPECT_EQ(resumed.exit_code, 1) << resumed.err;
