@@ -33,7 +33,9 @@ cmake --build "$build" --target $(printf 'fuzz_%s ' "${targets[@]}")
 fuzz_one() {
   local name=$1 work=$build/corpus/$1 artifacts=$build/artifacts/$1
   mkdir -p "$work" "$artifacts"
-  cp -n tests/fuzz/corpus/"$name"/* "$work"/ 2>/dev/null || true
+  # Its seeds, and every input that fuzzing has found before (tests/data/fuzz-found/), whichever
+  # reader it troubled: a regression of one is caught by every target that can reach it.
+  cp -n tests/fuzz/corpus/"$name"/* tests/data/fuzz-found/* "$work"/ 2>/dev/null || true
   ASAN_OPTIONS=detect_leaks=1 \
     "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=20 \
     -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" \
