@@ -84,10 +84,10 @@ void check_scan_tables(const std::string& bytes, std::size_t begin, std::size_t 
 
 // Every marker segment, the ones between scans of a progressive JPEG included: after a scan
 // header the entropy-coded data runs to the next marker (0xFF not followed by 0x00 or a restart).
-void check_jpeg(const std::string& bytes, const std::string& name) {
+void check_jpeg(const std::string& bytes, std::size_t after_soi, const std::string& name) {
   DefinedTables defined = {};
   bool progressive = false;
-  std::size_t at = 2;  // after SOI
+  std::size_t at = after_soi;
   while (at + 4 <= bytes.size()) {
     if (std::uint8_t(bytes[at]) != 0xFF) {  // entropy-coded data: find the next marker
       ++at;
@@ -116,8 +116,14 @@ void check_jpeg(const std::string& bytes, const std::string& name) {
 
 void check_stb_input(const std::string& bytes, const std::string& name) {
   if (bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0) check_png(bytes, name);
-  if (bytes.size() >= 2 && std::uint8_t(bytes[0]) == 0xFF && std::uint8_t(bytes[1]) == 0xD8)
-    check_jpeg(bytes, name);
+  // stb takes a file for a JPEG when its first marker is SOI, and reads a marker as 0xFF, any
+  // number of 0xFF fill bytes, then the code: FF FF FF D8 starts a JPEG as FF D8 does (found by
+  // fuzzing, with a Huffman table cut off by the end of the file behind it).
+  std::size_t at = 0;
+  if (at < bytes.size() && std::uint8_t(bytes[at]) == 0xFF) {
+    while (at < bytes.size() && std::uint8_t(bytes[at]) == 0xFF) ++at;
+    if (at < bytes.size() && std::uint8_t(bytes[at]) == 0xD8) check_jpeg(bytes, at + 1, name);
+  }
 }
 
 }  // namespace lenet5

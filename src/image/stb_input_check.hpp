@@ -6,6 +6,7 @@
 //     its table (fixed in later versions, which refuse it as "bad DHT header").
 //   - A JPEG scan that uses a Huffman table the file has not defined before it: stb decodes with
 //     the uninitialised memory of that table and reads past the end of its symbols.
+// A JPEG is recognised as stb recognises it: SOI after any number of 0xFF fill bytes.
 // Other formats pass unchecked. Throws lenet5::Error naming `name` and what is wrong.
 #pragma once
 

@@ -366,13 +366,17 @@ TEST_F(ImageTest, HugeImageIsRefusedFromItsHeader) {
 // Inputs the fuzzer found (tests/fuzz/) that stb_image 2.27 mishandles, refused before it sees
 // them (image/stb_input_check.hpp), from a file and from memory alike: a PNG chunk whose length
 // field claims 2 GiB, which stb reserved before reading; a JPEG Huffman table of more than 256
-// codes, which stb wrote past the end of its table; a JPEG scan using an AC table the file never
+// codes, which stb wrote past the end of its table; a JPEG whose SOI follows 0xFF fill bytes
+// (stb skips them) and whose last Huffman table, cut off by the end of the file, stb read as
+// 1046 codes; a JPEG scan using an AC table the file never
 // defines, which stb read uninitialised.
 TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
   const fs::path found = fs::path(LENET5_SOURCE_DIR) / "tests" / "data" / "fuzz-found";
   const std::pair<const char*, const char*> cases[] = {
       {"png_chunk_claiming_2gib.png", "corrupt PNG: a chunk claims"},
       {"jpeg_huffman_table_of_257_codes.jpg", "corrupt JPEG: a Huffman table of"},
+      {"jpeg_after_fill_bytes_truncated_huffman_table.jpg",
+       "corrupt JPEG: a segment claims 181 bytes past the end of the file"},
       {"jpeg_scan_using_an_undefined_huffman_table.jpg",
        "corrupt JPEG: a scan uses AC Huffman table 1, which the file has not defined"}};
   for (const auto& [name, message] : cases) {
