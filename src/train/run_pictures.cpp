@@ -68,9 +68,14 @@ std::vector<std::string> read_metrics_lines(const fs::path& file) {
 }
 
 std::vector<MetricsRow> read_metrics_csv(const fs::path& file) {
+  return parse_metrics_lines(read_metrics_lines(file), file);
+}
+
+std::vector<MetricsRow> parse_metrics_lines(const std::vector<std::string>& lines,
+                                            const fs::path& file) {
   std::vector<MetricsRow> rows;
-  int number = 1;
-  for (const std::string& line : read_metrics_lines(file)) {
+  int number = 1;  // the header's
+  for (const std::string& line : lines) {
     ++number;
     try {
       rows.push_back(parse_row(line));

@@ -34,7 +34,11 @@ struct MetricsRow {
 inline constexpr std::uintmax_t kMaxMetricsBytes = std::uintmax_t(16) << 20;
 std::vector<std::string> read_metrics_lines(const std::filesystem::path& file);
 
-// Throws lenet5::Error naming the file and line when a row cannot be read.
+// The rows of `lines` (read_metrics_lines' of `file`, which names it in errors). Throws
+// lenet5::Error naming the file and line when a row cannot be read.
+std::vector<MetricsRow> parse_metrics_lines(const std::vector<std::string>& lines,
+                                            const std::filesystem::path& file);
+// read_metrics_lines, then parse_metrics_lines.
 std::vector<MetricsRow> read_metrics_csv(const std::filesystem::path& file);
 
 // The two charts of curves.svg: loss, and accuracy in percent, each with its train and test series.

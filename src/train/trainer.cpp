@@ -110,8 +110,8 @@ class MetricsFile {
  public:
   MetricsFile(fs::path file, int keep_epochs) : m_file(std::move(file)) {
     if (keep_epochs == 0 || !fs::exists(m_file)) return;
-    const std::vector<MetricsRow> rows = read_metrics_csv(m_file);  // refuses a damaged file
     const std::vector<std::string> lines = read_metrics_lines(m_file);
+    const std::vector<MetricsRow> rows = parse_metrics_lines(lines, m_file);  // refuses damage
     for (std::size_t i = 0; i < rows.size(); ++i)
       if (rows[i].epoch <= keep_epochs) m_rows += lines[i] + "\n";
   }
