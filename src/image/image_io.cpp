@@ -1,10 +1,11 @@
-// Files and uploads are decoded by stb_image from memory, one path: the bytes are checked for what
-// stb_image mishandles (stb_input_check.hpp), the header is read with stbi_info_from_memory and
-// its size checked, and only then are the pixels decoded.
+// Files and uploads are decoded from memory, one path: the bytes are checked for what stb_image
+// mishandles (stb_input_check.hpp), the header is read with stbi_info_from_memory and its size
+// checked, and only then are the pixels decoded.
 //
-// Binary PGM/PPM (P5/P6) are read here instead: stb_image 2.27, the version Debian ships, copies
-// 16-bit PNM samples in file order without the big-endian conversion the format requires
-// (nothings/stb#1710), ignores maxval and reads a truncated raster without noticing.
+// Binary PGM/PPM (P5/P6), from a file or an upload alike, are read here instead: stb_image 2.27,
+// the version Debian ships, copies 16-bit PNM samples in file order without the big-endian
+// conversion the format requires (nothings/stb#1710), ignores maxval, reads a truncated raster
+// without noticing, and overflows an int on a header number of ten digits or more.
 #include "image/image_io.hpp"
 
 #include <stb_image.h>
@@ -93,11 +94,8 @@ GrayImage to_gray(const Sample* data, int width, int height, int channels, float
 // ---- binary PGM / PPM
 // ----------------------------------------------------------------------------
 
-bool starts_with_binary_pnm(std::FILE* f) {
-  char magic[2] = {0, 0};
-  const std::size_t n = std::fread(magic, 1, 2, f);
-  std::rewind(f);
-  return n == 2 && magic[0] == 'P' && (magic[1] == '5' || magic[1] == '6');
+bool starts_with_binary_pnm(const std::string& bytes) {
+  return bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6');
 }
 
 // Header fields are decimal numbers separated by whitespace, with '#' comments to end of line.
@@ -140,13 +138,13 @@ GrayImage read_pnm_raster(std::FILE* f, const std::filesystem::path& file, int w
   return to_gray(samples.data(), width, height, channels, static_cast<float>(maxval));
 }
 
-GrayImage load_binary_pnm(std::FILE* f, const std::filesystem::path& file) {
+GrayImage read_binary_pnm(std::FILE* f, const std::filesystem::path& file, int max_side) {
   std::fgetc(f);
   const int channels = std::fgetc(f) == '5' ? 1 : 3;
   const int width = read_pnm_number(f, file);
   const int height = read_pnm_number(f, file);
   const int maxval = read_pnm_number(f, file);
-  check_size(width, height, file);
+  check_size(width, height, file, max_side);
   if (maxval < 1 || maxval > 65535) {
     throw_undecodable(file, "PNM maxval " + std::to_string(maxval) + " is outside 1..65535");
   }
@@ -154,6 +152,15 @@ GrayImage load_binary_pnm(std::FILE* f, const std::filesystem::path& file) {
     return read_pnm_raster<std::uint8_t>(f, file, width, height, channels, maxval);
   }
   return read_pnm_raster<std::uint16_t>(f, file, width, height, channels, maxval);
+}
+
+// The bytes read as a stream (fmemopen: no copy), so that the reader above serves files and
+// uploads alike.
+GrayImage decode_binary_pnm(const std::string& bytes, const std::filesystem::path& name,
+                            int max_side) {
+  FilePtr f(fmemopen(const_cast<char*>(bytes.data()), bytes.size(), "rb"), &std::fclose);
+  if (!f) throw Error("cannot read image " + quoted(name) + ": " + std::strerror(errno));
+  return read_binary_pnm(f.get(), name, max_side);
 }
 
 // ---- everything else, through stb_image
@@ -213,13 +220,14 @@ GrayImage decode_gray_image(const std::string& bytes, int max_side,
   if (bytes.empty()) throw Error("cannot read image " + quoted(name) + ": it is empty (0 bytes)");
   if (bytes.size() > std::size_t(std::numeric_limits<int>::max()))
     throw Error("cannot read image " + quoted(name) + ": larger than 2 GiB");
-  return decode_with_stb(bytes, name, std::min(max_side, kMaxImageSide));
+  const int side = std::min(max_side, kMaxImageSide);
+  if (starts_with_binary_pnm(bytes)) return decode_binary_pnm(bytes, name, side);
+  return decode_with_stb(bytes, name, side);
 }
 
 GrayImage load_gray_image(const std::filesystem::path& file) {
   FilePtr f = open_for_reading(file);
-  if (starts_with_binary_pnm(f.get())) return load_binary_pnm(f.get(), file);
-  return decode_with_stb(file_bytes(f.get(), file), file, kMaxImageSide);
+  return decode_gray_image(file_bytes(f.get(), file), kMaxImageSide, file.string());
 }
 
 }  // namespace lenet5

@@ -7,7 +7,8 @@
 //   - A JPEG scan that uses a Huffman table the file has not defined before it: stb decodes with
 //     the uninitialised memory of that table and reads past the end of its symbols.
 // A JPEG is recognised as stb recognises it: SOI after any number of 0xFF fill bytes.
-// Other formats pass unchecked. Throws lenet5::Error naming `name` and what is wrong.
+// Other formats pass unchecked (binary PNM never reaches stb: image_io.cpp reads it). Throws
+// lenet5::Error naming `name` and what is wrong.
 #pragma once
 
 #include <string>
