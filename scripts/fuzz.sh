@@ -8,8 +8,10 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600, scripts/fuzz.sh 30 idx
 #
-# Environment: FUZZ_BUILD (build folder, default build-fuzz), FUZZ_JOBS (targets run at once,
-# default the number of cores).
+# Environment: FUZZ_BUILD (build folder, default build-fuzz; an existing fuzz build keeps its own
+# settings), FUZZ_JOBS (targets run at once, default the number of cores), FUZZ_SEED (libFuzzer's
+# -seed: the same seed, build and corpus mutate the same inputs in the same order, so a run is
+# repeatable up to where its time ends; default a new seed each run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -37,7 +39,8 @@ fuzz_one() {
   # reader it troubled: a regression of one is caught by every target that can reach it.
   cp -n tests/fuzz/corpus/"$name"/* tests/data/fuzz-found/* "$work"/ 2>/dev/null || true
   ASAN_OPTIONS=detect_leaks=1 \
-    "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -rss_limit_mb=1024 -timeout=20 \
+    "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
+    -rss_limit_mb=1024 -timeout=20 \
     -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" \
     >"$build/fuzz_$name.log" 2>&1
 }
