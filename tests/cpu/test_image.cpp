@@ -383,7 +383,9 @@ TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
       {"pnm_header_number_of_46_digits.ppm", "PNM header number out of range"},
       {"jpeg_scan_using_an_undefined_huffman_table.jpg",
        "corrupt JPEG: a scan uses AC Huffman table 1, which the file has not defined"}};
-  for (const auto& [name, message] : cases) {
+  for (const auto& [name_text, message_text] : cases) {
+    // Named again: C++17 lambdas cannot capture structured bindings (clang refuses it).
+    const std::string name = name_text, message = message_text;
     expect_error_mentioning([&] { load_gray_image(found / name); }, {name, message});
     std::ifstream in(found / name, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), {});
