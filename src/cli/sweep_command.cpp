@@ -254,15 +254,15 @@ Command add_sweep_command(CLI::App& parent) {
   parent.config_formatter(std::make_shared<WithoutSweepTable>());
   auto* cmd = add_subcommand(
       parent, "sweep",
-      "train one model per combination of the lists given (seeds, any train setting), each in "
-      "its own run folder under the sweep folder, and summarise the results per setting");
+      "train a model per combination of seeds and settings, each in its own run folder, and "
+      "summarise them per setting");
   cmd->footer(
       "The models: the product of the lists, the seed varying fastest, the other settings in the "
       "order of `lenet5 train --help` (the first slowest). Each model trains exactly as `lenet5 "
       "train` with the same settings would (same code, byte-identical checkpoints), one at a "
-      "time with all --threads. --shard K/N trains models K, K+N, K+2N, ... (1-based).\n"
+      "time with all --threads. --shard K/N trains models K, K+N, K+2N, ... (1-based).\n\n"
       "A --config file may hold a [sweep] table: seeds = \"1-16\", lr = [0.05, 0.1], shard = "
-      "\"1/2\".\n"
+      "\"1/2\".\n\n"
       "Summary (printed, and summary.csv, summary.json in the sweep folder): per setting, the "
       "final epoch's test accuracy over its seeds (mean, sample standard deviation, min, max) and "
       "the mean epoch and training seconds to 99 % test accuracy.");

@@ -187,6 +187,15 @@ std::string data_flag() { return " --data '" + testing::mnist_dir().string() + "
 // Tiny CPU models: 256 images, 1 epoch, evaluated on the test set.
 std::string tiny() { return " --device cpu --train-limit 256 --epochs 1" + data_flag(); }
 
+TEST(SweepCli, HelpNamesTheListsAndTheOrder) {
+  TempDir dir;
+  const auto help = run_lenet5("sweep --help", dir);
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* text : {"--seeds", "--set", "--shard", "--merge", "--resume", "--lr",
+                           "seed varying fastest", "[sweep] table", "summary.csv"})
+    EXPECT_TRUE(mentions(help.out, text)) << text;
+}
+
 TEST(SweepCli, EveryBadInputIsAUsageErrorBeforeAnythingTrains) {
   TempDir dir;
   struct Case {
@@ -304,17 +313,18 @@ TEST(SweepCli, MergedShardsGiveTheWholeSweepsSummary) {
 TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
-  // Long enough per model (a few seconds on a 2-core CPU) for the signal to land inside one.
-  const std::string lists =
-      "sweep --seeds 1-3 --device cpu --train-limit 6000 --epochs 2 --evaluate false" +
-      data_flag();
+  // Long enough per model (a second or two on a 2-core CPU) for the signal to land inside one.
+  const std::vector<std::string> arguments{
+      "sweep", "--seeds", "1-3", "--device", "cpu", "--train-limit", "1500", "--epochs", "2",
+      "--augment", "none", "--evaluate", "false", "--data", testing::mnist_dir().string()};
+  std::string lists;
+  for (const std::string& word : arguments) lists += " '" + word + "'";
   const fs::path cut = dir / "cut";
   testing::ChildOptions options;
   options.stderr_file = dir / "cut.txt";
-  const pid_t child = testing::start_lenet5(
-      {"sweep", "--seeds", "1-3", "--device", "cpu", "--train-limit", "6000", "--epochs", "2",
-       "--evaluate", "false", "--data", testing::mnist_dir().string(), "--out", cut.string()},
-      options);
+  std::vector<std::string> cut_arguments = arguments;
+  cut_arguments.insert(cut_arguments.end(), {"--out", cut.string()});
+  const pid_t child = testing::start_lenet5(cut_arguments, options);
   // Model 2's log appears when model 1 is done; the signal then lands 0.3 s into model 2.
   const fs::path log = cut / "seed=2" / "train.log";
   for (int i = 0; i < 1200 && !mentions(read_text(log), "training on"); ++i)
