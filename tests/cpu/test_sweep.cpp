@@ -358,8 +358,10 @@ TEST(SweepCli, ASweepTableInTheConfigFileIsASpec) {
   const fs::path config = dir / "sweep.toml";
   std::ofstream(config) << "[train]\nbatch-size = 64\n[sweep]\nseeds = \"1-2\"\nlr = [0.05, 0.1]\n"
                            "shard = \"2/2\"\n";
+  // Not evaluated: the test is of the models' folders, and evaluation costs most of a tiny model.
+  const std::string fast = tiny() + " --evaluate false";
   const auto result = run_lenet5("--config '" + config.string() + "' sweep --out '" +
-                                     (dir / "s").string() + "'" + tiny(),
+                                     (dir / "s").string() + "'" + fast,
                                  dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   // Shard 2 of 2: models 1 and 3 (0-based) of lr=0.05,seed=1 / seed=2 / lr=0.1,seed=1 / seed=2.
@@ -369,7 +371,7 @@ TEST(SweepCli, ASweepTableInTheConfigFileIsASpec) {
   EXPECT_TRUE(mentions(read_text(dir / "s" / "lr=0.1,seed=2" / "config.toml"), "batch-size=64"));
   // `train` with the same file ignores the table.
   const auto train = run_lenet5("--config '" + config.string() + "' train --out '" +
-                                    (dir / "t").string() + "'" + tiny(),
+                                    (dir / "t").string() + "'" + fast,
                                 dir);
   EXPECT_EQ(train.exit_code, 0) << train.err;
 }
