@@ -99,7 +99,7 @@ void add_sweep_table(const std::vector<CLI::ConfigItem>& items, SweepSpec& spec,
       continue;
     }
     const std::string key = item.name == "seeds" ? "seed" : item.name;
-    add_sweep_list(spec, parse_sweep_list(key, joined(item.inputs)));
+    add_sweep_list(spec, parse_sweep_list(key, joined(item.inputs), "[sweep] " + item.name));
   }
 }
 
@@ -113,7 +113,7 @@ struct SweepOptions {
 SweepSpec spec_from_options(const CLI::App& parent, const CLI::App& command,
                             const SweepOptions& options) {
   SweepSpec spec;
-  if (command.count("--seeds") > 0) add_sweep_list(spec, parse_sweep_list("seed", options.seeds));
+  if (command.count("--seeds") > 0) add_sweep_list(spec, parse_sweep_list("seed", options.seeds, "--seeds"));
   for (const std::string& set : options.sets) {
     const std::size_t equals = set.find('=');
     if (equals == std::string::npos || equals == 0)

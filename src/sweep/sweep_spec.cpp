@@ -59,20 +59,20 @@ std::string trimmed(const std::string& text) {
 }
 
 // "3-6" -> 3, 4, 5, 6 into `values`.
-void expand_range(const std::string& key, const std::string& range,
+void expand_range(const std::string& where, const std::string& range,
                   std::vector<std::string>& values) {
   const std::size_t dash = range.find('-');
   const std::string low_text = range.substr(0, dash), high_text = range.substr(dash + 1);
   if (!all_digits(low_text) || !all_digits(high_text))
-    throw UsageError("--set " + key + ": '" + range +
+    throw UsageError(where + ": '" + range +
                      "' is not a range: write LOW-HIGH with two whole numbers, LOW at most HIGH "
                      "(1-16)");
   const std::uint64_t low = std::stoull(low_text), high = std::stoull(high_text);
   if (low > high)
-    throw UsageError("--set " + key + ": the range '" + range + "' runs backwards: write " +
+    throw UsageError(where + ": the range '" + range + "' runs backwards: write " +
                      high_text + "-" + low_text);
   if (high - low >= std::uint64_t(kMaxSweepModels))
-    throw UsageError("--set " + key + ": the range '" + range + "' holds more than " +
+    throw UsageError(where + ": the range '" + range + "' holds more than " +
                      std::to_string(kMaxSweepModels) + " values, more than a sweep may train");
   for (std::uint64_t value = low; value <= high; ++value) values.push_back(std::to_string(value));
 }
@@ -105,39 +105,42 @@ std::string toml_string(const std::string& text) {
 
 }  // namespace
 
-void check_sweep_key(const std::string& key) {
+void check_sweep_key(const std::string& key, const std::string& origin) {
+  const std::string where = origin.empty() ? "--set " + key : origin;
   if (std::find(fixed_keys().begin(), fixed_keys().end(), key) != fixed_keys().end())
-    throw UsageError("--set " + key + ": " + key +
+    throw UsageError(where + ": " + key +
                      " may not vary within a sweep (it says where or how the models run, not "
                      "what they compute): give it once, as --" + key + " VALUE");
   const SettingDeclaration* declaration = find_declaration(key);
   if (!declaration || !declaration->in_config)
-    throw UsageError("--set " + key + ": there is no [train] setting '" + key +
+    throw UsageError(where + ": there is no [train] setting '" + key +
                      "': the keys are the flags of `lenet5 train --help` without their dashes "
                      "(lr, batch-size, activation, ...)");
 }
 
-SweepList parse_sweep_list(const std::string& key, const std::string& text) {
-  check_sweep_key(key);
+SweepList parse_sweep_list(const std::string& key, const std::string& text,
+                           const std::string& origin) {
+  check_sweep_key(key, origin);
+  const std::string where = origin.empty() ? "--set " + key : origin;
   const bool integers = is_integer_setting(*find_declaration(key));
   SweepList list{key, {}};
   for (const std::string& raw : split(text, ',')) {
     const std::string item = trimmed(raw);
     if (item.empty())
-      throw UsageError("--set " + key + "='" + text +
+      throw UsageError(where + ": '" + text +
                        "': an empty value; write the values separated by commas (" + key +
                        "=V1,V2)");
     if (integers && item.find('-') != std::string::npos)
-      expand_range(key, item, list.values);
+      expand_range(where, item, list.values);
     else
       list.values.push_back(item);
   }
   if (list.values.empty())
-    throw UsageError("--set " + key + ": the list is empty; give at least one value");
+    throw UsageError(where + ": the list is empty; give at least one value");
   std::set<std::string> seen;
   for (const std::string& value : list.values)
     if (!seen.insert(value).second)
-      throw UsageError("--set " + key + ": the value " + value +
+      throw UsageError(where + ": the value " + value +
                        " is listed twice; each model would be trained twice");
   return list;
 }

@@ -55,14 +55,16 @@ struct SweepModel {
 
 // UsageError unless `key` names a [train] setting a sweep may vary: not an unknown one, and none of
 // those that say where or how a run happens (out, data, device, threads) rather than what it
-// computes, nor config or resume.
-void check_sweep_key(const std::string& key);
+// computes, nor config or resume. `origin` is where the list was given, for the message ("--seeds",
+// "[sweep] lr"); empty: "--set KEY".
+void check_sweep_key(const std::string& key, const std::string& origin = "");
 
 // "1,2,5", "1-16", "0.05,0.1", "relu,tanh": the values of `key`'s list. Integer settings accept
 // inclusive ranges LOW-HIGH. UsageError naming the setting for an empty list or value, a malformed
 // or reversed range, or an unknown key. (Each value's type and range are checked where it is turned
 // into settings: make_sweep_settings in the command.)
-SweepList parse_sweep_list(const std::string& key, const std::string& text);
+SweepList parse_sweep_list(const std::string& key, const std::string& text,
+                           const std::string& origin = "");
 
 // Adds `list` to `spec` at its place in the sweep's order; UsageError if its key already has one.
 void add_sweep_list(SweepSpec& spec, SweepList list);

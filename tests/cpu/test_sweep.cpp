@@ -205,7 +205,7 @@ TEST(SweepCli, EveryBadInputIsAUsageErrorBeforeAnythingTrains) {
   const std::vector<Case> cases{
       {"sweep", "nothing to sweep"},
       {"sweep --seeds ''", "empty"},
-      {"sweep --seeds 5-1", "runs backwards"},
+      {"sweep --seeds 5-1", "--seeds: the range '5-1' runs backwards"},
       {"sweep --seeds 1-", "not a range"},
       {"sweep --seeds=-3", "not a range"},
       {"sweep --seeds a-b", "not a range"},
