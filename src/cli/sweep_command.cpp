@@ -191,8 +191,9 @@ int sweep(const GivenSettings& base, const SweepSpec& spec, const std::string& o
       run_sweep(dir, sweep_file_text(base, spec), runs, resume,
                 [](const std::string& line) { spdlog::info("{}", line); });
   if (outcome.interrupted) {
-    spdlog::warn("sweep stopped by signal {}: each model saved where it was; continue with lenet5 "
-                 "sweep --resume {}", outcome.stop_signal, dir.string());
+    spdlog::warn("sweep stopped by signal {}: the model in training saved its last checkpoint; "
+                 "continue the sweep with lenet5 sweep --resume {}",
+                 outcome.stop_signal, dir.string());
     return 128 + outcome.stop_signal;  // the shell's convention for a process ended by a signal
   }
   print_summary(dir, read_sweep_results(dir, runs));

@@ -99,6 +99,9 @@ std::vector<SettingSummary> summarise_sweep(std::vector<SweepModelResult> result
 }
 
 std::string format_summary_table(const std::vector<SettingSummary>& summaries) {
+  if (summaries.empty())
+    return "no model has finished with an evaluated last epoch: nothing to summarise (the sweep "
+           "trained with --evaluate false, or its models are still to train)\n";
   std::string text = "final test accuracy (%) per setting, over its seeds; time to 99 % test "
                      "accuracy: mean epoch and training seconds of the seeds that reached it\n";
   text += fmt::format("{:<32} {:>6} {:>16} {:>7} {:>7}  {}\n", "setting", "models",
