@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,16 +151,6 @@ StoredSweep read_stored_sweep(const fs::path& dir) {
   return stored;
 }
 
-// The base settings as far as they decide what the models compute: the checkpoints' config text
-// without the folder of the data and the device, which may differ between the machines of shards.
-std::string computed_settings(const GivenSettings& base) {
-  std::istringstream in(checkpoint_config(make_model_run(base, SweepModel{}).config_toml));
-  std::string kept, line;
-  while (std::getline(in, line))
-    if (line.rfind("data=", 0) != 0 && line.rfind("device=", 0) != 0) kept += line + "\n";
-  return kept;
-}
-
 std::string sweep_file_text(const GivenSettings& base, const SweepSpec& spec) {
   const std::string train_table = make_model_run(base, SweepModel{}).config_toml;
   return "# lenet5 sweep: every model trains with these [train] settings and one combination of\n"
@@ -202,36 +190,21 @@ int sweep(const GivenSettings& base, const SweepSpec& spec, const std::string& o
 
 // --merge DIR...: the shards' models, each read from its own folder, summarised as one sweep.
 int merge(const std::vector<std::string>& dirs, const std::string& out) {
-  std::vector<SweepModelResult> results;
-  std::optional<StoredSweep> first;
-  std::vector<bool> shard_seen;
+  std::vector<SweepShardFolder> shards;
   for (const std::string& dir : dirs) {
     const StoredSweep stored = read_stored_sweep(dir);
-    if (!first) {
-      first = stored;
-      shard_seen.assign(stored.spec.shard.count, false);
-    }
-    if (computed_settings(stored.base) != computed_settings(first->base) ||
-        !(stored.spec.lists == first->spec.lists) ||
-        stored.spec.shard.count != first->spec.shard.count)
-      throw UsageError(dir + " holds another sweep than " + dirs[0] +
-                       " (other settings, lists or number of shards): merge the shards of one sweep");
-    if (shard_seen[stored.spec.shard.index - 1])
-      throw UsageError(dir + " is shard " + std::to_string(stored.spec.shard.index) +
-                       ", given twice: give each shard's folder once");
-    shard_seen[stored.spec.shard.index - 1] = true;
     const SweepSettingsMaker make = [&](const SweepModel& model) {
       return make_model_run(stored.base, model);
     };
-    for (SweepModelResult& result : read_sweep_results(dir, prepare_sweep(stored.spec, make)))
-      results.push_back(std::move(result));
+    shards.push_back({dir, stored.spec,
+                      computed_settings(make_model_run(stored.base, SweepModel{}).config_toml),
+                      prepare_sweep(stored.spec, make)});
   }
-  for (std::size_t k = 0; k < shard_seen.size(); ++k)
-    if (!shard_seen[k])
-      spdlog::warn("shard {}/{} is missing: the summary covers the other shards only", k + 1,
-                   shard_seen.size());
+  const std::vector<SweepModelResult> results = merge_sweep_shards(shards);
   const fs::path dir = out.empty() ? claim_default_sweep_dir() : fs::path(out);
-  fs::create_directories(dir);
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw Error("cannot create folder " + dir.string() + ": " + error.message());
   print_summary(dir, results);
   return 0;
 }

@@ -2,11 +2,14 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 
+#include "core/error.hpp"
 #include "io/atomic_file.hpp"
 
 namespace lenet5 {
@@ -96,6 +99,39 @@ std::vector<SettingSummary> summarise_sweep(std::vector<SweepModelResult> result
     summaries.push_back(summary);
   }
   return summaries;
+}
+
+std::string computed_settings(const std::string& config_toml) {
+  std::istringstream in(checkpoint_config(config_toml));
+  std::string kept, line;
+  while (std::getline(in, line))
+    if (line.rfind("data=", 0) != 0 && line.rfind("device=", 0) != 0) kept += line + "\n";
+  return kept;
+}
+
+std::vector<SweepModelResult> merge_sweep_shards(const std::vector<SweepShardFolder>& shards) {
+  std::vector<SweepModelResult> results;
+  if (shards.empty()) return results;
+  const SweepShardFolder& first = shards.front();
+  std::vector<bool> seen(first.spec.shard.count, false);
+  for (const SweepShardFolder& shard : shards) {
+    if (shard.computed_settings != first.computed_settings || !(shard.spec.lists == first.spec.lists) ||
+        shard.spec.shard.count != first.spec.shard.count)
+      throw UsageError(shard.dir.string() + " holds another sweep than " + first.dir.string() +
+                       " (other settings, lists or number of shards): merge the shards of one "
+                       "sweep");
+    if (seen[shard.spec.shard.index - 1])
+      throw UsageError(shard.dir.string() + " is shard " + std::to_string(shard.spec.shard.index) +
+                       ", given twice: give each shard's folder once");
+    seen[shard.spec.shard.index - 1] = true;
+    for (SweepModelResult& result : read_sweep_results(shard.dir, shard.runs))
+      results.push_back(std::move(result));
+  }
+  for (std::size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k])
+      spdlog::warn("shard {}/{} is missing: the summary covers the other shards only", k + 1,
+                   seen.size());
+  return results;
 }
 
 std::string format_summary_table(const std::vector<SettingSummary>& summaries) {

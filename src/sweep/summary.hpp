@@ -42,6 +42,24 @@ std::vector<SweepModelResult> read_sweep_results(const std::filesystem::path& sw
 // not evaluated, count nowhere.
 std::vector<SettingSummary> summarise_sweep(std::vector<SweepModelResult> results);
 
+// A sweep folder read back (a shard's, for `lenet5 sweep --merge`).
+struct SweepShardFolder {
+  std::filesystem::path dir;
+  SweepSpec spec;
+  std::string computed_settings;  // computed_settings() of its base settings' config text
+  std::vector<SweepModelRun> runs;
+};
+
+// The settings of a config text as far as they decide what the models compute: the checkpoints'
+// text (train/settings.hpp's checkpoint_config) without the data folder and the device, which may
+// differ between the machines that ran the shards.
+std::string computed_settings(const std::string& config_toml);
+
+// The results of the shards of one sweep, every model read from its shard's folder. UsageError for
+// folders of different sweeps (other settings, lists or number of shards) or a shard given twice;
+// a missing shard is a warning (the summary then covers the others).
+std::vector<SweepModelResult> merge_sweep_shards(const std::vector<SweepShardFolder>& shards);
+
 std::string format_summary_table(const std::vector<SettingSummary>& summaries);
 std::string summary_csv(const std::vector<SettingSummary>& summaries);
 std::string summary_json(const std::vector<SettingSummary>& summaries);

@@ -180,6 +180,16 @@ TEST(SweepSummary, StatisticsPerSettingOverItsFinishedModels) {
   EXPECT_TRUE(mentions(summary_json(summaries), "\"seconds_to_99\": null"));
 }
 
+// Shards may run on machines with other data folders, devices and core counts: those settings
+// do not make two shards' folders different sweeps; the others do.
+TEST(SweepSummary, ShardsOfOneSweepMayDifferOnlyInWhereAndHowTheyRan) {
+  const std::string a = "[train]\ndata=\"/a\"\nlr=0.1\ndevice=\"cpu\"\nthreads=2\n";
+  const std::string b = "[train]\ndata=\"/b\"\nlr=0.1\ndevice=\"gpu\"\nthreads=16\n";
+  EXPECT_EQ(computed_settings(a), computed_settings(b));
+  EXPECT_EQ(computed_settings(a), "[train]\nlr=0.1\n");
+  EXPECT_NE(computed_settings(a), computed_settings("[train]\nlr=0.2\n"));
+}
+
 // ---- the program ---------------------------------------------------------------------------------
 
 std::string data_flag() { return " --data '" + testing::mnist_dir().string() + "'"; }
