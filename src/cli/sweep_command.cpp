@@ -57,7 +57,8 @@ SweepModelRun make_model_run(const GivenSettings& base, const SweepModel& model)
   bind_train_settings(*train, run.settings);
   for (const auto& [flag, values] : base) set_option(*train, flag, values, flag);
   for (const SweepList& value : model.values)
-    set_option(*train, "--" + value.key, value.values, "--set " + value.key + "=" + value.values[0]);
+    set_option(*train, "--" + value.key, value.values,
+               "--set " + value.key + "=" + value.values[0]);
   run.config_toml = effective_config(*train);
   return run;
 }
@@ -111,7 +112,8 @@ struct SweepOptions {
 SweepSpec spec_from_options(const CLI::App& parent, const CLI::App& command,
                             const SweepOptions& options) {
   SweepSpec spec;
-  if (command.count("--seeds") > 0) add_sweep_list(spec, parse_sweep_list("seed", options.seeds, "--seeds"));
+  if (command.count("--seeds") > 0)
+    add_sweep_list(spec, parse_sweep_list("seed", options.seeds, "--seeds"));
   for (const std::string& set : options.sets) {
     const std::size_t equals = set.find('=');
     if (equals == std::string::npos || equals == 0)
@@ -175,13 +177,13 @@ int sweep(const GivenSettings& base, const SweepSpec& spec, const std::string& o
   if (runs.empty())
     spdlog::warn("shard {}/{} of this sweep holds no model (it has fewer models than shards)",
                  spec.shard.index, spec.shard.count);
-  const SweepOutcome outcome =
-      run_sweep(dir, sweep_file_text(base, spec), runs, resume,
-                [](const std::string& line) { spdlog::info("{}", line); });
+  const SweepOutcome outcome = run_sweep(dir, sweep_file_text(base, spec), runs, resume,
+                                         [](const std::string& line) { spdlog::info("{}", line); });
   if (outcome.interrupted) {
-    spdlog::warn("sweep stopped by signal {}: the model in training saved its last checkpoint; "
-                 "continue the sweep with lenet5 sweep --resume {}",
-                 outcome.stop_signal, dir.string());
+    spdlog::warn(
+        "sweep stopped by signal {}: the model in training saved its last checkpoint; "
+        "continue the sweep with lenet5 sweep --resume {}",
+        outcome.stop_signal, dir.string());
     return 128 + outcome.stop_signal;  // the shell's convention for a process ended by a signal
   }
   print_summary(dir, read_sweep_results(dir, runs));

@@ -1,12 +1,12 @@
 #include "sweep/summary.hpp"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -64,16 +64,16 @@ std::vector<SweepModelResult> read_sweep_results(const fs::path& sweep_dir,
   std::vector<SweepModelResult> results;
   for (const SweepModelRun& run : runs) {
     const fs::path metrics = model_run_dir(sweep_dir, run.model) / "metrics.csv";
-    results.push_back({run.model, run.settings.epochs,
-                       fs::exists(metrics) ? read_metrics_csv(metrics) : std::vector<MetricsRow>{}});
+    results.push_back(
+        {run.model, run.settings.epochs,
+         fs::exists(metrics) ? read_metrics_csv(metrics) : std::vector<MetricsRow>{}});
   }
   return results;
 }
 
 std::vector<SettingSummary> summarise_sweep(std::vector<SweepModelResult> results) {
-  std::sort(results.begin(), results.end(), [](const auto& a, const auto& b) {
-    return a.model.index < b.model.index;
-  });
+  std::sort(results.begin(), results.end(),
+            [](const auto& a, const auto& b) { return a.model.index < b.model.index; });
   std::vector<std::string> order;
   std::map<std::string, std::vector<const SweepModelResult*>> by_setting;
   for (const SweepModelResult& result : results) {
@@ -115,8 +115,8 @@ std::vector<SweepModelResult> merge_sweep_shards(const std::vector<SweepShardFol
   const SweepShardFolder& first = shards.front();
   std::vector<bool> seen(first.spec.shard.count, false);
   for (const SweepShardFolder& shard : shards) {
-    if (shard.computed_settings != first.computed_settings || !(shard.spec.lists == first.spec.lists) ||
-        shard.spec.shard.count != first.spec.shard.count)
+    if (shard.computed_settings != first.computed_settings ||
+        !(shard.spec.lists == first.spec.lists) || shard.spec.shard.count != first.spec.shard.count)
       throw UsageError(shard.dir.string() + " holds another sweep than " + first.dir.string() +
                        " (other settings, lists or number of shards): merge the shards of one "
                        "sweep");
@@ -138,10 +138,11 @@ std::string format_summary_table(const std::vector<SettingSummary>& summaries) {
   if (summaries.empty())
     return "no model has finished with an evaluated last epoch: nothing to summarise (the sweep "
            "trained with --evaluate false, or its models are still to train)\n";
-  std::string text = "final test accuracy (%) per setting, over its seeds; time to 99 % test "
-                     "accuracy: mean epoch and training seconds of the seeds that reached it\n";
-  text += fmt::format("{:<32} {:>6} {:>16} {:>7} {:>7}  {}\n", "setting", "models",
-                      "mean ± sd", "min", "max", "time to 99 %");
+  std::string text =
+      "final test accuracy (%) per setting, over its seeds; time to 99 % test "
+      "accuracy: mean epoch and training seconds of the seeds that reached it\n";
+  text += fmt::format("{:<32} {:>6} {:>16} {:>7} {:>7}  {}\n", "setting", "models", "mean ± sd",
+                      "min", "max", "time to 99 %");
   for (const SettingSummary& s : summaries)
     text += fmt::format("{:<32} {:>6} {:>16} {:>7.2f} {:>7.2f}  {}\n", s.setting, s.models,
                         fmt::format("{:.2f} ± {:.2f}", s.mean, s.stddev), s.min, s.max,
@@ -170,8 +171,8 @@ std::string summary_json(const std::vector<SettingSummary>& summaries) {
     const bool reached = s.reached_99 > 0;
     settings.push_back({{"setting", s.setting},
                         {"models", s.models},
-                        {"final_test_accuracy", {{"mean", s.mean}, {"sd", s.stddev},
-                                                 {"min", s.min}, {"max", s.max}}},
+                        {"final_test_accuracy",
+                         {{"mean", s.mean}, {"sd", s.stddev}, {"min", s.min}, {"max", s.max}}},
                         {"reached_99", s.reached_99},
                         {"epoch_to_99", reached ? nlohmann::json(s.epoch_to_99) : nullptr},
                         {"seconds_to_99", reached ? nlohmann::json(s.seconds_to_99) : nullptr}});

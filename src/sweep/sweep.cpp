@@ -22,11 +22,15 @@ FolderLock claim_sweep_dir(const fs::path& dir, bool resume) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw Error("cannot create sweep folder " + dir.string() + ": " + error.message());
-  FolderLock lock(dir, "wait for that sweep to end, or stop it (on SIGTERM each model saves) and "
-                       "continue it with lenet5 sweep --resume " + dir.string());
+  FolderLock lock(dir,
+                  "wait for that sweep to end, or stop it (on SIGTERM each model saves) and "
+                  "continue it with lenet5 sweep --resume " +
+                      dir.string());
   if (!resume && fs::exists(dir / kSweepFile))
-    throw UsageError("sweep folder " + dir.string() + " already holds a sweep: continue it with "
-                     "lenet5 sweep --resume " + dir.string() + " or choose another --out");
+    throw UsageError("sweep folder " + dir.string() +
+                     " already holds a sweep: continue it with "
+                     "lenet5 sweep --resume " +
+                     dir.string() + " or choose another --out");
   if (resume && !fs::exists(dir / kSweepFile))
     throw UsageError(dir.string() + " holds no " + kSweepFile +
                      ": --resume takes the folder of a sweep that lenet5 sweep started");
@@ -89,8 +93,8 @@ SweepOutcome run_sweep(const fs::path& sweep_dir, const std::string& sweep_toml,
     }
     progress(fmt::format("model {}/{} {}: {}", i + 1, n, run.model.name,
                          checkpoint ? "continuing" : "training"));
-    const TrainOutcome trained = train(run.settings, run.config_toml, checkpoint,
-                                       checkpoint ? last : fs::path());
+    const TrainOutcome trained =
+        train(run.settings, run.config_toml, checkpoint, checkpoint ? last : fs::path());
     if (trained.interrupted) {
       outcome.interrupted = true;
       outcome.stop_signal = trained.stop_signal;

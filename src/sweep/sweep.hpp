@@ -37,11 +37,12 @@ using SweepSettingsMaker = std::function<SweepModelRun(const SweepModel&)>;
 // that a bad value is refused before anything trains.
 std::vector<SweepModelRun> prepare_sweep(const SweepSpec& spec, const SweepSettingsMaker& make);
 
-std::filesystem::path model_run_dir(const std::filesystem::path& sweep_dir, const SweepModel& model);
+std::filesystem::path model_run_dir(const std::filesystem::path& sweep_dir,
+                                    const SweepModel& model);
 
 struct SweepOutcome {
-  int trained = 0;   // models trained (or continued) to their end by this call
-  int skipped = 0;   // models a resumed sweep found already finished
+  int trained = 0;  // models trained (or continued) to their end by this call
+  int skipped = 0;  // models a resumed sweep found already finished
   bool interrupted = false;
   int stop_signal = 0;  // SIGINT or SIGTERM when interrupted
 };

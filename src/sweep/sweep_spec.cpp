@@ -13,8 +13,8 @@ namespace {
 
 // Where and how a run happens, not what it computes: the same for every model of a sweep.
 const std::vector<std::string>& fixed_keys() {
-  static const std::vector<std::string> keys{"out", "data", "device", "threads", "config",
-                                             "resume"};
+  static const std::vector<std::string> keys{"out",     "data",   "device",
+                                             "threads", "config", "resume"};
   return keys;
 }
 
@@ -69,8 +69,8 @@ void expand_range(const std::string& where, const std::string& range,
                      "(1-16)");
   const std::uint64_t low = std::stoull(low_text), high = std::stoull(high_text);
   if (low > high)
-    throw UsageError(where + ": the range '" + range + "' runs backwards: write " +
-                     high_text + "-" + low_text);
+    throw UsageError(where + ": the range '" + range + "' runs backwards: write " + high_text +
+                     "-" + low_text);
   if (high - low >= std::uint64_t(kMaxSweepModels))
     throw UsageError(where + ": the range '" + range + "' holds more than " +
                      std::to_string(kMaxSweepModels) + " values, more than a sweep may train");
@@ -81,7 +81,8 @@ void expand_range(const std::string& where, const std::string& range,
 std::string safe_file_name(const std::string& text) {
   std::string name = text;
   for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string("=,.+-").find(c) == std::string::npos)
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string("=,.+-").find(c) == std::string::npos)
       c = '_';
   return name;
 }
@@ -110,7 +111,8 @@ void check_sweep_key(const std::string& key, const std::string& origin) {
   if (std::find(fixed_keys().begin(), fixed_keys().end(), key) != fixed_keys().end())
     throw UsageError(where + ": " + key +
                      " may not vary within a sweep (it says where or how the models run, not "
-                     "what they compute): give it once, as --" + key + " VALUE");
+                     "what they compute): give it once, as --" +
+                     key + " VALUE");
   const SettingDeclaration* declaration = find_declaration(key);
   if (!declaration || !declaration->in_config)
     throw UsageError(where + ": there is no [train] setting '" + key +
@@ -135,8 +137,7 @@ SweepList parse_sweep_list(const std::string& key, const std::string& text,
     else
       list.values.push_back(item);
   }
-  if (list.values.empty())
-    throw UsageError(where + ": the list is empty; give at least one value");
+  if (list.values.empty()) throw UsageError(where + ": the list is empty; give at least one value");
   std::set<std::string> seen;
   for (const std::string& value : list.values)
     if (!seen.insert(value).second)
@@ -148,7 +149,8 @@ SweepList parse_sweep_list(const std::string& key, const std::string& text,
 void add_sweep_list(SweepSpec& spec, SweepList list) {
   for (const SweepList& existing : spec.lists)
     if (existing.key == list.key)
-      throw UsageError(list.key + " is given two lists (with --seeds and --set seed=, twice with "
+      throw UsageError(list.key +
+                       " is given two lists (with --seeds and --set seed=, twice with "
                        "--set, or on the command line and in [sweep]): give one");
   const auto place = std::find_if(spec.lists.begin(), spec.lists.end(), [&](const SweepList& l) {
     return order_of(l.key) > order_of(list.key);
@@ -161,7 +163,8 @@ SweepShard parse_sweep_shard(const std::string& text) {
   const std::string k = slash == std::string::npos ? "" : text.substr(0, slash);
   const std::string n = slash == std::string::npos ? "" : text.substr(slash + 1);
   if (!all_digits(k) || !all_digits(n) || k.size() > 6 || n.size() > 6)
-    throw UsageError("--shard '" + text + "' is not K/N: write the shard's number and the number "
+    throw UsageError("--shard '" + text +
+                     "' is not K/N: write the shard's number and the number "
                      "of shards, e.g. --shard 2/4");
   const SweepShard shard{std::stoi(k), std::stoi(n)};
   if (shard.count < 1 || shard.index < 1 || shard.index > shard.count)
@@ -171,8 +174,9 @@ SweepShard parse_sweep_shard(const std::string& text) {
 
 std::vector<SweepModel> expand_sweep(const SweepSpec& spec) {
   if (spec.lists.empty())
-    throw UsageError("nothing to sweep: give --seeds LIST and/or --set KEY=V1,V2,... (or a "
-                     "[sweep] table in the --config file)");
+    throw UsageError(
+        "nothing to sweep: give --seeds LIST and/or --set KEY=V1,V2,... (or a "
+        "[sweep] table in the --config file)");
   std::size_t count = 1;
   for (const SweepList& list : spec.lists) {
     count *= list.values.size();

@@ -14,7 +14,8 @@
 
 namespace lenet5 {
 
-// More models than this is a usage error: a typo in a range (1-10000) must not start a week of work.
+// More models than this is a usage error: a typo in a range (1-10000) must not start a week of
+// work.
 constexpr int kMaxSweepModels = 1024;
 
 // One setting's values, each as written ("0.05"), ranges already expanded ("1-3" -> 1, 2, 3).
@@ -43,7 +44,7 @@ struct SweepSpec {
 
 // One model of the sweep: its place in the whole sweep and its values, one per list.
 struct SweepModel {
-  int index = 0;  // 0-based, in the whole sweep (not in the shard)
+  int index = 0;                  // 0-based, in the whole sweep (not in the shard)
   std::vector<SweepList> values;  // each list with the one value of this model
   // "lr=0.1,seed=3": the folder under the sweep folder (characters unsafe in file names replaced
   // by '_').

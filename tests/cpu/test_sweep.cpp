@@ -125,8 +125,8 @@ TEST(SweepSpec, EachBadListIsAUsageErrorNamingTheProblem) {
   const SweepSpec big = spec_of({{"seed", "1-100"}, {"batch-size", "1-11"}});  // 1,100 models
   EXPECT_TRUE(mentions(usage_error_of([&] { expand_sweep(big); }), "more than 1024 models"));
   SweepSpec twice = spec_of({{"seed", "1"}});
-  EXPECT_TRUE(mentions(usage_error_of([&] { add_sweep_list(twice, parse_sweep_list("seed", "2")); }),
-                       "two lists"));
+  EXPECT_TRUE(mentions(
+      usage_error_of([&] { add_sweep_list(twice, parse_sweep_list("seed", "2")); }), "two lists"));
 }
 
 TEST(SweepSpec, TheSweepTableListsEveryValueAndTheShard) {
@@ -176,7 +176,8 @@ TEST(SweepSummary, StatisticsPerSettingOverItsFinishedModels) {
   EXPECT_EQ(b.stddev, 0);
   EXPECT_EQ(b.reached_99, 0);
   EXPECT_TRUE(mentions(format_summary_table(summaries), "not reached"));
-  EXPECT_TRUE(mentions(summary_csv(summaries), "\"lr=0.1\",3,99.0000,1.0000,98.00,100.00,2,1.50,2.000"));
+  EXPECT_TRUE(
+      mentions(summary_csv(summaries), "\"lr=0.1\",3,99.0000,1.0000,98.00,100.00,2,1.50,2.000"));
   EXPECT_TRUE(mentions(summary_json(summaries), "\"seconds_to_99\": null"));
 }
 
@@ -190,12 +191,17 @@ TEST(SweepSummary, ShardsOfOneSweepMayDifferOnlyInWhereAndHowTheyRan) {
   EXPECT_NE(computed_settings(a), computed_settings("[train]\nlr=0.2\n"));
 }
 
-// ---- the program ---------------------------------------------------------------------------------
+// ---- the program
+// ---------------------------------------------------------------------------------
 
-std::string data_flag() { return " --data '" + testing::mnist_dir().string() + "'"; }
+std::string data_flag() {
+  return " --data '" + testing::mnist_dir().string() + "'";
+}
 
 // Tiny CPU models: 256 images, 1 epoch, evaluated on the test set.
-std::string tiny() { return " --device cpu --train-limit 256 --epochs 1" + data_flag(); }
+std::string tiny() {
+  return " --device cpu --train-limit 256 --epochs 1" + data_flag();
+}
 
 TEST(SweepCli, HelpNamesTheListsAndTheOrder) {
   TempDir dir;
@@ -268,9 +274,9 @@ TEST(SweepCli, AModelIsByteIdenticalToTrainWithTheSameSettings) {
                                     (dir / "sweep").string() + "'" + tiny(),
                                 dir);
   ASSERT_EQ(swept.exit_code, 0) << swept.err;
-  const auto trained = run_lenet5("train --seed 3 --lr 0.1 --batch-size 64 --out '" +
-                                      (dir / "train").string() + "'" + tiny(),
-                                  dir);
+  const auto trained = run_lenet5(
+      "train --seed 3 --lr 0.1 --batch-size 64 --out '" + (dir / "train").string() + "'" + tiny(),
+      dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const fs::path model = dir / "sweep" / "lr=0.1,seed=3";
   for (const char* file : {"last.safetensors", "best.safetensors", "config.toml"})
@@ -299,9 +305,8 @@ TEST(SweepCli, MergedShardsGiveTheWholeSweepsSummary) {
   }
   EXPECT_TRUE(fs::exists(dir / "shard2" / "lr=0.05,seed=2"));  // model 1 (0-based) of 4
   EXPECT_FALSE(fs::exists(dir / "shard2" / "lr=0.05,seed=1"));
-  const auto merged = run_lenet5("sweep --merge" + shards + " --out '" +
-                                     (dir / "merged").string() + "'",
-                                 dir);
+  const auto merged =
+      run_lenet5("sweep --merge" + shards + " --out '" + (dir / "merged").string() + "'", dir);
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
   EXPECT_EQ(read_text(dir / "merged" / "summary.csv"), read_text(dir / "whole" / "summary.csv"));
   EXPECT_EQ(read_text(dir / "merged" / "summary.json"), read_text(dir / "whole" / "summary.json"));
@@ -311,9 +316,8 @@ TEST(SweepCli, MergedShardsGiveTheWholeSweepsSummary) {
   const auto twice = run_lenet5("sweep --merge" + shards + shards, dir);
   EXPECT_EQ(twice.exit_code, 2) << twice.err;
   EXPECT_TRUE(mentions(twice.err, "given twice")) << twice.err;
-  const auto other = run_lenet5("sweep --merge '" + (dir / "whole").string() + "' '" +
-                                    (dir / "shard1").string() + "'",
-                                dir);
+  const auto other = run_lenet5(
+      "sweep --merge '" + (dir / "whole").string() + "' '" + (dir / "shard1").string() + "'", dir);
   EXPECT_EQ(other.exit_code, 2) << other.err;
   EXPECT_TRUE(mentions(other.err, "another sweep")) << other.err;
 }
@@ -325,8 +329,9 @@ TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   TempDir dir;
   // Long enough per model (a second or two on a 2-core CPU) for the signal to land inside one.
   const std::vector<std::string> arguments{
-      "sweep", "--seeds", "1-3", "--device", "cpu", "--train-limit", "1500", "--epochs", "2",
-      "--augment", "none", "--evaluate", "false", "--data", testing::mnist_dir().string()};
+      "sweep",         "--seeds",    "1-3",      "--device", "cpu",
+      "--train-limit", "1500",       "--epochs", "2",        "--augment",
+      "none",          "--evaluate", "false",    "--data",   testing::mnist_dir().string()};
   std::string lists;
   for (const std::string& word : arguments) lists += " '" + word + "'";
   const fs::path cut = dir / "cut";
@@ -370,9 +375,8 @@ TEST(SweepCli, ASweepTableInTheConfigFileIsASpec) {
                            "shard = \"2/2\"\n";
   // Not evaluated: the test is of the models' folders, and evaluation costs most of a tiny model.
   const std::string fast = tiny() + " --evaluate false";
-  const auto result = run_lenet5("--config '" + config.string() + "' sweep --out '" +
-                                     (dir / "s").string() + "'" + fast,
-                                 dir);
+  const auto result = run_lenet5(
+      "--config '" + config.string() + "' sweep --out '" + (dir / "s").string() + "'" + fast, dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   // Shard 2 of 2: models 1 and 3 (0-based) of lr=0.05,seed=1 / seed=2 / lr=0.1,seed=1 / seed=2.
   EXPECT_TRUE(fs::exists(dir / "s" / "lr=0.05,seed=2" / "last.safetensors"));
@@ -380,9 +384,8 @@ TEST(SweepCli, ASweepTableInTheConfigFileIsASpec) {
   EXPECT_FALSE(fs::exists(dir / "s" / "lr=0.1,seed=1"));
   EXPECT_TRUE(mentions(read_text(dir / "s" / "lr=0.1,seed=2" / "config.toml"), "batch-size=64"));
   // `train` with the same file ignores the table.
-  const auto train = run_lenet5("--config '" + config.string() + "' train --out '" +
-                                    (dir / "t").string() + "'" + fast,
-                                dir);
+  const auto train = run_lenet5(
+      "--config '" + config.string() + "' train --out '" + (dir / "t").string() + "'" + fast, dir);
   EXPECT_EQ(train.exit_code, 0) << train.err;
 }
 
