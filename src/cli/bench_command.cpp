@@ -13,25 +13,6 @@
 namespace lenet5::cli {
 namespace {
 
-// `lenet5 --config F bench ...` trains with F's [train] section, as `train` would: CLI11 reads a
-// TOML section into the subcommand of the same name only, so bench applies the [train] items
-// itself, to every option the command line did not set (flags win, as for train).
-void apply_train_section(const CLI::App& parent, CLI::App& bench) {
-  const CLI::Option* config = parent.get_option_no_throw("--config");
-  if (!config || config->count() == 0) return;
-  const std::string path = config->as<std::string>();
-  for (const CLI::ConfigItem& item : CLI::ConfigTOML().from_file(path)) {
-    if (item.parents != std::vector<std::string>{"train"} || item.name == "++" || item.name == "--")
-      continue;  // other sections, and CLI11's section markers
-    CLI::Option* option = bench.get_option_no_throw("--" + item.name);
-    if (!option || !option->get_configurable())
-      throw UsageError(path + ": [train] key '" + item.name + "' is not a bench setting");
-    if (option->count() > 0) continue;
-    option->add_result(item.inputs);
-    option->run_callback();
-  }
-}
-
 // What --help says of the output, field by field (the names are train/bench.cpp's).
 constexpr const char* kOutputHelp = R"(Output (stdout; the log goes to stderr):
   JSON lines by default:

@@ -10,8 +10,11 @@ namespace lenet5 {
 
 class StopSignals {
  public:
-  StopSignals();   // installs the handlers (and forgets any earlier request)
-  ~StopSignals();  // restores the handlers it replaced
+  // The outermost installs the handlers (and forgets any earlier request). One created while
+  // another lives (train() inside a sweep) shares it: a signal that reached the sweep between two
+  // models stops the next one at its first step instead of being forgotten.
+  StopSignals();
+  ~StopSignals();  // the outermost restores the handlers it replaced
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
@@ -19,8 +22,8 @@ class StopSignals {
   int signal() const;  // SIGINT or SIGTERM once requested, else 0
 
  private:
-  void (*m_previous_int)(int);
-  void (*m_previous_term)(int);
+  void (*m_previous_int)(int) = SIG_DFL;
+  void (*m_previous_term)(int) = SIG_DFL;
 };
 
 }  // namespace lenet5

@@ -26,6 +26,7 @@ struct MetricsRow {
   int epoch = 0;
   double train_loss = 0, train_accuracy = 0;
   double test_loss = -1, test_accuracy = -1;
+  double seconds = 0;  // the epoch's training time (evaluation excluded)
 };
 
 // metrics.csv's rows after the header, empty lines left out. A file larger than this (some

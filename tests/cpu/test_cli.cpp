@@ -30,7 +30,7 @@ TEST(Cli, HelpListsEveryCommandAndVersionPrintsIt) {
   // Listed in the order of their registrations' keys (src/cli/commands.hpp).
   std::size_t at = help.out.find("Subcommands:");
   ASSERT_NE(at, std::string::npos) << help.out;
-  for (const char* command : {"train", "evaluate", "classify", "bench", "figures"}) {
+  for (const char* command : {"train", "sweep", "evaluate", "classify", "bench", "figures"}) {
     at = help.out.find(std::string("\n  ") + command + " ", at);
     ASSERT_NE(at, std::string::npos) << command << " missing or out of order in\n" << help.out;
   }

@@ -53,6 +53,10 @@ const std::vector<Rule>& layering() {
       {"src/train",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
         "src/backend"}},
+      // many models of one sweep, each trained as `train` trains one
+      {"src/sweep",
+       {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
+        "src/backend", "src/train"}},
       // the server of the page and its API (cpp-httplib)
       {"src/serve",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
@@ -63,7 +67,7 @@ const std::vector<Rule>& layering() {
       // the command line and the program
       {"src/cli",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
-        "src/backend", "src/train", "src/serve", "src/figures"}},
+        "src/backend", "src/train", "src/sweep", "src/serve", "src/figures"}},
       {"src/main.cpp", {"src/core", "src/cli"}},
   };
   return rules;

@@ -1,0 +1,65 @@
+// `lenet5 sweep`: trains the models of a sweep (sweep/sweep_spec.hpp), each in its own run folder
+// under the sweep folder, through the very function `lenet5 train` calls (train/trainer.hpp's
+// train()), so that a model's checkpoints are byte-identical to those of `lenet5 train` with the
+// same settings.
+//
+// One model at a time, each with all of --threads (on the CPU, every core): train() is not safe to
+// call from several threads at once (it adds its train.log to the process's one logger, sets the
+// process's OpenMP thread count and installs the process's signal handlers), and a model already
+// keeps every core busy. Packing many models into one GPU launch is the engine's business, later.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sweep/sweep_spec.hpp"
+#include "train/settings.hpp"
+
+namespace lenet5 {
+
+inline constexpr const char* kSweepFile = "sweep.toml";
+
+// One model, ready to train: its settings and the config text that `lenet5 train` would store for
+// them. Its run folder is the sweep folder's <model name> (model_run_dir).
+struct SweepModelRun {
+  SweepModel model;
+  TrainSettings settings;
+  std::string config_toml;
+};
+
+// Turns a model's values into its settings and config text (the command does it with the same
+// option parser as `lenet5 train`). UsageError for a value its setting cannot take.
+using SweepSettingsMaker = std::function<SweepModelRun(const SweepModel&)>;
+
+// The models of the spec's shard, each made and validated (every range, name and combination), so
+// that a bad value is refused before anything trains.
+std::vector<SweepModelRun> prepare_sweep(const SweepSpec& spec, const SweepSettingsMaker& make);
+
+std::filesystem::path model_run_dir(const std::filesystem::path& sweep_dir,
+                                    const SweepModel& model);
+
+struct SweepOutcome {
+  int trained = 0;  // models trained (or continued) to their end by this call
+  int skipped = 0;  // models a resumed sweep found already finished
+  bool interrupted = false;
+  int stop_signal = 0;  // SIGINT or SIGTERM when interrupted
+};
+
+// What a sweep reports as it goes: one line per model.
+using SweepProgress = std::function<void(const std::string&)>;
+
+// Trains `runs` in order. A fresh sweep (resume false) claims `sweep_dir` (refusing one that
+// already holds a sweep) and writes `sweep_toml` there; a resumed one continues each model from its
+// last.safetensors, skips those already finished and starts those not started. A SIGINT or SIGTERM
+// stops the model in training after it saved last.safetensors (train() does), and the sweep with
+// it.
+SweepOutcome run_sweep(const std::filesystem::path& sweep_dir, const std::string& sweep_toml,
+                       const std::vector<SweepModelRun>& runs, bool resume,
+                       const SweepProgress& progress);
+
+// runs/sweep-<date-time>, created (a second one in the same second gets a suffix).
+std::filesystem::path claim_default_sweep_dir();
+
+}  // namespace lenet5
