@@ -9,6 +9,8 @@
 #                               scripts/make_handwriting_set.py needs (not needed to build or test)
 #   scripts/setup.sh --fuzz     also install clang and its OpenMP runtime, which scripts/fuzz.sh
 #                               builds the fuzz targets with (libFuzzer comes with clang)
+#   scripts/setup.sh --slurm    also install Slurm and munge, for the test that runs a sweep as a
+#                               job array on a real one-node Slurm (tests/slurm/)
 #   scripts/setup.sh --help
 #
 # Environment: BUILD_DIR (default build), CMAKE_ARGS (extra cmake arguments, for example
@@ -21,12 +23,14 @@ say() { echo "setup: $*" >&2; }
 fetch_data=1
 handwriting=0
 fuzz=0
+slurm=0
 for arg in "$@"; do
   case "$arg" in
     --no-data) fetch_data=0 ;;
     --handwriting) handwriting=1 ;;
     --fuzz) fuzz=1 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --slurm) slurm=1 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$arg' (see --help)"; exit 2 ;;
   esac
 done
@@ -45,6 +49,9 @@ if [ "$handwriting" -eq 1 ]; then
 fi
 if [ "$fuzz" -eq 1 ]; then
   packages+=(clang libomp-dev)
+fi
+if [ "$slurm" -eq 1 ]; then
+  packages+=(slurm-wlm munge)
 fi
 missing=()
 for p in "${packages[@]}"; do
