@@ -19,6 +19,7 @@
 #include "io/folder_lock.hpp"
 #include "io/safetensors.hpp"
 #include "test_util.hpp"
+#include "tiny_mnist.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 
@@ -32,37 +33,11 @@ using testing::TempDir;
 
 constexpr int kTrainImages = 64, kTestImages = 200;
 
-void write_idx(const fs::path& file, std::vector<std::uint32_t> dims, const std::uint8_t* data) {
-  std::string bytes{0, 0, 8, char(dims.size())};
-  std::size_t n = 1;
-  for (std::uint32_t dim : dims) {
-    for (int shift : {24, 16, 8, 0}) bytes.push_back(char((dim >> shift) & 0xFF));
-    n *= dim;
-  }
-  bytes.append(reinterpret_cast<const char*>(data), n);
-  std::ofstream(file, std::ios::binary) << bytes;
-}
-
-// The first 64 training and 200 test images of MNIST as a data folder of plain IDX files: an
-// epoch (two steps at batch 32, then the test set) takes milliseconds, so a run passes many
-// epoch boundaries, and saves, in the fraction of a second before it is killed.
+// The first 64 training and 200 test images of MNIST: an epoch (two steps at batch 32, then the
+// test set) takes milliseconds, so a run passes many epoch boundaries, and saves, in the fraction
+// of a second before it is killed.
 Mnist write_tiny_mnist(const fs::path& dir) {
-  const Mnist full = load_mnist(testing::mnist_dir());
-  fs::create_directories(dir);
-  const DatasetDescription& names = mnist_dataset();
-  Mnist tiny;
-  for (auto [split, from, count, images, labels] :
-       {std::tuple{&tiny.train, &full.train, kTrainImages, names.train_images.name,
-                   names.train_labels.name},
-        std::tuple{&tiny.test, &full.test, kTestImages, names.test_images.name,
-                   names.test_labels.name}}) {
-    split->count = count;
-    split->images.assign(from->images.begin(), from->images.begin() + count * 28 * 28);
-    split->labels.assign(from->labels.begin(), from->labels.begin() + count);
-    write_idx(dir / images, {std::uint32_t(count), 28, 28}, split->images.data());
-    write_idx(dir / labels, {std::uint32_t(count)}, split->labels.data());
-  }
-  return tiny;
+  return testing::write_tiny_mnist(dir, kTrainImages, kTestImages);
 }
 
 std::vector<std::string> train_arguments(const fs::path& data, const fs::path& out, int epochs) {
