@@ -32,8 +32,8 @@ double number_or_absent(const std::string& field) {
 MetricsRow parse_row(const std::string& line) {
   const std::vector<std::string> f = csv_fields(line);
   if (f.size() < 7) throw std::invalid_argument("fewer than 7 fields");
-  return {std::stoi(f[0]), std::stod(f[2]), std::stod(f[3]), number_or_absent(f[4]),
-          number_or_absent(f[5]), std::stod(f[6])};
+  return {std::stoi(f[0]),        std::stod(f[2]),        std::stod(f[3]),
+          number_or_absent(f[4]), number_or_absent(f[5]), std::stod(f[6])};
 }
 
 pictures::Series series(const std::string& name, const char* colour, bool dashed,
