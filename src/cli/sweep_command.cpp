@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "sweep/summary.hpp"
 #include "sweep/sweep.hpp"
+#include "train/trainer.hpp"
 
 namespace lenet5::cli {
 namespace fs = std::filesystem;
@@ -173,7 +174,7 @@ int sweep(const GivenSettings& base, const SweepSpec& spec, const std::string& o
     return make_model_run(base, model);
   };
   const std::vector<SweepModelRun> runs = prepare_sweep(spec, make);  // before any folder exists
-  const fs::path dir = out.empty() ? claim_default_sweep_dir() : fs::path(out);
+  const fs::path dir = out.empty() ? claim_dated_folder("sweep-") : fs::path(out);
   if (runs.empty())
     spdlog::warn("shard {}/{} of this sweep holds no model (it has fewer models than shards)",
                  spec.shard.index, spec.shard.count);
@@ -203,7 +204,7 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
                       prepare_sweep(stored.spec, make)});
   }
   const std::vector<SweepModelResult> results = merge_sweep_shards(shards);
-  const fs::path dir = out.empty() ? claim_default_sweep_dir() : fs::path(out);
+  const fs::path dir = out.empty() ? claim_dated_folder("sweep-") : fs::path(out);
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw Error("cannot create folder " + dir.string() + ": " + error.message());

@@ -3,8 +3,6 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
-#include <ctime>
-
 #include "core/error.hpp"
 #include "core/stop_signals.hpp"
 #include "io/atomic_file.hpp"
@@ -108,20 +106,6 @@ SweepOutcome run_sweep(const fs::path& sweep_dir, const std::string& sweep_toml,
 
 fs::path model_run_dir(const fs::path& sweep_dir, const SweepModel& model) {
   return sweep_dir / model.name;
-}
-
-fs::path claim_default_sweep_dir() {
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  std::error_code error;
-  fs::create_directories("runs", error);
-  for (int i = 1;; ++i) {
-    const std::string name = fmt::format("sweep-{}{}", stamp, i == 1 ? "" : fmt::format("-{}", i));
-    const fs::path dir = fs::path("runs") / name;
-    if (fs::create_directory(dir, error)) return dir;
-    if (error) throw Error("cannot create sweep folder " + dir.string() + ": " + error.message());
-  }
 }
 
 }  // namespace lenet5

@@ -59,7 +59,4 @@ SweepOutcome run_sweep(const std::filesystem::path& sweep_dir, const std::string
                        const std::vector<SweepModelRun>& runs, bool resume,
                        const SweepProgress& progress);
 
-// runs/sweep-<date-time>, created (a second one in the same second gets a suffix).
-std::filesystem::path claim_default_sweep_dir();
-
 }  // namespace lenet5

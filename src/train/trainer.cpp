@@ -29,23 +29,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // ---- the run folder ---------------------------------------------------------------------------
-// runs/<date-time>, created here: create_directory answers false when the folder exists, so two
-// runs started in the same second (or at the same time) never share one.
-fs::path claim_default_run_dir() {
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  std::error_code error;
-  fs::create_directories("runs", error);
-  for (int i = 1;; ++i) {
-    const fs::path dir = fs::path("runs") / (i == 1 ? stamp : fmt::format("{}-{}", stamp, i));
-    if (fs::create_directory(dir, error)) return dir;
-    if (error) throw Error("cannot create run folder " + dir.string() + ": " + error.message());
-  }
-}
-
 fs::path create_run_dir(const TrainSettings& settings, const fs::path& resume_file) {
-  if (settings.out.empty() && resume_file.empty()) return claim_default_run_dir();
+  if (settings.out.empty() && resume_file.empty()) return claim_dated_folder("");
   fs::path dir = !settings.out.empty() ? fs::path(settings.out) : resume_file.parent_path();
   if (dir.empty()) dir = ".";
   std::error_code error;
@@ -384,6 +369,20 @@ TrainOutcome train(const TrainSettings& settings, const std::string& config_toml
   else
     run.start_fresh();
   return run.run();
+}
+
+fs::path claim_dated_folder(const std::string& prefix) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  std::error_code error;
+  fs::create_directories("runs", error);
+  for (int i = 1;; ++i) {
+    const std::string name = prefix + stamp + (i == 1 ? "" : fmt::format("-{}", i));
+    const fs::path dir = fs::path("runs") / name;
+    if (fs::create_directory(dir, error)) return dir;
+    if (error) throw Error("cannot create run folder " + dir.string() + ": " + error.message());
+  }
 }
 
 }  // namespace lenet5
