@@ -13,6 +13,13 @@ namespace lenet5 {
 std::unique_ptr<Engine> make_gpu_engine(const NetConfig& net, const SgdSettings& sgd,
                                         int batch_size, bool use_graphs = true);
 
+// `models` models of the whole-step kernel set that share the network, the SGD settings, the batch
+// size and the training data (each its own seed, permutation and learning rates), their steps
+// packed into the same launches (cuda/engine/whole_step.cuh's ModelGroup). Each model's weights
+// are bit-identical to those a make_gpu_engine trains with the same settings.
+std::unique_ptr<EngineGroup> make_gpu_engine_group(const NetConfig& net, const SgdSettings& sgd,
+                                                   int batch_size, int models);
+
 // ---- marking the phases, for timing them (the figures' cudnn.tab4) ----------------------------
 // A training step's forward (gather + forward), backward (loss with its gradient + backward) and
 // update (the SGD launch); an evaluation's testing (gather + forward + loss over the data set) and

@@ -25,7 +25,8 @@ namespace lenet5::cuda {
 // ---- the kernels -----------------------------------------------------------------------------
 
 template <Activation A, Subsampling P>
-__global__ void __launch_bounds__(kThreads) whole_step_sample_kernel(SampleArgs args) {
+__global__ void __launch_bounds__(kThreads) whole_step_sample_kernel(SampleArgs group_args) {
+  const SampleArgs args = args_of_model(group_args, int(blockIdx.y));
   extern __shared__ float4 shared_storage[];
   SampleShared& s = *reinterpret_cast<SampleShared*>(shared_storage);
   const int sample = blockIdx.x;
@@ -132,34 +133,32 @@ __device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* r
 
 }  // namespace
 
-// One thread per flat parameter: the batch gradient, then (lr not null) the SGD update, or
-// (gradients_out not null) the gradient itself. Thread 0 also adds the step's statistics.
-__global__ void __launch_bounds__(kUpdateThreads)
-    whole_step_update_kernel(WholeStepOffsets at, const float* records, int n, const float* c3_mask,
-                             float mu, bool nesterov, float decay, const float* lr, float* params,
-                             float* velocity, float* gradients_out, const double* sample_loss,
-                             const std::int32_t* sample_correct, StepStats* stats) {
+// One thread per flat parameter of model blockIdx.y: the batch gradient, then (lr not null) the
+// SGD update, or (gradients_out not null) the gradient itself. Thread 0 also adds the step's
+// statistics.
+__global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(UpdateArgs group_args) {
   allow_next_grid();
   wait_for_previous_grid();
+  const UpdateArgs args = args_of_model(group_args, int(blockIdx.y));
   const int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p == 0 && stats) {
+  if (p == 0 && args.stats) {
     double loss = 0;
     int correct = 0;
-    for (int s = 0; s < n; ++s) {
-      loss += sample_loss[s];
-      correct += sample_correct[s];
+    for (int s = 0; s < args.n; ++s) {
+      loss += args.sample_loss[s];
+      correct += args.sample_correct[s];
     }
     // Stream order makes this read-modify-write safe, as in softmax_cross_entropy_kernel1.
-    stats->loss_sum += loss;
-    stats->correct += correct;
+    args.stats->loss_sum += loss;
+    args.stats->correct += correct;
   }
-  if (p >= at.buffer_floats) return;
+  if (p >= args.at.buffer_floats) return;
   float gradient = 0.0f;
-  if (!batch_gradient(at, p, records, n, c3_mask, &gradient)) return;
-  if (gradients_out) gradients_out[p] = gradient;
-  if (lr)
-    sgd_update_element(mu, nesterov, decay, *lr, gradient, params + p,
-                       velocity ? velocity + p : nullptr);
+  if (!batch_gradient(args.at, p, args.records, args.n, args.c3_mask, &gradient)) return;
+  if (args.gradients_out) args.gradients_out[p] = gradient;
+  if (args.lr)
+    sgd_update_element(args.mu, args.nesterov, args.decay, *args.lr, gradient, args.params + p,
+                       args.velocity ? args.velocity + p : nullptr);
 }
 
 namespace {
@@ -190,10 +189,10 @@ SampleKernel sample_kernel_for(const NetConfig& config) {
 // here wait for it themselves: wait_for_previous_grid). Inside a captured graph this becomes a
 // programmatic dependency edge.
 template <class... Params, class... Args>
-void launch_after_previous(bool programmatic, void (*kernel)(Params...), int blocks, int threads,
+void launch_after_previous(bool programmatic, void (*kernel)(Params...), dim3 blocks, int threads,
                            std::size_t shared_bytes, cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(blocks));
+  config.gridDim = blocks;
   config.blockDim = dim3(unsigned(threads));
   config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
@@ -218,6 +217,13 @@ bool has_programmatic_launch(Kernel kernel) {
 int checked_batch(int max_batch) {
   if (max_batch < 1) throw UsageError("batch size must be at least 1");
   return max_batch;
+}
+
+// The group's size, checked before anything is sized by it (the grid's second dimension).
+int checked_models(int models) {
+  if (models < 1 || models > 65535)
+    throw Error("internal: a whole-step group of " + std::to_string(models) + " models");
+  return models;
 }
 
 int offset_of(const ParamLayout& layout, const char* name) {
@@ -245,13 +251,15 @@ WholeStepOffsets offsets_of(const ParamLayout& layout) {
 
 }  // namespace
 
-WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch)
+WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch,
+                     int models)
     : m_config(config),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
-      m_records(Device::gpu, std::size_t(max_batch) * record::floats),
-      m_sample_loss(Device::gpu, std::size_t(max_batch)),
-      m_sample_correct(Device::gpu, std::size_t(max_batch)),
+      m_models(checked_models(models)),
+      m_records(Device::gpu, std::size_t(models) * max_batch * record::floats),
+      m_sample_loss(Device::gpu, std::size_t(models) * max_batch),
+      m_sample_correct(Device::gpu, std::size_t(models) * max_batch),
       m_c3_mask(Device::gpu, kW3) {
   const std::vector<float> mask = c3_weight_mask(config);
   m_c3_mask.copy_from_host(mask.data());
@@ -275,7 +283,10 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
 void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labels,
                             const std::int32_t* indices, int n,
                             const DeviceAugmentation& augmentation, const float* params,
-                            cudaStream_t stream) {
+                            const ModelGroup& group, cudaStream_t stream) {
+  if (group.models < 1 || group.models > m_models)
+    throw Error("internal: whole-step group of " + std::to_string(group.models) +
+                " models, room for " + std::to_string(m_models));
   if (n < 1 || n > m_max_batch)
     throw Error("internal: whole-step batch of " + std::to_string(n) + " samples, room for " +
                 std::to_string(m_max_batch));
@@ -290,41 +301,59 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
                   m_offsets,
                   m_records.data(),
                   m_sample_loss.data(),
-                  m_sample_correct.data()};
-  launch_after_previous(m_programmatic, sample_kernel_for(m_config), n, kThreads,
-                        sizeof(SampleShared), stream, args);
+                  m_sample_correct.data(),
+                  group,
+                  std::size_t(m_max_batch)};
+  launch_after_previous(m_programmatic, sample_kernel_for(m_config),
+                        dim3(unsigned(n), unsigned(group.models)), kThreads, sizeof(SampleShared),
+                        stream, args);
+}
+
+void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings* sgd,
+                              const float* lr, float* params, float* velocity,
+                              float* gradients_out, StepStats* stats, cudaStream_t stream) {
+  UpdateArgs args{};
+  args.at = m_offsets;
+  args.records = m_records.data();
+  args.n = n;
+  args.c3_mask = m_c3_mask.data();
+  if (sgd) {  // the same float conversions as sgd_step_cpu, done once on the host
+    args.mu = float(sgd->momentum);
+    args.nesterov = sgd->nesterov;
+    args.decay = float(sgd->weight_decay);
+  }
+  args.lr = lr;
+  args.params = params;
+  args.velocity = velocity;
+  args.gradients_out = gradients_out;
+  args.sample_loss = m_sample_loss.data();
+  args.sample_correct = m_sample_correct.data();
+  args.stats = stats;
+  args.group = group;
+  args.samples_stride = std::size_t(m_max_batch);
+  const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
+  launch_after_previous(m_programmatic, whole_step_update_kernel,
+                        dim3(unsigned(blocks), unsigned(group.models)), kUpdateThreads, 0, stream,
+                        args);
 }
 
 void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* labels,
                            const std::int32_t* indices, int n,
                            const DeviceAugmentation& augmentation, const SgdSettings& sgd,
                            const float* lr, float* params, float* velocity, StepStats* stats,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, const ModelGroup& group) {
   if (sgd.momentum != 0 && !velocity)
     throw Error("internal: a whole-step update with momentum needs a velocity buffer");
-  run_samples(images, labels, indices, n, augmentation, params, stream);
-  const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
-  // The same float conversions as sgd_step_cpu, done once on the host.
-  launch_after_previous(
-      m_programmatic, whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
-      static_cast<const float*>(m_records.data()), n, static_cast<const float*>(m_c3_mask.data()),
-      float(sgd.momentum), sgd.nesterov, float(sgd.weight_decay), lr, params, velocity,
-      static_cast<float*>(nullptr), static_cast<const double*>(m_sample_loss.data()),
-      static_cast<const std::int32_t*>(m_sample_correct.data()), stats);
+  run_samples(images, labels, indices, n, augmentation, params, group, stream);
+  launch_update(n, group, &sgd, lr, params, velocity, nullptr, stats, stream);
 }
 
 void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels,
                           const std::int32_t* indices, int n,
                           const DeviceAugmentation& augmentation, const float* params,
                           float* gradients, StepStats* stats, cudaStream_t stream) {
-  run_samples(images, labels, indices, n, augmentation, params, stream);
-  const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
-  launch_after_previous(
-      m_programmatic, whole_step_update_kernel, blocks, kUpdateThreads, 0, stream, m_offsets,
-      static_cast<const float*>(m_records.data()), n, static_cast<const float*>(m_c3_mask.data()),
-      0.0f, false, 0.0f, static_cast<const float*>(nullptr), static_cast<float*>(nullptr),
-      static_cast<float*>(nullptr), gradients, static_cast<const double*>(m_sample_loss.data()),
-      static_cast<const std::int32_t*>(m_sample_correct.data()), stats);
+  run_samples(images, labels, indices, n, augmentation, params, ModelGroup{}, stream);
+  launch_update(n, ModelGroup{}, nullptr, nullptr, nullptr, nullptr, gradients, stats, stream);
 }
 
 }  // namespace lenet5::cuda

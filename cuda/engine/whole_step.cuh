@@ -15,6 +15,12 @@
 //      of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The step's loss and
 //      correct count are summed in sample order into its statistics slot.
 //
+// A packed group of models (lenet5 sweep) runs in the same two launches, the model index as the
+// grid's second dimension: each model reads its own parameters, permutation and rates and writes
+// its own records and statistics, and the data set is shared. A block computes exactly what it
+// computes for a lone model, so a model's weights are bit-identical however many share its
+// launches. A lone model is the group of one.
+//
 // The function is the same network as the other kernel sets (core/topology.hpp), every option
 // included (the four activations, average and max subsampling, both C3 tables, SGD with momentum,
 // Nesterov and weight decay); only summation orders differ, so results agree up to rounding.
@@ -41,9 +47,22 @@ struct WholeStepOffsets {
   int buffer_floats;
 };
 
+// Where model m of a packed group keeps its part of each per-model array: the base pointer the
+// step is given plus m times the stride, in elements. The group of one (the default) reads the
+// base pointers as they are.
+struct ModelGroup {
+  int models = 1;
+  std::size_t indices_stride = 0;  // permutation entries per model (the training set's size)
+  std::size_t params_stride = 0;   // parameter floats per model (layout buffer_floats), velocity too
+  std::size_t slots_stride = 0;    // learning rates and statistics slots per model (steps per epoch)
+  // Device, one per model: the augmentation's seed of each (null: augmentation.seed for all).
+  const std::uint64_t* augment_seeds = nullptr;
+};
+
 class WholeStep {
  public:
-  WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch);
+  // Room for `models` models of at most max_batch samples each per step.
+  WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch, int models = 1);
 
   // One SGD step on the n samples images[indices[0..n)] (indices null: the first n images),
   // each augmented first when `augmentation` is enabled (then indices must not be null),
@@ -53,7 +72,7 @@ class WholeStep {
   void train_step(const std::uint8_t* images, const std::uint8_t* labels,
                   const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
                   const SgdSettings& sgd, const float* lr, float* params, float* velocity,
-                  StepStats* stats, cudaStream_t stream);
+                  StepStats* stats, cudaStream_t stream, const ModelGroup& group = {});
 
   // The batch-mean gradient of the same step, written to `gradients` (layout buffer_floats, the
   // padding left untouched), without updating anything: what the tests compare with the CPU
@@ -65,13 +84,19 @@ class WholeStep {
  private:
   void run_samples(const std::uint8_t* images, const std::uint8_t* labels,
                    const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
-                   const float* params, cudaStream_t stream);
+                   const float* params, const ModelGroup& group, cudaStream_t stream);
+  // The update kernel over the records of the last run_samples: sgd and lr null compute the
+  // gradient only.
+  void launch_update(int n, const ModelGroup& group, const SgdSettings* sgd, const float* lr,
+                     float* params, float* velocity, float* gradients_out, StepStats* stats,
+                     cudaStream_t stream);
 
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
-  Buffer<float> m_records;       // (max_batch, record floats): see whole_step.cu
-  Buffer<double> m_sample_loss;  // (max_batch)
+  int m_models;
+  Buffer<float> m_records;       // (models, max_batch, record floats): see whole_step.cu
+  Buffer<double> m_sample_loss;  // (models, max_batch)
   Buffer<std::int32_t> m_sample_correct;
   Buffer<float> m_c3_mask;      // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
   bool m_programmatic = false;  // the kernels were built with griddepcontrol (sm_90 and newer)

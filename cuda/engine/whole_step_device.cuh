@@ -102,7 +102,52 @@ struct SampleArgs {
   float* records;
   double* sample_loss;
   std::int32_t* sample_correct;
+  ModelGroup group;
+  std::size_t samples_stride;  // records and sample slots per model: the step's max_batch
 };
+
+// The arguments as model m of the group sees them (whole_step.cuh's ModelGroup).
+__device__ inline SampleArgs args_of_model(SampleArgs args, int m) {
+  if (args.indices) args.indices += m * args.group.indices_stride;
+  args.params += m * args.group.params_stride;
+  args.records += m * args.samples_stride * record::floats;
+  args.sample_loss += m * args.samples_stride;
+  args.sample_correct += m * args.samples_stride;
+  if (args.group.augment_seeds) args.augment.seed = args.group.augment_seeds[m];
+  return args;
+}
+
+// The update kernel's arguments (whole_step.cu).
+struct UpdateArgs {
+  WholeStepOffsets at;
+  const float* records;
+  int n;
+  const float* c3_mask;
+  float mu;
+  bool nesterov;
+  float decay;
+  const float* lr;        // null: no update (the gradient only)
+  float* params;          // null with lr null
+  float* velocity;        // null without momentum
+  float* gradients_out;   // null: not written
+  const double* sample_loss;
+  const std::int32_t* sample_correct;
+  StepStats* stats;       // null: not counted
+  ModelGroup group;
+  std::size_t samples_stride;
+};
+
+__device__ inline UpdateArgs args_of_model(UpdateArgs args, int m) {
+  args.records += m * args.samples_stride * record::floats;
+  args.sample_loss += m * args.samples_stride;
+  args.sample_correct += m * args.samples_stride;
+  if (args.lr) args.lr += m * args.group.slots_stride;
+  if (args.stats) args.stats += m * args.group.slots_stride;
+  if (args.params) args.params += m * args.group.params_stride;
+  if (args.velocity) args.velocity += m * args.group.params_stride;
+  if (args.gradients_out) args.gradients_out += m * args.group.params_stride;
+  return args;
+}
 
 // Programmatic dependent launch (sm_90): each whole-step kernel lets the next one in the stream be
 // scheduled while it runs (allow_next_grid), and the next one reads nothing the previous one

@@ -13,6 +13,10 @@ std::unique_ptr<Engine> make_gpu_engine(const NetConfig&, const SgdSettings&, in
   throw UsageError(cuda::kBuiltWithoutGpu);
 }
 
+std::unique_ptr<EngineGroup> make_gpu_engine_group(const NetConfig&, const SgdSettings&, int, int) {
+  throw UsageError(cuda::kBuiltWithoutGpu);
+}
+
 std::unique_ptr<Engine> make_marked_gpu_engine(const NetConfig&, const SgdSettings&, int,
                                                PhaseMarks&) {
   throw UsageError(cuda::kBuiltWithoutGpu);

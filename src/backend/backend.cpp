@@ -49,4 +49,35 @@ std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const S
   return make_cpu_engine(net, sgd, batch_size);
 }
 
+namespace {
+
+// A group of one lone engine: its steps run as soon as it asks for them.
+class LoneEngineGroup final : public EngineGroup {
+ public:
+  explicit LoneEngineGroup(std::unique_ptr<Engine> engine) : m_engine(std::move(engine)) {}
+  int size() const override { return 1; }
+  Engine& model(int i) override {
+    if (i != 0) throw Error("internal: model " + std::to_string(i) + " of a group of one");
+    return *m_engine;
+  }
+
+ private:
+  std::unique_ptr<Engine> m_engine;
+};
+
+}  // namespace
+
+bool packs_models(Device device, const NetConfig& net) {
+  return device == Device::gpu && gpu_kernel_set(net.kernels).whole_step;
+}
+
+std::unique_ptr<EngineGroup> make_engine_group(Device device, const NetConfig& net,
+                                               const SgdSettings& sgd, int batch_size, int models) {
+  if (models == 1)
+    return std::make_unique<LoneEngineGroup>(make_engine(device, net, sgd, batch_size));
+  if (!packs_models(device, net))
+    throw Error("internal: only the GPU's whole-step kernels pack models into one step");
+  return make_gpu_engine_group(net, sgd, batch_size, models);
+}
+
 }  // namespace lenet5

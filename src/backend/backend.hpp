@@ -45,4 +45,12 @@ class DeviceStart {
 std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
                                     int batch_size);
 
+// Whether the engine of `device` packs several models into one step: the GPU's whole-step kernels.
+bool packs_models(Device device, const NetConfig& net);
+
+// `models` engines trained in lockstep (engine.hpp's EngineGroup). One model is the lone engine of
+// make_engine; several must be packs_models, and share their steps' launches.
+std::unique_ptr<EngineGroup> make_engine_group(Device device, const NetConfig& net,
+                                               const SgdSettings& sgd, int batch_size, int models);
+
 }  // namespace lenet5

@@ -91,6 +91,18 @@ class Engine {
   virtual Activations activations(const std::uint8_t* image) = 0;
 };
 
+// Models trained in lockstep, as `lenet5 sweep` packs them: model(i) is an Engine like any other,
+// but the group may run the models' steps together (on the GPU, in the same launches). Each epoch,
+// every model is given its begin_epoch, and then its train_steps for the same range, in any order;
+// those steps have run once every model has asked for them (the last call runs them all). Until
+// then no model's take_epoch_totals, parameters or evaluation may be asked for.
+class EngineGroup {
+ public:
+  virtual ~EngineGroup() = default;
+  virtual int size() const = 0;
+  virtual Engine& model(int i) = 0;
+};
+
 // set_state's precondition on the parameters, shared by the engines: layout.buffer_floats values
 // (throws an internal Error otherwise; OptimizerBuffers::set checks the state buffers).
 void check_parameter_count(const ParamLayout& layout, const std::vector<float>& parameters);

@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/stop_signals.hpp"
 #include "io/atomic_file.hpp"
@@ -63,43 +64,110 @@ std::vector<SweepModelRun> prepare_sweep(const SweepSpec& spec, const SweepSetti
   return runs;
 }
 
+namespace {
+
+// A model of the sweep with where it starts: fresh, or from its run folder's last.safetensors.
+struct PendingModel {
+  int index = 0;  // in `runs`
+  TrainJob job;
+  bool packs = false;  // its engine packs models (backend.hpp's packs_models)
+};
+
+// The models to train, in the sweep's order, each starting where its folder says (a resumed
+// sweep); those already finished are counted and reported, not returned.
+std::vector<PendingModel> pending_models(const fs::path& sweep_dir,
+                                         const std::vector<SweepModelRun>& runs, bool resume,
+                                         SweepOutcome& outcome, const SweepProgress& progress) {
+  std::vector<PendingModel> pending;
+  const int n = int(runs.size());
+  for (int i = 0; i < n; ++i) {
+    TrainJob job{runs[i].settings, runs[i].config_toml, std::nullopt, {}};
+    job.settings.out = model_run_dir(sweep_dir, runs[i].model).string();
+    const fs::path last = fs::path(job.settings.out) / "last.safetensors";
+    if (resume && fs::exists(last)) {
+      job.resume = load_checkpoint(last);
+      job.resume_file = last;
+      if (finished(runs[i], *job.resume)) {
+        ++outcome.skipped;
+        progress(fmt::format("model {}/{} {}: already trained", i + 1, n, runs[i].model.name));
+        continue;
+      }
+    }
+    const Device device = resolve_device(job.settings.device, /*warn_on_cpu_fallback=*/false);
+    const bool packs = packs_models(device, job.settings.net_config());
+    pending.push_back({i, std::move(job), packs});
+  }
+  return pending;
+}
+
+// The models in groups that train together: on an engine that packs models (the GPU's whole-step
+// kernels), each model joins the first group it is packable_together with, up to kMaxPackedModels;
+// elsewhere each model is a group of its own, trained with all of the machine.
+std::vector<std::vector<PendingModel>> pack(std::vector<PendingModel> pending) {
+  std::vector<std::vector<PendingModel>> groups;
+  for (PendingModel& model : pending) {
+    std::vector<PendingModel>* home = nullptr;
+    for (std::vector<PendingModel>& group : groups)
+      if (model.packs && group.front().packs && int(group.size()) < kMaxPackedModels &&
+          packable_together(group.front().job, model.job)) {
+        home = &group;
+        break;
+      }
+    if (home)
+      home->push_back(std::move(model));
+    else
+      groups.push_back({std::move(model)});
+  }
+  return groups;
+}
+
+std::string group_text(const std::vector<PendingModel>& group, const std::vector<SweepModelRun>& runs) {
+  const int n = int(runs.size());
+  if (group.size() == 1) {
+    const PendingModel& model = group.front();
+    return fmt::format("model {}/{} {}: {}", model.index + 1, n, runs[model.index].model.name,
+                       model.job.resume ? "continuing" : "training");
+  }
+  std::string names;
+  for (const PendingModel& model : group)
+    names += (names.empty() ? "" : ", ") + std::to_string(model.index + 1);
+  return fmt::format("models {} of {}: {}, {} packed into one GPU run", names, n,
+                     group.front().job.resume ? "continuing" : "training", group.size());
+}
+
+}  // namespace
+
 SweepOutcome run_sweep(const fs::path& sweep_dir, const std::string& sweep_toml,
                        const std::vector<SweepModelRun>& runs, bool resume,
                        const SweepProgress& progress) {
   const FolderLock lock = claim_sweep_dir(sweep_dir, resume);
   if (!resume) write_file_atomically(sweep_dir / kSweepFile, sweep_toml);
-  StopSignals stop;  // train()'s own handlers nest inside: a signal between two models counts
+  StopSignals stop;  // train_models' own handlers nest inside: a signal between groups counts
   SweepOutcome outcome;
   const int n = int(runs.size());
-  for (int i = 0; i < n; ++i) {
-    SweepModelRun run = runs[i];
-    run.settings.out = model_run_dir(sweep_dir, run.model).string();
+  for (const std::vector<PendingModel>& group :
+       pack(pending_models(sweep_dir, runs, resume, outcome, progress))) {
     if (stop.requested()) {
       outcome.interrupted = true;
       outcome.stop_signal = stop.signal();
       break;
     }
-    const fs::path last = fs::path(run.settings.out) / "last.safetensors";
-    std::optional<Checkpoint> checkpoint;
-    if (resume && fs::exists(last)) {
-      checkpoint = load_checkpoint(last);
-      if (finished(run, *checkpoint)) {
-        ++outcome.skipped;
-        progress(fmt::format("model {}/{} {}: already trained", i + 1, n, run.model.name));
+    progress(group_text(group, runs));
+    std::vector<TrainJob> jobs;
+    for (const PendingModel& model : group) jobs.push_back(model.job);
+    const std::vector<TrainOutcome> trained = train_models(jobs);
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      if (trained[k].interrupted) {
+        outcome.interrupted = true;
+        outcome.stop_signal = trained[k].stop_signal;
         continue;
       }
+      ++outcome.trained;
+      const int i = group[k].index;
+      progress(fmt::format("model {}/{} {}: {}", i + 1, n, runs[i].model.name,
+                           result_text(trained[k])));
     }
-    progress(fmt::format("model {}/{} {}: {}", i + 1, n, run.model.name,
-                         checkpoint ? "continuing" : "training"));
-    const TrainOutcome trained =
-        train(run.settings, run.config_toml, checkpoint, checkpoint ? last : fs::path());
-    if (trained.interrupted) {
-      outcome.interrupted = true;
-      outcome.stop_signal = trained.stop_signal;
-      break;
-    }
-    ++outcome.trained;
-    progress(fmt::format("model {}/{} {}: {}", i + 1, n, run.model.name, result_text(trained)));
+    if (outcome.interrupted) break;
   }
   return outcome;
 }

@@ -3,10 +3,11 @@
 // train()), so that a model's checkpoints are byte-identical to those of `lenet5 train` with the
 // same settings.
 //
-// One model at a time, each with all of --threads (on the CPU, every core): train() is not safe to
-// call from several threads at once (it adds its train.log to the process's one logger, sets the
-// process's OpenMP thread count and installs the process's signal handlers), and a model already
-// keeps every core busy. Packing many models into one GPU launch is the engine's business, later.
+// On the GPU with the whole-step kernels, models that differ only in their seed and learning-rate
+// schedule (train/trainer.hpp's packable_together) train together, up to kMaxPackedModels at a
+// time, through train_models: their steps share the engine's launches (the data set uploaded once)
+// and each keeps its own run folder. Elsewhere one model trains at a time, each with all of
+// --threads (on the CPU, every core): a model already keeps every core busy.
 #pragma once
 
 #include <filesystem>
@@ -20,6 +21,10 @@
 namespace lenet5 {
 
 inline constexpr const char* kSweepFile = "sweep.toml";
+// The most models packed into one run: beyond it a GPU gains no throughput (64 models of batch 128
+// are 8,192 blocks a step, tens of waves), and each model holds two files open (its lock and its
+// train.log).
+inline constexpr int kMaxPackedModels = 64;
 
 // One model, ready to train: its settings and the config text that `lenet5 train` would store for
 // them. Its run folder is the sweep folder's <model name> (model_run_dir).

@@ -239,6 +239,10 @@ SettingRange between(double low, double high) {
   return SettingRange{low, true}.at_most(high);
 }
 
+bool SettingDeclaration::same_in(const TrainSettings& a, const TrainSettings& b) const {
+  return std::visit([&](auto member) { return a.*member == b.*member; }, field);
+}
+
 std::string SettingDeclaration::help_text() const {
   if (!names.empty()) return help + ": " + joined(names);
   if (range) return help + "; " + range->text();

@@ -109,6 +109,7 @@ struct SettingDeclaration {
 
   // What --help says: the help, then the accepted names or the range.
   std::string help_text() const;
+  bool same_in(const TrainSettings& a, const TrainSettings& b) const;  // the field's values equal
   // UsageError naming the flag and its range when `settings` holds a value outside it.
   void check(const TrainSettings& settings) const;
 

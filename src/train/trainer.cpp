@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 #include <future>
+#include <set>
 #include <sstream>
 
 #include "backend/backend.hpp"
@@ -70,20 +71,33 @@ void point_latest_at(const fs::path& dir) {
   if (error) spdlog::debug("could not update {}: {}", link.string(), error.message());
 }
 
-// Adds train.log in the run folder to the default logger for the lifetime of the object.
+// train.log in the run folder: a sink that joins the default logger while the run's work is being
+// done (an Active scope), so that the models of a packed group each log into their own file.
 class RunLog {
  public:
   explicit RunLog(const fs::path& file)
       : m_sink(std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string())) {
     m_sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
-    spdlog::default_logger()->sinks().push_back(m_sink);
-    // One line per epoch at most: flush each, so `tail -f train.log` shows progress as it happens.
-    spdlog::default_logger()->flush_on(spdlog::level::info);
   }
-  ~RunLog() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), m_sink), sinks.end());
-  }
+
+  class Active {
+   public:
+    explicit Active(const RunLog& log) : m_sink(log.m_sink) {
+      spdlog::default_logger()->sinks().push_back(m_sink);
+      // One line per epoch at most: flush each, so `tail -f train.log` shows progress as it
+      // happens.
+      spdlog::default_logger()->flush_on(spdlog::level::info);
+    }
+    ~Active() {
+      auto& sinks = spdlog::default_logger()->sinks();
+      sinks.erase(std::remove(sinks.begin(), sinks.end(), m_sink), sinks.end());
+    }
+    Active(const Active&) = delete;
+    Active& operator=(const Active&) = delete;
+
+   private:
+    spdlog::sink_ptr m_sink;
+  };
 
  private:
   spdlog::sink_ptr m_sink;
@@ -130,62 +144,98 @@ EpochTotals operator+(const EpochTotals& a, const EpochTotals& b) {
 }
 
 // ---- one training run ---------------------------------------------------------------------------
+// One model's run: its folder, log, metrics, checkpoints and position, trained by `engine` (one
+// model of an engine group). The epoch is split into begin_epoch, train_steps and end_epoch so
+// that train_models can step the models of a packed group in lockstep (train_lockstep).
 class Run {
  public:
   Run(const TrainSettings& settings, const std::string& config_toml, const fs::path& dir,
-      Device device, Mnist data)
-      : m_settings(settings), m_config_toml(config_toml), m_dir(dir), m_data(std::move(data)),
-        m_net(settings.net_config()), m_schedule(settings.schedule_config()),
-        m_engine(make_engine(device, m_net, settings.sgd(), settings.batch_size)) {
-    m_engine->set_training_data(m_data.train, settings.augmentation());
+      const Mnist& data, Engine& engine, bool show_progress)
+      : m_settings(settings), m_config_toml(config_toml), m_dir(dir), m_log(dir / "train.log"),
+        m_data(data), m_net(settings.net_config()), m_schedule(settings.schedule_config()),
+        m_engine(engine), m_show_progress(show_progress) {
+    m_engine.set_training_data(m_data.train, settings.augmentation());
   }
 
-  void start_fresh() { m_engine->initialise(m_settings.seed); }
+  const RunLog& log() const { return m_log; }
+
+  void start_fresh() {
+    m_engine.initialise(m_settings.seed);
+    m_metrics.emplace(m_dir / "metrics.csv", 0);
+  }
 
   void resume_from(const Checkpoint& checkpoint) {
-    m_engine->set_state(checkpoint.parameters, checkpoint.optimizer_state);
+    m_engine.set_state(checkpoint.parameters, checkpoint.optimizer_state);
     m_position = checkpoint.position;
     m_last_lr = checkpoint.learning_rate;
     if (!(checkpoint.data == checksums(m_data)))
       spdlog::warn("the checkpoint was trained on different data files than {} (CRC-32 differ)",
                    resolve_data_dir(m_settings.data_dir).string());
     spdlog::info("resuming at epoch {} step {}", m_position.epoch + 1, m_position.step);
+    m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch);
   }
 
-  TrainOutcome run() {
-    StopSignals stop;
-    MetricsFile metrics(m_dir / "metrics.csv", m_position.epoch);
-    const int n = m_data.train.count, batch = m_settings.batch_size;
-    const int steps = (n + batch - 1) / batch;
-    for (int epoch = m_position.epoch; epoch < m_settings.epochs; ++epoch) {
-      const bool continuing = epoch == m_position.epoch && m_position.step > 0;
-      const int first_step = continuing ? m_position.step : 0;
-      const EpochTotals carried = continuing ? m_position.partial : EpochTotals{};
-      const std::vector<float> rates = learning_rates(epoch, steps);
-      m_engine->begin_epoch(epoch, epoch_permutation(m_settings.seed, epoch, n), rates);
-      ProgressBar progress(progress_wanted());
-      const int chunk = std::max(1, m_engine->preferred_steps_per_call(steps));
-      const auto start = std::chrono::steady_clock::now();
-      for (int step = first_step; step < steps; step += chunk) {
-        if (stop.requested()) return interrupt(epoch, step, carried, stop.signal());
-        const int end = std::min(steps, step + chunk);
-        m_engine->train_steps(step, end);
-        m_last_lr = rates[end - 1];
-        progress.update(end, steps, fmt::format("epoch {}/{}", epoch + 1, m_settings.epochs));
-      }
-      const EpochTotals fresh = m_engine->take_epoch_totals();  // the epoch's one synchronisation
-      const double seconds = seconds_since(start);
-      progress.clear();
-      finish_epoch(epoch, carried + fresh, fresh.seen, seconds, metrics);
-    }
+  int steps_per_epoch() const {
+    return (m_data.train.count + m_settings.batch_size - 1) / m_settings.batch_size;
+  }
+  bool epochs_left() const { return m_position.epoch < m_settings.epochs; }
+  // Where the epoch starts: a run resumed mid-epoch continues at its checkpoint's step.
+  int first_step() const { return m_position.step; }
+  int steps_per_call() const {
+    return std::max(1, m_engine.preferred_steps_per_call(steps_per_epoch()));
+  }
+
+  void begin_epoch() {
+    const int epoch = m_position.epoch, steps = steps_per_epoch();
+    m_carried = m_position.step > 0 ? m_position.partial : EpochTotals{};
+    m_rates = learning_rates(epoch, steps);
+    m_engine.begin_epoch(epoch, epoch_permutation(m_settings.seed, epoch, m_data.train.count),
+                         m_rates);
+    m_progress = std::make_unique<ProgressBar>(m_show_progress && progress_wanted());
+    m_epoch_start = std::chrono::steady_clock::now();
+  }
+
+  void train_steps(int step, int end) {
+    m_engine.train_steps(step, end);
+    m_last_lr = m_rates[end - 1];
+    m_progress->update(end, steps_per_epoch(),
+                       fmt::format("epoch {}/{}", m_position.epoch + 1, m_settings.epochs));
+  }
+
+  void end_epoch() {
+    const EpochTotals fresh = m_engine.take_epoch_totals();  // the epoch's one synchronisation
+    const double seconds = seconds_since(m_epoch_start);
+    m_progress.reset();
+    finish_epoch(m_position.epoch, m_carried + fresh, fresh.seen, seconds);
+  }
+
+  // After the last epoch: the pictures, and the best checkpoint's evaluation.
+  TrainOutcome finish() {
     // The pictures are drawn on a host thread of their own while the best checkpoint is read
     // back and evaluated (on the GPU, or by the CPU's other threads): they cost the main command
     // next to no wall time. The weights are copied first, since report_best replaces them.
     std::future<void> pictures = std::async(
-        std::launch::async, [this, weights = m_engine->parameters()] { draw_pictures(weights); });
+        std::launch::async, [this, weights = m_engine.parameters()] { draw_pictures(weights); });
     TrainOutcome outcome = outcome_so_far(m_position.epoch);
     report_best(outcome);
     pictures.get();  // rethrows what draw_pictures does not report itself
+    return outcome;
+  }
+
+  // Stopped by a signal before `step` of the current epoch: saves where it stands.
+  TrainOutcome interrupt(int step, int stop_signal) {
+    const int epoch = m_position.epoch;
+    m_progress.reset();
+    m_position = {epoch, step, m_carried + m_engine.take_epoch_totals(),
+                  m_position.best_accuracy};
+    save(m_dir / "last.safetensors", make_checkpoint(-1));
+    draw_pictures(m_engine.parameters());
+    spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
+                 stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
+                 (m_dir / "last.safetensors").string());
+    TrainOutcome outcome = outcome_so_far(epoch);
+    outcome.interrupted = true;
+    outcome.stop_signal = stop_signal;
     return outcome;
   }
 
@@ -202,10 +252,9 @@ class Run {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  void finish_epoch(int epoch, const EpochTotals& totals, std::int64_t trained, double seconds,
-                    MetricsFile& metrics) {
+  void finish_epoch(int epoch, const EpochTotals& totals, std::int64_t trained, double seconds) {
     std::optional<Evaluation> test;
-    if (m_settings.evaluate_every_epoch) test = m_engine->evaluate(m_data.test);
+    if (m_settings.evaluate_every_epoch) test = m_engine.evaluate(m_data.test);
     const double images_per_s = seconds > 0 ? double(trained) / seconds : 0;
     const double train_loss = totals.loss_sum / double(std::max<std::int64_t>(totals.seen, 1));
     m_reports.push_back({epoch + 1, m_last_lr, train_loss,
@@ -214,7 +263,7 @@ class Run {
                          images_per_s});
     const std::string train_acc = format_percent(totals.correct, totals.seen);
     const std::string test_acc = test ? format_percent(test->correct, test->count) : "";
-    metrics.add(fmt::format("{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr,
+    m_metrics->add(fmt::format("{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr,
                             train_loss, train_acc,
                             test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc,
                             seconds, images_per_s));
@@ -270,22 +319,9 @@ class Run {
     const fs::path best = m_dir / "best.safetensors";
     if (!m_settings.evaluate_every_epoch || !fs::exists(best)) return;
     const Checkpoint checkpoint = load_checkpoint(best);
-    m_engine->set_state(checkpoint.parameters, checkpoint.optimizer_state);
-    outcome.best_evaluation = m_engine->evaluate(m_data.test);
+    m_engine.set_state(checkpoint.parameters, checkpoint.optimizer_state);
+    outcome.best_evaluation = m_engine.evaluate(m_data.test);
     outcome.best_epoch = checkpoint.position.epoch;
-  }
-
-  TrainOutcome interrupt(int epoch, int step, const EpochTotals& carried, int stop_signal) {
-    m_position = {epoch, step, carried + m_engine->take_epoch_totals(), m_position.best_accuracy};
-    save(m_dir / "last.safetensors", make_checkpoint(-1));
-    draw_pictures(m_engine->parameters());
-    spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
-                 stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
-                 (m_dir / "last.safetensors").string());
-    TrainOutcome outcome = outcome_so_far(epoch);
-    outcome.interrupted = true;
-    outcome.stop_signal = stop_signal;
-    return outcome;
   }
 
   TrainOutcome outcome_so_far(int epochs_done) const {
@@ -301,8 +337,8 @@ class Run {
     Checkpoint c;
     c.net = m_net;
     c.config_toml = checkpoint_config(m_config_toml);
-    c.parameters = m_engine->parameters();
-    c.optimizer_state = m_engine->optimizer_state();  // none for plain SGD
+    c.parameters = m_engine.parameters();
+    c.optimizer_state = m_engine.optimizer_state();  // none for plain SGD
     c.position = m_position;
     c.learning_rate = m_last_lr;
     c.seed = m_settings.seed;
@@ -314,13 +350,21 @@ class Run {
   const TrainSettings& m_settings;
   const std::string& m_config_toml;
   fs::path m_dir;
-  Mnist m_data;
+  RunLog m_log;
+  const Mnist& m_data;
   NetConfig m_net;
   Schedule m_schedule;
-  std::unique_ptr<Engine> m_engine;
+  Engine& m_engine;
+  bool m_show_progress;
   TrainingPosition m_position;
   double m_last_lr = 0;
   std::vector<EpochReport> m_reports;
+  // The current epoch's: its rates, the totals a resumed epoch carries, its start, its bar.
+  std::vector<float> m_rates;
+  EpochTotals m_carried;
+  std::chrono::steady_clock::time_point m_epoch_start;
+  std::unique_ptr<ProgressBar> m_progress;
+  std::optional<MetricsFile> m_metrics;  // from start_fresh or resume_from on
 };
 
 void check_resume_matches(const TrainSettings& settings, const Checkpoint& checkpoint) {
@@ -338,37 +382,119 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
                  checkpoint.position.epoch, settings.epochs);
 }
 
+// The models of one engine group, epoch by epoch in lockstep: every model begins its epoch, then
+// every model asks for each chunk of steps (the group runs a chunk once all have asked), then
+// every model ends its epoch. Each model's work happens with its own train.log joined to the log.
+// A SIGINT or SIGTERM stops every model at the same step, each saving where it stands.
+std::vector<TrainOutcome> train_lockstep(const std::vector<std::unique_ptr<Run>>& runs) {
+  StopSignals stop;
+  const auto each = [&runs](auto&& work) {
+    for (const std::unique_ptr<Run>& run : runs) {
+      const RunLog::Active log(run->log());
+      work(*run);
+    }
+  };
+  std::vector<TrainOutcome> outcomes;
+  Run& lead = *runs.front();  // the models share their position and sizes (packable_together)
+  while (lead.epochs_left()) {
+    const int steps = lead.steps_per_epoch(), chunk = lead.steps_per_call();
+    const int first_step = lead.first_step();
+    each([](Run& run) { run.begin_epoch(); });
+    for (int step = first_step; step < steps; step += chunk) {
+      if (stop.requested()) {
+        each([&](Run& run) { outcomes.push_back(run.interrupt(step, stop.signal())); });
+        return outcomes;
+      }
+      const int end = std::min(steps, step + chunk);
+      each([&](Run& run) { run.train_steps(step, end); });
+    }
+    each([](Run& run) { run.end_epoch(); });
+  }
+  each([&](Run& run) { outcomes.push_back(run.finish()); });
+  return outcomes;
+}
+
+// The settings a packed group's models may not differ in, beyond the network's (which the engine
+// group is made for): the flags of train_setting_declarations() other than these may differ.
+bool differ_only_where_packing_allows(const TrainSettings& a, const TrainSettings& b) {
+  static const std::set<std::string> may_differ = {
+      "--seed", "--lr", "--schedule", "--lr-gamma", "--lr-step-epochs", "--min-lr",
+      "--warmup-epochs", "--one-cycle-start", "--out", "--threads"};
+  for (const SettingDeclaration& declaration : train_setting_declarations())
+    if (!may_differ.count(declaration.flag) && !declaration.same_in(a, b)) return false;
+  return true;
+}
+
+// The run folder of a job, claimed and prepared: locked, config.toml written, runs/latest moved.
+struct PreparedFolder {
+  fs::path dir;
+  FolderLock lock;
+};
+
+PreparedFolder prepare_folder(const TrainJob& job) {
+  fs::path dir = create_run_dir(job.settings, job.resume_file);
+  FolderLock lock = lock_run_dir(dir, job.resume_file);
+  write_file_atomically(dir / "config.toml", job.config_toml);
+  // Only runs in the default place (runs/<date-time>) move runs/latest: a folder the user named
+  // with --out is theirs, and a "latest" link beside it would be litter.
+  if (job.settings.out.empty() && job.resume_file.empty()) point_latest_at(dir);
+  return {std::move(dir), std::move(lock)};
+}
+
 }  // namespace
+
+bool packable_together(const TrainJob& a, const TrainJob& b) {
+  const TrainingPosition start_a = a.resume ? a.resume->position : TrainingPosition{};
+  const TrainingPosition start_b = b.resume ? b.resume->position : TrainingPosition{};
+  return differ_only_where_packing_allows(a.settings, b.settings) &&
+         start_a.epoch == start_b.epoch && start_a.step == start_b.step;
+}
+
+std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
+  if (jobs.empty()) return {};
+  const TrainSettings& lead = jobs.front().settings;
+  for (const TrainJob& job : jobs) {
+    job.settings.validate();
+    if (!packable_together(jobs.front(), job))
+      throw Error("internal: models that differ beyond seed and learning rates, or start at "
+                  "different steps, cannot share an engine group");
+    if (job.resume) check_resume_matches(job.settings, *job.resume);
+  }
+  use_cpu_threads(lead.threads);
+  DeviceStart device_start(lead.device);
+  Mnist data =
+      device_start.overlapping([&] { return load_mnist(resolve_data_dir(lead.data_dir)); });
+  limit_training_set(data.train, lead.train_limit);
+  const Device device = device_start.wait();
+
+  const int models = int(jobs.size());
+  const std::unique_ptr<EngineGroup> engines =
+      make_engine_group(device, lead.net_config(), lead.sgd(), lead.batch_size, models);
+  std::vector<PreparedFolder> folders;
+  std::vector<std::unique_ptr<Run>> runs;
+  for (int i = 0; i < models; ++i) {
+    const TrainJob& job = jobs[std::size_t(i)];
+    folders.push_back(prepare_folder(job));
+    const fs::path& dir = folders.back().dir;
+    runs.push_back(std::make_unique<Run>(job.settings, job.config_toml, dir, data,
+                                         engines->model(i), /*show_progress=*/models == 1));
+    const RunLog::Active log(runs.back()->log());
+    spdlog::info("run folder {}: training on {} images for {} epochs, batch {}, on the {}{}{}",
+                 dir.string(), data.train.count, job.settings.epochs, job.settings.batch_size,
+                 to_string(device),
+                 device == Device::cpu ? fmt::format(" ({} threads)", job.settings.threads) : "",
+                 models > 1 ? fmt::format(", packed with {} other models", models - 1) : "");
+    if (job.resume)
+      runs.back()->resume_from(*job.resume);
+    else
+      runs.back()->start_fresh();
+  }
+  return train_lockstep(runs);
+}
 
 TrainOutcome train(const TrainSettings& settings, const std::string& config_toml,
                    const std::optional<Checkpoint>& resume, const fs::path& resume_file) {
-  settings.validate();
-  use_cpu_threads(settings.threads);
-  if (resume) check_resume_matches(settings, *resume);
-  DeviceStart device_start(settings.device);
-  Mnist data =
-      device_start.overlapping([&] { return load_mnist(resolve_data_dir(settings.data_dir)); });
-  limit_training_set(data.train, settings.train_limit);
-  const Device device = device_start.wait();
-
-  const fs::path dir = create_run_dir(settings, resume_file);
-  const FolderLock lock = lock_run_dir(dir, resume_file);
-  RunLog log(dir / "train.log");
-  write_file_atomically(dir / "config.toml", config_toml);
-  // Only runs in the default place (runs/<date-time>) move runs/latest: a folder the user named
-  // with --out is theirs, and a "latest" link beside it would be litter.
-  if (settings.out.empty() && resume_file.empty()) point_latest_at(dir);
-  spdlog::info("run folder {}: training on {} images for {} epochs, batch {}, on the {}{}",
-               dir.string(), data.train.count, settings.epochs, settings.batch_size,
-               to_string(device),
-               device == Device::cpu ? fmt::format(" ({} threads)", settings.threads) : "");
-
-  Run run(settings, config_toml, dir, device, std::move(data));
-  if (resume)
-    run.resume_from(*resume);
-  else
-    run.start_fresh();
-  return run.run();
+  return train_models({TrainJob{settings, config_toml, resume, resume_file}}).front();
 }
 
 fs::path claim_dated_folder(const std::string& prefix) {

@@ -47,4 +47,24 @@ TrainOutcome train(const TrainSettings& settings, const std::string& config_toml
                    const std::optional<Checkpoint>& resume = std::nullopt,
                    const std::filesystem::path& resume_file = {});
 
+// What train() takes, for one model of train_models.
+struct TrainJob {
+  TrainSettings settings;
+  std::string config_toml;
+  std::optional<Checkpoint> resume;
+  std::filesystem::path resume_file;
+};
+
+// Whether two models may train together in one engine group: their settings differ at most in
+// the seed and the learning-rate schedule (--seed, --lr, --schedule and its parameters; --out and
+// --threads too), and they start at the same epoch and step.
+bool packable_together(const TrainJob& a, const TrainJob& b);
+
+// Trains models that are packable_together in one process, in lockstep through one engine group
+// (backend.hpp's make_engine_group: on the GPU with the whole-step kernels, their steps share
+// launches). Each model's run folder, checkpoints included, is what train() makes of its job; a
+// signal stops them all at the same step, each saving. One outcome per job, in order. train() is
+// train_models of one job.
+std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs);
+
 }  // namespace lenet5
