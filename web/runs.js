@@ -16,20 +16,26 @@ async function showRuns() {
   list.textContent = '';
   if (!runs.length)
     list.innerHTML = '<li>No runs in the runs folder (lenet5 serve --runs DIR).</li>';
+  const sweeps = new Set(runs.filter((run) => run.sweep).map((run) => run.name));
   for (const run of runs) {
     const item = document.createElement('li');
     item.dataset.run = run.name;
-    item.innerHTML =
+    item.innerHTML = run.sweep ?
+        `<span class="kind">sweep</span><span>${run.name}</span><span class="acc">${
+            run.error ? 'unreadable' : `${run.models} models · ${run.finished} done`}</span>` :
         `<input type="checkbox" title="compare with the chosen run"><span>${run.name}</span>` +
-        `<span class="acc">${run.epochs} ep${
-            run.test_accuracy != null ? ` · ${run.test_accuracy.toFixed(2)}%` : ''}</span>`;
+            `<span class="acc">${run.epochs} ep${
+                run.test_accuracy != null ? ` · ${run.test_accuracy.toFixed(2)}%` : ''}</span>`;
+    if (run.error) item.title = run.error;
     item.addEventListener('click', (e) => {
-      const compare = e.shiftKey || e.target.type === 'checkbox';
+      // A sweep is a chart of its own: it is chosen, never compared, and compares with nothing.
+      const compare = (e.shiftKey || e.target.type === 'checkbox') && !run.sweep &&
+          !sweeps.has(runsState.chosen);
       if (compare && runsState.chosen && runsState.chosen !== run.name)
         runsState.compared = runsState.compared === run.name ? null : run.name;
       else {
         runsState.chosen = run.name;
-        if (runsState.compared === run.name) runsState.compared = null;
+        if (runsState.compared === run.name || run.sweep) runsState.compared = null;
       }
       refreshRuns();
     });
@@ -50,14 +56,26 @@ async function refreshRuns() {
   for (const name of names)
     runsState.data[name] = await getJson(`api/runs/${encodeURIComponent(name)}`);
   const chosen = runsState.data[runsState.chosen];
-  if (chosen) {
-    $('run-title').textContent =
-        runsState.compared ? `${chosen.name} vs ${runsState.compared}` : chosen.name;
-    $('run-config').textContent = chosen.config_toml ?? '(no config.toml)';
+  const sweep = chosen && chosen.sweep;
+  $('run-charts').hidden = sweep;
+  $('sweep-view').hidden = !sweep;
+  $('eval-panel').hidden = sweep;
+  if (sweep) {
+    $('run-title').textContent = `${chosen.name} (sweep of ${chosen.models} models)`;
+    $('config-title').textContent = 'sweep.toml';
+    $('run-config').textContent = chosen.sweep_toml;
+    drawSweep(chosen);
+  } else {
+    if (chosen) {
+      $('run-title').textContent =
+          runsState.compared ? `${chosen.name} vs ${runsState.compared}` : chosen.name;
+      $('config-title').textContent = 'Effective config';
+      $('run-config').textContent = chosen.config_toml ?? '(no config.toml)';
+    }
+    drawCharts(names.map((name) => runsState.data[name]));
+    updateEvaluation(chosen);
   }
-  drawCharts(names.map((name) => runsState.data[name]));
-  updateEvaluation(chosen);
-  // A run still training gains rows: poll while the runs view is shown.
+  // A run or sweep still training gains rows: poll while the runs view is shown.
   if (!$('view-runs').hidden) runsState.timer = setTimeout(refreshRuns, 3000);
 }
 
@@ -80,14 +98,18 @@ function drawCharts(runs) {
       runs.map((run, r) => `${r ? 'red' : 'blue'}: ${run.name}`).join(' · ') +
       (runs.length ? ' · solid: train, dashed: test' : '');
 }
+// Each series: points [[x, y]...], colour, dashed; a series may carry a band [[x, low, high]...],
+// filled in its `fill` colour beneath every line.
 function drawChart(canvas, series) {
   const ctx = canvas.getContext('2d'), W = canvas.width, H = canvas.height,
         pad = {l: 50, r: 10, t: 10, b: 28};
   ctx.clearRect(0, 0, W, H);
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, W, H);
-  const all = series.flatMap((s) => s.points);
+  const all = series.flatMap(
+      (s) => s.points.concat((s.band || []).flatMap(([x, low, high]) => [[x, low], [x, high]])));
   if (!all.length) {
+    canvas.dataset.bands = 0;
     ctx.fillStyle = '#5b6570';
     ctx.fillText('no epochs yet', W / 2 - 30, H / 2);
     return;
@@ -115,6 +137,22 @@ function drawChart(canvas, series) {
   }
   ctx.fillText(`epoch ${x0}`, pad.l, H - 8);
   ctx.fillText(`${x1}`, W - pad.r - 14, H - 8);
+  const banded = series.filter((s) => s.band && s.band.length);
+  canvas.dataset.bands = banded.length;  // what the page's browser test counts
+  for (const s of banded) {
+    // Upper edge left to right, lower edge back: one closed shape per band. A band of one epoch
+    // is a short bar, so that it still shows.
+    const band = s.band.length > 1 ? s.band : [
+      [s.band[0][0] - 0.04 * (x1 - x0), ...s.band[0].slice(1)],
+      [s.band[0][0] + 0.04 * (x1 - x0), ...s.band[0].slice(1)]
+    ];
+    ctx.fillStyle = s.fill;
+    ctx.beginPath();
+    band.forEach(([x, , high], i) => (i ? ctx.lineTo(X(x), Y(high)) : ctx.moveTo(X(x), Y(high))));
+    for (const [x, low] of [...band].reverse()) ctx.lineTo(X(x), Y(low));
+    ctx.closePath();
+    ctx.fill();
+  }
   for (const s of series) {
     ctx.strokeStyle = s.colour;
     ctx.lineWidth = 2;
@@ -130,6 +168,67 @@ function drawChart(canvas, series) {
     }
   }
   ctx.setLineDash([]);
+}
+
+// ---- a sweep: one chart of test accuracy, per setting a line for the mean over its models and a
+// band from their min to their max, each setting in its own colour; its summary table below.
+const SWEEP_COLOURS =
+    ['#2166ac', '#b2182b', '#1b7837', '#762a83', '#e08214', '#35978f', '#8c510a', '#c51b7d'];
+const BAND_ALPHA = 0.18;
+function bandFill(colour) {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16));
+  return `rgba(${r},${g},${b},${BAND_ALPHA})`;
+}
+// A setting as text in HTML: its values come from a sweep.toml on disk, which anyone may edit.
+const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+function drawSweep(sweep) {
+  const colour = (k) => SWEEP_COLOURS[k % SWEEP_COLOURS.length];
+  const series = sweep.settings.map((s, k) => ({
+    name: s.setting,
+    colour: colour(k),
+    fill: bandFill(colour(k)),
+    points: s.test_accuracy.map((e) => [e.epoch, e.mean]),
+    band: s.test_accuracy.map((e) => [e.epoch, e.min, e.max]),
+  }));
+  drawChart($('chart-sweep'), series);
+  const legend = $('sweep-legend');
+  legend.textContent = '';
+  sweep.settings.forEach((s, k) => {
+    const item = document.createElement('li');
+    item.innerHTML =
+        `<span class="swatch" style="background:${bandFill(colour(k))}"><i style="background:${
+            colour(k)}"></i></span>${escapeHtml(s.setting)} <span class="hint">(${
+            s.runs.length} model${s.runs.length === 1 ? '' : 's'})</span>`;
+    legend.appendChild(item);
+  });
+  const trained = sweep.settings.reduce((n, s) => n + s.runs.length, 0);
+  $('sweep-key').textContent = sweep.settings.length ?
+      `Line: the mean over a setting's models; band: their min to max. ${trained} of ${
+          sweep.models} models have trained an epoch; an epoch counts the models that reached it.` :
+      'No model of this sweep has trained an epoch yet.';
+  drawSweepSummary(sweep);
+}
+// As `lenet5 sweep` prints it: over the models that finished all their epochs, evaluated.
+function drawSweepSummary(sweep) {
+  const table = $('sweep-summary');
+  table.innerHTML = '<tr><th>setting</th><th>models</th><th>mean ± sd</th><th>min</th>' +
+      '<th>max</th><th>time to 99 %</th></tr>';
+  for (const s of sweep.settings) {
+    const row = document.createElement('tr'), m = s.summary;
+    if (!m) {
+      row.innerHTML =
+          `<td>${escapeHtml(s.setting)}</td><td>0</td><td colspan="4">no model finished yet</td>`;
+    } else {
+      const a = m.final_test_accuracy;
+      const time = m.reached_99 ? `epoch ${m.epoch_to_99.toFixed(1)}, ${
+                                      m.seconds_to_99.toFixed(2)} s (${m.reached_99}/${m.models})` :
+                                  'not reached';
+      const cells = [m.models, `${a.mean.toFixed(2)} ± ${a.sd.toFixed(2)}`, a.min.toFixed(2),
+                     a.max.toFixed(2), time];
+      row.innerHTML = `<td>${escapeHtml(s.setting)}</td>` + cells.map((c) => `<td>${c}</td>`).join('');
+    }
+    table.appendChild(row);
+  }
 }
 
 // ---- the chosen run's checkpoint on the test set: the confusion matrix as a heat map, and a

@@ -150,7 +150,7 @@ StoredSweep read_stored_sweep(const fs::path& dir) {
   for (const CLI::ConfigItem& item : items)
     if (item.parents == std::vector<std::string>{"train"} && !is_section_marker(item))
       stored.base.emplace_back("--" + item.name, item.inputs);
-  add_sweep_table(items, stored.spec, false);
+  stored.spec = read_sweep_spec(dir);  // the [sweep] table, read as the page reads it
   return stored;
 }
 

@@ -7,6 +7,7 @@
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/topology.hpp"
+#include "sweep/summary.hpp"
 #include "train/run_pictures.hpp"
 
 namespace lenet5::serve {
@@ -105,6 +106,51 @@ bool is_run(const fs::path& folder) {
   return false;
 }
 
+bool is_sweep(const fs::path& folder) {
+  std::error_code ec;
+  return fs::is_regular_file(folder / kSweepFile, ec);
+}
+
+json run_entry(const fs::path& folder) {
+  std::error_code ec;
+  const std::vector<MetricsRow> rows = metrics_or_none(folder);
+  json last_test = nullptr;
+  for (const MetricsRow& row : rows)
+    if (row.test_accuracy >= 0) last_test = row.test_accuracy;
+  return {{"name", folder.filename().string()},
+          {"sweep", false},
+          {"epochs", rows.size()},
+          {"test_accuracy", last_test},
+          {"has_best", fs::is_regular_file(folder / kBestFile, ec)}};
+}
+
+// A sweep in the list: its models and how many finished. A sweep folder that cannot be read is
+// listed with the reason, so that one damaged folder does not hide the others.
+json sweep_entry(const fs::path& folder) {
+  json entry{{"name", folder.filename().string()}, {"sweep", true}};
+  try {
+    const std::vector<SweepModelResult> results = read_sweep_folder(folder);
+    int finished = 0;
+    for (const SettingSummary& summary : summarise_sweep(results)) finished += summary.models;
+    entry["models"] = results.size();
+    entry["finished"] = finished;
+  } catch (const Error& e) {
+    entry["error"] = e.what();
+  }
+  return entry;
+}
+
+json spreads_json(const std::vector<EpochSpread>& spreads) {
+  json array = json::array();
+  for (const EpochSpread& s : spreads)
+    array.push_back({{"epoch", s.epoch},
+                     {"models", s.models},
+                     {"mean", s.mean},
+                     {"min", s.min},
+                     {"max", s.max}});
+  return array;
+}
+
 json filters_json(const ParamLayout& layout, const std::vector<float>& parameters,
                   const std::string& tensor) {
   const ParamSpec& spec = layout.find(tensor);
@@ -200,37 +246,59 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
 }
 
 json runs_json(const fs::path& runs) {
-  json list = json::array();
   std::error_code ec;
   std::vector<fs::path> folders;
   for (fs::directory_iterator it(runs, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_directory(ec) && is_run(it->path())) folders.push_back(it->path());
+    if (it->is_directory(ec) && (is_run(it->path()) || is_sweep(it->path())))
+      folders.push_back(it->path());
   std::sort(folders.begin(), folders.end());
-  for (const fs::path& folder : folders) {
-    const std::vector<MetricsRow> rows = metrics_or_none(folder);
-    json last_test = nullptr;
-    for (const MetricsRow& row : rows)
-      if (row.test_accuracy >= 0) last_test = row.test_accuracy;
-    list.push_back({{"name", folder.filename().string()},
-                    {"epochs", rows.size()},
-                    {"test_accuracy", last_test},
-                    {"has_best", fs::is_regular_file(folder / kBestFile, ec)}});
-  }
+  json list = json::array();
+  for (const fs::path& folder : folders)
+    list.push_back(is_run(folder) ? run_entry(folder) : sweep_entry(folder));
   return {{"runs", list}};
 }
 
 json run_json(const fs::path& runs, const std::string& name) {
-  const fs::path folder = run_folder(runs, name);
+  const fs::path folder = listed_folder(runs, name);
+  if (!is_run(folder)) return sweep_json(folder, name);
   std::error_code ec;
   const bool has_config = fs::is_regular_file(folder / kConfigFile, ec);
   const std::optional<RunCheckpoint> checkpoint = run_checkpoint(folder);
   return {{"name", name},
+          {"sweep", false},
           {"config_toml", has_config ? json(file_text(folder / kConfigFile)) : json(nullptr)},
           {"metrics", metrics_json(metrics_or_none(folder))},
           {"has_best", fs::is_regular_file(folder / kBestFile, ec)},
           {"checkpoint", checkpoint ? json{{"file", checkpoint->file.filename().string()},
                                            {"stamp", checkpoint->stamp}}
                                     : json(nullptr)}};
+}
+
+json sweep_json(const fs::path& folder, const std::string& name) {
+  std::vector<SweepModelResult> results;
+  try {
+    results = read_sweep_folder(folder);
+  } catch (const Error& e) {
+    // A damaged folder, not the server's fault: said as such, not as an internal error.
+    throw BadRequest(500, "the sweep folder '" + name + "' cannot be read: " + e.what());
+  }
+  const std::vector<SettingSummary> summaries = summarise_sweep(results);
+  json settings = json::array();
+  for (const SettingCurves& curves : sweep_curves(results)) {
+    const auto summary = std::find_if(summaries.begin(), summaries.end(),
+                                      [&](const auto& s) { return s.setting == curves.setting; });
+    settings.push_back(
+        {{"setting", curves.setting},
+         {"runs", curves.models},
+         {"summary", summary != summaries.end() ? setting_summary_json(*summary) : json(nullptr)},
+         {"test_accuracy", spreads_json(curves.test_accuracy)},
+         {"train_loss", spreads_json(curves.train_loss)}});
+  }
+  return {{"name", name},
+          {"sweep", true},
+          {"sweep_toml", file_text(folder / kSweepFile)},
+          {"models", results.size()},
+          {"settings", settings}};
 }
 
 std::optional<RunCheckpoint> run_checkpoint(const fs::path& folder) {
@@ -249,7 +317,7 @@ std::optional<RunCheckpoint> run_checkpoint(const fs::path& folder) {
   return std::nullopt;
 }
 
-fs::path run_folder(const fs::path& runs, const std::string& name) {
+fs::path listed_folder(const fs::path& runs, const std::string& name) {
   const bool plain = !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
                      std::all_of(name.begin(), name.end(), [](unsigned char c) {
                        return std::isalnum(c) || c == '.' || c == '_' || c == '-';
@@ -261,8 +329,16 @@ fs::path run_folder(const fs::path& runs, const std::string& name) {
   std::error_code ec;
   const fs::path folder = fs::canonical(runs / name, ec);
   const fs::path root = fs::canonical(runs, ec);
-  if (ec || folder.parent_path() != root || !fs::is_directory(folder, ec) || !is_run(folder))
+  if (ec || folder.parent_path() != root || !fs::is_directory(folder, ec) ||
+      !(is_run(folder) || is_sweep(folder)))
     throw BadRequest(404, "no run '" + name + "' in the runs folder");
+  return folder;
+}
+
+fs::path run_folder(const fs::path& runs, const std::string& name) {
+  const fs::path folder = listed_folder(runs, name);
+  if (!is_run(folder))
+    throw BadRequest(404, "'" + name + "' is a sweep folder, whose models are runs of their own");
   return folder;
 }
 

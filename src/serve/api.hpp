@@ -58,12 +58,17 @@ nlohmann::json classify_request(const std::string& content_type, const std::stri
 nlohmann::json model_json(const Checkpoint& checkpoint, const std::string& name);
 
 // Every run folder directly under `runs` (one holding metrics.csv, config.toml or a checkpoint),
-// with its epochs so far and last test accuracy.
+// with its epochs so far and last test accuracy, and every sweep folder (one holding sweep.toml),
+// with its models and how many have trained all their epochs; each marked "sweep": false or true.
 nlohmann::json runs_json(const std::filesystem::path& runs);
 // One run: its config.toml text, its metrics.csv rows (test values null where not evaluated) and
 // its checkpoint ({"file", "stamp"} of run_checkpoint, or null): the page fetches the run's
-// evaluation again when the stamp changes.
+// evaluation again when the stamp changes. For a sweep folder, sweep_json.
 nlohmann::json run_json(const std::filesystem::path& runs, const std::string& name);
+// One sweep folder as it stands (sweep/summary.hpp's read_sweep_folder): its sweep.toml text, and
+// per setting its models, its summary (summary.json's entry, null until a model has finished) and
+// per epoch the number of models, mean, min and max of the test accuracy (%) and train loss.
+nlohmann::json sweep_json(const std::filesystem::path& folder, const std::string& name);
 
 // The checkpoint that stands for a run: best.safetensors, else last.safetensors (a run that has
 // not improved on its first test yet, or trains without evaluating), with a stamp of the file
@@ -79,5 +84,7 @@ std::optional<RunCheckpoint> run_checkpoint(const std::filesystem::path& folder)
 // folder directly under `runs` once links are resolved. Throws BadRequest 400 for a name that is
 // not one, 404 for a run that does not exist; no other path from a request reaches the disk.
 std::filesystem::path run_folder(const std::filesystem::path& runs, const std::string& name);
+// The same for a run or a sweep folder (what the runs list shows).
+std::filesystem::path listed_folder(const std::filesystem::path& runs, const std::string& name);
 
 }  // namespace lenet5::serve

@@ -2,8 +2,9 @@
 //   GET  /, /index.html, /app.js, /style.css   the page (web/, compiled in: web_assets.hpp)
 //   POST /api/classify      a digit -> prediction, probabilities, input, every layer's outputs
 //   GET  /api/model         the checkpoint's settings and C1/C3 filters
-//   GET  /api/runs          the run folders under the runs folder
-//   GET  /api/runs/NAME     one run's config.toml and metrics
+//   GET  /api/runs          the run and sweep folders under the runs folder
+//   GET  /api/runs/NAME     one run's config.toml and metrics; for a sweep, per setting its
+//                           summary and the spread of its models' curves (api.hpp's sweep_json)
 //   GET  /api/runs/NAME/evaluation   its checkpoint on the test set: accuracy, loss, confusion
 //                                    matrix, the misread digits (run_evaluation.hpp)
 // Anything else is 404; every error answers {"error": "..."} (api.hpp). The checkpoint is loaded

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -57,37 +59,137 @@ std::string time_to_99_text(const SettingSummary& s) {
                      s.models);
 }
 
+// The settings of `results` and their models that `counts` keeps, both in the order of the
+// models' indices (`results` is sorted so).
+using SettingGroups = std::vector<std::pair<std::string, std::vector<const SweepModelResult*>>>;
+template <class Counts>
+SettingGroups group_by_setting(std::vector<SweepModelResult>& results, Counts counts) {
+  std::sort(results.begin(), results.end(),
+            [](const auto& a, const auto& b) { return a.model.index < b.model.index; });
+  SettingGroups groups;
+  for (const SweepModelResult& result : results) {
+    if (!counts(result)) continue;
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == result.model.setting; });
+    if (group == groups.end()) {
+      groups.emplace_back(result.model.setting, std::vector<const SweepModelResult*>{});
+      group = std::prev(groups.end());
+    }
+    group->second.push_back(&result);
+  }
+  return groups;
+}
+
+// The spread per epoch of the values `value` gives for the models' rows (negative: no value).
+template <class Value>
+std::vector<EpochSpread> epoch_spreads(const std::vector<const SweepModelResult*>& models,
+                                       Value value) {
+  std::map<int, std::vector<double>> by_epoch;
+  for (const SweepModelResult* result : models)
+    for (const MetricsRow& row : result->rows)
+      if (value(row) >= 0) by_epoch[row.epoch].push_back(value(row));
+  std::vector<EpochSpread> spreads;
+  for (const auto& [epoch, values] : by_epoch) {
+    double sum = 0;
+    for (double v : values) sum += v;
+    spreads.push_back({epoch, int(values.size()), sum / values.size(),
+                       *std::min_element(values.begin(), values.end()),
+                       *std::max_element(values.begin(), values.end())});
+  }
+  return spreads;
+}
+
+std::string text_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error("cannot read " + file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The epochs a model's config.toml sets (its "epochs=N" line, as the effective config writes
+// it); unknown (no file or no line) reads as never finished.
+int configured_epochs(const fs::path& run_dir) {
+  std::error_code ec;
+  const fs::path config = run_dir / "config.toml";
+  if (!fs::is_regular_file(config, ec)) return std::numeric_limits<int>::max();
+  std::istringstream in(text_of(config));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("epochs=", 0) == 0) try {
+        return std::stoi(line.substr(7));
+      } catch (const std::exception&) {
+        break;
+      }
+  return std::numeric_limits<int>::max();
+}
+
+SweepModelResult read_model_result(const fs::path& run_dir, const SweepModel& model, int epochs) {
+  const fs::path metrics = run_dir / "metrics.csv";
+  return {model, epochs,
+          fs::exists(metrics) ? read_metrics_csv(metrics) : std::vector<MetricsRow>{}};
+}
+
 }  // namespace
 
 std::vector<SweepModelResult> read_sweep_results(const fs::path& sweep_dir,
                                                  const std::vector<SweepModelRun>& runs) {
   std::vector<SweepModelResult> results;
-  for (const SweepModelRun& run : runs) {
-    const fs::path metrics = model_run_dir(sweep_dir, run.model) / "metrics.csv";
+  for (const SweepModelRun& run : runs)
     results.push_back(
-        {run.model, run.settings.epochs,
-         fs::exists(metrics) ? read_metrics_csv(metrics) : std::vector<MetricsRow>{}});
+        read_model_result(model_run_dir(sweep_dir, run.model), run.model, run.settings.epochs));
+  return results;
+}
+
+SweepSpec read_sweep_spec(const fs::path& sweep_dir) {
+  const fs::path file = sweep_dir / kSweepFile;
+  return parse_sweep_table_toml(text_of(file), file.string());
+}
+
+std::vector<SweepModelResult> read_sweep_folder(const fs::path& sweep_dir) {
+  const SweepSpec spec = read_sweep_spec(sweep_dir);
+  std::error_code ec;
+  const fs::path root = fs::canonical(sweep_dir, ec);
+  if (ec) throw Error("cannot read " + sweep_dir.string() + ": " + ec.message());
+  std::vector<SweepModel> models;
+  try {
+    models = models_of_shard(spec);
+  } catch (const UsageError& e) {
+    throw Error((sweep_dir / kSweepFile).string() + ": " + e.what());
+  }
+  std::vector<SweepModelResult> results;
+  for (const SweepModel& model : models) {
+    // Resolved as the server resolves a run's name: only a folder directly in the sweep folder.
+    const fs::path dir = fs::canonical(model_run_dir(sweep_dir, model), ec);
+    const bool inside = !ec && dir.parent_path() == root && fs::is_directory(dir, ec);
+    results.push_back(inside ? read_model_result(dir, model, configured_epochs(dir))
+                             : SweepModelResult{model, 0, {}});
   }
   return results;
 }
 
-std::vector<SettingSummary> summarise_sweep(std::vector<SweepModelResult> results) {
-  std::sort(results.begin(), results.end(),
-            [](const auto& a, const auto& b) { return a.model.index < b.model.index; });
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const SweepModelResult*>> by_setting;
-  for (const SweepModelResult& result : results) {
-    if (final_accuracy(result) < 0) continue;
-    auto& members = by_setting[result.model.setting];
-    if (members.empty()) order.push_back(result.model.setting);
-    members.push_back(&result);
+std::vector<SettingCurves> sweep_curves(std::vector<SweepModelResult> results) {
+  std::vector<SettingCurves> curves;
+  const auto trained = [](const SweepModelResult& result) { return !result.rows.empty(); };
+  for (const auto& [setting, models] : group_by_setting(results, trained)) {
+    SettingCurves curve{setting, {}, {}, {}};
+    for (const SweepModelResult* result : models) curve.models.push_back(result->model.name);
+    curve.test_accuracy =
+        epoch_spreads(models, [](const MetricsRow& row) { return row.test_accuracy; });
+    curve.train_loss = epoch_spreads(models, [](const MetricsRow& row) { return row.train_loss; });
+    curves.push_back(std::move(curve));
   }
+  return curves;
+}
+
+std::vector<SettingSummary> summarise_sweep(std::vector<SweepModelResult> results) {
+  const auto finished = [](const SweepModelResult& result) { return final_accuracy(result) >= 0; };
   std::vector<SettingSummary> summaries;
-  for (const std::string& setting : order) {
+  for (const auto& [setting, models] : group_by_setting(results, finished)) {
     SettingSummary summary;
     summary.setting = setting;
     std::vector<double> accuracies;
-    for (const SweepModelResult* result : by_setting[setting]) {
+    for (const SweepModelResult* result : models) {
       accuracies.push_back(final_accuracy(*result));
       add_time_to_99(*result, summary);
     }
@@ -165,18 +267,20 @@ std::string summary_csv(const std::vector<SettingSummary>& summaries) {
   return text;
 }
 
+nlohmann::json setting_summary_json(const SettingSummary& s) {
+  const bool reached = s.reached_99 > 0;
+  return {
+      {"setting", s.setting},
+      {"models", s.models},
+      {"final_test_accuracy", {{"mean", s.mean}, {"sd", s.stddev}, {"min", s.min}, {"max", s.max}}},
+      {"reached_99", s.reached_99},
+      {"epoch_to_99", reached ? nlohmann::json(s.epoch_to_99) : nullptr},
+      {"seconds_to_99", reached ? nlohmann::json(s.seconds_to_99) : nullptr}};
+}
+
 std::string summary_json(const std::vector<SettingSummary>& summaries) {
   nlohmann::json settings = nlohmann::json::array();
-  for (const SettingSummary& s : summaries) {
-    const bool reached = s.reached_99 > 0;
-    settings.push_back({{"setting", s.setting},
-                        {"models", s.models},
-                        {"final_test_accuracy",
-                         {{"mean", s.mean}, {"sd", s.stddev}, {"min", s.min}, {"max", s.max}}},
-                        {"reached_99", s.reached_99},
-                        {"epoch_to_99", reached ? nlohmann::json(s.epoch_to_99) : nullptr},
-                        {"seconds_to_99", reached ? nlohmann::json(s.seconds_to_99) : nullptr}});
-  }
+  for (const SettingSummary& s : summaries) settings.push_back(setting_summary_json(s));
   return nlohmann::json{{"settings", settings}}.dump(2) + "\n";
 }
 

@@ -104,6 +104,39 @@ std::string toml_string(const std::string& text) {
   return quoted + "\"";
 }
 
+// The quoted TOML strings of `value`, as toml_string writes them: one ("\"1/2\"") or an array of
+// at least one ("[\"0.05\", \"0.1\"]"); false for anything else.
+bool quoted_strings(const std::string& value, std::vector<std::string>& strings) {
+  std::size_t i = 0;
+  const auto next_is = [&](char c) {
+    while (i < value.size() && value[i] == ' ') ++i;
+    return i < value.size() && value[i] == c;
+  };
+  const auto read_string = [&] {
+    if (!next_is('"')) return false;
+    std::string text;
+    for (++i; i < value.size() && value[i] != '"'; ++i) {
+      if (value[i] == '\\' && i + 1 < value.size()) ++i;
+      text += value[i];
+    }
+    if (i == value.size()) return false;  // no closing quote
+    ++i;
+    strings.push_back(text);
+    return true;
+  };
+  const auto at_end = [&] { return !next_is('\0') && i == value.size(); };
+  if (!next_is('[')) return read_string() && at_end();
+  ++i;
+  for (;;) {
+    if (!read_string()) return false;
+    if (!next_is(',')) break;
+    ++i;
+  }
+  if (!next_is(']')) return false;
+  ++i;
+  return at_end();
+}
+
 }  // namespace
 
 void check_sweep_key(const std::string& key, const std::string& origin) {
@@ -226,6 +259,42 @@ std::string sweep_table_toml(const SweepSpec& spec) {
           toml_string(std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count)) +
           "\n";
   return text;
+}
+
+SweepSpec parse_sweep_table_toml(const std::string& text, const std::string& origin) {
+  std::istringstream in(text);
+  std::string line;
+  bool in_table = false, found = false;
+  SweepSpec spec;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[' && line.find('=') == std::string::npos) {
+      in_table = line == "[sweep]";
+      found = found || in_table;
+      continue;
+    }
+    if (!in_table) continue;
+    const std::size_t equals = line.find(" = ");
+    std::vector<std::string> values;
+    if (equals == std::string::npos || !quoted_strings(line.substr(equals + 3), values))
+      throw Error(origin + ": the [sweep] line '" + line +
+                  "' is not KEY = [\"V1\", ...] or shard = \"K/N\" as lenet5 sweep writes them");
+    const std::string key = line.substr(0, equals);
+    try {
+      if (key == "shard" && values.size() == 1)
+        spec.shard = parse_sweep_shard(values[0]);
+      else {
+        check_sweep_key(key, "[sweep] " + key);
+        add_sweep_list(spec, SweepList{key, values});
+      }
+    } catch (const UsageError& e) {
+      throw Error(origin + ": " + e.what());  // a damaged file, not a mistake on a command line
+    }
+  }
+  if (!found)
+    throw Error(origin + " holds no [sweep] table: it is not a sweep folder's sweep.toml");
+  return spec;
 }
 
 }  // namespace lenet5

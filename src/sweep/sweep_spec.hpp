@@ -84,4 +84,10 @@ std::vector<SweepModel> models_of_shard(const SweepSpec& spec);
 // shard), for the sweep folder's sweep.toml.
 std::string sweep_table_toml(const SweepSpec& spec);
 
+// The spec back from a text holding sweep_table_toml's [sweep] table (a sweep folder's sweep.toml,
+// whose other tables are skipped): its lists, each key checked as check_sweep_key does, and its
+// shard. Error naming `origin` (the file) for a missing table, a line it did not write, or a list
+// or shard that a command line's would be refused for.
+SweepSpec parse_sweep_table_toml(const std::string& text, const std::string& origin);
+
 }  // namespace lenet5

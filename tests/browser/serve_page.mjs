@@ -147,6 +147,53 @@ try {
   check(all === evaluated.misreads.length, `clicking it again shows every misread (${all})`);
   await page.screenshot({ path: `${dir}/runs.png`, fullPage: true });
 
+  // A sweep: one chart, per setting a mean line and a min..max band in the setting's colour (both
+  // found among the canvas's pixels: the band's fill over white, the line's own colour), a legend
+  // entry naming it, and a row of the summary table; the run's charts and test set are hidden.
+  await page.click('#runs li[data-run="sweep-a"]');
+  await page.waitForFunction(() => !document.querySelector('#sweep-view').hidden &&
+    document.querySelectorAll('#sweep-legend li').length > 0);
+  const sweep = await page.evaluate(() => fetch('api/runs/sweep-a').then((r) => r.json()));
+  const drawnSweep = await page.$eval('#chart-sweep', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, colours = new Map();
+    for (let i = 0; i < d.length; i += 4) {
+      const key = `${d[i]},${d[i + 1]},${d[i + 2]}`;
+      colours.set(key, (colours.get(key) || 0) + 1);
+    }
+    return {bands: Number(c.dataset.bands), colours: [...colours]};
+  });
+  const sweepView = await page.evaluate(() => ({
+    legend: [...document.querySelectorAll('#sweep-legend li')].map((li) => ({
+      text: li.textContent, line: getComputedStyle(li.querySelector('.swatch i')).backgroundColor,
+      band: getComputedStyle(li.querySelector('.swatch')).backgroundColor,
+    })),
+    rows: document.querySelectorAll('#sweep-summary tr').length - 1,
+    runCharts: document.querySelector('#run-charts').hidden,
+    testSet: document.querySelector('#eval-panel').hidden,
+  }));
+  const settings = sweep.settings.map((s) => s.setting);
+  check(settings.join() === 'lr=0.02,lr=0.1', `the sweep has two settings (${settings})`);
+  check(drawnSweep.bands === settings.length, `one band per setting drawn (${drawnSweep.bands})`);
+  check(sweepView.legend.length === settings.length &&
+        sweepView.legend.every((l, k) => l.text.startsWith(settings[k])),
+    `a legend entry per setting, naming it (${sweepView.legend.map((l) => l.text).join('; ')})`);
+  // Pixels within 3 of a colour: the canvas's antialiasing and the band's alpha rounding.
+  const pixelsNear = (rgb) => drawnSweep.colours.filter(([key]) =>
+    key.split(',').every((v, i) => Math.abs(Number(v) - rgb[i]) <= 3)).reduce((n, [, c]) => n + c, 0);
+  const rgbOf = (css) => css.match(/[\d.]+/g).map(Number);
+  for (const [k, l] of sweepView.legend.entries()) {
+    const [r, g, b, a] = rgbOf(l.band), overWhite = [r, g, b].map((v) => v * a + 255 * (1 - a));
+    const band = pixelsNear(overWhite), line = pixelsNear(rgbOf(l.line));
+    check(band > 20 && line > 20, `${settings[k]}: its band (${band} pixels) and mean line (${line}) are drawn`);
+  }
+  check(sweepView.rows === settings.length, `a summary row per setting (${sweepView.rows})`);
+  check(sweepView.runCharts && sweepView.testSet, 'the run charts and the test set are hidden');
+  await page.$eval('#view-runs', (v) => v.scrollIntoView());
+  await page.screenshot({ path: `${dir}/sweep.png`, fullPage: true });
+  await page.click('#runs li[data-run="short"]');
+  await page.waitForFunction(() => !document.querySelector('#run-charts').hidden);
+  check(await page.$eval('#sweep-view', (v) => v.hidden), 'choosing a run again shows its charts');
+
   // When the server cannot evaluate (here its answer when the test set is missing, stood in for
   // by the browser), the page shows the server's message in place of the heat map and gallery.
   const missing = 'MNIST not found in data/mnist: run scripts/fetch_mnist.sh or pass --data DIR';
@@ -168,5 +215,5 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png, ${dir}/runs-filtered.png`);
+console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png, ${dir}/runs-filtered.png, ${dir}/sweep.png`);
 process.exit(failures.length ? 1 : 0);

@@ -2,7 +2,8 @@
 # The page of `lenet5 serve` in a real browser (ctest serve.page, label cpu): trains a short CPU
 # run, serves it on a free loopback port, and drives Debian's chromium with puppeteer-core
 # (serve_page.mjs): draws a 7, checks the answer, the layers' tiles, the runs view's curve, and
-# its confusion heat map and gallery of misread digits (with a cell's filter). Screenshots, and
+# its confusion heat map and gallery of misread digits (with a cell's filter), and a sweep's chart
+# (a band and a legend entry per setting) and summary table. Screenshots, and
 # the drawn 7 as the page posts it (drawn-7.png), go to the test's folder. Exit 77 (ctest:
 # skipped) with the reason when chromium, node or puppeteer-core is missing (scripts/setup.sh
 # installs them).
@@ -23,6 +24,10 @@ rm -rf "$work" && mkdir -p "$work/runs"
 # 8,000 images, 2 epochs: about 90% on the test set, enough to read a clearly drawn 7.
 "$lenet5" -q train --device cpu --data "$mnist" --train-limit 8000 --epochs 2 --seed 1 \
   --out "$work/runs/short" >"$work/train.log" 2>&1 || { cat "$work/train.log"; exit 1; }
+
+# A sweep of two settings over two seeds: the runs view shows it as one chart, a band per setting.
+"$lenet5" -q sweep --device cpu --data "$mnist" --train-limit 1000 --batch-size 32 --epochs 3 --seeds 1-2 \
+  --set lr=0.02,0.1 --out "$work/runs/sweep-a" >"$work/sweep.log" 2>&1 || { cat "$work/sweep.log"; exit 1; }
 
 "$lenet5" serve --checkpoint "$work/runs/short/best.safetensors" --runs "$work/runs" \
   --data "$mnist" --port 0 >"$work/serve.log" 2>&1 &

@@ -57,10 +57,11 @@ const std::vector<Rule>& layering() {
       {"src/sweep",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
         "src/backend", "src/train"}},
-      // the server of the page and its API (cpp-httplib)
+      // the server of the page and its API (cpp-httplib); sweep: a sweep folder read as the
+      // summary reads it
       {"src/serve",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
-        "src/backend", "src/train"}},
+        "src/backend", "src/train", "src/sweep"}},
       {"src/figures",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/layers",
         "cuda/kernels", "src/engine", "cuda/engine", "cuda/figures", "src/backend", "src/train"}},

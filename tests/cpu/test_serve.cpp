@@ -148,6 +148,30 @@ std::string file_bytes(const fs::path& file) {
   return testing::read_text(file);
 }
 
+// A sweep folder as `lenet5 sweep --seeds 1-2 --set lr=0.05,0.1 --epochs 2` leaves it part-way:
+// lr=0.05 finished on both seeds, lr=0.1 trained one epoch of seed 1, and its seed 2's folder is a
+// link out of the sweep folder (to run-a, whose rows must not be read as the model's).
+void write_metrics(const fs::path& run, const std::string& rows) {
+  fs::create_directories(run);
+  std::ofstream(run / "config.toml") << "# lenet5 train settings\n[train]\nepochs=2\n";
+  std::ofstream(run / "metrics.csv")
+      << "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s\n"
+      << rows;
+}
+void write_sweep(const fs::path& sweep) {
+  fs::create_directories(sweep);
+  std::ofstream(sweep / "sweep.toml") << "[train]\nepochs=2\n\n[sweep]\nlr = [\"0.05\", "
+                                         "\"0.1\"]\nseed = [\"1\", \"2\"]\nshard = \"1/1\"\n";
+  write_metrics(sweep / "lr=0.05,seed=1",
+                "1,0.05,0.5,90,0.3,97,1.0,100\n"
+                "2,0.05,0.25,95,0.2,98,1.0,100\n");
+  write_metrics(sweep / "lr=0.05,seed=2",
+                "1,0.05,0.25,95,0.1,99,1.0,100\n"
+                "2,0.05,0.125,97,0.05,100,1.0,100\n");
+  write_metrics(sweep / "lr=0.1,seed=1", "1,0.1,1,80,0.4,90,1.0,100\n");
+  fs::create_directory_symlink("../run-a", sweep / "lr=0.1,seed=2");
+}
+
 // A server on a free loopback port, listening on a thread of its own until destroyed.
 struct RunningServer {
   serve::Server server;
@@ -187,6 +211,9 @@ class Serve : public ::testing::Test {
            "2,0.04,0.5,90.00,0.25,95.50,1.0,100\n";
     std::ofstream(*s_runs / "run-a" / "config.toml") << "[train]\nepochs = 2\n";
     fs::create_directories(*s_runs / "not-a-run");  // no run files: not listed
+    write_sweep(*s_runs / "sweep-a");
+    fs::create_directories(*s_runs / "sweep-bad");
+    std::ofstream(*s_runs / "sweep-bad" / "sweep.toml") << "[sweep]\nlr = 0.1\n";
     s_server = std::make_unique<RunningServer>(seeded_checkpoint(), settings(s_data->path()));
     s_port = s_server->port;
   }
@@ -302,8 +329,10 @@ TEST_F(Serve, AnImageFileIsReadAsClassifyReadsIt) {
 
 TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   const json runs = json_of(client().Get("/api/runs"), 200);
-  ASSERT_EQ(runs["runs"].size(), 3u);  // run-a, and run-b and run-c of the evaluation tests
+  // run-a, run-b and run-c of the evaluation tests, and the sweeps of the sweep tests.
+  ASSERT_EQ(runs["runs"].size(), 5u);
   EXPECT_EQ(runs["runs"][0]["name"], "run-a");
+  EXPECT_EQ(runs["runs"][0]["sweep"], false);
   EXPECT_EQ(runs["runs"][0]["epochs"], 2);
   EXPECT_EQ(runs["runs"][0]["test_accuracy"], 95.5);
   const json run = json_of(client().Get("/api/runs/run-a"), 200);
@@ -317,6 +346,56 @@ TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   EXPECT_FALSE(run_b["checkpoint"]["stamp"].get<std::string>().empty());
   json_of(client().Get("/api/runs/no-such-run"), 404);
   json_of(client().Get("/api/runs/not-a-run"), 404);
+}
+
+TEST_F(Serve, RunsListsSweepFoldersWithTheirModels) {
+  const json runs = json_of(client().Get("/api/runs"), 200)["runs"];
+  ASSERT_EQ(runs.size(), 5u);
+  EXPECT_EQ(runs[3]["name"], "sweep-a");
+  EXPECT_EQ(runs[3]["sweep"], true);
+  EXPECT_EQ(runs[3]["models"], 4);
+  EXPECT_EQ(runs[3]["finished"], 2);  // both seeds of lr=0.05
+  // A damaged sweep folder is listed with the reason, the others still shown.
+  EXPECT_EQ(runs[4]["name"], "sweep-bad");
+  EXPECT_TRUE(testing::mentions(runs[4]["error"].get<std::string>(), "lr = 0.1")) << runs[4];
+}
+
+// Per setting: its models' folder names, summary.json's entry once a model has finished, and per
+// epoch the models there and their mean, min and max. The values are sums and halves of small
+// binary fractions: exact in double, so compared exactly.
+TEST_F(Serve, ASweepGivesEachSettingsSpreadPerEpochAndItsSummary) {
+  const json sweep = json_of(client().Get("/api/runs/sweep-a"), 200);
+  EXPECT_EQ(sweep["sweep"], true);
+  EXPECT_EQ(sweep["models"], 4);
+  EXPECT_TRUE(
+      testing::mentions(sweep["sweep_toml"].get<std::string>(), "lr = [\"0.05\", \"0.1\"]"));
+  const json& settings = sweep["settings"];
+  ASSERT_EQ(settings.size(), 2u);
+  const json& slow = settings[0];
+  EXPECT_EQ(slow["setting"], "lr=0.05");
+  EXPECT_EQ(slow["runs"], json({"lr=0.05,seed=1", "lr=0.05,seed=2"}));
+  EXPECT_EQ(slow["test_accuracy"],
+            json::parse(R"([{"epoch": 1, "models": 2, "mean": 98.0, "min": 97.0, "max": 99.0},
+                           {"epoch": 2, "models": 2, "mean": 99.0, "min": 98.0, "max": 100.0}])"));
+  EXPECT_EQ(slow["train_loss"][1],
+            json::parse(R"({"epoch": 2, "models": 2, "mean": 0.1875, "min": 0.125, "max": 0.25})"));
+  EXPECT_EQ(slow["summary"]["models"], 2);
+  EXPECT_EQ(slow["summary"]["final_test_accuracy"]["mean"], 99.0);
+  EXPECT_EQ(slow["summary"]["final_test_accuracy"]["min"], 98.0);
+  EXPECT_EQ(slow["summary"]["reached_99"], 1);  // seed 2 at its first epoch; seed 1 never
+  // lr=0.1: seed 1 after its first epoch; seed 2's folder is a link out of the sweep, not read
+  // (run-a's rows would add an epoch 2 and a second model).
+  const json& fast = settings[1];
+  EXPECT_EQ(fast["setting"], "lr=0.1");
+  EXPECT_EQ(fast["runs"], json({"lr=0.1,seed=1"}));
+  EXPECT_TRUE(fast["summary"].is_null());  // nothing finished yet
+  EXPECT_EQ(fast["test_accuracy"],
+            json::parse(R"([{"epoch": 1, "models": 1, "mean": 90.0, "min": 90.0, "max": 90.0}])"));
+  // A sweep folder has no checkpoint of its own; a damaged one says what is wrong with it.
+  json_of(client().Get("/api/runs/sweep-a/evaluation"), 404);
+  const json bad = json_of(client().Get("/api/runs/sweep-bad"), 500);
+  EXPECT_TRUE(testing::mentions(bad["error"].get<std::string>(), "sweep.toml")) << bad;
+  EXPECT_FALSE(testing::mentions(bad["error"].get<std::string>(), "internal")) << bad;
 }
 
 // What the route answers for `checkpoint` is what `evaluate` and a direct evaluation say: the
@@ -475,8 +554,11 @@ TEST_F(Serve, UnknownRoutesAndTraversalAreRefusedWithJson) {
 }
 
 TEST_F(Serve, RunNamesMustBeDirectChildren) {
-  for (const char* name : {"..", ".", "", "a/b", "/etc", "run-a/../run-a"})
-    EXPECT_THROW(serve::run_folder(s_runs->path(), name), serve::BadRequest) << name;
+  for (const char* name : {"..", ".", "", "a/b", "/etc", "run-a/../run-a", "sweep-a/lr=0.1,seed=1"})
+    for (const auto folder : {serve::run_folder, serve::listed_folder})
+      EXPECT_THROW(folder(s_runs->path(), name), serve::BadRequest) << name;
+  EXPECT_EQ(serve::listed_folder(s_runs->path(), "sweep-a"), fs::canonical(*s_runs / "sweep-a"));
+  EXPECT_THROW(serve::run_folder(s_runs->path(), "sweep-a"), serve::BadRequest);
   EXPECT_EQ(serve::run_folder(s_runs->path(), "run-a"), fs::canonical(*s_runs / "run-a"));
 }
 

@@ -145,6 +145,58 @@ MetricsRow row(int epoch, double test_accuracy, double seconds) {
   return r;
 }
 
+// sweep.toml's [sweep] table is read back into the spec that wrote it (the page and --resume read
+// sweep folders so), its other tables skipped; anything but what it writes is an error naming
+// the file.
+TEST(SweepSpec, TheSweepTableReadsBackAsWritten) {
+  SweepSpec spec = spec_of({{"lr", "0.05,0.1"}, {"activation", "relu,tanh"}, {"seed", "1-3"}});
+  add_sweep_list(spec, {"schedule", {"a \"quoted\\ name\""}});  // escapes survive
+  spec.shard = {2, 3};
+  const std::string text = "[train]\nlr=0.1\nepochs=2\n\n" + sweep_table_toml(spec);
+  const SweepSpec read = parse_sweep_table_toml(text, "sweep.toml");
+  EXPECT_EQ(read.lists, spec.lists);
+  EXPECT_EQ(read.shard, spec.shard);
+  for (const std::string& bad :
+       {std::string("[train]\nlr=0.1\n"), std::string("[sweep]\nlr = 0.1\n"),
+        std::string("[sweep]\nlr = [\"0.1\"\n"), std::string("[sweep]\nlr = []\n"),
+        std::string("[sweep]\nout = [\"x\"]\n")})
+    try {
+      parse_sweep_table_toml(bad, "here/sweep.toml");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_TRUE(mentions(e.what(), "here/sweep.toml")) << e.what();
+    }
+}
+
+// The curves gather every model with a trained epoch, finished or not, per epoch; a setting with
+// no trained model has none. Exact: small binary fractions.
+TEST(SweepSummary, CurvesSpreadEachSettingsModelsPerEpoch) {
+  const std::vector<SweepModel> models =
+      expand_sweep(spec_of({{"lr", "0.1,0.2,0.3"}, {"seed", "1-2"}}));
+  std::vector<SweepModelResult> results{
+      {models[1], 2, {row(1, 97, 1), row(2, 98, 1)}},
+      {models[0], 2, {row(1, 95, 1)}},
+      {models[3], 2, {row(1, 90, 1)}},
+      {models[2], 2, {}},
+      {models[4], 2, {}},
+      {models[5], 2, {}},
+  };
+  const std::vector<SettingCurves> curves = sweep_curves(results);
+  ASSERT_EQ(curves.size(), 2u);
+  EXPECT_EQ(curves[0].setting, "lr=0.1");
+  EXPECT_EQ(curves[0].models, (std::vector<std::string>{"lr=0.1,seed=1", "lr=0.1,seed=2"}));
+  ASSERT_EQ(curves[0].test_accuracy.size(), 2u);
+  const EpochSpread& first = curves[0].test_accuracy[0];
+  EXPECT_EQ(first.models, 2);
+  EXPECT_EQ(first.mean, 96);
+  EXPECT_EQ(first.min, 95);
+  EXPECT_EQ(first.max, 97);
+  EXPECT_EQ(curves[0].test_accuracy[1].models, 1);  // seed 1 has not trained epoch 2 yet
+  EXPECT_EQ(curves[0].test_accuracy[1].mean, 98);
+  EXPECT_EQ(curves[1].setting, "lr=0.2");
+  EXPECT_EQ(curves[1].models, (std::vector<std::string>{"lr=0.2,seed=2"}));
+}
+
 TEST(SweepSummary, StatisticsPerSettingOverItsFinishedModels) {
   const std::vector<SweepModel> models =
       expand_sweep(spec_of({{"lr", "0.1,0.2"}, {"seed", "1-3"}}));
