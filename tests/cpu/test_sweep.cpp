@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "sweep/summary.hpp"
 #include "sweep/sweep_spec.hpp"
+#include "train/trainer.hpp"
 #include "test_util.hpp"
 #include "tiny_mnist.hpp"
 
@@ -261,6 +262,37 @@ std::string data_flag() {
 // Tiny CPU models: 256 images, 1 epoch, evaluated on 500 test images.
 std::string tiny() {
   return " --device cpu --train-limit 256 --epochs 1" + data_flag();
+}
+
+// Which models may share one packed GPU run: the same network, batch, data, epochs, momentum and
+// augmentation, differing at most in seed and learning-rate schedule, from the same position.
+TEST(SweepPacking, OnlySeedAndScheduleMayDifferInsideAGroup) {
+  TrainJob a;
+  a.settings.seed = 1;
+  TrainJob b = a;
+  b.settings.seed = 2;
+  b.settings.lr = a.settings.lr * 2;
+  b.settings.schedule = "cosine";
+  b.settings.min_lr = 0.001;
+  b.settings.out = "elsewhere";
+  EXPECT_TRUE(packable_together(a, b));
+  for (const auto& change : std::vector<std::pair<std::string, void (*)(TrainSettings&)>>{
+           {"activation", [](TrainSettings& s) { s.activation = s.activation == "relu" ? "tanh" : "relu"; }},
+           {"batch size", [](TrainSettings& s) { s.batch_size += 1; }},
+           {"epochs", [](TrainSettings& s) { s.epochs += 1; }},
+           {"momentum", [](TrainSettings& s) { s.momentum = 0.5; }},
+           {"weight decay", [](TrainSettings& s) { s.weight_decay = 0.01; }},
+           {"augmentation", [](TrainSettings& s) { s.augment = s.augment == "none" ? "affine" : "none"; }},
+           {"training images", [](TrainSettings& s) { s.train_limit = 100; }},
+           {"kernels", [](TrainSettings& s) { s.kernels = s.kernels == "fast" ? "book" : "fast"; }}}) {
+    TrainJob c = b;
+    change.second(c.settings);
+    EXPECT_FALSE(packable_together(a, c)) << change.first;
+  }
+  TrainJob resumed = b;
+  resumed.resume = Checkpoint{};
+  resumed.resume->position.epoch = 1;
+  EXPECT_FALSE(packable_together(a, resumed)) << "a model resumed at another epoch";
 }
 
 TEST(SweepCli, HelpNamesTheListsAndTheOrder) {

@@ -1,0 +1,170 @@
+// Packed models on the GPU (lenet5 sweep): models trained together by one engine group, their
+// steps in the same whole-step launches, end with exactly the checkpoints each writes trained
+// alone by `lenet5 train` (train()), with and without augmentation, and a packed group resumed
+// after an epoch ends as the uninterrupted group does.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "cuda/runtime/runtime.hpp"
+#include "train/checkpoint.hpp"
+#include "train/trainer.hpp"
+
+namespace lenet5 {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path mnist_dir() { return fs::path(LENET5_SOURCE_DIR) / "data" / "mnist"; }
+
+#define REQUIRE_GPU_AND_MNIST()                                                         \
+  do {                                                                                  \
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU tests need one"; \
+    if (!fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte") &&                          \
+        !fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte.gz"))                         \
+      GTEST_SKIP() << "MNIST not in data/mnist: run scripts/fetch_mnist.sh";            \
+  } while (0)
+
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : m_path(fs::temp_directory_path() /
+               ("lenet5-packed-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(m_path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(m_path, ignored);
+  }
+  fs::path operator/(const std::string& part) const { return m_path / part; }
+
+ private:
+  fs::path m_path;
+};
+
+std::string bytes_of(const fs::path& file) {
+  EXPECT_TRUE(fs::exists(file)) << file;
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Model i of a small packed sweep: its own seed and peak rate, a one-cycle schedule, momentum and
+// weight decay (so SGD's velocity is packed too), 1,000 training images (the last batch short),
+// evaluated every epoch (so best.safetensors exists and the evaluations are per model).
+TrainJob packed_job(const fs::path& out, int i, int epochs, const std::string& augment) {
+  TrainJob job;
+  TrainSettings& s = job.settings;
+  s.data_dir = mnist_dir().string();
+  s.train_limit = 1000;
+  s.epochs = epochs;
+  s.batch_size = 96;
+  s.device = "gpu";
+  s.kernels = "whole-step";
+  s.schedule = "one-cycle";
+  s.lr = 0.05 + 0.05 * i;
+  s.momentum = 0.9;
+  s.weight_decay = 5e-4;
+  s.seed = std::uint64_t(11 + i);
+  s.augment = augment;
+  s.evaluate_every_epoch = true;
+  s.out = out.string();
+  // A config text of the model's own, as the sweep stores each model's.
+  job.config_toml = "[train]\nseed = " + std::to_string(s.seed) + "\n";
+  return job;
+}
+
+std::vector<TrainJob> packed_jobs(const ScratchDir& dir, int models, int epochs,
+                                  const std::string& augment) {
+  std::vector<TrainJob> jobs;
+  for (int i = 0; i < models; ++i)
+    jobs.push_back(packed_job(dir / ("m" + std::to_string(i)), i, epochs, augment));
+  return jobs;
+}
+
+// metrics.csv without its timing columns (seconds, images/s), which differ run to run.
+std::string metrics_without_timing(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    std::string row;
+    std::stringstream fields(line);
+    std::string field;
+    for (int column = 0; std::getline(fields, field, ',') && column < 6; ++column)
+      row += field + ",";
+    kept += row + "\n";
+  }
+  return kept;
+}
+
+class PackedTraining : public testing::TestWithParam<std::string> {};
+
+TEST_P(PackedTraining, EachModelWritesTheCheckpointsOfTrainAlone) {
+  REQUIRE_GPU_AND_MNIST();
+  ScratchDir packed("group"), alone("alone");
+  constexpr int kModels = 3;
+  const std::vector<TrainJob> jobs = packed_jobs(packed, kModels, 2, GetParam());
+  const std::vector<TrainOutcome> outcomes = train_models(jobs);
+  ASSERT_EQ(outcomes.size(), std::size_t(kModels));
+  for (int i = 0; i < kModels; ++i) {
+    SCOPED_TRACE("model " + std::to_string(i));
+    const TrainJob lone = packed_job(alone / ("m" + std::to_string(i)), i, 2, GetParam());
+    const TrainOutcome trained = train(lone.settings, lone.config_toml);
+    const fs::path a = jobs[i].settings.out, b = lone.settings.out;
+    EXPECT_EQ(bytes_of(a / "last.safetensors"), bytes_of(b / "last.safetensors"));
+    EXPECT_EQ(bytes_of(a / "best.safetensors"), bytes_of(b / "best.safetensors"));
+    EXPECT_EQ(metrics_without_timing(a / "metrics.csv"), metrics_without_timing(b / "metrics.csv"));
+    EXPECT_EQ(outcomes[i].best_accuracy, trained.best_accuracy);
+    ASSERT_TRUE(outcomes[i].best_evaluation && trained.best_evaluation);
+    EXPECT_EQ(outcomes[i].best_evaluation->loss_sum, trained.best_evaluation->loss_sum);
+  }
+  // The models really differ: packing did not give them one another's weights.
+  EXPECT_NE(load_checkpoint(fs::path(jobs[0].settings.out) / "last.safetensors").parameters,
+            load_checkpoint(fs::path(jobs[1].settings.out) / "last.safetensors").parameters);
+}
+
+TEST_P(PackedTraining, AGroupResumedAfterAnEpochEndsAsTheUninterruptedGroup) {
+  REQUIRE_GPU_AND_MNIST();
+  ScratchDir straight("straight"), split("split");
+  constexpr int kModels = 2;
+  train_models(packed_jobs(straight, kModels, 2, GetParam()));
+  train_models(packed_jobs(split, kModels, 1, GetParam()));
+  std::vector<TrainJob> resumed = packed_jobs(split, kModels, 2, GetParam());
+  for (TrainJob& job : resumed) {
+    job.resume_file = fs::path(job.settings.out) / "last.safetensors";
+    job.resume = load_checkpoint(job.resume_file);
+  }
+  train_models(resumed);
+  for (int i = 0; i < kModels; ++i) {
+    const std::string model = "m" + std::to_string(i);
+    EXPECT_EQ(bytes_of(straight / model / "last.safetensors"),
+              bytes_of(split / model / "last.safetensors"))
+        << model;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Augment, PackedTraining, testing::Values("none", "elastic"),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+// Models that differ beyond their seed and rates are refused as one group (the sweep never forms
+// such a group: it packs by packable_together).
+TEST(PackedTrainingRefusal, ADifferentNetworkCannotShareAGroup) {
+  ScratchDir dir("refused");
+  std::vector<TrainJob> jobs = packed_jobs(dir, 2, 1, "none");
+  jobs[1].settings.activation = jobs[0].settings.activation == "relu" ? "tanh" : "relu";
+  EXPECT_FALSE(packable_together(jobs[0], jobs[1]));
+  EXPECT_THROW(train_models(jobs), Error);
+}
+
+}  // namespace
+}  // namespace lenet5
