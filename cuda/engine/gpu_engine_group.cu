@@ -67,13 +67,14 @@ class GpuEngineGroup final : public EngineGroup {
         m_evaluator(make_gpu_engine(net, sgd, batch_size)),
         m_layout(m_evaluator->layout()),
         m_floats(m_layout.buffer_floats),
+        m_stride(slice_stride(m_floats)),
         m_whole_step(net, m_layout, batch_size, models),
-        m_params(Device::gpu, m_floats * models),
+        m_params(Device::gpu, m_stride * models),
         m_augment_seeds(Device::gpu, std::size_t(models)),
         m_seeds(std::size_t(models), 0) {
     if (!gpu_kernel_set(net.kernels).whole_step)
       throw Error("internal: only the whole-step kernel set packs models into one launch");
-    if (sgd.momentum != 0) m_velocity = Buffer<float>(Device::gpu, m_floats * models);
+    if (sgd.momentum != 0) m_velocity = Buffer<float>(Device::gpu, m_stride * models);
     m_params.zero();
     if (m_velocity.size()) m_velocity.zero();
     for (int i = 0; i < models; ++i) m_members.push_back(std::make_unique<GroupMember>(*this, i));
@@ -88,9 +89,9 @@ class GpuEngineGroup final : public EngineGroup {
   // ---- what the members ask of the group --------------------------------------------------------
   const ParamLayout& layout() const { return m_layout; }
   std::size_t floats() const { return m_floats; }
-  float* params_of(int i) { return m_params.data() + std::size_t(i) * m_floats; }
+  float* params_of(int i) { return m_params.data() + std::size_t(i) * m_stride; }
   float* velocity_of(int i) {
-    return m_velocity.size() ? m_velocity.data() + std::size_t(i) * m_floats : nullptr;
+    return m_velocity.size() ? m_velocity.data() + std::size_t(i) * m_stride : nullptr;
   }
   const NetConfig& net() const { return m_net; }
   Engine& evaluator() { return *m_evaluator; }
@@ -195,6 +196,10 @@ class GpuEngineGroup final : public EngineGroup {
     int first = 0, end = 0;
   };
 
+  // Each model's slice starts 128-byte aligned, as a lone buffer does: the kernels read the
+  // parameter tensors as float4, and the layout aligns them relative to the slice's start.
+  static std::size_t slice_stride(std::size_t floats) { return (floats + 31) / 32 * 32; }
+
   static bool same_transform(const AugmentSettings& a, const AugmentSettings& b) {
     return a.kind == b.kind && a.rotation_degrees == b.rotation_degrees && a.scale == b.scale &&
            a.shear_degrees == b.shear_degrees && a.translation_pixels == b.translation_pixels &&
@@ -224,7 +229,7 @@ class GpuEngineGroup final : public EngineGroup {
     cuda::ModelGroup group;
     group.models = m_models;
     group.indices_stride = std::size_t(n);
-    group.params_stride = m_floats;
+    group.params_stride = m_stride;
     group.slots_stride = m_steps;
     group.augment_seeds = m_augmentation.enabled() ? m_augment_seeds.data() : nullptr;
     for (int step = first_step; step < end_step; ++step) {
@@ -244,6 +249,7 @@ class GpuEngineGroup final : public EngineGroup {
   std::unique_ptr<Engine> m_evaluator;  // a lone engine, handed a member's weights to evaluate
   ParamLayout m_layout;
   std::size_t m_floats;
+  std::size_t m_stride;  // floats from one model's parameters (or velocity) to the next's
   cuda::WholeStep m_whole_step;
   Buffer<float> m_params;    // (models, floats)
   Buffer<float> m_velocity;  // (models, floats); empty without momentum
