@@ -19,9 +19,9 @@
 #include "cuda/engine/engine_parts.hpp"
 #include "cuda/engine/gpu_engine.hpp"
 #include "cuda/engine/whole_step.cuh"
+#include "cuda/kernels/dense.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
-#include "cuda/kernels/dense.cuh"
 #include "engine/network.hpp"
 
 namespace lenet5 {
@@ -104,8 +104,8 @@ class GpuEngineGroup final : public EngineGroup {
     if (!uploaded) {
       m_epoch_graph.reset();  // its launches point into the buffers replaced here
       m_train.upload(train);
-      m_augmentation = cuda::DeviceAugmentation{augmentation.settings, augmentation.seed,
-                                                m_epoch.data()};
+      m_augmentation =
+          cuda::DeviceAugmentation{augmentation.settings, augmentation.seed, m_epoch.data()};
       m_augmentation_set = false;
     }
     if (m_augmentation_set && !(same_transform(m_augmentation.settings, augmentation.settings)))
@@ -262,16 +262,18 @@ class GpuEngineGroup final : public EngineGroup {
   bool m_augmentation_set = false;
   std::vector<int> m_model_epoch;  // each model's epoch, as its begin_epoch gave it
   std::size_t m_steps = 0;
-  Buffer<std::int32_t> m_permutation;     // (models, training images)
-  Buffer<float> m_learning_rates;         // (models, steps)
-  Buffer<cuda::StepStats> m_step_stats;   // (models, steps)
+  Buffer<std::int32_t> m_permutation;    // (models, training images)
+  Buffer<float> m_learning_rates;        // (models, steps)
+  Buffer<cuda::StepStats> m_step_stats;  // (models, steps)
   GraphExec m_epoch_graph;
   std::vector<Range> m_pending;
   std::vector<std::int64_t> m_seen;
 };
 
 // ---- GroupMember --------------------------------------------------------------------------------
-const ParamLayout& GroupMember::layout() const { return m_group.layout(); }
+const ParamLayout& GroupMember::layout() const {
+  return m_group.layout();
+}
 
 // The same host initialisation as Network::initialise, into this model's slice.
 void GroupMember::initialise(std::uint64_t seed) {
@@ -329,7 +331,9 @@ void GroupMember::train_steps(int first_step, int end_step) {
   m_group.train_steps(m_index, first_step, end_step);
 }
 
-EpochTotals GroupMember::take_epoch_totals() { return m_group.take_epoch_totals(m_index); }
+EpochTotals GroupMember::take_epoch_totals() {
+  return m_group.take_epoch_totals(m_index);
+}
 
 Engine& GroupMember::evaluator_with_my_weights() const {
   Engine& evaluator = m_group.evaluator();

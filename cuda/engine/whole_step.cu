@@ -251,8 +251,7 @@ WholeStepOffsets offsets_of(const ParamLayout& layout) {
 
 }  // namespace
 
-WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch,
-                     int models)
+WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max_batch, int models)
     : m_config(config),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
@@ -310,8 +309,8 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
 }
 
 void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings* sgd,
-                              const float* lr, float* params, float* velocity,
-                              float* gradients_out, StepStats* stats, cudaStream_t stream) {
+                              const float* lr, float* params, float* velocity, float* gradients_out,
+                              StepStats* stats, cudaStream_t stream) {
   UpdateArgs args{};
   args.at = m_offsets;
   args.records = m_records.data();

@@ -12,8 +12,8 @@
 //      gradients, and its own C1/C3/bias gradient contributions, to a per-sample record.
 //   2. whole_step_update_kernel: one thread per parameter. It sums the parameter's gradient over
 //      the batch's records in sample order (deterministic: no atomics) and applies the SGD update
-//      of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The step's loss and
-//      correct count are summed in sample order into its statistics slot.
+//      of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The step's loss
+//      and correct count are summed in sample order into its statistics slot.
 //
 // A packed group of models (lenet5 sweep) runs in the same two launches, the model index as the
 // grid's second dimension: each model reads its own parameters, permutation and rates and writes
@@ -53,8 +53,8 @@ struct WholeStepOffsets {
 struct ModelGroup {
   int models = 1;
   std::size_t indices_stride = 0;  // permutation entries per model (the training set's size)
-  std::size_t params_stride = 0;   // parameter floats per model (layout buffer_floats), velocity too
-  std::size_t slots_stride = 0;    // learning rates and statistics slots per model (steps per epoch)
+  std::size_t params_stride = 0;  // parameter floats per model (layout buffer_floats), velocity too
+  std::size_t slots_stride = 0;   // learning rates and statistics slots per model (steps per epoch)
   // Device, one per model: the augmentation's seed of each (null: augmentation.seed for all).
   const std::uint64_t* augment_seeds = nullptr;
 };

@@ -126,13 +126,13 @@ struct UpdateArgs {
   float mu;
   bool nesterov;
   float decay;
-  const float* lr;        // null: no update (the gradient only)
-  float* params;          // null with lr null
-  float* velocity;        // null without momentum
-  float* gradients_out;   // null: not written
+  const float* lr;       // null: no update (the gradient only)
+  float* params;         // null with lr null
+  float* velocity;       // null without momentum
+  float* gradients_out;  // null: not written
   const double* sample_loss;
   const std::int32_t* sample_correct;
-  StepStats* stats;       // null: not counted
+  StepStats* stats;  // null: not counted
   ModelGroup group;
   std::size_t samples_stride;
 };

@@ -236,8 +236,10 @@ Command add_sweep_command(CLI::App& parent) {
   cmd->footer(
       "The models: the product of the lists, the seed varying fastest, the other settings in the "
       "order of `lenet5 train --help` (the first slowest). Each model trains exactly as `lenet5 "
-      "train` with the same settings would (same code, byte-identical checkpoints), one at a "
-      "time with all --threads. --shard K/N trains models K, K+N, K+2N, ... (1-based).\n\n"
+      "train` with the same settings would (same code, byte-identical checkpoints). On the GPU "
+      "with --kernels whole-step, models that differ only in seed and learning-rate schedule "
+      "are packed, up to 64, into the same kernel launches; otherwise models train one at a time "
+      "with all --threads. --shard K/N trains models K, K+N, K+2N, ... (1-based).\n\n"
       "A --config file may hold a [sweep] table: seeds = \"1-16\", lr = [0.05, 0.1], shard = "
       "\"1/2\".\n\n"
       "Summary (printed, and summary.csv, summary.json in the sweep folder): per setting, the "

@@ -121,7 +121,8 @@ std::vector<std::vector<PendingModel>> pack(std::vector<PendingModel> pending) {
   return groups;
 }
 
-std::string group_text(const std::vector<PendingModel>& group, const std::vector<SweepModelRun>& runs) {
+std::string group_text(const std::vector<PendingModel>& group,
+                       const std::vector<SweepModelRun>& runs) {
   const int n = int(runs.size());
   if (group.size() == 1) {
     const PendingModel& model = group.front();
@@ -164,8 +165,8 @@ SweepOutcome run_sweep(const fs::path& sweep_dir, const std::string& sweep_toml,
       }
       ++outcome.trained;
       const int i = group[k].index;
-      progress(fmt::format("model {}/{} {}: {}", i + 1, n, runs[i].model.name,
-                           result_text(trained[k])));
+      progress(
+          fmt::format("model {}/{} {}: {}", i + 1, n, runs[i].model.name, result_text(trained[k])));
     }
     if (outcome.interrupted) break;
   }

@@ -151,9 +151,15 @@ class Run {
  public:
   Run(const TrainSettings& settings, const std::string& config_toml, const fs::path& dir,
       const Mnist& data, Engine& engine, bool show_progress)
-      : m_settings(settings), m_config_toml(config_toml), m_dir(dir), m_log(dir / "train.log"),
-        m_data(data), m_net(settings.net_config()), m_schedule(settings.schedule_config()),
-        m_engine(engine), m_show_progress(show_progress) {
+      : m_settings(settings),
+        m_config_toml(config_toml),
+        m_dir(dir),
+        m_log(dir / "train.log"),
+        m_data(data),
+        m_net(settings.net_config()),
+        m_schedule(settings.schedule_config()),
+        m_engine(engine),
+        m_show_progress(show_progress) {
     m_engine.set_training_data(m_data.train, settings.augmentation());
   }
 
@@ -226,8 +232,7 @@ class Run {
   TrainOutcome interrupt(int step, int stop_signal) {
     const int epoch = m_position.epoch;
     m_progress.reset();
-    m_position = {epoch, step, m_carried + m_engine.take_epoch_totals(),
-                  m_position.best_accuracy};
+    m_position = {epoch, step, m_carried + m_engine.take_epoch_totals(), m_position.best_accuracy};
     save(m_dir / "last.safetensors", make_checkpoint(-1));
     draw_pictures(m_engine.parameters());
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
@@ -263,10 +268,9 @@ class Run {
                          images_per_s});
     const std::string train_acc = format_percent(totals.correct, totals.seen);
     const std::string test_acc = test ? format_percent(test->correct, test->count) : "";
-    m_metrics->add(fmt::format("{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr,
-                            train_loss, train_acc,
-                            test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc,
-                            seconds, images_per_s));
+    m_metrics->add(fmt::format(
+        "{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr, train_loss, train_acc,
+        test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc, seconds, images_per_s));
     spdlog::info("epoch {}/{} | loss {:.4f} | train {}% | test {} | {:.2f} s | {} img/s",
                  epoch + 1, m_settings.epochs, train_loss, train_acc,
                  test ? test_acc + "%" : "-", seconds, format_rate(images_per_s));
@@ -417,9 +421,16 @@ std::vector<TrainOutcome> train_lockstep(const std::vector<std::unique_ptr<Run>>
 // The settings a packed group's models may not differ in, beyond the network's (which the engine
 // group is made for): the flags of train_setting_declarations() other than these may differ.
 bool differ_only_where_packing_allows(const TrainSettings& a, const TrainSettings& b) {
-  static const std::set<std::string> may_differ = {
-      "--seed", "--lr", "--schedule", "--lr-gamma", "--lr-step-epochs", "--min-lr",
-      "--warmup-epochs", "--one-cycle-start", "--out", "--threads"};
+  static const std::set<std::string> may_differ = {"--seed",
+                                                   "--lr",
+                                                   "--schedule",
+                                                   "--lr-gamma",
+                                                   "--lr-step-epochs",
+                                                   "--min-lr",
+                                                   "--warmup-epochs",
+                                                   "--one-cycle-start",
+                                                   "--out",
+                                                   "--threads"};
   for (const SettingDeclaration& declaration : train_setting_declarations())
     if (!may_differ.count(declaration.flag) && !declaration.same_in(a, b)) return false;
   return true;
@@ -456,8 +467,9 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
   for (const TrainJob& job : jobs) {
     job.settings.validate();
     if (!packable_together(jobs.front(), job))
-      throw Error("internal: models that differ beyond seed and learning rates, or start at "
-                  "different steps, cannot share an engine group");
+      throw Error(
+          "internal: models that differ beyond seed and learning rates, or start at "
+          "different steps, cannot share an engine group");
     if (job.resume) check_resume_matches(job.settings, *job.resume);
   }
   use_cpu_threads(lead.threads);

@@ -13,9 +13,9 @@
 #include "core/error.hpp"
 #include "sweep/summary.hpp"
 #include "sweep/sweep_spec.hpp"
-#include "train/trainer.hpp"
 #include "test_util.hpp"
 #include "tiny_mnist.hpp"
+#include "train/trainer.hpp"
 
 namespace lenet5 {
 namespace {
@@ -277,14 +277,17 @@ TEST(SweepPacking, OnlySeedAndScheduleMayDifferInsideAGroup) {
   b.settings.out = "elsewhere";
   EXPECT_TRUE(packable_together(a, b));
   for (const auto& change : std::vector<std::pair<std::string, void (*)(TrainSettings&)>>{
-           {"activation", [](TrainSettings& s) { s.activation = s.activation == "relu" ? "tanh" : "relu"; }},
+           {"activation",
+            [](TrainSettings& s) { s.activation = s.activation == "relu" ? "tanh" : "relu"; }},
            {"batch size", [](TrainSettings& s) { s.batch_size += 1; }},
            {"epochs", [](TrainSettings& s) { s.epochs += 1; }},
            {"momentum", [](TrainSettings& s) { s.momentum = 0.5; }},
            {"weight decay", [](TrainSettings& s) { s.weight_decay = 0.01; }},
-           {"augmentation", [](TrainSettings& s) { s.augment = s.augment == "none" ? "affine" : "none"; }},
+           {"augmentation",
+            [](TrainSettings& s) { s.augment = s.augment == "none" ? "affine" : "none"; }},
            {"training images", [](TrainSettings& s) { s.train_limit = 100; }},
-           {"kernels", [](TrainSettings& s) { s.kernels = s.kernels == "fast" ? "book" : "fast"; }}}) {
+           {"kernels",
+            [](TrainSettings& s) { s.kernels = s.kernels == "fast" ? "book" : "fast"; }}}) {
     TrainJob c = b;
     change.second(c.settings);
     EXPECT_FALSE(packable_together(a, c)) << change.first;

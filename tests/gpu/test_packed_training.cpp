@@ -3,14 +3,13 @@
 // alone by `lenet5 train` (train()), with and without augmentation, and a packed group resumed
 // after an epoch ends as the uninterrupted group does.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core/error.hpp"
 #include "cuda/runtime/runtime.hpp"
@@ -22,14 +21,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path mnist_dir() { return fs::path(LENET5_SOURCE_DIR) / "data" / "mnist"; }
+fs::path mnist_dir() {
+  return fs::path(LENET5_SOURCE_DIR) / "data" / "mnist";
+}
 
-#define REQUIRE_GPU_AND_MNIST()                                                         \
-  do {                                                                                  \
+#define REQUIRE_GPU_AND_MNIST()                                                          \
+  do {                                                                                   \
     if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU tests need one"; \
-    if (!fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte") &&                          \
-        !fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte.gz"))                         \
-      GTEST_SKIP() << "MNIST not in data/mnist: run scripts/fetch_mnist.sh";            \
+    if (!fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte") &&                           \
+        !fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte.gz"))                          \
+      GTEST_SKIP() << "MNIST not in data/mnist: run scripts/fetch_mnist.sh";             \
   } while (0)
 
 class ScratchDir {
