@@ -1,6 +1,7 @@
 // lenet5 train [--config F] [flags]: the declared settings (train/settings.hpp), plus --resume.
 #include <spdlog/spdlog.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -29,6 +30,26 @@ void warn_if_augmentation_changes(const TrainSettings& stored, const TrainSettin
         "the augmentation differs from the checkpoint's (--augment {} there, {} now, or "
         "its ranges): the resumed epochs train on other images than the first run's",
         stored.augment, resumed.augment);
+}
+
+// A [sweep] table is lenet5 sweep's (the parent app's config reader leaves it out): train trains
+// one model with the [train] settings, and says so instead of dropping the lists quietly.
+void warn_of_sweep_table(const CLI::App& train_command) {
+  const CLI::Option* config = train_command.get_parent()->get_config_ptr();
+  if (!config || config->count() == 0) return;
+  for (const std::string& file : config->results()) {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      const std::size_t start = line.find_first_not_of(" \t");
+      if (start != std::string::npos && line.compare(start, 7, "[sweep]") == 0) {
+        spdlog::warn("{} holds a [sweep] table, which lenet5 train ignores: it trains one model "
+                     "with the [train] settings (for every combination: lenet5 sweep --config {})",
+                     file, file);
+        return;
+      }
+    }
+  }
 }
 
 // --resume F: the checkpoint's own settings, overridden by whatever was given explicitly now.
@@ -82,6 +103,7 @@ Command add_train_command(CLI::App& parent) {
                           preview->c_str(), kPreviewEpochs, settings->augment.c_str());
               return 0;
             }
+            warn_of_sweep_table(*cmd);
             std::optional<Checkpoint> checkpoint;
             TrainSettings effective = *settings;
             std::string config_toml = effective_config(*cmd);

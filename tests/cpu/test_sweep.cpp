@@ -478,10 +478,12 @@ TEST(SweepCli, ASweepTableInTheConfigFileIsASpec) {
   EXPECT_TRUE(fs::exists(dir / "s" / "lr=0.1,seed=2" / "last.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "s" / "lr=0.1,seed=1"));
   EXPECT_TRUE(mentions(read_text(dir / "s" / "lr=0.1,seed=2" / "config.toml"), "batch-size=64"));
-  // `train` with the same file ignores the table.
+  // `train` with the same file trains one model and says that it ignores the table.
   const auto train = run_lenet5(
       "--config '" + config.string() + "' train --out '" + (dir / "t").string() + "'" + fast, dir);
   EXPECT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_TRUE(mentions(train.err, "[sweep] table, which lenet5 train ignores")) << train.err;
+  EXPECT_TRUE(fs::exists(dir / "t" / "last.safetensors"));
 }
 
 }  // namespace
