@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# A roofline of the whole-step training step (cuda/engine/whole_step.cuh) with Nsight Compute:
+# trains one short epoch of a config under ncu, profiles a few steps' two kernels (the per-sample
+# kernel and the update kernel) in steady state, and prints a table per kernel: time, FP32 FLOP/s,
+# DRAM and shared-memory throughput against the GPU's peaks, registers, achieved occupancy and
+# what limits it, and the main warp stall reasons. It then splits the measured epoch time into
+# kernel time and the rest (launch gaps and waits), from `lenet5 bench`'s median epoch.
+#
+#   scripts/roofline_whole_step.sh [--config configs/fast.toml] [--batch-size N] [--out DIR]
+#                                  [--binary PATH]
+#
+# Peaks (H200 SXM; override with the environment): FP32_TFLOPS=66.9, DRAM_TBS=4.8. The shared
+# memory peak is 128 bytes per SM per cycle at the SM clock ncu reports.
+# FLOP counts the executed FP32 instructions (FMA as two), as ncu's roofline does.
+# ncu serialises the launches it profiles (no programmatic overlap) with the caches left warm
+# (--cache-control none), so the kernel times are those of a step in steady state, run alone.
+# Needs a GPU, ncu on PATH, python3, and permission to read the GPU's counters.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+say() { echo "roofline_whole_step: $*" >&2; }
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+
+config=$root/configs/fast.toml out=$root/roofline binary=$root/build/lenet5 batch=""
+[ -n "${LENET5:-}" ] && binary=$(absolute "$LENET5")
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --config) config=$(absolute "$2"); shift 2 ;;
+    --batch-size) batch=$2; shift 2 ;;
+    --out) out=$(absolute "$2"); shift 2 ;;
+    --binary) binary=$(absolute "$2"); shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) say "unknown argument '$1' (see --help)"; exit 2 ;;
+  esac
+done
+command -v ncu >/dev/null 2>&1 || { say "ncu (the Nsight Compute CLI) is not on PATH"; exit 1; }
+[ -x "$binary" ] || { say "no lenet5 binary at '$binary' (scripts/setup.sh, or --binary PATH)"; exit 1; }
+mkdir -p "$out"
+batch_flag=()
+[ -n "$batch" ] && batch_flag=(--batch-size "$batch")
+
+stalls="barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait not_selected lg_throttle"
+metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+metrics+=,sm__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__sass_thread_inst_executed_op_fadd_pred_on.sum
+metrics+=,sm__sass_thread_inst_executed_op_fmul_pred_on.sum,dram__bytes.sum
+metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
+metrics+=,launch__registers_per_thread,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
+metrics+=,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,device__attribute_multiprocessor_count
+for s in $stalls; do metrics+=,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio; done
+
+# Steps 20-23 of the epoch (after the first steps): two launches each.
+say "profiling with ncu (about a minute)"
+ncu --csv --page raw --cache-control none --kernel-name regex:whole_step --launch-skip 40 \
+    --launch-count 8 --metrics "$metrics" \
+    "$binary" -q train --config "$config" "${batch_flag[@]}" --epochs 1 --evaluate false \
+    --out "$out/run-ncu" > "$out/ncu.csv" 2> "$out/ncu.log" || {
+  say "ncu failed (log: $out/ncu.log)"; tail -5 "$out/ncu.log" >&2; exit 1; }
+rm -rf "$out/run-ncu"
+say "timing epochs with lenet5 bench"
+"$binary" -q bench --config "$config" "${batch_flag[@]}" --epochs 4 --seeds 1 --evaluate false \
+  > "$out/bench.json" 2> "$out/bench.log" || { say "lenet5 bench failed:"; tail -5 "$out/bench.log" >&2; exit 1; }
+
+python3 - "$out/ncu.csv" "$out/bench.json" "${FP32_TFLOPS:-66.9}" "${DRAM_TBS:-4.8}" "$stalls" <<'EOF'
+import csv, json, re, statistics, sys
+path, bench_path, fp32_peak, dram_peak, stalls = sys.argv[1:6]
+fp32_peak, dram_peak, stalls = float(fp32_peak) * 1e12, float(dram_peak) * 1e12, stalls.split()
+lines = [l for l in open(path) if l.startswith('"')]
+rows = list(csv.DictReader(lines))
+rows = [r for r in rows if r.get("ID", "").isdigit()]  # the units row has no ID
+def num(r, k):
+    v = r.get(k, "").replace(",", "")
+    try: return float(v)
+    except ValueError: return float("nan")
+kinds = {}
+for r in rows:
+    name = "sample kernel" if "sample" in r["Kernel Name"] else "update kernel"
+    kinds.setdefault(name, []).append(r)
+def median(rs, k): return statistics.median(num(r, k) for r in rs)
+print("| kernel | time per launch | FP32 | of peak | DRAM | of peak | shared memory | of peak | SM busy | registers | occupancy (achieved; limit by registers, shared memory) | main stalls (cycles per issued instruction) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+kernel_us = 0.0
+for name in ("sample kernel", "update kernel"):
+    rs = kinds.get(name, [])
+    if not rs: continue
+    t = median(rs, "gpu__time_duration.sum") * 1e-9  # ns
+    flop = 2 * median(rs, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum") + \
+        median(rs, "sm__sass_thread_inst_executed_op_fadd_pred_on.sum") + \
+        median(rs, "sm__sass_thread_inst_executed_op_fmul_pred_on.sum")
+    dram = median(rs, "dram__bytes.sum")
+    sms = median(rs, "device__attribute_multiprocessor_count")
+    clock = median(rs, "sm__cycles_elapsed.avg.per_second")
+    shared = median(rs, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") * 128  # bytes per wavefront
+    shared_peak = 128 * sms * clock
+    stall = sorted(((median(rs, f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio"), s)
+                    for s in stalls), reverse=True)[:3]
+    kernel_us += t * 1e6
+    print(f"| {name} | {t*1e6:.1f} µs | {flop/t/1e12:.2f} TFLOP/s | {100*flop/t/fp32_peak:.0f} % "
+          f"| {dram/t/1e9:.0f} GB/s | {100*dram/t/dram_peak:.1f} % "
+          f"| {shared/t/1e12:.2f} TB/s | {100*shared/t/shared_peak:.0f} % "
+          f"| {median(rs, 'sm__throughput.avg.pct_of_peak_sustained_elapsed'):.0f} % "
+          f"| {median(rs, 'launch__registers_per_thread'):.0f} "
+          f"| {median(rs, 'sm__warps_active.avg.pct_of_peak_sustained_active'):.0f} %; "
+          f"{median(rs, 'launch__occupancy_limit_registers'):.0f}, {median(rs, 'launch__occupancy_limit_shared_mem'):.0f} blocks/SM "
+          f"| " + ", ".join(f"{s.replace('_', ' ')} {v:.1f}" for v, s in stall) + " |")
+events = [json.loads(l) for l in open(bench_path) if l.startswith("{")]
+setup = next(e for e in events if e.get("event") == "setup")
+seed = next(e for e in events if e.get("event") == "seed")
+steps = -(-int(setup["train_images"]) // int(setup["batch_size"]))
+epoch_ms = 1e3 * seed["median_epoch_s"]
+kernels_ms = kernel_us * steps / 1e3
+print()
+print(f"epoch (lenet5 bench, median of epochs 2-4): {epoch_ms:.1f} ms for {steps} steps of "
+      f"{setup['batch_size']}; the two kernels run alone: {kernel_us:.1f} µs a step, "
+      f"{kernels_ms:.1f} ms an epoch ({100 * kernels_ms / epoch_ms:.0f} %); the rest, "
+      f"{epoch_ms - kernels_ms:.1f} ms, is launch gaps and waits (less what programmatic launch "
+      f"overlaps)")
+
+EOF
