@@ -87,18 +87,19 @@ __global__ void __launch_bounds__(kThreads) whole_step_sample_kernel(SampleArgs 
 
 namespace {
 
-// Which tensor flat index p belongs to, and p's gradient summed over the batch in sample order.
-// Returns false for the alignment padding between tensors (never read, never updated).
-__device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* records, int n,
-                               const float* c3_mask, float* gradient) {
+// Which tensor flat index p belongs to, and p's gradient summed over samples [first, end) of the
+// batch in sample order. Returns false for the alignment padding between tensors (never read,
+// never updated).
+__device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* records, int first,
+                               int end, const float* c3_mask, float* gradient) {
   // A dense weight (o, i) of a layer with `in` inputs: sum_s dy[s][o] * x[s][i].
   const auto dense_weight = [&](int offset, int in, int out, int dy_at, int x_at) {
     const int k = p - offset;
     if (k < 0 || k >= in * out) return false;
     const int o = k / in, i = k % in;
     float acc = 0.0f;
-#pragma unroll 16
-    for (int s = 0; s < n; ++s) {
+#pragma unroll 8
+    for (int s = first; s < end; ++s) {
       const float* r = records + std::size_t(s) * record::floats;
       acc += r[dy_at + o] * r[x_at + i];
     }
@@ -111,8 +112,9 @@ __device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* r
     const int k = p - offset;
     if (k < 0 || k >= count) return false;
     float acc = 0.0f;
-#pragma unroll 16
-    for (int s = 0; s < n; ++s) acc += records[std::size_t(s) * record::floats + at_in_record + k];
+#pragma unroll 8
+    for (int s = first; s < end; ++s)
+      acc += records[std::size_t(s) * record::floats + at_in_record + k];
     *gradient = acc;
     return true;
   };
@@ -133,15 +135,21 @@ __device__ bool batch_gradient(const WholeStepOffsets& at, int p, const float* r
 
 }  // namespace
 
-// One thread per flat parameter of model blockIdx.y: the batch gradient, then (lr not null) the
-// SGD update, or (gradients_out not null) the gradient itself. Thread 0 also adds the step's
-// statistics.
+// kUpdateSplit threads per flat parameter of model blockIdx.y: thread c of a parameter sums the
+// c-th quarter of the batch in sample order, and the first adds the quarters in order
+// (((q0 + q1) + q2) + q3): a fixed order, so every run gives the same bits, with four times the
+// threads a batch sum of one thread per parameter had (that kernel waited on memory with a
+// quarter of the SM's warps: roofline_whole_step.sh). Then (lr not null) the SGD update, or
+// (gradients_out not null) the gradient itself. Thread 0 of block 0 adds the step's statistics.
 __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(UpdateArgs group_args) {
   allow_next_grid();
   wait_for_previous_grid();
   const UpdateArgs args = args_of_model(group_args, int(blockIdx.y));
-  const int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p == 0 && args.stats) {
+  constexpr int kParamsPerBlock = kUpdateThreads / kUpdateSplit;
+  __shared__ float partial[kUpdateSplit][kParamsPerBlock];
+  const int column = threadIdx.x % kParamsPerBlock, part = threadIdx.x / kParamsPerBlock;
+  const int p = blockIdx.x * kParamsPerBlock + column;
+  if (blockIdx.x == 0 && threadIdx.x == 0 && args.stats) {
     double loss = 0;
     int correct = 0;
     for (int s = 0; s < args.n; ++s) {
@@ -152,9 +160,16 @@ __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(Updat
     args.stats->loss_sum += loss;
     args.stats->correct += correct;
   }
-  if (p >= args.at.buffer_floats) return;
-  float gradient = 0.0f;
-  if (!batch_gradient(args.at, p, args.records, args.n, args.c3_mask, &gradient)) return;
+  const int first = part * args.n / kUpdateSplit, end = (part + 1) * args.n / kUpdateSplit;
+  float sum = 0.0f;
+  const bool is_parameter = p < args.at.buffer_floats &&
+                            batch_gradient(args.at, p, args.records, first, end, args.c3_mask, &sum);
+  partial[part][column] = sum;
+  __syncthreads();
+  if (part != 0 || !is_parameter) return;
+  float gradient = partial[0][column];
+#pragma unroll
+  for (int q = 1; q < kUpdateSplit; ++q) gradient += partial[q][column];
   if (args.gradients_out) args.gradients_out[p] = gradient;
   if (args.lr)
     sgd_update_element(args.mu, args.nesterov, args.decay, *args.lr, gradient, args.params + p,
@@ -330,7 +345,8 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   args.stats = stats;
   args.group = group;
   args.samples_stride = std::size_t(m_max_batch);
-  const int blocks = (m_offsets.buffer_floats + kUpdateThreads - 1) / kUpdateThreads;
+  constexpr int kParamsPerBlock = kUpdateThreads / kUpdateSplit;
+  const int blocks = (m_offsets.buffer_floats + kParamsPerBlock - 1) / kParamsPerBlock;
   launch_after_previous(m_programmatic, whole_step_update_kernel,
                         dim3(unsigned(blocks), unsigned(group.models)), kUpdateThreads, 0, stream,
                         args);

@@ -10,8 +10,9 @@
 //      permutation, runs C1-S2-C3-S4-C5-F6-output, the softmax cross-entropy and its gradient,
 //      and back-propagates to C1. It writes the sample's dense-layer activations and output
 //      gradients, and its own C1/C3/bias gradient contributions, to a per-sample record.
-//   2. whole_step_update_kernel: one thread per parameter. It sums the parameter's gradient over
-//      the batch's records in sample order (deterministic: no atomics) and applies the SGD update
+//   2. whole_step_update_kernel: four threads per parameter. Each sums the parameter's gradient
+//      over a quarter of the batch's records in sample order, and the quarters are added in a
+//      fixed order (deterministic: no atomics); then it applies the SGD update
 //      of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The step's loss
 //      and correct count are summed in sample order into its statistics slot.
 //

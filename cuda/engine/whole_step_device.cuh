@@ -23,6 +23,7 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kUpdateThreads = 256;
+constexpr int kUpdateSplit = 4;  // threads per parameter in the update kernel: quarters of the batch
 
 constexpr int kField = 32, kImage = 28, kK = 5;
 constexpr int kMaps1 = 6, kSide1 = 28, kSide2 = 14;  // C1 output, S2 output
