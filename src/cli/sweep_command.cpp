@@ -182,7 +182,7 @@ int sweep(const GivenSettings& base, const SweepSpec& spec, const std::string& o
                                          [](const std::string& line) { spdlog::info("{}", line); });
   if (outcome.interrupted) {
     spdlog::warn(
-        "sweep stopped by signal {}: the model in training saved its last checkpoint; "
+        "sweep stopped by signal {}: the models in training saved their last checkpoints; "
         "continue the sweep with lenet5 sweep --resume {}",
         outcome.stop_signal, dir.string());
     return 128 + outcome.stop_signal;  // the shell's convention for a process ended by a signal
@@ -213,18 +213,20 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
 }
 
 // With --resume or --merge, the settings are those stored: anything else given is refused.
-// --merge also takes --out, the folder of the merged summary.
+// --merge also takes --out, the folder of the merged summary; --resume takes --threads, which
+// changes no result (core/cpu_threads.hpp), only how many cores the continued sweep uses.
 void refuse_other_options(const CLI::App& parent, const CLI::App& command, const char* mode) {
   const CLI::Option* config = parent.get_option_no_throw("--config");
   bool other = config && config->count() > 0;
-  const bool out_allowed = std::string(mode) == "--merge";
+  const bool merging = std::string(mode) == "--merge";
+  const char* allowed = merging ? "--out" : "--threads";
   for (const CLI::Option* option : command.get_options())
-    if (option->count() > 0 && !option->check_name(mode) &&
-        !(out_allowed && option->check_name("--out")))
+    if (option->count() > 0 && !option->check_name(mode) && !option->check_name(allowed))
       other = true;
   if (other)
     throw UsageError(std::string(mode) + " takes the settings stored in the sweep folder's " +
-                     kSweepFile + ": give no other settings or lists");
+                     kSweepFile + ": give no other settings or lists" +
+                     (merging ? "" : " (--threads may still be given)"));
 }
 
 Command add_sweep_command(CLI::App& parent) {
@@ -273,7 +275,10 @@ Command add_sweep_command(CLI::App& parent) {
             }
             if (!options->resume.empty()) {
               refuse_other_options(parent, *cmd, "--resume");
-              const StoredSweep stored = read_stored_sweep(options->resume);
+              StoredSweep stored = read_stored_sweep(options->resume);
+              if (cmd->count("--threads") > 0)
+                stored.base.emplace_back(
+                    "--threads", std::vector<std::string>{std::to_string(options->settings.threads)});
               return sweep(stored.base, stored.spec, options->resume, true);
             }
             apply_train_section(parent, *cmd);
