@@ -278,7 +278,8 @@ Command add_sweep_command(CLI::App& parent) {
               StoredSweep stored = read_stored_sweep(options->resume);
               if (cmd->count("--threads") > 0)
                 stored.base.emplace_back(
-                    "--threads", std::vector<std::string>{std::to_string(options->settings.threads)});
+                    "--threads",
+                    std::vector<std::string>{std::to_string(options->settings.threads)});
               return sweep(stored.base, stored.spec, options->resume, true);
             }
             apply_train_section(parent, *cmd);
