@@ -92,6 +92,11 @@ std::vector<PendingModel> pending_models(const fs::path& sweep_dir,
         progress(fmt::format("model {}/{} {}: already trained", i + 1, n, runs[i].model.name));
         continue;
       }
+      // Only the position is needed until the model's group trains (pack() compares positions):
+      // the weights are read again then, so that a sweep of many models holds one group's.
+      job.resume->parameters.clear();
+      job.resume->parameters.shrink_to_fit();
+      job.resume->optimizer_state.clear();
     }
     const Device device = resolve_device(job.settings.device, /*warn_on_cpu_fallback=*/false);
     const bool packs = packs_models(device, job.settings.net_config());
@@ -155,7 +160,10 @@ SweepOutcome run_sweep(const fs::path& sweep_dir, const std::string& sweep_toml,
     }
     progress(group_text(group, runs));
     std::vector<TrainJob> jobs;
-    for (const PendingModel& model : group) jobs.push_back(model.job);
+    for (const PendingModel& model : group) {
+      jobs.push_back(model.job);
+      if (model.job.resume) jobs.back().resume = load_checkpoint(model.job.resume_file);
+    }
     const std::vector<TrainOutcome> trained = train_models(jobs);
     for (std::size_t k = 0; k < group.size(); ++k) {
       if (trained[k].interrupted) {
