@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "cuda/runtime/runtime.hpp"
+#include "sweep/sweep.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -165,6 +167,43 @@ INSTANTIATE_TEST_SUITE_P(Augment, PackedTraining, testing::Values("none", "elast
                          [](const testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// The sweep packs what may share a group and nothing else: of three models, the two that differ
+// only in seed and rate train in one packed run and the third (another batch size) alone; each
+// ends with the checkpoint of train() alone.
+TEST(PackedSweep, PacksModelsThatDifferOnlyInSeedAndRate) {
+  REQUIRE_GPU_AND_MNIST();
+  ScratchDir dir("sweep"), alone("sweep-alone");
+  std::vector<SweepModelRun> runs;
+  for (int i = 0; i < 3; ++i) {
+    const TrainJob job = packed_job({}, i, 1, "none");
+    SweepModelRun run{SweepModel{}, job.settings, job.config_toml};
+    run.model.index = i;
+    run.model.name = "m" + std::to_string(i);
+    run.model.setting = "(all)";
+    if (i == 2) run.settings.batch_size = 64;
+    runs.push_back(run);
+  }
+  std::vector<std::string> lines;
+  const SweepOutcome outcome = run_sweep(dir / "s", "[train]\n", runs, /*resume=*/false,
+                                         [&lines](const std::string& line) { lines.push_back(line); });
+  EXPECT_EQ(outcome.trained, 3);
+  const auto said = [&lines](const std::string& text) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(said("models 1, 2 of 3: training, 2 packed into one GPU run"));
+  EXPECT_TRUE(said("model 3/3 m2: training"));
+  for (const SweepModelRun& run : runs) {
+    TrainSettings lone = run.settings;
+    lone.out = (alone / run.model.name).string();
+    train(lone, run.config_toml);
+    EXPECT_EQ(bytes_of(dir / "s" / run.model.name / "last.safetensors"),
+              bytes_of(fs::path(lone.out) / "last.safetensors"))
+        << run.model.name;
+  }
+}
 
 // Models that differ beyond their seed and rates are refused as one group (the sweep never forms
 // such a group: it packs by packable_together).
