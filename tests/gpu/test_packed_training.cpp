@@ -185,8 +185,9 @@ TEST(PackedSweep, PacksModelsThatDifferOnlyInSeedAndRate) {
     runs.push_back(run);
   }
   std::vector<std::string> lines;
-  const SweepOutcome outcome = run_sweep(dir / "s", "[train]\n", runs, /*resume=*/false,
-                                         [&lines](const std::string& line) { lines.push_back(line); });
+  const SweepOutcome outcome =
+      run_sweep(dir / "s", "[train]\n", runs, /*resume=*/false,
+                [&lines](const std::string& line) { lines.push_back(line); });
   EXPECT_EQ(outcome.trained, 3);
   const auto said = [&lines](const std::string& text) {
     return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
