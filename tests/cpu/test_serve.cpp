@@ -284,6 +284,9 @@ TEST_F(Serve, ModelGivesTheSettingsAndTheC1AndC3Filters) {
   EXPECT_EQ(model["c3"]["table"][0], json({true, true, true, false, false, false}));
   EXPECT_EQ(model["c3"]["table"][15], json({true, true, true, true, true, true}));
   EXPECT_EQ(model["layers"].size(), 7u);
+  // The page names output k by the checkpoint's data set: MNIST's digits for this one.
+  EXPECT_EQ(model["dataset"], "mnist");
+  EXPECT_EQ(model["classes"], json(mnist_dataset().class_names));
 }
 
 TEST_F(Serve, ClassifyAnswersEveryLayerOfTheDrawing) {
