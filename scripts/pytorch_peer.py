@@ -48,7 +48,7 @@ CENTRE = (SIDE - 1) / 2.0       # 13.5: rotation and scale about it (core/augmen
 # tests/cpu/test_bench.cpp checks that they are the table's. A config file overrides them, and the
 # command line overrides both.
 DEFAULTS = {
-    "data": "", "train-limit": 0, "epochs": 20, "batch-size": 128, "lr": 0.05,
+    "dataset": "mnist", "data": "", "train-limit": 0, "epochs": 20, "batch-size": 128, "lr": 0.05,
     "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
     "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
     "weight-decay": 5e-4, "seed": 1, "activation": "relu", "subsampling": "max",
@@ -59,6 +59,8 @@ DEFAULTS = {
 # accepted in a config, not used (the peer takes --device and --threads of its own).
 LENET5_ONLY = {"device", "threads", "out", "evaluate", "kernels", "conv-algo"}
 CHOICES = {
+    # Both in MNIST's file names and layout (src/data/datasets.cpp); the folder's default differs.
+    "dataset": ["mnist", "fashion-mnist"],
     "schedule": ["constant", "step", "exponential", "cosine", "one-cycle"],
     "activation": ["tanh", "sigmoid", "scaled-tanh", "relu"],
     "augment": ["none", "affine", "elastic"],
@@ -349,7 +351,8 @@ def parse_arguments():
 
 
 def load(s, device):
-    folder = s["data"] or os.environ.get("LENET5_DATA") or "data/mnist"  # as lenet5 finds it
+    # As lenet5 finds it: --data, else $LENET5_DATA, else data/mnist or data/fashion-mnist.
+    folder = s["data"] or os.environ.get("LENET5_DATA") or os.path.join("data", s["dataset"])
 
     def path(name):
         return os.path.join(folder, name)

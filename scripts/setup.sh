@@ -4,7 +4,9 @@
 # CPU-only program otherwise), and fetches MNIST into data/mnist.
 #
 #   scripts/setup.sh            everything
-#   scripts/setup.sh --no-data  skip fetching MNIST
+#   scripts/setup.sh --no-data  skip fetching MNIST (and Fashion-MNIST)
+#   scripts/setup.sh --fashion  also install Debian's dataset-fashion-mnist and put Fashion-MNIST
+#                               into data/fashion-mnist (for --dataset fashion-mnist)
 #   scripts/setup.sh --handwriting  also install the handwriting fonts and Python imaging that
 #                               scripts/make_handwriting_set.py needs (not needed to build or test)
 #   scripts/setup.sh --fuzz     also install clang and its OpenMP runtime, which scripts/fuzz.sh
@@ -21,16 +23,18 @@ cd "$root"
 say() { echo "setup: $*" >&2; }
 
 fetch_data=1
+fashion=0
 handwriting=0
 fuzz=0
 slurm=0
 for arg in "$@"; do
   case "$arg" in
     --no-data) fetch_data=0 ;;
+    --fashion) fashion=1 ;;
     --handwriting) handwriting=1 ;;
     --fuzz) fuzz=1 ;;
     --slurm) slurm=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$arg' (see --help)"; exit 2 ;;
   esac
 done
@@ -46,6 +50,11 @@ if [ "$handwriting" -eq 1 ]; then
   # the fonts, Pillow draws them, NumPy does the photo-like lighting and noise.
   packages+=(fontconfig python3-pil python3-numpy fonts-bwht fonts-dkg-handwriting fonts-breip
              fonts-femkeklaver fonts-rufscript fonts-klee)
+fi
+if [ "$fashion" -eq 1 ]; then
+  # Zalando's Fashion-MNIST as four IDX .gz files under /usr/share/datasets/fashion-mnist/, where
+  # scripts/fetch_mnist.sh --dataset fashion-mnist finds them.
+  packages+=(dataset-fashion-mnist)
 fi
 if [ "$fuzz" -eq 1 ]; then
   packages+=(clang libomp-dev)
@@ -115,4 +124,7 @@ fi
 
 if [ "$fetch_data" -eq 1 ]; then
   scripts/fetch_mnist.sh
+  if [ "$fashion" -eq 1 ]; then
+    scripts/fetch_mnist.sh --dataset fashion-mnist
+  fi
 fi

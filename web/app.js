@@ -179,6 +179,8 @@ function showBlank(message) {
   $('message').textContent = message && !/blank/.test(message) ? message : '';
   showBars(null);
 }
+// Output k's name: the checkpoint's class names (/api/model), the digit itself until they come.
+const className = k => model?.classes?.[k] ?? String(k);
 function showBars(probabilities) {
   const bars = $('bars');
   if (!bars.children.length)
@@ -187,16 +189,18 @@ function showBars(probabilities) {
           'beforeend',
           `<div class="bar"><span>${
               k}</span><div class="track"><div class="fill"></div></div><span class="p"></span></div>`);
+  bars.classList.toggle('named', (model?.classes ?? []).some(name => name.length > 1));
   const top = probabilities ? probabilities.indexOf(Math.max(...probabilities)) : -1;
   [...bars.children].forEach((bar, k) => {
     const p = probabilities ? probabilities[k] : 0;
+    bar.querySelector('span').textContent = className(k);
     bar.querySelector('.fill').style.width = `${100 * p}%`;
     bar.querySelector('.p').textContent = probabilities ? `${(100 * p).toFixed(1)}%` : '';
     bar.classList.toggle('top', k === top);
   });
 }
 function showAnswer(answer) {
-  $('prediction').textContent = answer.prediction;
+  $('prediction').textContent = className(answer.prediction);
   $('message').textContent = answer.inverted ? '' : 'read as light ink on a dark background';
   showBars(answer.probabilities);
   const input = $('input28').getContext('2d'), image = input.createImageData(28, 28);

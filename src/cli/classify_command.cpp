@@ -13,7 +13,8 @@ namespace {
 
 Command add_classify_command(CLI::App& parent) {
   auto* cmd = add_subcommand(parent, "classify",
-                             "recognise the digit in image files (PNG, JPEG, BMP, ...)");
+                             "recognise the digit (or the Fashion-MNIST item, with a checkpoint "
+                             "trained on it) in image files (PNG, JPEG, BMP, ...)");
   struct Options {
     std::string checkpoint, device = "auto", invert = "auto", save;
     std::vector<std::string> images;
@@ -24,7 +25,7 @@ Command add_classify_command(CLI::App& parent) {
   add_checkpoint_option(*cmd, o->checkpoint);
   cmd->add_option("images", o->images, "image files")->required();
   cmd->add_flag("--json", o->json, "print a JSON array, one object per image");
-  cmd->add_option("--top", o->top, "also list the K most likely digits")
+  cmd->add_option("--top", o->top, "also list the K most likely classes")
       ->check(CLI::Range(1, 10))
       ->capture_default_str();
   cmd->add_option("--invert", o->invert,
@@ -48,6 +49,7 @@ Command add_classify_command(CLI::App& parent) {
             const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
             const auto engine = engine_for(checkpoint, device);
             const auto results = classify_images(*engine, o->images, options);
+            const DatasetDescription& dataset = find_dataset(checkpoint.dataset);
             int failures = 0;
             for (const auto& r : results) {
               if (!r.error.empty()) {
@@ -55,9 +57,10 @@ Command add_classify_command(CLI::App& parent) {
                 spdlog::error("{}", r.error);
               }
               if (!o->json && r.error.empty())
-                std::fputs(format_classification(r, o->top).c_str(), stdout);
+                std::fputs(format_classification(r, o->top, dataset).c_str(), stdout);
             }
-            if (o->json) std::fputs(format_classifications_json(results, o->top).c_str(), stdout);
+            if (o->json)
+              std::fputs(format_classifications_json(results, o->top, dataset).c_str(), stdout);
             return failures == 0 ? 0 : 1;
           }};
 }

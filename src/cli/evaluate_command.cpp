@@ -1,4 +1,5 @@
-// lenet5 evaluate --checkpoint F [--data D] [--device ...] [--json] [--report DIR]
+// lenet5 evaluate --checkpoint F [--dataset NAME] [--data D] [--force] [--device ...] [--json]
+//                 [--report DIR]
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -6,6 +7,7 @@
 #include "backend/backend.hpp"
 #include "cli/commands.hpp"
 #include "core/cpu_threads.hpp"
+#include "core/error.hpp"
 #include "data/mnist.hpp"
 #include "train/evaluate.hpp"
 #include "train/evaluation_report.hpp"
@@ -13,17 +15,45 @@
 namespace lenet5::cli {
 namespace {
 
+// The data set that `test` (read from `dir` for `requested`) is: the table's entry whose checksums
+// it has, else the one asked for (a subset or a set of one's own carries no checksums of the
+// table's).
+const DatasetDescription& dataset_of(const Dataset& test, const DatasetDescription& requested) {
+  const DatasetDescription* recognised = recognise_dataset(test, Split::test);
+  return recognised != nullptr ? *recognised : requested;
+}
+
+// A checkpoint's outputs are the classes of the data set it was trained on: evaluated on another,
+// its accuracy measures nothing, so that takes --force.
+void refuse_other_dataset(const Checkpoint& checkpoint, const std::string& file,
+                          const DatasetDescription& data, const std::filesystem::path& dir) {
+  const DatasetDescription& trained = find_dataset(checkpoint.dataset);
+  if (&trained == &data) return;
+  throw Error("checkpoint " + file + " was trained on " + trained.title + ", but the test set in " +
+              dir.string() + " is " + data.title + "'s: its " + trained.title +
+              " classes would be scored against " + data.title + " labels. Evaluate it on " +
+              trained.title + " (leave out --dataset, and give --data the " + trained.title +
+              " folder), or pass --force to score it anyway");
+}
+
 Command add_evaluate_command(CLI::App& parent) {
   auto* cmd = add_subcommand(parent, "evaluate",
                              "test accuracy, loss and confusion matrix of a checkpoint");
   struct Options {
-    std::string checkpoint, data, device = "auto", report;
-    bool json = false;
+    std::string checkpoint, dataset, data, device = "auto", report;
+    bool json = false, force = false;
     int threads = 1;
   };
   auto o = std::make_shared<Options>();
   add_checkpoint_option(*cmd, o->checkpoint);
-  cmd->add_option("--data", o->data, "MNIST folder (default: $LENET5_DATA or data/mnist)");
+  cmd->add_option("--dataset", o->dataset,
+                  "data set of the test images (default: the one the checkpoint was trained on)")
+      ->check(CLI::IsMember(dataset_names()));
+  cmd->add_option("--data", o->data,
+                  "data folder (default: $LENET5_DATA, else the data set's: data/mnist or "
+                  "data/fashion-mnist)");
+  cmd->add_flag("--force", o->force,
+                "evaluate a checkpoint on a data set other than the one it was trained on");
   cmd->add_option("--device", o->device, "auto|gpu|cpu")->capture_default_str();
   add_threads_option(*cmd, o->threads);
   cmd->add_flag("--json", o->json, "print one JSON object instead of tables");
@@ -39,13 +69,21 @@ Command add_evaluate_command(CLI::App& parent) {
             DeviceStart device_start(o->device, /*warn_on_cpu_fallback=*/false);
             const Checkpoint checkpoint =
                 device_start.overlapping([&] { return load_checkpoint(o->checkpoint); });
+            const DatasetDescription& requested =
+                find_dataset(o->dataset.empty() ? checkpoint.dataset : o->dataset);
+            const std::filesystem::path dir = resolve_data_dir(o->data, requested);
             // Only the test split: the training split is six times larger and not needed here.
-            const Dataset test = device_start.overlapping(
-                [&] { return load_split(mnist_dataset(), resolve_data_dir(o->data), Split::test); });
+            const Dataset test =
+                device_start.overlapping([&] { return load_split(requested, dir, Split::test); });
+            const DatasetDescription& data = dataset_of(test, requested);
+            if (!o->force) refuse_other_dataset(checkpoint, o->checkpoint, data, dir);
             const std::unique_ptr<Engine> engine = engine_for(checkpoint, device_start.wait());
             const Evaluation result = engine->evaluate(test);
-            const std::string text =
-                o->json ? format_evaluation_json(result, o->checkpoint) : format_evaluation(result);
+            // The rows and columns are the checkpoint's classes: what its outputs mean.
+            const DatasetDescription& classes = find_dataset(checkpoint.dataset);
+            const std::string text = o->json
+                                         ? format_evaluation_json(result, o->checkpoint, classes)
+                                         : format_evaluation(result, classes);
             std::fputs(text.c_str(), stdout);
             if (!o->report.empty()) {
               write_evaluation_report(o->report, *engine, test, result, o->checkpoint);

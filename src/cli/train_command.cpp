@@ -81,7 +81,8 @@ TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoi
 }
 
 Command add_train_command(CLI::App& parent) {
-  auto* cmd = add_subcommand(parent, "train", "train LeNet-5 on MNIST");
+  auto* cmd =
+      add_subcommand(parent, "train", "train LeNet-5 on MNIST (or Fashion-MNIST: --dataset)");
   auto settings = std::make_shared<TrainSettings>();
   auto resume = std::make_shared<std::string>();
   auto preview = std::make_shared<std::string>();
@@ -96,8 +97,10 @@ Command add_train_command(CLI::App& parent) {
       ->group("Augmentation");
   return {cmd, [cmd, settings, resume, preview]() {
             if (!preview->empty()) {
-              const Dataset train =
-                  load_split(mnist_dataset(), resolve_data_dir(settings->data_dir), Split::train);
+              const DatasetDescription& dataset = find_dataset(settings->dataset);
+              const std::filesystem::path dir = resolve_data_dir(settings->data_dir, dataset);
+              const Dataset train = load_split(dataset, dir, Split::train);
+              require_dataset_files(dataset, train, Split::train, dir);
               write_augment_preview(*settings, train, *preview);
               std::printf("wrote %s: each row a training image, then epochs 1-%d (--augment %s)\n",
                           preview->c_str(), kPreviewEpochs, settings->augment.c_str());
@@ -122,9 +125,11 @@ Command add_train_command(CLI::App& parent) {
                         outcome.run_dir.string().c_str());
             if (outcome.best_evaluation) {
               const std::string best = (outcome.run_dir / "best.safetensors").string();
-              std::printf("\n%s (after epoch %d), as `lenet5 evaluate` reports it:\n%s",
-                          best.c_str(), outcome.best_epoch,
-                          format_evaluation(*outcome.best_evaluation).c_str());
+              std::printf(
+                  "\n%s (after epoch %d), as `lenet5 evaluate` reports it:\n%s", best.c_str(),
+                  outcome.best_epoch,
+                  format_evaluation(*outcome.best_evaluation, find_dataset(effective.dataset))
+                      .c_str());
             }
             return 0;
           }};

@@ -58,11 +58,31 @@ void require_directory(const DatasetDescription& dataset, const std::filesystem:
 
 }  // namespace
 
-std::filesystem::path resolve_data_dir(const std::string& flag_value) {
+std::filesystem::path resolve_data_dir(const std::string& flag_value,
+                                       const DatasetDescription& dataset) {
   if (!flag_value.empty()) return flag_value;
   const char* env = std::getenv("LENET5_DATA");
   if (env != nullptr && *env != '\0') return env;
-  return mnist_dataset().folder;
+  return dataset.folder;
+}
+
+const DatasetDescription* recognise_dataset(const Dataset& data, Split split) {
+  for (const DatasetDescription& dataset : datasets()) {
+    const bool train = split == Split::train;
+    const DataFile& images = train ? dataset.train_images : dataset.test_images;
+    const DataFile& labels = train ? dataset.train_labels : dataset.test_labels;
+    if (data.images_crc32 == images.crc32 && data.labels_crc32 == labels.crc32) return &dataset;
+  }
+  return nullptr;
+}
+
+void require_dataset_files(const DatasetDescription& expected, const Dataset& data, Split split,
+                           const std::filesystem::path& dir) {
+  const DatasetDescription* found = recognise_dataset(data, split);
+  if (found == nullptr || found == &expected) return;
+  throw Error(dir.string() + " holds " + found->title + "'s files, not " + expected.title +
+              "'s: pass --data with the " + expected.title + " folder, or --dataset " +
+              found->name + " to use " + found->title);
 }
 
 Dataset load_split(const DatasetDescription& dataset, const std::filesystem::path& dir,

@@ -24,11 +24,20 @@ struct Mnist {
   Dataset train, test;
 };
 
-// The --data flag if given, else $LENET5_DATA, else MNIST's folder "data/mnist" (relative to the
-// working folder).
-std::filesystem::path resolve_data_dir(const std::string& flag_value);
+// The --data flag if given, else $LENET5_DATA, else the data set's folder ("data/mnist",
+// relative to the working folder).
+std::filesystem::path resolve_data_dir(const std::string& flag_value,
+                                       const DatasetDescription& dataset = mnist_dataset());
 
 enum class Split { train, test };
+
+// The table's data set whose `split` files have the CRC-32s of `data`, or nullptr when they are
+// none of the table's (a subset, or another set in the same layout): which data set a folder holds.
+const DatasetDescription* recognise_dataset(const Dataset& data, Split split);
+// Throws Error when `data`, read from `dir` for `expected`, is recognisably another data set's
+// (--dataset fashion-mnist with $LENET5_DATA at MNIST's folder, say), saying how to fix it.
+void require_dataset_files(const DatasetDescription& expected, const Dataset& data, Split split,
+                           const std::filesystem::path& dir);
 
 // Reads one split's two files from dir, each plain or with .gz (the plain file wins when both
 // exist; a gzipped one is read through its cache, data/idx_cache.hpp). Throws lenet5::Error if a

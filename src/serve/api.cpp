@@ -7,6 +7,7 @@
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/topology.hpp"
+#include "data/datasets.hpp"
 #include "sweep/summary.hpp"
 #include "train/run_pictures.hpp"
 
@@ -237,6 +238,9 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
             {"subsampling", to_string(checkpoint.net.subsampling)},
             {"c3_table", to_string(checkpoint.net.c3_table)}}},
           {"config_toml", checkpoint.config_toml},
+          // What the page calls output k: "7", or "Sneaker" for a Fashion-MNIST checkpoint.
+          {"dataset", checkpoint.dataset},
+          {"classes", find_dataset(checkpoint.dataset).class_names},
           {"epoch", checkpoint.position.epoch},
           {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},
           {"best_accuracy", fraction_or_null(checkpoint.position.best_accuracy)},

@@ -107,6 +107,11 @@ Answer RunEvaluations::evaluate(const RunCheckpoint& run) {
   } catch (const Error& e) {
     throw BadRequest(500, e.what());  // names the file and what is wrong with it
   }
+  if (checkpoint.dataset != mnist_dataset().name)
+    throw BadRequest(422, "run " + run.file.string() + " was trained on " +
+                              find_dataset(checkpoint.dataset).title +
+                              ", and the runs view evaluates on the MNIST test set only: use "
+                              "`lenet5 evaluate --checkpoint` for it");
   const std::unique_ptr<Engine> engine = engine_for(checkpoint, Device::cpu);
   const Evaluation evaluation = engine->evaluate(*test);
   const std::vector<pictures::Mistake> mistakes = find_mistakes(*engine, *test);

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/xxh64.hpp"
+#include "data/datasets.hpp"
 #include "engine/optimizers.hpp"
 #include "io/safetensors.hpp"
 
@@ -88,6 +89,7 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
       {"train_labels_crc32", std::to_string(c.data.train_labels)},
       {"test_images_crc32", std::to_string(c.data.test_images)},
       {"test_labels_crc32", std::to_string(c.data.test_labels)},
+      {"dataset", c.dataset},
   };
 }
 
@@ -190,6 +192,15 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
             number<std::uint32_t>(m, "train_labels_crc32"),
             number<std::uint32_t>(m, "test_images_crc32"),
             number<std::uint32_t>(m, "test_labels_crc32")};
+  const auto dataset = m.find("dataset");
+  if (dataset != m.end()) {
+    try {
+      c.dataset = find_dataset(dataset->second).name;
+    } catch (const UsageError& e) {
+      throw Error(std::string("metadata 'dataset': ") + e.what() +
+                  ": it was written by a lenet5 that knows more data sets than this one");
+    }
+  }
   if (c.position.epoch < 0 || c.position.step < 0)
     throw Error("negative epoch or step in the metadata");
 

@@ -43,6 +43,9 @@ struct Checkpoint {
   std::uint64_t seed = 0;
   double test_accuracy = -1;     // of this checkpoint's weights, -1: not evaluated
   DataChecksums data;
+  // The data/datasets.hpp name of the data set it was trained on, whose class names its outputs
+  // are; files without the record are MNIST's, the only data set before it.
+  std::string dataset = "mnist";
 };
 
 // Atomic (temporary file, fsync, rename): never leaves a half-written checkpoint.

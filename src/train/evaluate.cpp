@@ -40,10 +40,14 @@ std::vector<int> ranked_digits(const std::vector<float>& probabilities) {
   return order;
 }
 
-// --save-preprocessed: for one image the named file, for several a folder of <stem>.png files.
-// What the text reports call class k: MNIST's class names (the digits themselves).
-const std::string& class_name(int k) { return mnist_dataset().class_names.at(std::size_t(k)); }
+// The width of a confusion-matrix column: MNIST's six, or the longest class name and a space.
+int column_width(const DatasetDescription& dataset) {
+  std::size_t longest = 0;
+  for (const std::string& name : dataset.class_names) longest = std::max(longest, name.size());
+  return std::max(6, int(longest) + 1);
+}
 
+// --save-preprocessed: for one image the named file, for several a folder of <stem>.png files.
 fs::path preprocessed_path(const ClassifyOptions& options, const std::string& file,
                            bool several) {
   if (!several) return options.save_preprocessed;
@@ -58,30 +62,38 @@ std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, Device device) 
   return engine;
 }
 
-std::string format_evaluation(const Evaluation& e) {
+std::string format_evaluation(const Evaluation& e, const DatasetDescription& dataset) {
+  const std::vector<std::string>& names = dataset.class_names;
+  const std::string& noun = dataset.class_noun;
+  const int width = column_width(dataset);
   std::string out = fmt::format("test accuracy {}% ({}/{})\nmean loss {:.6f}\n\n",
                                 format_percent(e.correct, e.count), e.correct, e.count,
                                 e.mean_loss());
-  out += "confusion matrix (rows: true digit, columns: predicted digit)\n      ";
-  for (int k = 0; k < 10; ++k) out += fmt::format("{:>6}", class_name(k));
+  out += fmt::format("confusion matrix (rows: true {0}, columns: predicted {0})\n{1:>{2}}", noun,
+                     "", width);
+  for (int k = 0; k < 10; ++k) out += fmt::format("{:>{}}", names[k], width);
   out += "\n";
   for (int t = 0; t < 10; ++t) {
-    out += fmt::format("{:>6}", class_name(t));
-    for (int k = 0; k < 10; ++k) out += fmt::format("{:>6}", e.confusion[t][k]);
+    out += fmt::format("{:>{}}", names[t], width);
+    for (int k = 0; k < 10; ++k) out += fmt::format("{:>{}}", e.confusion[t][k], width);
     out += "\n";
   }
-  out += "\ndigit  precision  recall\n";
+  const int name_width = std::max(int(noun.size()), width - 1);
+  out += fmt::format("\n{:<{}}  precision  recall\n", noun, name_width);
   for (int d = 0; d < 10; ++d) {
     const ClassRates rates = class_rates(e, d);
-    out += fmt::format("{:>5}  {:>8.2f}%  {:>5.2f}%\n", class_name(d), 100 * rates.precision,
-                       100 * rates.recall);
+    out += fmt::format("{:>{}}  {:>8.2f}%  {:>5.2f}%\n", names[d], name_width,
+                       100 * rates.precision, 100 * rates.recall);
   }
   return out;
 }
 
-std::string format_evaluation_json(const Evaluation& e, const std::string& checkpoint) {
+std::string format_evaluation_json(const Evaluation& e, const std::string& checkpoint,
+                                   const DatasetDescription& dataset) {
   nlohmann::json json;
   json["checkpoint"] = checkpoint;
+  json["dataset"] = dataset.name;
+  json["classes"] = dataset.class_names;
   json["images"] = e.count;
   json["correct"] = e.correct;
   json["accuracy"] = e.accuracy();
@@ -122,32 +134,38 @@ std::vector<Classification> classify_images(Engine& engine, const std::vector<st
   return results;
 }
 
-std::string format_classification(const Classification& r, int top) {
+std::string format_classification(const Classification& r, int top,
+                                  const DatasetDescription& dataset) {
   if (!r.error.empty()) return fmt::format("{}: error: {}\n", r.file, r.error);
+  const std::vector<std::string>& names = dataset.class_names;
   const std::vector<int> order = ranked_digits(r.probabilities);
-  std::string line = fmt::format("{}: {} ({:.1f}%)", r.file, class_name(order[0]),
-                                 100 * r.probabilities[order[0]]);
+  std::string line =
+      fmt::format("{}: {} ({:.1f}%)", r.file, names.at(order[0]), 100 * r.probabilities[order[0]]);
   if (top > 1) {
     line += "  top:";
     for (int i = 0; i < std::min<int>(top, 10); ++i)
-      line += fmt::format(" {} {:.1f}%", class_name(order[i]), 100 * r.probabilities[order[i]]);
+      line += fmt::format(" {} {:.1f}%", names.at(order[i]), 100 * r.probabilities[order[i]]);
   }
   return line + "\n";
 }
 
-std::string format_classifications_json(const std::vector<Classification>& results, int top) {
+std::string format_classifications_json(const std::vector<Classification>& results, int top,
+                                        const DatasetDescription& dataset) {
   nlohmann::json json = nlohmann::json::array();
   for (const Classification& r : results) {
     nlohmann::json item{{"file", r.file}};
     if (!r.error.empty()) {
       item["error"] = r.error;
     } else {
-      item["digit"] = r.digit();
+      item["digit"] = r.digit();  // the class's number, whatever the data set
+      item["class"] = dataset.class_names.at(std::size_t(r.digit()));
       item["probability"] = r.probabilities[r.digit()];
       item["inverted"] = r.inverted;
       const std::vector<int> order = ranked_digits(r.probabilities);
       for (int i = 0; i < std::min<int>(std::max(top, 1), 10); ++i)
-        item["top"].push_back({{"digit", order[i]}, {"probability", r.probabilities[order[i]]}});
+        item["top"].push_back({{"digit", order[i]},
+                               {"class", dataset.class_names.at(std::size_t(order[i]))},
+                               {"probability", r.probabilities[order[i]]}});
       item["probabilities"] = r.probabilities;
     }
     json.push_back(item);

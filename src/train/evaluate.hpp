@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "data/datasets.hpp"
 #include "engine/engine.hpp"
 #include "image/preprocess.hpp"
 #include "train/checkpoint.hpp"
@@ -15,9 +16,11 @@ namespace lenet5 {
 // An engine holding a checkpoint's weights, on the requested device.
 std::unique_ptr<Engine> engine_for(const Checkpoint& checkpoint, Device device);
 
-// Test accuracy, mean loss, confusion matrix; text for people, one JSON object for scripts.
-std::string format_evaluation(const Evaluation& evaluation);
-std::string format_evaluation_json(const Evaluation& evaluation, const std::string& checkpoint);
+// Test accuracy, mean loss, confusion matrix; text for people, one JSON object for scripts. The
+// classes are named as `dataset` names them (a checkpoint's: find_dataset(checkpoint.dataset)).
+std::string format_evaluation(const Evaluation& evaluation, const DatasetDescription& dataset);
+std::string format_evaluation_json(const Evaluation& evaluation, const std::string& checkpoint,
+                                   const DatasetDescription& dataset);
 
 struct Classification {
   std::string file;
@@ -35,7 +38,10 @@ struct ClassifyOptions {
 // Every image is tried: one that cannot be read gets its error and the others go on.
 std::vector<Classification> classify_images(Engine& engine, const std::vector<std::string>& files,
                                             const ClassifyOptions& options);
-std::string format_classification(const Classification& result, int top);
-std::string format_classifications_json(const std::vector<Classification>& results, int top);
+// Each class named as `dataset` names it ("7", "T-shirt/top").
+std::string format_classification(const Classification& result, int top,
+                                  const DatasetDescription& dataset);
+std::string format_classifications_json(const std::vector<Classification>& results, int top,
+                                        const DatasetDescription& dataset);
 
 }  // namespace lenet5

@@ -9,6 +9,7 @@
 #include "core/cpu_threads.hpp"
 #include "core/error.hpp"
 #include "data/augment.hpp"
+#include "data/datasets.hpp"
 
 namespace lenet5 {
 namespace {
@@ -64,7 +65,13 @@ std::string conv_algo_help() {
 std::vector<SettingDeclaration> declare_train_settings() {
   using S = TrainSettings;
   return {
-      setting(&S::data_dir, "--data", "", "MNIST folder (default: $LENET5_DATA or data/mnist)"),
+      setting(&S::dataset, "--dataset", "mnist",
+              "data set to train on; its class names are what evaluate and classify print")
+          .one_of(dataset_names())
+          .in_checkpoint_unless_default(),
+      setting(&S::data_dir, "--data", "",
+              "data folder (default: $LENET5_DATA, else data/mnist or data/fashion-mnist by "
+              "--dataset)"),
       setting(&S::train_limit, "--train-limit", 0,
               "train on the first N training images only (0: all)")
           .within(at_least(0)),
@@ -280,6 +287,14 @@ SettingDeclaration SettingDeclaration::not_in_config() const {
   return declaration;
 }
 
+SettingDeclaration SettingDeclaration::in_checkpoint_unless_default() const {
+  if (!std::holds_alternative<std::string>(default_value))
+    throw Error("internal: " + flag + ": only a string setting is stored unless at its default");
+  SettingDeclaration declaration = *this;
+  declaration.in_checkpoint_at_default = false;
+  return declaration;
+}
+
 SettingDeclaration SettingDeclaration::not_in_checkpoint() const {
   SettingDeclaration declaration = *this;
   declaration.in_checkpoint = false;
@@ -302,9 +317,15 @@ std::string checkpoint_config(const std::string& config_toml) {
   std::string out, line;
   while (std::getline(in, line)) {
     const std::string key = line.substr(0, line.find('='));
-    const bool dropped = std::any_of(
-        train_setting_declarations().begin(), train_setting_declarations().end(),
-        [&](const SettingDeclaration& d) { return !d.in_checkpoint && key == d.flag.substr(2); });
+    const bool dropped =
+        std::any_of(train_setting_declarations().begin(), train_setting_declarations().end(),
+                    [&](const SettingDeclaration& d) {
+                      if (key != d.flag.substr(2)) return false;
+                      // CLI11 writes a string setting as key="value".
+                      return !d.in_checkpoint ||
+                             (!d.in_checkpoint_at_default &&
+                              line == key + "=\"" + std::get<std::string>(d.default_value) + "\"");
+                    });
     if (!dropped) out += line + "\n";
   }
   return out;
@@ -379,6 +400,10 @@ void TrainSettings::validate() const {
   augmentation();
   net_config();
   parse_schedule(schedule);
+  const std::vector<std::string> known = dataset_names();
+  if (std::find(known.begin(), known.end(), dataset) == known.end())
+    throw UsageError("--dataset: unknown data set '" + dataset + "' (accepted: " + joined(known) +
+                     ")");
 }
 
 }  // namespace lenet5

@@ -27,7 +27,8 @@ struct TrainSettings {
   TrainSettings();  // every field at its declared default
 
   // data
-  std::string data_dir;  // empty: $LENET5_DATA or data/mnist
+  std::string dataset;   // a data/datasets.hpp name: mnist | fashion-mnist
+  std::string data_dir;  // empty: $LENET5_DATA or the data set's folder (data/mnist)
   int train_limit;       // train on the first N images only (0: all)
   // network (core/net_config.hpp)
   std::string activation;
@@ -106,6 +107,10 @@ struct SettingDeclaration {
   // false: in config files and config.toml, but not in the checkpoints' stored settings (how a run
   // is computed, not what it computes: the checkpoints stay byte-identical whatever its value).
   bool in_checkpoint = true;
+  // false: in the checkpoints' stored settings only when not at its default. For a string setting
+  // added after checkpoints were written without it, whose default is what they all meant
+  // (--dataset mnist): those checkpoints' text stays the text that runs at the default write.
+  bool in_checkpoint_at_default = true;
 
   // What --help says: the help, then the accepted names or the range.
   std::string help_text() const;
@@ -118,6 +123,7 @@ struct SettingDeclaration {
   SettingDeclaration in_group(std::string heading) const;
   SettingDeclaration not_in_config() const;
   SettingDeclaration not_in_checkpoint() const;
+  SettingDeclaration in_checkpoint_unless_default() const;
 };
 
 // Every setting of `lenet5 train` (and `lenet5 bench`), in the order of the effective config text.
@@ -126,7 +132,8 @@ const std::vector<SettingDeclaration>& train_setting_declarations();
 const SettingDeclaration& train_setting_declaration(const std::string& flag);
 
 // The effective config text (config.toml's) without the lines of the settings declared
-// not_in_checkpoint(): what a checkpoint stores.
+// not_in_checkpoint(), nor those of in_checkpoint_unless_default() at their defaults: what a
+// checkpoint stores.
 std::string checkpoint_config(const std::string& config_toml);
 
 }  // namespace lenet5

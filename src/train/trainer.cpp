@@ -175,8 +175,9 @@ class Run {
     m_position = checkpoint.position;
     m_last_lr = checkpoint.learning_rate;
     if (!(checkpoint.data == checksums(m_data)))
-      spdlog::warn("the checkpoint was trained on different data files than {} (CRC-32 differ)",
-                   resolve_data_dir(m_settings.data_dir).string());
+      spdlog::warn(
+          "the checkpoint was trained on different data files than {} (CRC-32 differ)",
+          resolve_data_dir(m_settings.data_dir, find_dataset(m_settings.dataset)).string());
     spdlog::info("resuming at epoch {} step {}", m_position.epoch + 1, m_position.step);
     m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch);
   }
@@ -348,6 +349,7 @@ class Run {
     c.seed = m_settings.seed;
     c.test_accuracy = test_accuracy;
     c.data = checksums(m_data);
+    c.dataset = m_settings.dataset;
     return c;
   }
 
@@ -377,6 +379,9 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
       net.subsampling != checkpoint.net.subsampling || net.c3_table != checkpoint.net.c3_table)
     throw UsageError("the network settings (activation, subsampling, c3-table) differ from the "
                      "checkpoint's; a resumed run must use the checkpoint's network");
+  if (settings.dataset != checkpoint.dataset)
+    throw UsageError("--dataset " + settings.dataset + " differs from the checkpoint's data set, " +
+                     checkpoint.dataset + ": a resumed run trains on the data it started on");
   if (settings.seed != checkpoint.seed)
     spdlog::warn("--seed {} differs from the checkpoint's {}: the shuffling order changes",
                  settings.seed, checkpoint.seed);
@@ -474,8 +479,11 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
   }
   use_cpu_threads(lead.threads);
   DeviceStart device_start(lead.device);
-  Mnist data =
-      device_start.overlapping([&] { return load_mnist(resolve_data_dir(lead.data_dir)); });
+  const DatasetDescription& dataset = find_dataset(lead.dataset);
+  const fs::path data_dir = resolve_data_dir(lead.data_dir, dataset);
+  Mnist data = device_start.overlapping([&] { return load_dataset(dataset, data_dir); });
+  require_dataset_files(dataset, data.train, Split::train, data_dir);
+  require_dataset_files(dataset, data.test, Split::test, data_dir);
   limit_training_set(data.train, lead.train_limit);
   const Device device = device_start.wait();
 

@@ -80,7 +80,28 @@ TEST(Checkpoint, RoundTripKeepsEverything) {
     EXPECT_EQ(loaded.learning_rate, 0.0123456789);  // printed with 17 digits: exact
     EXPECT_EQ(loaded.seed, saved.seed);
     EXPECT_TRUE(loaded.data == saved.data);
+    EXPECT_EQ(loaded.dataset, "mnist");
   }
+}
+
+// The data set is a metadata string; a file without it (written before data sets were recorded)
+// is MNIST's, and one naming a data set this lenet5 does not know is refused.
+TEST(Checkpoint, RecordsTheDataSetAndOldFilesAreMnist) {
+  TempDir dir;
+  Checkpoint fashion = sample_checkpoint(false);
+  fashion.dataset = "fashion-mnist";
+  save_checkpoint(dir / "c.safetensors", fashion);
+  EXPECT_EQ(load_checkpoint(dir / "c.safetensors").dataset, "fashion-mnist");
+  const SafetensorsFile original = read_safetensors(dir / "c.safetensors");
+  EXPECT_EQ(original.metadata.at("dataset"), "fashion-mnist");
+
+  EXPECT_EQ(complaint(dir, original, [](Tensors&, Metadata& m) { m.erase("dataset"); }), "");
+  EXPECT_EQ(load_checkpoint(dir / "bad.safetensors").dataset, "mnist");
+
+  const std::string unknown =
+      complaint(dir, original, [](Tensors&, Metadata& m) { m["dataset"] = "cifar"; });
+  EXPECT_TRUE(testing::mentions(unknown, "metadata 'dataset': unknown data set 'cifar'"))
+      << unknown;
 }
 
 TEST(Checkpoint, IsAStandardSafetensorsFileWithTheDocumentedTensors) {

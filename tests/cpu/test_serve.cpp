@@ -284,6 +284,9 @@ TEST_F(Serve, ModelGivesTheSettingsAndTheC1AndC3Filters) {
   EXPECT_EQ(model["c3"]["table"][0], json({true, true, true, false, false, false}));
   EXPECT_EQ(model["c3"]["table"][15], json({true, true, true, true, true, true}));
   EXPECT_EQ(model["layers"].size(), 7u);
+  // The page names output k by the checkpoint's data set: MNIST's digits for this one.
+  EXPECT_EQ(model["dataset"], "mnist");
+  EXPECT_EQ(model["classes"], json(mnist_dataset().class_names));
 }
 
 TEST_F(Serve, ClassifyAnswersEveryLayerOfTheDrawing) {
@@ -497,6 +500,25 @@ TEST_F(Serve, EvaluationWithoutTheTestSetSaysHowToGetIt) {
   json_of(server.client().Get("/api/runs"), 200);
   write_test_split(data / "mnist", small_test_set());
   json_of(server.client().Get("/api/runs/run-b/evaluation"), 200);
+}
+
+// The runs view evaluates on the MNIST test set: a Fashion-MNIST run is refused, saying why and
+// what evaluates it instead, rather than scored against digits.
+TEST_F(Serve, EvaluationRefusesARunOfAnotherDataSet) {
+  TempDir runs;
+  Checkpoint fashion = seeded_checkpoint(5);
+  fashion.dataset = "fashion-mnist";
+  write_run(runs / "run", fashion);
+  serve::RunEvaluations evaluations(s_data->path());
+  try {
+    evaluations.answer(runs / "run");
+    ADD_FAILURE() << "a Fashion-MNIST run was evaluated on MNIST";
+  } catch (const serve::BadRequest& e) {
+    EXPECT_EQ(e.status(), 422);
+    EXPECT_TRUE(testing::mentions(e.what(), "was trained on Fashion-MNIST")) << e.what();
+    EXPECT_TRUE(testing::mentions(e.what(), "lenet5 evaluate")) << e.what();
+  }
+  EXPECT_EQ(evaluations.evaluations(), 0);
 }
 
 // Each checkpoint is evaluated once, however many ask at the same time, until it changes.

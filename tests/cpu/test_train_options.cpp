@@ -103,6 +103,20 @@ TEST(TrainOptions, DefaultsWriteTheTextThatRunsHaveAlwaysStored) {
   EXPECT_EQ(first_difference(defaults.settings, TrainSettings()), "");
 }
 
+// --dataset is stored in checkpoints only away from its default, MNIST: the text of every earlier
+// checkpoint (which has no such line) is still the text of a default run, and reads as MNIST.
+TEST(TrainOptions, TheDataSetIsStoredOnlyWhenItIsNotMnist) {
+  const ReadSettings defaults = read_arguments({"train"});
+  EXPECT_TRUE(testing::mentions(defaults.text, "\ndataset=\"mnist\"\n")) << "config.toml has it";
+  EXPECT_FALSE(testing::mentions(checkpoint_config(defaults.text), "dataset="));
+  EXPECT_EQ(read_stored(kDefaultText).settings.dataset, "mnist");
+
+  const ReadSettings fashion = read_arguments({"train", "--dataset", "fashion-mnist"});
+  const std::string stored = checkpoint_config(fashion.text);
+  EXPECT_TRUE(testing::mentions(stored, "\ndataset=\"fashion-mnist\"\n")) << stored;
+  EXPECT_EQ(read_stored(stored).settings.dataset, "fashion-mnist");
+}
+
 // Read -> effective text -> read again: the same settings and the same text, for the defaults,
 // every shipped config, and flags over a config (the flags win and are stored).
 TEST(TrainOptions, ShippedConfigsAndDefaultsRoundTrip) {
