@@ -1,18 +1,19 @@
 // What the GPU engine and its packed group (gpu_engine.cu, gpu_engine_group.cu) share: the data
-// set's device copy, the sum of the statistics slots, and an instantiated CUDA graph.
+// set's device copy, the epoch's checks, the sum of the statistics slots, and an instantiated CUDA
+// graph. The Dataset type comes with the Engine contract (engine/engine.hpp) these serve.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/shapes.hpp"
 #include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
-#include "data/mnist.hpp"
 #include "engine/engine.hpp"
 
 namespace lenet5 {
@@ -38,6 +39,23 @@ struct DeviceDataset {
     count = data.count;
   }
 };
+
+// An epoch's permutation and rates, checked against the training set's `count` images and the
+// batch size: the number of steps (an internal Error for an index outside the set or a rate count
+// that is not one per step).
+inline std::size_t checked_epoch_steps(const std::vector<std::int32_t>& permutation,
+                                       const std::vector<float>& learning_rates, int count,
+                                       int batch) {
+  for (const std::int32_t index : permutation)
+    if (index < 0 || index >= count)
+      throw Error("internal: permutation index " + std::to_string(index) + " outside the " +
+                  std::to_string(count) + " training images");
+  const std::size_t steps = (permutation.size() + batch - 1) / batch;
+  if (learning_rates.size() != steps)
+    throw Error("internal: " + std::to_string(learning_rates.size()) + " learning rates for " +
+                std::to_string(steps) + " steps");
+  return steps;
+}
 
 // Sums the slots in order on the host: the same order, hence the same double, every run.
 inline EpochTotals sum_slots(const Buffer<cuda::StepStats>& slots) {

@@ -66,14 +66,8 @@ class GpuEngine final : public NetworkEngine {
   // one per step.
   void begin_epoch(int epoch, const std::vector<std::int32_t>& permutation,
                    const std::vector<float>& learning_rates) override {
-    for (const std::int32_t index : permutation)
-      if (index < 0 || index >= m_train.count)
-        throw Error("internal: permutation index " + std::to_string(index) + " outside the " +
-                    std::to_string(m_train.count) + " training images");
-    const std::size_t steps = (permutation.size() + m_batch - 1) / m_batch;
-    if (learning_rates.size() != steps)
-      throw Error("internal: " + std::to_string(learning_rates.size()) + " learning rates for " +
-                  std::to_string(steps) + " steps");
+    const std::size_t steps =
+        checked_epoch_steps(permutation, learning_rates, m_train.count, m_batch);
     if (m_permutation.size() != permutation.size() || m_step_stats.size() != steps) {
       m_epoch_graph.reset();  // its launches point into the buffers replaced here
       m_permutation = Buffer<std::int32_t>(Device::gpu, permutation.size());

@@ -122,14 +122,8 @@ class GpuEngineGroup final : public EngineGroup {
       throw Error("internal: a packed model's permutation of " +
                   std::to_string(permutation.size()) + " indices for " +
                   std::to_string(m_train.count) + " training images");
-    for (const std::int32_t index : permutation)
-      if (index < 0 || index >= m_train.count)
-        throw Error("internal: permutation index " + std::to_string(index) + " outside the " +
-                    std::to_string(m_train.count) + " training images");
-    const std::size_t steps = (permutation.size() + m_batch - 1) / m_batch;
-    if (learning_rates.size() != steps)
-      throw Error("internal: " + std::to_string(learning_rates.size()) + " learning rates for " +
-                  std::to_string(steps) + " steps");
+    const std::size_t steps =
+        checked_epoch_steps(permutation, learning_rates, m_train.count, m_batch);
     if (m_steps != steps) {
       m_epoch_graph.reset();  // its launches point into the buffers replaced here
       m_steps = steps;
