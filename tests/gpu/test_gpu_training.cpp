@@ -2,12 +2,11 @@
 // weights of an uninterrupted run, with and without augmentation, and same-seed runs write
 // byte-identical checkpoints.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "backend/backend.hpp"
 #include "core/rng.hpp"
@@ -15,37 +14,15 @@
 #include "data/mnist.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
+#include "training_test_util.hpp"
 
 namespace lenet5 {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define REQUIRE_GPU_AND_MNIST()                                                         \
-  do {                                                                                  \
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU tests need one"; \
-    if (!fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte") &&                          \
-        !fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte.gz"))                         \
-      GTEST_SKIP() << "MNIST not in data/mnist: run scripts/fetch_mnist.sh";            \
-  } while (0)
-
-fs::path mnist_dir() { return fs::path(LENET5_SOURCE_DIR) / "data" / "mnist"; }
-
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : m_path(fs::temp_directory_path() / ("lenet5-gpu-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(m_path);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  fs::path operator/(const std::string& part) const { return m_path / part; }
-
- private:
-  fs::path m_path;
-};
+using test::bytes_of;
+using test::mnist_dir;
+using test::ScratchDir;
 
 TrainSettings gpu_run(const fs::path& out, int epochs) {
   TrainSettings s;
@@ -57,13 +34,6 @@ TrainSettings gpu_run(const fs::path& out, int epochs) {
   s.evaluate_every_epoch = false;
   s.out = out.string();
   return s;
-}
-
-std::string bytes_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 TEST(GpuTraining, ResumingAfterAnEpochGivesIdenticalWeights) {

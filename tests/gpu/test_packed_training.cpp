@@ -17,48 +17,15 @@
 #include "sweep/sweep.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
+#include "training_test_util.hpp"
 
 namespace lenet5 {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path mnist_dir() {
-  return fs::path(LENET5_SOURCE_DIR) / "data" / "mnist";
-}
-
-#define REQUIRE_GPU_AND_MNIST()                                                          \
-  do {                                                                                   \
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU tests need one"; \
-    if (!fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte") &&                           \
-        !fs::exists(mnist_dir() / "t10k-labels-idx1-ubyte.gz"))                          \
-      GTEST_SKIP() << "MNIST not in data/mnist: run scripts/fetch_mnist.sh";             \
-  } while (0)
-
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : m_path(fs::temp_directory_path() /
-               ("lenet5-packed-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(m_path);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(m_path, ignored);
-  }
-  fs::path operator/(const std::string& part) const { return m_path / part; }
-
- private:
-  fs::path m_path;
-};
-
-std::string bytes_of(const fs::path& file) {
-  EXPECT_TRUE(fs::exists(file)) << file;
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using test::bytes_of;
+using test::mnist_dir;
+using test::ScratchDir;
 
 // Model i of a small packed sweep: its own seed and peak rate, a one-cycle schedule, momentum and
 // weight decay (so SGD's velocity is packed too), 1,000 training images (the last batch short),
@@ -112,7 +79,7 @@ class PackedTraining : public testing::TestWithParam<std::string> {};
 
 TEST_P(PackedTraining, EachModelWritesTheCheckpointsOfTrainAlone) {
   REQUIRE_GPU_AND_MNIST();
-  ScratchDir packed("group"), alone("alone");
+  ScratchDir packed("packed-group"), alone("packed-alone");
   constexpr int kModels = 3;
   const std::vector<TrainJob> jobs = packed_jobs(packed, kModels, 2, GetParam());
   const std::vector<TrainOutcome> outcomes = train_models(jobs);
@@ -145,7 +112,7 @@ std::vector<TrainJob> constant_rate_jobs(const ScratchDir& dir, int models, int 
 
 TEST_P(PackedTraining, AGroupResumedAfterAnEpochEndsAsTheUninterruptedGroup) {
   REQUIRE_GPU_AND_MNIST();
-  ScratchDir straight("straight"), split("split");
+  ScratchDir straight("packed-straight"), split("packed-split");
   constexpr int kModels = 2;
   train_models(constant_rate_jobs(straight, kModels, 2, GetParam()));
   train_models(constant_rate_jobs(split, kModels, 1, GetParam()));
@@ -173,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(Augment, PackedTraining, testing::Values("none", "elast
 // ends with the checkpoint of train() alone.
 TEST(PackedSweep, PacksModelsThatDifferOnlyInSeedAndRate) {
   REQUIRE_GPU_AND_MNIST();
-  ScratchDir dir("sweep"), alone("sweep-alone");
+  ScratchDir dir("packed-sweep"), alone("packed-sweep-alone");
   std::vector<SweepModelRun> runs;
   for (int i = 0; i < 3; ++i) {
     const TrainJob job = packed_job({}, i, 1, "none");
@@ -209,7 +176,7 @@ TEST(PackedSweep, PacksModelsThatDifferOnlyInSeedAndRate) {
 // Models that differ beyond their seed and rates are refused as one group (the sweep never forms
 // such a group: it packs by packable_together).
 TEST(PackedTrainingRefusal, ADifferentNetworkCannotShareAGroup) {
-  ScratchDir dir("refused");
+  ScratchDir dir("packed-refused");
   std::vector<TrainJob> jobs = packed_jobs(dir, 2, 1, "none");
   jobs[1].settings.activation = jobs[0].settings.activation == "relu" ? "tanh" : "relu";
   EXPECT_FALSE(packable_together(jobs[0], jobs[1]));
