@@ -25,6 +25,12 @@ struct DeviceDataset {
   int count = 0;
   Buffer<std::uint8_t> images, labels;
 
+  // Whether this is the copy of `data`: the same address, storage and size (a different set that
+  // happens to reuse an address is not mistaken for it).
+  bool holds(const Dataset& data) const {
+    return source == &data && host_images == data.images.data() && count == data.count;
+  }
+
   void upload(const Dataset& data) {
     if (data.count < 0 || data.images.size() < std::size_t(data.count) * kImageBytes ||
         data.labels.size() < std::size_t(data.count))

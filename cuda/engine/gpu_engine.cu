@@ -182,11 +182,8 @@ class GpuEngine final : public NetworkEngine {
 // its storage and size, so a different set that happens to reuse an address is not mistaken for
 // the cached one.
 const DeviceDataset& GpuEngine::device_copy(const Dataset& data) {
-  const auto holds = [&data](const DeviceDataset& set) {
-    return set.source == &data && set.host_images == data.images.data() && set.count == data.count;
-  };
-  if (holds(m_train)) return m_train;
-  if (!holds(m_eval)) m_eval.upload(data);
+  if (m_train.holds(data)) return m_train;
+  if (!m_eval.holds(data)) m_eval.upload(data);
   return m_eval;
 }
 

@@ -99,9 +99,7 @@ class GpuEngineGroup final : public EngineGroup {
   // The data set is uploaded by the first member and must be the same for all; each member brings
   // its own augmentation seed, and the transform must be the same for all.
   void set_training_data(int i, const Dataset& train, const Augmentation& augmentation) {
-    const bool uploaded = m_train.source == &train && m_train.host_images == train.images.data() &&
-                          m_train.count == train.count;
-    if (!uploaded) {
+    if (!m_train.holds(train)) {
       m_epoch_graph.reset();  // its launches point into the buffers replaced here
       m_train.upload(train);
       m_augmentation =
