@@ -182,8 +182,15 @@ using SampleKernel = void (*)(SampleArgs);
 
 template <Activation A>
 SampleKernel sample_kernel_for(Subsampling pooling) {
-  return pooling == Subsampling::max ? whole_step_sample_kernel<A, Subsampling::max>
-                                     : whole_step_sample_kernel<A, Subsampling::average>;
+  switch (pooling) {
+    case Subsampling::average:
+      return whole_step_sample_kernel<A, Subsampling::average>;
+    case Subsampling::max:
+      return whole_step_sample_kernel<A, Subsampling::max>;
+    case Subsampling::trainable:
+      break;  // TrainSettings::net_config refuses it with --kernels whole-step
+  }
+  throw Error("internal: the whole-step kernels have no trainable subsampling");
 }
 
 SampleKernel sample_kernel_for(const NetConfig& config) {

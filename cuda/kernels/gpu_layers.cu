@@ -53,28 +53,36 @@ class ConvolutionGpu final : public Layer<float> {
   std::unique_ptr<cuda::ConvAlgorithm> m_kernels;
 };
 
-// S2 (N,6,28,28) -> (N,6,14,14), S4 (N,16,10,10) -> (N,16,5,5), with a per-map bias.
+// S2 (N,6,28,28) -> (N,6,14,14), S4 (N,16,10,10) -> (N,16,5,5), with a per-map bias, and with
+// trainable subsampling a per-map coefficient (6 or 16, the layer's weight).
 class SubsamplingGpu final : public Layer<float> {
  public:
-  SubsamplingGpu(const LayerSpec& spec, const NetConfig& config, float* bias, float* bias_grad)
+  SubsamplingGpu(const LayerSpec& spec, const NetConfig& config, float* coef, float* coef_grad,
+                 float* bias, float* bias_grad)
       : Layer<float>(spec.name, spec.in, spec.out),
         m_kind(config.subsampling),
         m_activation{spec.activate, config.activation},
         m_k(spec.kernel),
+        m_coef(coef),
+        m_coef_grad(coef_grad),
         m_bias(bias),
         m_bias_grad(bias_grad) {}
 
   void forward(const float* x, float* y, int n) override {
-    cuda::subsample_forward(shape(n), m_kind, x, m_bias, y, cuda::layer_stream(), m_activation);
+    cuda::subsample_forward(shape(n), m_kind, x, m_bias, y, cuda::layer_stream(), m_activation,
+                            m_coef);
   }
   void backward_input(const float* x, const float* y, const float* dL_dy, float* dL_dx,
                       int n) override {
     cuda::subsample_backward_input(shape(n), m_kind, x, dL_dy, dL_dx, cuda::layer_stream(),
-                                   m_activation, y);
+                                   m_activation, y, m_coef);
   }
-  void backward_weights(const float*, const float* y, const float* dL_dy, int n) override {
+  void backward_weights(const float* x, const float* y, const float* dL_dy, int n) override {
     cuda::subsample_backward_bias(shape(n), dL_dy, m_bias_grad, cuda::layer_stream(),
                                   m_activation, y);
+    if (m_coef_grad)
+      cuda::subsample_backward_coef(shape(n), x, dL_dy, m_coef_grad, cuda::layer_stream(),
+                                    m_activation, y);
   }
 
  private:
@@ -82,7 +90,7 @@ class SubsamplingGpu final : public Layer<float> {
   Subsampling m_kind;
   FusedActivation m_activation;  // the fast kernels' s2 and s4 apply the activation themselves
   int m_k;
-  float *m_bias, *m_bias_grad;
+  float *m_coef, *m_coef_grad, *m_bias, *m_bias_grad;
 };
 
 class ActivationGpu final : public Layer<float> {
@@ -185,7 +193,7 @@ std::unique_ptr<Layer<float>> make_fast_layer(const LayerSpec& spec, const NetCo
     return std::make_unique<ConvolutionGpu>(spec, config.conv_algo, weight, weight_grad, bias,
                                             bias_grad, c3_mask, max_batch);
   if (spec.kind == LayerKind::subsampling)
-    return std::make_unique<SubsamplingGpu>(spec, config, bias, bias_grad);
+    return std::make_unique<SubsamplingGpu>(spec, config, weight, weight_grad, bias, bias_grad);
   throw Error("internal: no fast GPU layer for " + spec.name);
 }
 
@@ -204,7 +212,7 @@ std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetCon
       return std::make_unique<ConvolutionGpu>(spec, config.conv_algo, weight, weight_grad, bias,
                                               bias_grad, c3_mask, max_batch);
     case LayerKind::subsampling:
-      return std::make_unique<SubsamplingGpu>(spec, config, bias, bias_grad);
+      return std::make_unique<SubsamplingGpu>(spec, config, weight, weight_grad, bias, bias_grad);
     case LayerKind::activation:
       return std::make_unique<ActivationGpu>(spec, config.activation);
     case LayerKind::fully_connected:

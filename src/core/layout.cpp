@@ -8,8 +8,11 @@
 namespace lenet5 {
 namespace {
 
-void add_tensor(ParamLayout& layout, std::string name, std::vector<std::int64_t> shape,
-                int fan_in) {
+// Initialisation streams of the tensors only some settings have start here, after the others'.
+constexpr std::uint64_t kOptionalStreams = 100;
+
+void add_tensor(ParamLayout& layout, std::string name, std::vector<std::int64_t> shape, int fan_in,
+                std::uint64_t init_stream) {
   ParamSpec spec;
   spec.name = std::move(name);
   spec.shape = std::move(shape);
@@ -17,6 +20,7 @@ void add_tensor(ParamLayout& layout, std::string name, std::vector<std::int64_t>
   for (auto extent : spec.shape) spec.count *= std::size_t(extent);
   spec.offset = (layout.buffer_floats + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
   spec.fan_in = fan_in;
+  spec.init_stream = init_stream;
   layout.buffer_floats = spec.offset + spec.count;
   layout.trainable_count += spec.count;
   layout.tensors.push_back(std::move(spec));
@@ -39,16 +43,20 @@ const ParamSpec& ParamLayout::find(const std::string& name) const {
 
 ParamLayout lenet5_layout(const NetConfig& config) {
   ParamLayout layout;
-  add_tensor(layout, "c1.weight", {6, 1, 5, 5}, 1 * 25);
-  add_tensor(layout, "s2.bias", {6}, 0);
-  add_tensor(layout, "c3.weight", {16, 6, 5, 5}, 6 * 25);
-  add_tensor(layout, "s4.bias", {16}, 0);
-  add_tensor(layout, "c5.weight", {120, 16, 5, 5}, 16 * 25);
-  add_tensor(layout, "c5.bias", {120}, 0);
-  add_tensor(layout, "f6.weight", {84, 120}, 120);
-  add_tensor(layout, "f6.bias", {84}, 0);
-  add_tensor(layout, "output.weight", {10, 84}, 84);
-  add_tensor(layout, "output.bias", {10}, 0);
+  // Each subsampling map's coefficient multiplies the sum of its 2x2 window: fan-in 4.
+  const bool coefficients = config.subsampling == Subsampling::trainable;
+  add_tensor(layout, "c1.weight", {6, 1, 5, 5}, 1 * 25, 0);
+  if (coefficients) add_tensor(layout, "s2.weight", {6}, 2 * 2, kOptionalStreams);
+  add_tensor(layout, "s2.bias", {6}, 0, 1);
+  add_tensor(layout, "c3.weight", {16, 6, 5, 5}, 6 * 25, 2);
+  if (coefficients) add_tensor(layout, "s4.weight", {16}, 2 * 2, kOptionalStreams + 1);
+  add_tensor(layout, "s4.bias", {16}, 0, 3);
+  add_tensor(layout, "c5.weight", {120, 16, 5, 5}, 16 * 25, 4);
+  add_tensor(layout, "c5.bias", {120}, 0, 5);
+  add_tensor(layout, "f6.weight", {84, 120}, 120, 6);
+  add_tensor(layout, "f6.bias", {84}, 0, 7);
+  add_tensor(layout, "output.weight", {10, 84}, 84, 8);
+  add_tensor(layout, "output.bias", {10}, 0, 9);
   if (config.c3_table == C3Table::lecun)
     for (int m = 0; m < 16; ++m) layout.trainable_count -= std::size_t(6 - c3_connections(config, m)) * 25;
   return layout;
@@ -69,10 +77,9 @@ void initialise_parameters(const ParamLayout& layout, const NetConfig& config, s
                            T* host_params) {
   for (std::size_t i = 0; i < layout.buffer_floats; ++i) host_params[i] = T(0);
   const std::vector<float> mask = c3_weight_mask(config);
-  for (std::size_t t = 0; t < layout.tensors.size(); ++t) {
-    const ParamSpec& spec = layout.tensors[t];
+  for (const ParamSpec& spec : layout.tensors) {
     if (spec.fan_in == 0) continue;  // biases start at zero
-    SplitMix64 rng(stream_seed(seed, RngStream::init, t));
+    SplitMix64 rng(stream_seed(seed, RngStream::init, spec.init_stream));
     const bool is_c3 = spec.name == "c3.weight";
     const std::size_t per_map = spec.count / std::size_t(spec.shape[0]);
     for (std::size_t i = 0; i < spec.count; ++i) {

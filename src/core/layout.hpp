@@ -3,10 +3,14 @@
 //
 // The book's network (Figs 16.4, 16.5): C1 and C3 have no bias of their own, because the
 // subsampling layers that follow them add one per map (Fig 16.5); C5 is followed by no
-// subsampling, so it carries its own bias. Hence 61,706 trainable parameters with the full C3 table:
+// subsampling, so it carries its own bias. Hence 61,706 trainable parameters with the full C3
+// table:
 //   c1.weight (6,1,5,5) 150   s2.bias (6) 6      c3.weight (16,6,5,5) 2,400   s4.bias (16) 16
 //   c5.weight (120,16,5,5) 48,000   c5.bias (120)   f6.weight (84,120) 10,080   f6.bias (84)
 //   output.weight (10,84) 840   output.bias (10)
+// With --subsampling trainable (LeCun et al. 1998, section II.B) each subsampling map also has a
+// trainable coefficient, just before its bias: s2.weight (6) and s4.weight (16), 22 more (61,728).
+// The other settings have no such tensors, so their checkpoints are unchanged.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +28,10 @@ struct ParamSpec {
   std::size_t offset = 0;           // in floats, into the flat buffer
   std::size_t count = 0;            // product of shape
   int fan_in = 0;                   // inputs feeding one output, for initialisation (0: a bias)
+  // The random stream initialise_parameters draws this tensor from: its index among the tensors
+  // every setting has, and after those for the subsampling coefficients, so that a network with
+  // trainable subsampling starts from the same other weights as one without.
+  std::uint64_t init_stream = 0;
 };
 
 // Offsets are rounded up to 32 floats (128 bytes) so every tensor starts on an aligned boundary

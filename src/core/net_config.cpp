@@ -24,7 +24,7 @@ const std::vector<std::string>& activation_names() {
   return names;
 }
 const std::vector<std::string>& subsampling_names() {
-  static const std::vector<std::string> names{"average", "max"};
+  static const std::vector<std::string> names{"average", "max", "trainable"};
   return names;
 }
 const std::vector<std::string>& c3_table_names() {

@@ -10,7 +10,10 @@
 namespace lenet5 {
 
 enum class Activation { tanh, sigmoid, scaled_tanh, relu };
-enum class Subsampling { average, max };
+// average and max: the book's (Fig 16.5, Exercise 1). trainable: LeCun et al. 1998, section II.B,
+// "the four inputs to a unit in S2 are added, then multiplied by a trainable coefficient, and
+// added to a trainable bias": S = coef[c] * (sum of the window) + bias[c].
+enum class Subsampling { average, max, trainable };
 enum class C3Table { full, lecun };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
@@ -66,7 +69,7 @@ C3Table parse_c3_table(const std::string& name);
 GpuKernels parse_gpu_kernels(const std::string& name);
 
 const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
-const std::vector<std::string>& subsampling_names();  // "average", "max"
+const std::vector<std::string>& subsampling_names();  // "average", "max", "trainable"
 const std::vector<std::string>& c3_table_names();     // "full", "lecun"
 const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
 

@@ -1,6 +1,7 @@
 #include "engine/network.hpp"
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
 
 #include "core/error.hpp"
@@ -12,13 +13,21 @@
 namespace lenet5 {
 namespace {
 
+// The parameter tensor a layer's weight pointer views: the topology's, and with trainable
+// subsampling the subsampling layers' coefficients (core/layout.hpp), which only that setting has.
+std::string weight_tensor(const LayerSpec& spec, const NetConfig& config) {
+  if (spec.kind == LayerKind::subsampling && config.subsampling == Subsampling::trainable)
+    return spec.name + ".weight";
+  return spec.weight;
+}
+
 template <class T>
 std::unique_ptr<Layer<T>> make_layer(Device device, const LayerSpec& spec, const NetConfig& config,
                                      const ParamLayout& layout, T* params, T* grads,
                                      const float* c3_mask, int max_batch) {
   T *weight = nullptr, *weight_grad = nullptr, *bias = nullptr, *bias_grad = nullptr;
-  if (!spec.weight.empty()) {
-    const std::size_t offset = layout.find(spec.weight).offset;
+  if (const std::string weight_name = weight_tensor(spec, config); !weight_name.empty()) {
+    const std::size_t offset = layout.find(weight_name).offset;
     weight = params + offset;
     weight_grad = grads + offset;
   }

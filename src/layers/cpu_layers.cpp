@@ -36,21 +36,29 @@ class ConvolutionCpu final : public Layer<T> {
   const float* m_mask;
 };
 
+// S2, S4: a per-map bias, and with trainable subsampling a per-map coefficient (weight).
 template <class T>
 class SubsamplingCpu final : public Layer<T> {
  public:
-  SubsamplingCpu(const LayerSpec& spec, Subsampling kind, T* bias, T* bias_grad)
-      : Layer<T>(spec.name, spec.in, spec.out), m_kind(kind), m_k(spec.kernel), m_bias(bias),
+  SubsamplingCpu(const LayerSpec& spec, Subsampling kind, T* coef, T* coef_grad, T* bias,
+                 T* bias_grad)
+      : Layer<T>(spec.name, spec.in, spec.out),
+        m_kind(kind),
+        m_k(spec.kernel),
+        m_coef(coef),
+        m_coef_grad(coef_grad),
+        m_bias(bias),
         m_bias_grad(bias_grad) {}
 
   void forward(const T* x, T* y, int n) override {
-    subsample_forward_cpu(shape(n), m_kind, x, m_bias, y);
+    subsample_forward_cpu(shape(n), m_kind, x, m_bias, y, m_coef);
   }
   void backward_input(const T* x, const T*, const T* dL_dy, T* dL_dx, int n) override {
-    subsample_backward_input_cpu(shape(n), m_kind, x, dL_dy, dL_dx);
+    subsample_backward_input_cpu(shape(n), m_kind, x, dL_dy, dL_dx, m_coef);
   }
-  void backward_weights(const T*, const T*, const T* dL_dy, int n) override {
+  void backward_weights(const T* x, const T*, const T* dL_dy, int n) override {
     subsample_backward_bias_cpu(shape(n), dL_dy, m_bias_grad);
+    if (m_coef_grad) subsample_backward_coef_cpu(shape(n), x, dL_dy, m_coef_grad);
   }
 
  private:
@@ -59,7 +67,7 @@ class SubsamplingCpu final : public Layer<T> {
   }
   Subsampling m_kind;
   int m_k;
-  T *m_bias, *m_bias_grad;
+  T *m_coef, *m_coef_grad, *m_bias, *m_bias_grad;
 };
 
 template <class T>
@@ -115,7 +123,8 @@ std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig&
       return std::make_unique<ConvolutionCpu<T>>(spec, weight, weight_grad, bias, bias_grad,
                                                  c3_mask);
     case LayerKind::subsampling:
-      return std::make_unique<SubsamplingCpu<T>>(spec, config.subsampling, bias, bias_grad);
+      return std::make_unique<SubsamplingCpu<T>>(spec, config.subsampling, weight, weight_grad,
+                                                 bias, bias_grad);
     case LayerKind::activation:
       return std::make_unique<ActivationCpu<T>>(spec, config.activation);
     case LayerKind::fully_connected:

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "core/error.hpp"
 #include "layers/blas_cpu.hpp"
 #include "layers/reference_cpu.hpp"
 
@@ -129,30 +130,48 @@ void dense_backward_weights_fast_cpu(const FcShape& s, const T* x, const T* dL_d
     for (int o = 0; o < s.out; ++o) dL_dbias[o] += dL_dz[std::size_t(n) * s.out + o];
 }
 
-// LeNet's subsampling: average over 2x2 windows that tile the map exactly. The loops below then
-// run over whole rows (vectorised) instead of window by window; the other cases take the
-// reference's loops.
+namespace {
+
+template <class T>
+void require_coefficients(Subsampling kind, const T* coef) {
+  if (kind == Subsampling::trainable && !coef)
+    throw Error("internal: trainable subsampling without its coefficients");
+}
+
+}  // namespace
+
+// LeNet's subsampling: average (or trainable coefficient times sum) over 2x2 windows that tile the
+// map exactly. The loops below then run over whole rows (vectorised) instead of window by window;
+// the other cases take the reference's loops.
 bool tiles_in_2x2(const PoolShape& s, Subsampling kind) {
-  return kind == Subsampling::average && s.k == 2 && s.h % 2 == 0 && s.w % 2 == 0;
+  return kind != Subsampling::max && s.k == 2 && s.h % 2 == 0 && s.w % 2 == 0;
 }
 
 template <class T>
 void subsample_forward_fast_cpu(const PoolShape& s, Subsampling kind, FusedActivation activation,
-                                const T* x, const T* bias, T* y) {
+                                const T* x, const T* bias, T* y, const T* coef) {
   const int H_out = s.h_out(), W_out = s.w_out();
   if (!tiles_in_2x2(s, kind)) {
-    subsample_forward_cpu(s, kind, x, bias, y);
+    subsample_forward_cpu(s, kind, x, bias, y, coef);
   } else {
+    require_coefficients(kind, coef);
     for (int n = 0; n < s.n; ++n)
       for (int c = 0; c < s.c; ++c)
         for (int h = 0; h < H_out; ++h) {
           const T* top = x + ((std::size_t(n) * s.c + c) * s.h + 2 * h) * s.w;
           const T* bottom = top + s.w;
           T* out = y + ((std::size_t(n) * s.c + c) * H_out + h) * W_out;
-          // The reference's order: the window summed row by row, divided by 4, then the bias.
-          for (int w = 0; w < W_out; ++w)
-            out[w] =
-                (top[2 * w] + top[2 * w + 1] + bottom[2 * w] + bottom[2 * w + 1]) / T(4) + bias[c];
+          // The reference's order: the window summed row by row, divided by 4 (or multiplied by
+          // the coefficient), then the bias.
+          if (kind == Subsampling::trainable) {
+            for (int w = 0; w < W_out; ++w)
+              out[w] = coef[c] * (top[2 * w] + top[2 * w + 1] + bottom[2 * w] + bottom[2 * w + 1]) +
+                       bias[c];
+          } else {
+            for (int w = 0; w < W_out; ++w)
+              out[w] = (top[2 * w] + top[2 * w + 1] + bottom[2 * w] + bottom[2 * w + 1]) / T(4) +
+                       bias[c];
+          }
         }
   }
   activate_in_place(activation, y, std::size_t(s.n) * s.c * H_out * W_out);
@@ -160,8 +179,9 @@ void subsample_forward_fast_cpu(const PoolShape& s, Subsampling kind, FusedActiv
 
 template <class T>
 void subsample_backward_input_fast_cpu(const PoolShape& s, Subsampling kind, const T* x,
-                                       const T* dL_dz, T* dL_dx) {
-  if (!tiles_in_2x2(s, kind)) return subsample_backward_input_cpu(s, kind, x, dL_dz, dL_dx);
+                                       const T* dL_dz, T* dL_dx, const T* coef) {
+  if (!tiles_in_2x2(s, kind)) return subsample_backward_input_cpu(s, kind, x, dL_dz, dL_dx, coef);
+  require_coefficients(kind, coef);
   const int H_out = s.h_out(), W_out = s.w_out();
   for (int n = 0; n < s.n; ++n)
     for (int c = 0; c < s.c; ++c)
@@ -169,9 +189,13 @@ void subsample_backward_input_fast_cpu(const PoolShape& s, Subsampling kind, con
         const T* dz = dL_dz + ((std::size_t(n) * s.c + c) * H_out + h) * W_out;
         T* top = dL_dx + ((std::size_t(n) * s.c + c) * s.h + 2 * h) * s.w;
         T* bottom = top + s.w;
-        for (int w = 0; w < W_out; ++w) {
-          const T share = dz[w] / T(4);  // each input of the window gets a quarter
-          top[2 * w] = top[2 * w + 1] = bottom[2 * w] = bottom[2 * w + 1] = share;
+        // Each input of the window gets a quarter, or the coefficient times dE/dZ.
+        if (kind == Subsampling::trainable) {
+          for (int w = 0; w < W_out; ++w)
+            top[2 * w] = top[2 * w + 1] = bottom[2 * w] = bottom[2 * w + 1] = coef[c] * dz[w];
+        } else {
+          for (int w = 0; w < W_out; ++w)
+            top[2 * w] = top[2 * w + 1] = bottom[2 * w] = bottom[2 * w + 1] = dz[w] / T(4);
         }
       }
 }
@@ -206,9 +230,9 @@ void sum_chunks_cpu(const T* partials, int chunks, std::size_t count, T* out) {
   template void dense_backward_input_fast_cpu<T>(const FcShape&, const T*, const T*, T*);         \
   template void dense_backward_weights_fast_cpu<T>(const FcShape&, const T*, const T*, T*, T*);   \
   template void subsample_forward_fast_cpu<T>(const PoolShape&, Subsampling, FusedActivation,     \
-                                              const T*, const T*, T*);                            \
+                                              const T*, const T*, T*, const T*);                  \
   template void subsample_backward_input_fast_cpu<T>(const PoolShape&, Subsampling, const T*,     \
-                                                     const T*, T*);                               \
+                                                     const T*, T*, const T*);                     \
   template void activation_gradient_fast_cpu<T>(FusedActivation, const T*, const T*, T*,          \
                                                 std::size_t);                                     \
   template void sum_chunks_cpu<T>(const T*, int, std::size_t, T*);

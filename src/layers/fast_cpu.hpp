@@ -3,8 +3,8 @@
 // computed by GEMMs from the BLAS (layers/blas_cpu.hpp) where the work is a matrix product.
 //   convolution (C1, C3): the unroll of Fig 16.16 (conv_unroll_cpu) and one GEMM per sample
 //   convolution with a 1x1 output (C5), fully connected (F6, output): one GEMM per chunk
-//   subsampling: row-wise 2x2 averages (the reference's loops for max or other windows), then
-//                the fused activation
+//   subsampling: row-wise 2x2 averages or trainable sums (the reference's loops for max or other
+//                windows), then the fused activation
 //
 // Each function here computes ONE chunk of samples (the shapes' n), serially. The layers around
 // them (fast_cpu_layers.cpp) split the batch into chunks of kCpuChunkSamples, whatever the number
@@ -66,14 +66,15 @@ void dense_backward_weights_fast_cpu(const FcShape& s, const T* x, const T* dL_d
                                      T* dL_dbias);
 
 // S = f(pool(Y) + b): the reference's pooling (subsample_forward_cpu), then the activation.
+// coef: trainable subsampling's coefficients (C), read by that kind only.
 template <class T>
 void subsample_forward_fast_cpu(const PoolShape& s, Subsampling kind, FusedActivation activation,
-                                const T* x, const T* bias, T* y);
+                                const T* x, const T* bias, T* y, const T* coef = nullptr);
 
 // dE/dX from dE/dZ (the gradient before the activation): subsample_backward_input_cpu's values.
 template <class T>
 void subsample_backward_input_fast_cpu(const PoolShape& s, Subsampling kind, const T* x,
-                                       const T* dL_dz, T* dL_dx);
+                                       const T* dL_dz, T* dL_dx, const T* coef = nullptr);
 
 // dE/dZ = dE/dY * f'(z), through the layer's output y (count elements); a copy when the
 // activation is off.

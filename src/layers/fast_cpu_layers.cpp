@@ -178,24 +178,27 @@ class DenseFast final : public Layer<T> {
   ChunkGradients<T> m_chunks;
 };
 
-// S2, S4: the reference's pooling on each chunk, the activation fused after it.
+// S2, S4: the reference's pooling on each chunk, the activation fused after it. With trainable
+// subsampling, a per-map coefficient (the layer's weight) too.
 template <class T>
 class SubsamplingFast final : public Layer<T> {
  public:
-  SubsamplingFast(const LayerSpec& spec, Subsampling kind, FusedActivation activation, T* bias,
-                  T* bias_grad)
+  SubsamplingFast(const LayerSpec& spec, Subsampling kind, FusedActivation activation, T* coef,
+                  T* coef_grad, T* bias, T* bias_grad)
       : Layer<T>(spec.name, spec.in, spec.out),
         m_kind(kind),
         m_activation(activation),
         m_k(spec.kernel),
+        m_coef(coef),
+        m_coef_grad(coef_grad),
         m_bias(bias),
         m_bias_grad(bias_grad),
-        m_chunks(0, spec.out.c) {}
+        m_chunks(coef ? std::size_t(spec.out.c) : 0, spec.out.c) {}
 
   void forward(const T* x, T* y, int n) override {
     for_each_chunk(n, [&](int, int first, int count) {
       subsample_forward_fast_cpu(shape(count), m_kind, m_activation, x + first * this->in().size(),
-                                 m_bias, y + first * this->out().size());
+                                 m_bias, y + first * this->out().size(), m_coef);
     });
   }
   void backward_input(const T* x, const T* y, const T* dL_dy, T* dL_dx, int n) override {
@@ -203,16 +206,20 @@ class SubsamplingFast final : public Layer<T> {
     for_each_chunk(n, [&](int, int first, int count) {
       subsample_backward_input_fast_cpu(shape(count), m_kind, x + first * this->in().size(),
                                         dL_dz(y, dL_dy, first, count),
-                                        dL_dx + first * this->in().size());
+                                        dL_dx + first * this->in().size(), m_coef);
     });
   }
-  void backward_weights(const T*, const T* y, const T* dL_dy, int n) override {
+  void backward_weights(const T* x, const T* y, const T* dL_dy, int n) override {
     grown(m_dL_dz, this->out().size() * n);
     m_chunks.prepare(n);
     for_each_chunk(n, [&](int c, int first, int count) {
-      subsample_backward_bias_cpu(shape(count), dL_dz(y, dL_dy, first, count), m_chunks.bias(c));
+      const T* dz = dL_dz(y, dL_dy, first, count);
+      subsample_backward_bias_cpu(shape(count), dz, m_chunks.bias(c));
+      if (m_coef)
+        subsample_backward_coef_cpu(shape(count), x + first * this->in().size(), dz,
+                                    m_chunks.weight(c));
     });
-    m_chunks.sum(n, nullptr, m_bias_grad);
+    m_chunks.sum(n, m_coef_grad, m_bias_grad);
   }
 
  private:
@@ -227,7 +234,7 @@ class SubsamplingFast final : public Layer<T> {
   Subsampling m_kind;
   FusedActivation m_activation;
   int m_k;
-  T *m_bias, *m_bias_grad;
+  T *m_coef, *m_coef_grad, *m_bias, *m_bias_grad;
   std::vector<T> m_dL_dz;
   ChunkGradients<T> m_chunks;
 };
@@ -254,8 +261,8 @@ std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetCo
     case LayerKind::fully_connected:
       return std::make_unique<DenseFast<T>>(spec, activation, weight, weight_grad, bias, bias_grad);
     case LayerKind::subsampling:
-      return std::make_unique<SubsamplingFast<T>>(spec, config.subsampling, activation, bias,
-                                                  bias_grad);
+      return std::make_unique<SubsamplingFast<T>>(spec, config.subsampling, activation, weight,
+                                                  weight_grad, bias, bias_grad);
     case LayerKind::activation:
       break;
   }

@@ -51,15 +51,22 @@ void conv_backward_weights_cpu(const ConvShape& s, const T* x, const T* dL_dy, T
 // (which is a layer of its own here): S[n,c,h,w] = pool(Y[n,c,K*h+p,K*w+q]) + b[c].
 // Errata fixed: E03-E07 (undeclared loop variables, the doubled sum "S += S + ...", the bias and
 // sigmoid statement placed outside the loops in rendering B, the missing b parameter).
+// Trainable (LeCun et al. 1998, section II.B): pool = coef[c] * (the window's sum, row by row),
+// with the coefficients `coef` (C), which only this kind reads (and needs).
 template <class T>
-void subsample_forward_cpu(const PoolShape& s, Subsampling kind, const T* x, const T* bias, T* y);
+void subsample_forward_cpu(const PoolShape& s, Subsampling kind, const T* x, const T* bias, T* y,
+                           const T* coef = nullptr);
 // Average: each input of a window receives dE/dS / K^2. Max: the window's first maximum (in
-// row-major order) receives dE/dS, the others 0.
+// row-major order) receives dE/dS, the others 0. Trainable: each input receives coef[c] * dE/dS.
 template <class T>
-void subsample_backward_input_cpu(const PoolShape& s, Subsampling kind, const T* x,
-                                  const T* dL_dy, T* dL_dx);
+void subsample_backward_input_cpu(const PoolShape& s, Subsampling kind, const T* x, const T* dL_dy,
+                                  T* dL_dx, const T* coef = nullptr);
 template <class T>
 void subsample_backward_bias_cpu(const PoolShape& s, const T* dL_dy, T* dL_dbias);
+// Trainable subsampling's dE/dcoef[c] = sum_{n,h,w} dE/dS[n,c,h,w] * (window sum at n,c,h,w),
+// summed in the order n, h, w (the window row by row, as the forward pass).
+template <class T>
+void subsample_backward_coef_cpu(const PoolShape& s, const T* x, const T* dL_dy, T* dL_dcoef);
 
 template <class T>
 void activation_forward_cpu(Activation kind, const T* x, T* y, std::size_t count);

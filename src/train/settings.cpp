@@ -113,7 +113,10 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::activation, "--activation", "relu", "activation function")
           .one_of(activation_names())
           .in_group("Network"),
-      setting(&S::subsampling, "--subsampling", "max", "S2 and S4 subsampling")
+      setting(&S::subsampling, "--subsampling", "max",
+              "S2 and S4 subsampling: average or max (the book), or trainable (LeCun et al. 1998, "
+              "section II.B: each window's sum times a trainable coefficient per map, plus the "
+              "bias; not with --kernels whole-step)")
           .one_of(subsampling_names())
           .in_group("Network"),
       setting(&S::c3_table, "--c3-table", "full",
@@ -359,6 +362,11 @@ NetConfig TrainSettings::net_config() const {
                        "auto, or choose --kernels fast");
     config.conv_algo = parse_conv_algo(conv_algo);
   }
+  // The whole-step kernels compute the book's subsampling only.
+  if (set.whole_step && config.subsampling == Subsampling::trainable)
+    throw UsageError("--subsampling trainable does not apply to --kernels " +
+                     std::string(set.name) +
+                     ", whose kernels have no trainable subsampling: choose --kernels fast");
   return config;
 }
 

@@ -104,6 +104,32 @@ TEST(Checkpoint, RecordsTheDataSetAndOldFilesAreMnist) {
       << unknown;
 }
 
+// LeCun et al. 1998's trainable subsampling: the coefficients are two more tensors (with their
+// momentum) in the same format, and read back exactly.
+TEST(Checkpoint, TrainableSubsamplingCarriesTheCoefficients) {
+  TempDir dir;
+  Checkpoint saved = sample_checkpoint(true);
+  saved.net.subsampling = Subsampling::trainable;
+  const ParamLayout layout = lenet5_layout(saved.net);
+  saved.parameters.assign(layout.buffer_floats, 0.0f);
+  initialise_parameters(layout, saved.net, 7, saved.parameters.data());
+  std::vector<float>& momentum = saved.optimizer_state.back().values;
+  momentum.clear();  // the padding between tensors stays 0, as it is never written
+  for (float p : saved.parameters) momentum.push_back(0.5f * p);
+  save_checkpoint(dir / "c.safetensors", saved);
+
+  const SafetensorsFile file = read_safetensors(dir / "c.safetensors");
+  for (const auto& [name, maps] : {std::pair{"s2.weight", 6}, std::pair{"s4.weight", 16}}) {
+    ASSERT_TRUE(file.tensors.count(name)) << name;
+    EXPECT_EQ(file.tensors.at(name).shape, (std::vector<std::int64_t>{maps})) << name;
+    EXPECT_TRUE(file.tensors.count(std::string(name) + ".momentum")) << name;
+  }
+  const Checkpoint loaded = load_checkpoint(dir / "c.safetensors");
+  EXPECT_EQ(loaded.net.subsampling, Subsampling::trainable);
+  EXPECT_EQ(loaded.parameters, saved.parameters);
+  EXPECT_TRUE(loaded.optimizer_state == saved.optimizer_state);
+}
+
 TEST(Checkpoint, IsAStandardSafetensorsFileWithTheDocumentedTensors) {
   TempDir dir;
   save_checkpoint(dir / "c.safetensors", sample_checkpoint(true));

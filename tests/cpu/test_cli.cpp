@@ -63,6 +63,11 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"train --kernels turbo --device cpu", "accepted: book, fast, whole-step"},
       {"train --kernels whole-step --conv-algo tiled --device cpu",
        "does not apply to --kernels whole-step"},
+      // Refused before any data is read (there is none under --data here), on any device.
+      {"train --kernels whole-step --subsampling trainable --device cpu --data /no/such/folder",
+       "--subsampling trainable does not apply to --kernels whole-step"},
+      {"train --subsampling trainable --device cpu --data /no/such/folder",
+       "choose --kernels fast"},
       {"train --batch-size 0 --device cpu", "--batch-size"},
       {"train --momentum 1.5 --device cpu", "--momentum"},
       {"train --dataset cifar --device cpu",

@@ -91,7 +91,7 @@ std::vector<NetConfig> every_option() {
   std::vector<NetConfig> configs;
   for (Activation activation :
        {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu})
-    for (Subsampling subsampling : {Subsampling::average, Subsampling::max})
+    for (Subsampling subsampling : {Subsampling::average, Subsampling::max, Subsampling::trainable})
       for (C3Table table : {C3Table::full, C3Table::lecun}) {
         NetConfig config;
         config.activation = activation;
@@ -121,7 +121,7 @@ TEST(FastCpuLayers, MatchTheReferenceForEveryOptionInDouble) {
 // window's maximum, and then the gradient legitimately goes elsewhere.
 TEST(FastCpuLayers, MatchTheReferenceForEveryActivationInFloat) {
   for (const NetConfig& config : every_option())
-    if (config.subsampling == Subsampling::average)
+    if (config.subsampling != Subsampling::max)
       for (int n : {1, 64, 67}) expect_fast_matches_reference<float>(config, n, 1e-4);
 }
 
@@ -170,6 +170,14 @@ TEST(FastCpuLayers, TrainingGivesTheSameBitsWithOneTwoOrThreeThreads) {
       EXPECT_EQ(parameters_after_training(NetConfig{}, batch, threads), one)
           << "batch " << batch << ", " << threads << " threads";
   }
+}
+
+// The same with trainable subsampling, whose coefficients' gradients are summed chunk by chunk
+// too.
+TEST(FastCpuLayers, TrainableSubsamplingTrainsToTheSameBitsWithOneOrThreeThreads) {
+  NetConfig config;
+  config.subsampling = Subsampling::trainable;
+  EXPECT_EQ(parameters_after_training(config, 27, 3), parameters_after_training(config, 27, 1));
 }
 
 TEST(CpuThreads, RefusesFewerThanOne) {

@@ -181,6 +181,32 @@ TEST(GradientCheck, MaxSubsamplingInputAndBias) {
   expect_subsampling_gradients(s, Subsampling::max, x, 9);
 }
 
+// LeCun et al. 1998's trainable subsampling: dL/dx = coef * r over each window, dL/dcoef the
+// r-weighted window sums, dL/dbias as for average. 7 rows and 5 columns: inputs outside every
+// window get 0; K = 3 on the second shape checks windows other than 2x2.
+TEST(GradientCheck, TrainableSubsamplingInputCoefficientsAndBias) {
+  for (const lenet5::PoolShape& s : {lenet5::PoolShape{2, 3, 7, 6, 2}, {2, 2, 7, 5, 3}}) {
+    const std::size_t y_count = std::size_t(s.n) * s.c * s.h_out() * s.w_out();
+    Doubles x = random_doubles(std::size_t(s.n) * s.c * s.h * s.w, 30);
+    Doubles coef = random_doubles(std::size_t(s.c), 31), b = random_doubles(std::size_t(s.c), 32);
+    const Doubles r = random_doubles(y_count, 33);
+    const auto loss = [&] {
+      Doubles y(y_count);
+      lenet5::subsample_forward_cpu(s, Subsampling::trainable, x.data(), b.data(), y.data(),
+                                    coef.data());
+      return weighted_sum(r, y);
+    };
+    Doubles dx(x.size()), dcoef(coef.size()), db(b.size());
+    lenet5::subsample_backward_input_cpu(s, Subsampling::trainable, x.data(), r.data(), dx.data(),
+                                         coef.data());
+    lenet5::subsample_backward_coef_cpu(s, x.data(), r.data(), dcoef.data());
+    lenet5::subsample_backward_bias_cpu(s, r.data(), db.data());
+    expect_gradient("trainable subsampling dL/dx", loss, x, dx);
+    expect_gradient("trainable subsampling dL/dcoef", loss, coef, dcoef);
+    expect_gradient("trainable subsampling dL/dbias", loss, b, db);
+  }
+}
+
 // The backward pass gets only the forward OUTPUT y (activation_math.hpp) and must still give
 // f'(x). ReLU's kink at 0 is avoided: every |x| > 1e-3 >> h is asserted first.
 TEST(GradientCheck, EveryActivation) {
@@ -382,6 +408,18 @@ TEST(NetworkGradientCheck, SigmoidAndScaledTanh) {
       make_config(Activation::sigmoid, Subsampling::average, lenet5::C3Table::full), 4);
   check_network_gradients(
       make_config(Activation::scaled_tanh, Subsampling::average, lenet5::C3Table::full), 5);
+}
+
+// LeCun et al. 1998's network parts together: trainable subsampling (its coefficients checked
+// like every other tensor), the scaled tanh and Table I.
+TEST(NetworkGradientCheck, TrainableSubsamplingScaledTanhLeCunTable) {
+  check_network_gradients(
+      make_config(Activation::scaled_tanh, Subsampling::trainable, lenet5::C3Table::lecun), 7);
+}
+
+TEST(NetworkGradientCheck, TrainableSubsamplingTanhFullTable) {
+  check_network_gradients(
+      make_config(Activation::tanh, Subsampling::trainable, lenet5::C3Table::full), 8);
 }
 
 }  // namespace

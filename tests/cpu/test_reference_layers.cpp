@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/activation_math.hpp"
+#include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/rng.hpp"
@@ -291,6 +292,52 @@ TEST(SubsampleBackwardCpu, RowsBeyondTheLastWindowGetZero) {
     for (int w = 0; w < 5; ++w) EXPECT_EQ(dx[h * 5 + w], (h < 4 && w < 4) ? 1.0f : 0.0f);
 }
 
+// LeCun et al. 1998, section II.B: the window's sum times the map's coefficient, plus its bias.
+// The window sums of 1..16 are 14, 22, 46 and 54; with coefficient 0.5 and bias 1 every value is
+// exact in float.
+TEST(SubsampleForwardCpu, TrainableOf4x4Example) {
+  const Floats x = one_to_sixteen(), coef = {0.5f}, bias = {1};
+  Floats y(4);
+  lenet5::subsample_forward_cpu(kPool4x4, Subsampling::trainable, x.data(), bias.data(), y.data(),
+                                coef.data());
+  EXPECT_EQ(y, (Floats{8, 12, 24, 28}));
+}
+
+// dE/dX = coef * dE/dS on every input of the window; dE/dcoef = sum of dE/dS times the window's
+// sum: 10*14 + 20*22 + 30*46 + 40*54 = 4,120.
+TEST(SubsampleBackwardCpu, TrainableScalesByTheCoefficientAndItsGradientWeighsTheWindowSums) {
+  const Floats x = one_to_sixteen(), coef = {0.5f}, dy = {10, 20, 30, 40};
+  Floats dx(16, -1.0f), dcoef(1, -1.0f);
+  lenet5::subsample_backward_input_cpu(kPool4x4, Subsampling::trainable, x.data(), dy.data(),
+                                       dx.data(), coef.data());
+  EXPECT_EQ(dx, (Floats{5, 5, 10, 10, 5, 5, 10, 10, 15, 15, 20, 20, 15, 15, 20, 20}));
+  lenet5::subsample_backward_coef_cpu(kPool4x4, x.data(), dy.data(), dcoef.data());
+  EXPECT_EQ(dcoef, (Floats{4120}));
+}
+
+// Two samples and two maps: each map's coefficient gradient sums over the batch and positions of
+// its own map only. Map 0's windows: sample 0 sums 1..4 (10), sample 1 sums 5..8 (26); map 1's
+// are 0 in sample 0 and 4 (ones) in sample 1.
+TEST(SubsampleBackwardCpu, TrainableCoefficientGradientSumsOverBatchPerMap) {
+  const lenet5::PoolShape s{2, 2, 2, 2, 2};  // dy is (2, 2, 1, 1)
+  const Floats x = {1, 2, 3, 4, 0, 0, 0, 0, 5, 6, 7, 8, 1, 1, 1, 1};
+  const Floats dy = {1, 2, 3, 4};
+  Floats dcoef(2, -1.0f);
+  lenet5::subsample_backward_coef_cpu(s, x.data(), dy.data(), dcoef.data());
+  EXPECT_EQ(dcoef, (Floats{1 * 10 + 3 * 26, 2 * 0 + 4 * 4}));
+}
+
+TEST(SubsampleForwardCpu, TrainableWithoutCoefficientsIsAnInternalError) {
+  const Floats x = one_to_sixteen(), bias = {0};
+  Floats y(4), dx(16);
+  EXPECT_THROW(lenet5::subsample_forward_cpu(kPool4x4, Subsampling::trainable, x.data(),
+                                             bias.data(), y.data()),
+               lenet5::Error);
+  EXPECT_THROW(lenet5::subsample_backward_input_cpu(kPool4x4, Subsampling::trainable, x.data(),
+                                                    y.data(), dx.data()),
+               lenet5::Error);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fully connected, §1.6: W = [[1,2,3],[4,5,6]], X = [1,0,-1], dE/dY = [1,2].
 
@@ -466,6 +513,43 @@ TEST(ParamLayout, TrainableCountLeCunTableIs60806) {
   EXPECT_EQ(lenet5::lenet5_layout(config_with(lenet5::C3Table::lecun)).trainable_count, 60806u);
 }
 
+lenet5::NetConfig trainable_subsampling(lenet5::C3Table table) {
+  lenet5::NetConfig config = config_with(table);
+  config.subsampling = Subsampling::trainable;
+  return config;
+}
+
+// LeCun et al. 1998's trainable coefficients: one per S2 map and one per S4 map, 6 + 16 = 22 more.
+TEST(ParamLayout, TrainableSubsamplingAddsOneCoefficientPerMap) {
+  EXPECT_EQ(lenet5::lenet5_layout(trainable_subsampling(lenet5::C3Table::full)).trainable_count,
+            61706u + 22u);
+  EXPECT_EQ(lenet5::lenet5_layout(trainable_subsampling(lenet5::C3Table::lecun)).trainable_count,
+            60806u + 22u);
+  // Only that setting has them: the others' layouts (and so checkpoints) are unchanged.
+  for (const Subsampling kind : {Subsampling::average, Subsampling::max}) {
+    lenet5::NetConfig config;
+    config.subsampling = kind;
+    for (const char* name : {"s2.weight", "s4.weight"})
+      EXPECT_THROW(lenet5::lenet5_layout(config).find(name), lenet5::Error) << name;
+  }
+}
+
+// Each coefficient just before its map's bias, with the window's fan-in (2x2 = 4).
+TEST(ParamLayout, TrainableSubsamplingCoefficientsPrecedeTheirBiases) {
+  const lenet5::ParamLayout layout =
+      lenet5::lenet5_layout(trainable_subsampling(lenet5::C3Table::full));
+  std::vector<std::string> names;
+  for (const lenet5::ParamSpec& spec : layout.tensors) names.push_back(spec.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"c1.weight", "s2.weight", "s2.bias", "c3.weight", "s4.weight",
+                                      "s4.bias", "c5.weight", "c5.bias", "f6.weight", "f6.bias",
+                                      "output.weight", "output.bias"}));
+  EXPECT_EQ(layout.find("s2.weight").shape, (std::vector<std::int64_t>{6}));
+  EXPECT_EQ(layout.find("s4.weight").shape, (std::vector<std::int64_t>{16}));
+  EXPECT_EQ(layout.find("s2.weight").fan_in, 4);
+  EXPECT_EQ(layout.find("s4.weight").fan_in, 4);
+}
+
 TEST(ParamLayout, NamesAndShapesInCheckpointOrder) {
   struct Expected {
     const char* name;
@@ -577,6 +661,31 @@ TEST(InitialiseParameters, BiasesZeroWeightsWithinFanInBoundAndPaddingZero) {
     if (!inside[i]) {
       EXPECT_EQ(params[i], 0.0) << "padding at " << i;
     }
+}
+
+// The coefficients draw from streams of their own: every other tensor starts from the values it
+// has without them, so the two settings differ only in the subsampling. The coefficients lie
+// within the fan-in bound sqrt(3/4) and are not all equal.
+TEST(InitialiseParameters, TrainableSubsamplingKeepsTheOtherTensorsInitialValues) {
+  const lenet5::NetConfig average, trainable = trainable_subsampling(lenet5::C3Table::full);
+  const lenet5::ParamLayout average_layout = lenet5::lenet5_layout(average),
+                            trainable_layout = lenet5::lenet5_layout(trainable);
+  const std::vector<double> a = initialised(average, 11), t = initialised(trainable, 11);
+  for (const lenet5::ParamSpec& spec : average_layout.tensors) {
+    const lenet5::ParamSpec& other = trainable_layout.find(spec.name);
+    for (std::size_t i = 0; i < spec.count; ++i)
+      ASSERT_EQ(a[spec.offset + i], t[other.offset + i]) << spec.name << "[" << i << "]";
+  }
+  for (const char* name : {"s2.weight", "s4.weight"}) {
+    const lenet5::ParamSpec& spec = trainable_layout.find(name);
+    std::set<double> values;
+    for (std::size_t i = 0; i < spec.count; ++i) {
+      const double v = t[spec.offset + i];
+      EXPECT_LE(std::abs(v), std::sqrt(3.0 / 4)) << name << "[" << i << "]";
+      values.insert(v);
+    }
+    EXPECT_EQ(values.size(), spec.count) << name;
+  }
 }
 
 TEST(InitialiseParameters, LeCunTableZeroesDisconnectedC3WeightsAndUsesPerMapFanIn) {

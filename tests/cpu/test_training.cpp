@@ -2,11 +2,12 @@
 // `evaluate` agrees with what training recorded.
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "io/safetensors.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
@@ -103,6 +104,29 @@ TEST(Training, ResumingAfterAnEpochGivesIdenticalWeights) {
       train_straight_and_resumed_after_epoch(small_run(straight, 640, 2), split);
   EXPECT_EQ(final_parameters(straight / "run"), final_parameters(split / "run"));
   EXPECT_EQ(load_checkpoint(checkpoint_file).position.epoch, 2);
+}
+
+// LeCun et al. 1998's trainable subsampling (--kernels fast: the whole-step kernels refuse it):
+// the checkpoints carry its coefficients, trained away from their initial values, and a run
+// resumed after its first epoch ends with the uninterrupted run's weights.
+TEST(Training, TrainableSubsamplingCheckpointsAndResumesExactly) {
+  LENET5_REQUIRE_MNIST();
+  TempDir straight, split;
+  TrainSettings settings = small_run(straight, 640, 2);
+  settings.subsampling = "trainable";
+  settings.kernels = "fast";
+  train_straight_and_resumed_after_epoch(settings, split);
+  EXPECT_EQ(final_parameters(straight / "run"), final_parameters(split / "run"));
+  const Checkpoint last = load_checkpoint(straight / "run" / "last.safetensors");
+  EXPECT_EQ(last.net.subsampling, Subsampling::trainable);
+  const ParamLayout layout = lenet5_layout(last.net);
+  std::vector<float> initial(layout.buffer_floats);
+  initialise_parameters(layout, last.net, settings.seed, initial.data());
+  for (const char* name : {"s2.weight", "s4.weight"}) {
+    const ParamSpec& spec = layout.find(name);
+    for (std::size_t i = 0; i < spec.count; ++i)
+      EXPECT_NE(last.parameters[spec.offset + i], initial[spec.offset + i]) << name << i;
+  }
 }
 
 // Sends SIGINT once the trainer has installed its handler and training has started.

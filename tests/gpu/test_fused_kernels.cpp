@@ -175,13 +175,14 @@ TEST_P(FusedSubsampling, MatchesSubsamplingThenActivationOnTheCpu) {
   const FusedActivation fused{true, c.activation};
   const auto x = random_floats(in_count, 21);
   const auto b = random_floats(s.c, 22);
+  const auto coef = random_floats(s.c, 24);  // read by trainable subsampling only
   std::vector<float> z(out_count), y(out_count);
-  subsample_forward_cpu(s, c.kind, x.data(), b.data(), z.data());
+  subsample_forward_cpu(s, c.kind, x.data(), b.data(), z.data(), coef.data());
   activation_forward_cpu(c.activation, z.data(), y.data(), out_count);
-  const auto d_x = upload(x), d_b = upload(b);
+  const auto d_x = upload(x), d_b = upload(b), d_coef = upload(coef);
   auto d_y = poisoned(out_count);
   cuda::subsample_forward(s, c.kind, d_x.data(), d_b.data(), d_y.data(), cuda::kDefaultStream,
-                          fused);
+                          fused, d_coef.data());
   // The pooled sum is computed exactly as on the CPU (same order, no fused multiply-add); only
   // the activation differs, by the device's few ulp (see kActivationAbsolute).
   EXPECT_TRUE(all_close(download(d_y), y, std::vector<float>(out_count, 1.0f), kActivationAbsolute));
@@ -189,30 +190,56 @@ TEST_P(FusedSubsampling, MatchesSubsamplingThenActivationOnTheCpu) {
   const auto dy = random_floats(out_count, 23);
   std::vector<float> dz(out_count), dx(in_count), db(s.c), db_scale(s.c);
   activation_backward_cpu(c.activation, y.data(), dy.data(), dz.data(), out_count);
-  subsample_backward_input_cpu(s, c.kind, x.data(), dz.data(), dx.data());
+  subsample_backward_input_cpu(s, c.kind, x.data(), dz.data(), dx.data(), coef.data());
   subsample_backward_bias_cpu(s, dz.data(), db.data());
   const auto adz = test::absolute(dz);
   subsample_backward_bias_cpu(s, adz.data(), db_scale.data());
   const auto d_y_given = upload(y), d_dy = upload(dy);
   auto d_dx = poisoned(in_count), d_db = poisoned(s.c);
   cuda::subsample_backward_input(s, c.kind, d_x.data(), d_dy.data(), d_dx.data(),
-                                 cuda::kDefaultStream, fused, d_y_given.data());
+                                 cuda::kDefaultStream, fused, d_y_given.data(), d_coef.data());
   cuda::subsample_backward_bias(s, d_dy.data(), d_db.data(), cuda::kDefaultStream, fused,
                                 d_y_given.data());
   // dL/dz = dL/dy * f'(z): one product (and f' may use one fused multiply-add): within a couple
-  // of ulp of values below 1 in magnitude; the bias adds 12,544 of them (S2) in another order.
+  // of ulp of values below 1 in magnitude (times |coef| <= 1 for trainable); the bias adds 12,544
+  // of them (S2) in another order.
   EXPECT_TRUE(all_close(download(d_dx), dx, std::vector<float>(in_count, 1.0f), kActivationAbsolute));
   EXPECT_TRUE(all_close(download(d_db), db, plus(db_scale, kScaleFloor), kSumRelative));
+  if (c.kind != Subsampling::trainable) return;
+
+  // dL/dcoef = sum of dL/dz times the window sums: the same sum as the bias's, each term weighted.
+  // Scale: the same sum over |dL/dz| and |x|, which bounds every |term|.
+  std::vector<float> dcoef(s.c), dcoef_scale(s.c);
+  subsample_backward_coef_cpu(s, x.data(), dz.data(), dcoef.data());
+  const auto ax = test::absolute(x);
+  subsample_backward_coef_cpu(s, ax.data(), adz.data(), dcoef_scale.data());
+  auto d_dcoef = poisoned(s.c);
+  cuda::subsample_backward_coef(s, d_x.data(), d_dy.data(), d_dcoef.data(), cuda::kDefaultStream,
+                                fused, d_y_given.data());
+  EXPECT_TRUE(all_close(download(d_dcoef), dcoef, plus(dcoef_scale, kScaleFloor), kSumRelative));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     LeNetShapes, FusedSubsampling,
-    ::testing::Values(PoolCase{"S2AverageTanh", {64, 6, 28, 28, 2}, Subsampling::average, Activation::tanh},
-                      PoolCase{"S4AverageTanh", {64, 16, 10, 10, 2}, Subsampling::average, Activation::tanh},
-                      PoolCase{"S2MaxRelu", {64, 6, 28, 28, 2}, Subsampling::max, Activation::relu},
-                      PoolCase{"S4MaxSigmoid", {64, 16, 10, 10, 2}, Subsampling::max, Activation::sigmoid},
-                      PoolCase{"S4AverageScaledTanh", {64, 16, 10, 10, 2}, Subsampling::average,
-                               Activation::scaled_tanh}),
+    ::testing::Values(
+        PoolCase{"S2AverageTanh", {64, 6, 28, 28, 2}, Subsampling::average, Activation::tanh},
+        PoolCase{"S4AverageTanh", {64, 16, 10, 10, 2}, Subsampling::average, Activation::tanh},
+        PoolCase{"S2MaxRelu", {64, 6, 28, 28, 2}, Subsampling::max, Activation::relu},
+        PoolCase{"S4MaxSigmoid", {64, 16, 10, 10, 2}, Subsampling::max, Activation::sigmoid},
+        PoolCase{"S4AverageScaledTanh",
+                 {64, 16, 10, 10, 2},
+                 Subsampling::average,
+                 Activation::scaled_tanh},
+        // LeCun et al. 1998: trainable subsampling with the scaled tanh, and tanh.
+        PoolCase{"S2TrainableScaledTanh",
+                 {64, 6, 28, 28, 2},
+                 Subsampling::trainable,
+                 Activation::scaled_tanh},
+        PoolCase{"S4TrainableScaledTanh",
+                 {64, 16, 10, 10, 2},
+                 Subsampling::trainable,
+                 Activation::scaled_tanh},
+        PoolCase{"S4TrainableTanh", {64, 16, 10, 10, 2}, Subsampling::trainable, Activation::tanh}),
     [](const ::testing::TestParamInfo<PoolCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

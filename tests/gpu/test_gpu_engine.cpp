@@ -249,20 +249,18 @@ TEST_F(GpuEngine, ActivationsMatchTheCpuEngineForEveryKernelSet) {
 // 50,176 terms (C1's weights) and ulp-level activation differences gave at most 5e-6 on an H200
 // (C1), so 1e-4 leaves a factor 20, while any indexing error gives O(1). The parameters w - lr*v
 // then differ by at most lr * |dv| plus an ulp or two of w.
-TEST_F(GpuEngine, OneStepMatchesCpuEngine) {
-  const Dataset train = first_images(data->train, 2000);
-  auto gpu = gpu_engine(), cpu = cpu_engine();
-  const auto [tg, tc] = train_from_same_start(*gpu, *cpu, train, 5, 1);
-  if (HasFailure()) return;  // the engines started from different weights
+void expect_one_step_matches(Engine& gpu, Engine& cpu, const Dataset& train) {
+  const auto [tg, tc] = train_from_same_start(gpu, cpu, train, 5, 1);
+  if (::testing::Test::HasFailure()) return;  // the engines started from different weights
   EXPECT_EQ(tg.seen, kBatch);
   EXPECT_NEAR(tg.loss_sum, tc.loss_sum, 1e-5 * tc.loss_sum);
   EXPECT_LE(std::llabs(tg.correct - tc.correct), 1);
 
-  const std::vector<float> vg = velocity(*gpu), vc = velocity(*cpu);
+  const std::vector<float> vg = velocity(gpu), vc = velocity(cpu);
   ASSERT_EQ(vg.size(), vc.size());
-  ASSERT_EQ(vc.size(), cpu->layout().buffer_floats);
-  const std::vector<float> wg = gpu->parameters(), wc = cpu->parameters();
-  for (const ParamSpec& tensor : gpu->layout().tensors) {
+  ASSERT_EQ(vc.size(), cpu.layout().buffer_floats);
+  const std::vector<float> wg = gpu.parameters(), wc = cpu.parameters();
+  for (const ParamSpec& tensor : gpu.layout().tensors) {
     SCOPED_TRACE(tensor.name);
     double diff2 = 0, norm2 = 0, largest_dv = 0, largest_w = 0, largest_dw = 0;
     for (std::size_t i = tensor.offset; i < tensor.offset + tensor.count; ++i) {
@@ -273,11 +271,32 @@ TEST_F(GpuEngine, OneStepMatchesCpuEngine) {
       largest_w = std::max(largest_w, std::fabs(double(wc[i])));
       largest_dw = std::max(largest_dw, std::fabs(double(wg[i]) - double(wc[i])));
     }
-    RecordProperty(tensor.name + ".gradient_relative_error",
-                   std::to_string(std::sqrt(diff2 / norm2)));
+    ::testing::Test::RecordProperty(tensor.name + ".gradient_relative_error",
+                                    std::to_string(std::sqrt(diff2 / norm2)));
     EXPECT_GT(norm2, 0.0) << "no gradient reached this tensor";
     EXPECT_LE(std::sqrt(diff2), 1e-4 * std::sqrt(norm2)) << "gradient differs";
     EXPECT_LE(largest_dw, kLr * largest_dv + std::ldexp(largest_w, -22)) << "parameters differ";
+  }
+}
+
+TEST_F(GpuEngine, OneStepMatchesCpuEngine) {
+  auto gpu = gpu_engine(), cpu = cpu_engine();
+  expect_one_step_matches(*gpu, *cpu, first_images(data->train, 2000));
+}
+
+// LeCun et al. 1998's trainable subsampling, with the book's and the fast kernels, against the CPU
+// reference layers: the coefficients s2.weight and s4.weight are tensors like any other here.
+TEST_F(GpuEngine, TrainableSubsamplingOneStepMatchesCpuReference) {
+  NetConfig net;
+  net.subsampling = Subsampling::trainable;
+  net.activation = Activation::scaled_tanh;
+  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast}) {
+    SCOPED_TRACE(to_string(kernels));
+    net.kernels = GpuKernels::book;  // the CPU's reference layers
+    auto cpu = make_engine(Device::cpu, net, kMomentum, kBatch);
+    net.kernels = kernels;
+    auto gpu = make_gpu_engine(net, kMomentum, kBatch, true);
+    expect_one_step_matches(*gpu, *cpu, first_images(data->train, 2000));
   }
 }
 

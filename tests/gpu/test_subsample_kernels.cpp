@@ -1,7 +1,9 @@
-// Subsampling kernels (cuda/kernels/subsample.cu) against the CPU reference (layers/subsample_cpu.cpp), for
-// average and max, on LeNet's S2 and S4 shapes and on odd sizes whose last rows and columns belong
-// to no full window (they must get zero gradient). Max inputs are small integers, so windows often
-// hold tied maxima: forward and backward must both pick the first one in row-major order.
+// Subsampling kernels (cuda/kernels/subsample.cu) against the CPU reference
+// (layers/subsample_cpu.cpp), for average, max and trainable (LeCun et al. 1998: a coefficient per
+// map times the window's sum), on LeNet's S2 and S4 shapes and on odd sizes whose last rows and
+// columns belong to no full window (they must get zero gradient). Max inputs are small integers, so
+// windows often hold tied maxima: forward and backward must both pick the first one in row-major
+// order.
 //
 // Every output buffer is filled with NaN before each launch, so an output the kernel does not write
 // is counted as a NaN in the failure message.
@@ -32,27 +34,30 @@ std::size_t y_count(const PoolShape& s) {
 }
 
 const char* name_of(Subsampling kind) {
-  return kind == Subsampling::max ? "max" : "average";
+  return lenet5::to_string(kind);
 }
-constexpr Subsampling kKinds[] = {Subsampling::average, Subsampling::max};
+constexpr Subsampling kKinds[] = {Subsampling::average, Subsampling::max, Subsampling::trainable};
 
-// x (N,C,H,W), bias (C), dL_dy (N,C,H/K,W/K).
+// x (N,C,H,W), bias (C), dL_dy (N,C,H/K,W/K), coef (C): trainable subsampling's coefficients
+// (the other kinds ignore them).
 struct PoolData {
-  std::vector<float> x, bias, dL_dy;
+  std::vector<float> x, bias, dL_dy, coef;
 };
 
 // Integers in -2..2: five values over windows of 4 or 9 elements, so most windows have a tied
 // maximum. Sums are small integers (exact in float32); each average is then one division, which
-// both sides round the same way.
+// both sides round the same way; a coefficient in -3..3 times a sum, and every coefficient
+// gradient (at most 2,352 terms of at most 3 x 18 here), are integers below 2^24: exact too.
 PoolData integer_data(const PoolShape& s, unsigned seed) {
   return PoolData{random_integers(x_count(s), -2, 2, seed),
                   random_integers(std::size_t(s.c), -3, 3, seed + 1),
-                  random_integers(y_count(s), -3, 3, seed + 2)};
+                  random_integers(y_count(s), -3, 3, seed + 2),
+                  random_integers(std::size_t(s.c), -3, 3, seed + 3)};
 }
 
 PoolData float_data(const PoolShape& s, unsigned seed) {
   return PoolData{random_floats(x_count(s), seed), random_floats(std::size_t(s.c), seed + 1),
-                  random_floats(y_count(s), seed + 2)};
+                  random_floats(y_count(s), seed + 2), random_floats(std::size_t(s.c), seed + 3)};
 }
 
 // ---- CPU reference and GPU runs, vectors in and out ---------------------------------------------
@@ -63,26 +68,42 @@ struct Outputs {
 };
 
 Outputs forward(const PoolShape& s, Subsampling kind, const PoolData& d) {
-  const Buffer<float> x = upload(d.x), bias = upload(d.bias);
+  const Buffer<float> x = upload(d.x), bias = upload(d.bias), coef = upload(d.coef);
   return {gpu_output(y_count(s),
                      [&](float* y) {
-                       lenet5::cuda::subsample_forward(s, kind, x.data(), bias.data(), y, nullptr);
+                       lenet5::cuda::subsample_forward(s, kind, x.data(), bias.data(), y, nullptr,
+                                                       {}, coef.data());
                      }),
           cpu_output(y_count(s), [&](float* y) {
-            lenet5::subsample_forward_cpu<float>(s, kind, d.x.data(), d.bias.data(), y);
+            lenet5::subsample_forward_cpu<float>(s, kind, d.x.data(), d.bias.data(), y,
+                                                 d.coef.data());
           })};
 }
 
 Outputs backward_input(const PoolShape& s, Subsampling kind, const PoolData& d) {
-  const Buffer<float> x = upload(d.x), dL_dy = upload(d.dL_dy);
+  const Buffer<float> x = upload(d.x), dL_dy = upload(d.dL_dy), coef = upload(d.coef);
   return {gpu_output(x_count(s),
                      [&](float* dL_dx) {
                        lenet5::cuda::subsample_backward_input(s, kind, x.data(), dL_dy.data(),
-                                                              dL_dx, nullptr);
+                                                              dL_dx, nullptr, {}, nullptr,
+                                                              coef.data());
                      }),
           cpu_output(x_count(s), [&](float* dL_dx) {
-            lenet5::subsample_backward_input_cpu<float>(s, kind, d.x.data(), d.dL_dy.data(),
-                                                        dL_dx);
+            lenet5::subsample_backward_input_cpu<float>(s, kind, d.x.data(), d.dL_dy.data(), dL_dx,
+                                                        d.coef.data());
+          })};
+}
+
+Outputs backward_coef(const PoolShape& s, const std::vector<float>& x_host,
+                      const std::vector<float>& dL_dy) {
+  const Buffer<float> x = upload(x_host), dy = upload(dL_dy);
+  return {gpu_output(std::size_t(s.c),
+                     [&](float* dL_dcoef) {
+                       lenet5::cuda::subsample_backward_coef(s, x.data(), dy.data(), dL_dcoef,
+                                                             nullptr);
+                     }),
+          cpu_output(std::size_t(s.c), [&](float* dL_dcoef) {
+            lenet5::subsample_backward_coef_cpu<float>(s, x_host.data(), dL_dy.data(), dL_dcoef);
           })};
 }
 
@@ -149,8 +170,8 @@ TEST_P(SubsampleKernels, BackwardInputMatchesCpuExactlyOnIntegers) {
 }
 
 // Not only integers: both sides perform the same float operations in the same order (the window
-// sum p-major, one correctly rounded division, one bias addition; max only selects), so even random
-// floats must agree bit for bit.
+// sum p-major, one correctly rounded division or multiplication by the coefficient, one bias
+// addition, never fused; max only selects), so even random floats must agree bit for bit.
 TEST_P(SubsampleKernels, ForwardAndBackwardInputMatchCpuBitForBitOnRandomFloats) {
   LENET5_REQUIRE_GPU();
   const PoolShape s = GetParam().shape;
@@ -181,6 +202,38 @@ TEST_P(SubsampleKernels, BackwardBiasMatchesCpuOnRandomFloats) {
   EXPECT_TRUE(all_close(dL_dbias.gpu, dL_dbias.cpu, backward_bias(s, absolute(d.dL_dy)).cpu, 1e-5));
 }
 
+TEST_P(SubsampleKernels, BackwardCoefMatchesCpuExactlyOnIntegers) {
+  LENET5_REQUIRE_GPU();
+  const PoolShape s = GetParam().shape;
+  const PoolData d = integer_data(s, 161);
+  const Outputs dL_dcoef = backward_coef(s, d.x, d.dL_dy);
+  EXPECT_TRUE(all_equal(dL_dcoef.gpu, dL_dcoef.cpu));
+}
+
+// Random floats: as for the bias, the GPU adds the terms in another order (and may fuse each
+// product into its running sum), so results differ by rounding. The scale is the same sum over
+// |dL/dS| and |x| (which bounds every |term|, since |window sum| <= the sum of |x|); 1e-5 of it
+// leaves a wide margin, and a missing term or window element fails.
+TEST_P(SubsampleKernels, BackwardCoefMatchesCpuOnRandomFloats) {
+  LENET5_REQUIRE_GPU();
+  const PoolShape s = GetParam().shape;
+  const PoolData d = float_data(s, 171);
+  const Outputs dL_dcoef = backward_coef(s, d.x, d.dL_dy);
+  EXPECT_TRUE(all_close(dL_dcoef.gpu, dL_dcoef.cpu,
+                        backward_coef(s, absolute(d.x), absolute(d.dL_dy)).cpu, 1e-5));
+}
+
+TEST_P(SubsampleKernels, BackwardCoefIsBitIdenticalRunToRun) {
+  LENET5_REQUIRE_GPU();
+  const PoolShape s = GetParam().shape;
+  const PoolData d = float_data(s, 181);
+  const std::vector<float> first = backward_coef(s, d.x, d.dL_dy).gpu;
+  const std::vector<float> second = backward_coef(s, d.x, d.dL_dy).gpu;
+  ASSERT_EQ(count_nans(first), 0u);
+  ASSERT_EQ(first.size(), second.size());
+  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0);
+}
+
 TEST_P(SubsampleKernels, BackwardBiasIsBitIdenticalRunToRun) {
   LENET5_REQUIRE_GPU();
   const PoolShape s = GetParam().shape;
@@ -203,9 +256,23 @@ INSTANTIATE_TEST_SUITE_P(LeNetAndOddShapes, SubsampleKernels, testing::ValuesIn(
 TEST(SubsampleKernelsExamples, Fig16_5AverageOfOneToSixteen) {
   LENET5_REQUIRE_GPU();
   const PoolShape s{1, 1, 4, 4, 2};
-  PoolData d{std::vector<float>(16), {0}, {}};
+  PoolData d{std::vector<float>(16), {0}, {}, {1}};  // the coefficient only trainable reads
   for (int i = 0; i < 16; ++i) d.x[std::size_t(i)] = float(i + 1);
   EXPECT_TRUE(all_equal(forward(s, Subsampling::average, d).gpu, {3.5f, 5.5f, 11.5f, 13.5f}));
+}
+
+// LeCun et al. 1998: 1..16 again, coefficient 0.5 and bias 1. Window sums 14, 22, 46, 54 give
+// 8, 12, 24, 28; dL/dS = 10, 20, 30, 40 gives dL/dX = 0.5 dL/dS over each window and
+// dL/dcoef = 10*14 + 20*22 + 30*46 + 40*54 = 4,120.
+TEST(SubsampleKernelsExamples, TrainableCoefficientOfOneToSixteen) {
+  LENET5_REQUIRE_GPU();
+  const PoolShape s{1, 1, 4, 4, 2};
+  PoolData d{std::vector<float>(16), {1}, {10, 20, 30, 40}, {0.5f}};
+  for (int i = 0; i < 16; ++i) d.x[std::size_t(i)] = float(i + 1);
+  EXPECT_TRUE(all_equal(forward(s, Subsampling::trainable, d).gpu, {8, 12, 24, 28}));
+  EXPECT_TRUE(all_equal(backward_input(s, Subsampling::trainable, d).gpu,
+                        {5, 5, 10, 10, 5, 5, 10, 10, 15, 15, 20, 20, 15, 15, 20, 20}));
+  EXPECT_TRUE(all_equal(backward_coef(s, d.x, d.dL_dy).gpu, {4120}));
 }
 
 // Four 2x2 windows, three with tied maxima; the gradient of each goes to its first maximum in
@@ -218,7 +285,8 @@ TEST(SubsampleKernelsExamples, MaxTiesGoToTheFirstMaximum) {
                     3, -1, 5, 5,  // window (1,0): 3 -1 / 3 3 -> (0,0)
                     3, 3, 5, 5},  // window (1,1): all 5 -> (0,0)
                    {0.5f},
-                   {10, 20, 30, 40}};
+                   {10, 20, 30, 40},
+                   {1}};
   EXPECT_TRUE(all_equal(forward(s, Subsampling::max, d).gpu, {1.5f, 2.5f, 3.5f, 5.5f}));
   EXPECT_TRUE(all_equal(backward_input(s, Subsampling::max, d).gpu, {10, 0, 0, 20,  //
                                                                       0, 0, 0, 0,    //
