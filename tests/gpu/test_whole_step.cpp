@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/augment_tolerance.hpp"
+#include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/sgd.hpp"
 #include "cuda/engine/whole_step.cuh"
@@ -259,6 +260,17 @@ TEST(WholeStep, StatisticsMatchTheCpuReference) {
 
 // train_step applies exactly sgd_step_cpu to the gradient that gradients() computes: the update
 // is the same formula, so the result must be bit for bit the CPU update of that gradient.
+// The whole-step kernels have no trainable subsampling (LeCun et al. 1998): TrainSettings refuses
+// the combination for users (tests/cpu/test_cli.cpp); should anything construct it anyway, it is
+// an error, never a silent run of average subsampling.
+TEST(WholeStep, RefusesTrainableSubsampling) {
+  LENET5_REQUIRE_GPU();
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  config.subsampling = Subsampling::trainable;
+  EXPECT_THROW(cuda::WholeStep(config, lenet5_layout(config), 64), Error);
+}
+
 TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
   LENET5_REQUIRE_GPU();
   NetConfig config;
