@@ -89,6 +89,9 @@ TEST_F(FashionRun, ConfigAndCheckpointRecordTheDataSet) {
   const Checkpoint loaded = load_checkpoint(s_checkpoint);
   EXPECT_EQ(loaded.dataset, "fashion-mnist");
   EXPECT_TRUE(mentions(loaded.config_toml, "dataset=\"fashion-mnist\"")) << loaded.config_toml;
+  // --input-scaling dataset: Fashion-MNIST's own statistics, which the metadata records.
+  EXPECT_EQ(file.metadata.at("input_scaling"), "fashion-mnist");
+  EXPECT_EQ(loaded.net.input_scaling, InputScaling::fashion_mnist);
 }
 
 TEST_F(FashionRun, EvaluateNamesTheClassesInTheConfusionMatrix) {

@@ -215,9 +215,11 @@ TEST_F(GpuEngine, ActivationsMatchTheCpuEngineForEveryKernelSet) {
   auto trainer = gpu_engine();
   trainer->initialise(4);
   train_one_epoch(*trainer, first_images(data->train, 1000), 4);
-  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast, GpuKernels::whole_step}) {
+  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast, GpuKernels::whole_step})
+  for (const InputScaling scaling : {InputScaling::mnist, InputScaling::lecun1998}) {
     NetConfig config;
     config.kernels = kernels;
+    config.input_scaling = scaling;
     auto gpu = make_gpu_engine(config, kMomentum, kBatch);
     auto cpu = make_engine(Device::cpu, config, kMomentum, kBatch);
     gpu->set_state(trainer->parameters(), trainer->optimizer_state());
@@ -225,9 +227,10 @@ TEST_F(GpuEngine, ActivationsMatchTheCpuEngineForEveryKernelSet) {
     for (int image = 0; image < 3; ++image) {
       const std::uint8_t* pixels = data->test.images.data() + std::size_t(image) * kImageBytes;
       const Activations g = gpu->activations(pixels), c = cpu->activations(pixels);
-      const std::string what =
-          std::string(gpu_kernel_set(kernels).name) + " image " + std::to_string(image);
+      const std::string what = std::string(gpu_kernel_set(kernels).name) + " " +
+                               to_string(scaling) + " image " + std::to_string(image);
       EXPECT_LE(largest_difference(g.input, c.input), 1e-6) << what;
+      EXPECT_EQ(g.input[0], normalise_pixel(0, pixel_scaling(scaling))) << what;
       ASSERT_EQ(g.layers.size(), c.layers.size()) << what;
       for (std::size_t l = 0; l < c.layers.size(); ++l) {
         EXPECT_EQ(g.layers[l].name, c.layers[l].name) << what;
@@ -347,8 +350,11 @@ TEST_F(GpuEngine, BookKernelsAreDeterministicToo) {
 // orders; the bound is the one of BookAndFastKernelsComputeTheSameNetwork, for the same reason),
 // with the same loss statistics, and the network it trains learns.
 TEST_F(GpuEngine, WholeStepKernelsTrainLikeTheFastKernels) {
+  for (const InputScaling scaling : {InputScaling::mnist, InputScaling::lecun1998}) {
+  SCOPED_TRACE(to_string(scaling));
   NetConfig fast_config, whole_config;
   whole_config.kernels = GpuKernels::whole_step;
+  fast_config.input_scaling = whole_config.input_scaling = scaling;
   auto fast = make_gpu_engine(fast_config, kMomentum, kBatch);
   auto whole = make_gpu_engine(whole_config, kMomentum, kBatch);
   fast->initialise(5);
@@ -370,6 +376,7 @@ TEST_F(GpuEngine, WholeStepKernelsTrainLikeTheFastKernels) {
   learner->initialise(1);
   train_one_epoch(*learner, first_images(data->train, 2000), 1);
   EXPECT_GT(learner->evaluate(data->test).accuracy(), 0.70);
+  }
 }
 
 // No atomics: two whole-step runs from the same seed agree bit for bit, and the epoch replayed as
