@@ -122,9 +122,8 @@ class GpuEngine final : public NetworkEngine {
       mark(EnginePhase::forward);
       if (m_augmentation.enabled())
         cuda::gather_augmented_batch(m_train.images.data(), m_train.labels.data(),
-                                     m_permutation.data() + first, count, m_augmentation,
-                                     scaling(), m_input.data(), m_labels.data(),
-                                     cuda::kDefaultStream);
+                                     m_permutation.data() + first, count, m_augmentation, scaling(),
+                                     m_input.data(), m_labels.data(), cuda::kDefaultStream);
       else
         cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
                            m_permutation.data() + first, count, scaling(), m_input.data(),

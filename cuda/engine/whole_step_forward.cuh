@@ -27,11 +27,10 @@ __device__ void load_image(SampleShared& s, const SampleArgs& args, int sample) 
   fill_input_field(image, /*border_only=*/augmented, args.scaling, kThreads,
                    [&s](int i, float value) { s.x[i] = value; });
   if (augmented)
-    augment_sample(
-        image, args.augment, std::uint32_t(source), *reinterpret_cast<AugmentScratch*>(s.scratch),
-        [&s, &args](int p, float grey) {
-          s.x[field_index(p)] = normalise_intensity_device(grey, args.scaling);
-        });
+    augment_sample(image, args.augment, std::uint32_t(source),
+                   *reinterpret_cast<AugmentScratch*>(s.scratch), [&s, &args](int p, float grey) {
+                     s.x[field_index(p)] = normalise_intensity_device(grey, args.scaling);
+                   });
   for (int i = threadIdx.x; i < kMaps3 * kD3Map; i += kThreads) s.d3[i] = 0.0f;
   if (threadIdx.x == 0) s.label = args.labels[source];
 }

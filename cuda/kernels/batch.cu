@@ -18,8 +18,8 @@ static_assert(kInputSide == kImageSide + 2 * kPad, "the input field is the padde
 }  // namespace
 
 __global__ void gather_batch_kernel1(const std::uint8_t* images, const std::uint8_t* labels,
-                                     const std::int32_t* indices, PixelScaling scaling,
-                                     float* out, std::uint8_t* labels_out) {
+                                     const std::int32_t* indices, PixelScaling scaling, float* out,
+                                     std::uint8_t* labels_out) {
   const int i = blockIdx.x;
   const std::size_t source = indices ? std::size_t(indices[i]) : std::size_t(i);
   const std::uint8_t* image = images + source * kImageBytes;
@@ -38,11 +38,11 @@ void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
   CUDA_CHECK_LAUNCH();
 }
 
-__global__ void gather_augmented_batch_kernel(const std::uint8_t* images, const std::uint8_t* labels,
+__global__ void gather_augmented_batch_kernel(const std::uint8_t* images,
+                                              const std::uint8_t* labels,
                                               const std::int32_t* indices,
-                                              DeviceAugmentation augmentation,
-                                              PixelScaling scaling, float* out,
-                                              std::uint8_t* labels_out) {
+                                              DeviceAugmentation augmentation, PixelScaling scaling,
+                                              float* out, std::uint8_t* labels_out) {
   // Raw storage: the struct's default member initialisers cannot run for __shared__ memory.
   __shared__ alignas(16) unsigned char storage[sizeof(AugmentScratch)];
   AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(storage);
@@ -65,9 +65,8 @@ void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labe
   if (!indices || !augmentation.enabled() || !augmentation.epoch)
     throw Error("internal: an augmented gather needs indices, an augmentation and its epoch");
   if (n == 0) return;
-  gather_augmented_batch_kernel<<<n, kGatherThreads, 0, stream>>>(images, labels, indices,
-                                                                  augmentation, scaling, out,
-                                                                  labels_out);
+  gather_augmented_batch_kernel<<<n, kGatherThreads, 0, stream>>>(
+      images, labels, indices, augmentation, scaling, out, labels_out);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -10,9 +10,9 @@
 namespace lenet5::cuda {
 
 // normalise_intensity and normalise_pixel of core/shapes.hpp, (pixel * (1/255) - mean) / std under
-// the network's PixelScaling, with each operation rounded as on the host: __fmul_rn/__fsub_rn stop nvcc from contracting the multiply and the subtraction
-// into one FMA (a single rounding, which would differ in the last bit), and __fdiv_rn is the same
-// IEEE division the host performs.
+// the network's PixelScaling, with each operation rounded as on the host: __fmul_rn/__fsub_rn stop
+// nvcc from contracting the multiply and the subtraction into one FMA (a single rounding, which
+// would differ in the last bit), and __fdiv_rn is the same IEEE division the host performs.
 __device__ inline float normalise_intensity_device(float intensity, PixelScaling scaling) {
   return __fdiv_rn(__fsub_rn(__fmul_rn(intensity, 1.0f / 255.0f), scaling.mean), scaling.std);
 }

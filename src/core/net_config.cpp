@@ -66,15 +66,21 @@ const std::vector<InputScalingInfo>& input_scalings() {
   // of 0.1 / 1.275 and a std of 1 / 1.275.
   static const std::vector<InputScalingInfo> table{
       {InputScaling::mnist, "mnist", {0.1307f, 0.3081f}, "MNIST's mean 0.1307 and std 0.3081"},
-      {InputScaling::fashion_mnist, "fashion-mnist", {0.2860406f, 0.3530242f},
+      {InputScaling::fashion_mnist,
+       "fashion-mnist",
+       {0.2860406f, 0.3530242f},
        "Fashion-MNIST's mean 0.2860 and std 0.3530"},
-      {InputScaling::lecun1998, "lecun1998", {0.1f / 1.275f, 1.0f / 1.275f},
+      {InputScaling::lecun1998,
+       "lecun1998",
+       {0.1f / 1.275f, 1.0f / 1.275f},
        "LeCun et al. 1998: background -0.1, ink 1.175"},
   };
   return table;
 }
 
-PixelScaling pixel_scaling(InputScaling scaling) { return input_scalings()[int(scaling)].pixels; }
+PixelScaling pixel_scaling(InputScaling scaling) {
+  return input_scalings()[int(scaling)].pixels;
+}
 
 const std::vector<std::string>& input_scaling_names() {
   static const std::vector<std::string> names = [] {
@@ -85,7 +91,9 @@ const std::vector<std::string>& input_scaling_names() {
   return names;
 }
 
-const char* to_string(InputScaling value) { return input_scalings()[int(value)].name; }
+const char* to_string(InputScaling value) {
+  return input_scalings()[int(value)].name;
+}
 
 InputScaling parse_input_scaling(const std::string& name) {
   return parse_named<InputScaling>(name, input_scaling_names(), "input scaling");

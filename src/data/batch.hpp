@@ -1,5 +1,5 @@
-// Turning MNIST bytes into the network's input: normalise_pixel (core/shapes.hpp) of each byte under
-// the network's PixelScaling, the 28x28 image centred in a 32x32 field whose border is the
+// Turning MNIST bytes into the network's input: normalise_pixel (core/shapes.hpp) of each byte
+// under the network's PixelScaling, the 28x28 image centred in a 32x32 field whose border is the
 // normalised value of a black pixel.
 #pragma once
 

@@ -305,8 +305,7 @@ TEST_P(AugmentedGather, WithoutAugmentationIsThePlainGather) {
   const std::vector<std::uint8_t> images = five_images();
   const std::vector<std::int32_t> indices{2, 4, 0, 1, 3, 2};
   std::vector<float> plain(indices.size() * kInputFloats);
-  gather_batch_cpu(images.data(), indices.data(), int(indices.size()), kMnistScaling,
-                   plain.data());
+  gather_batch_cpu(images.data(), indices.data(), int(indices.size()), kMnistScaling, plain.data());
   Augmentation none{strong(AugmentKind::none), 9};
   EXPECT_EQ(gathered(images, indices, none, 2), plain);
   EXPECT_EQ(gathered(images, indices, Augmentation{}, 0), plain);

@@ -106,9 +106,8 @@ TEST(AugmentedGather, MatchesTheDoubleReferenceForFixedKeys) {
         const std::vector<float> got =
             test::gpu_output(std::size_t(n) * kInputFloats, [&](float* out) {
               cuda::gather_augmented_batch(device.images.data(), device.labels.data(),
-                                           device.indices.data(), n, augmentation,
-                                           kMnistScaling, out, labels_out.data(),
-                                           cudaStreamPerThread);
+                                           device.indices.data(), n, augmentation, kMnistScaling,
+                                           out, labels_out.data(), cudaStreamPerThread);
             });
         std::vector<float> want(std::size_t(n) * kInputFloats);
         gather_augmented_batch_reference(images.data(), kIndices.data(), n,

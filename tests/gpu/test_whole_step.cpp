@@ -31,7 +31,6 @@ namespace {
 // The scaling these tests gather under (the gathers only pass it to the normalisation).
 const PixelScaling kMnistScaling = pixel_scaling(InputScaling::mnist);
 
-
 struct Batch {
   std::vector<std::uint8_t> images, labels;  // a small "data set"
   std::vector<std::int32_t> indices;         // the step's samples, in a shuffled order
