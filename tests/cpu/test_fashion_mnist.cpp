@@ -116,6 +116,20 @@ TEST_F(FashionRun, EvaluateNamesTheClassesInTheConfusionMatrix) {
   EXPECT_TRUE(mentions(json.out, "\"classes\":[\"T-shirt/top\",\"Trouser\"")) << json.out;
 }
 
+// The report's page names the classes (its pictures' labels: test_pictures.cpp).
+TEST_F(FashionRun, EvaluateReportNamesTheClasses) {
+  const auto report = run_lenet5("evaluate --device cpu --checkpoint " + checkpoint() +
+                                     " --data " + data() + " --report " +
+                                     quoted(m_scratch / "report"),
+                                 m_scratch);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string page = testing::read_text(m_scratch / "report" / "index.html");
+  EXPECT_TRUE(mentions(page, "Rows: the true class; columns: the class predicted.")) << page;
+  EXPECT_TRUE(mentions(page, "0 T-shirt/top, 1 Trouser, ")) << page;
+  for (const char* picture : {"confusion.png", "errors.png"})
+    EXPECT_TRUE(fs::exists(m_scratch / "report" / picture)) << picture;
+}
+
 TEST_F(FashionRun, ClassifySaysTheClassNotItsNumber) {
   const auto top = run_lenet5(
       "classify --device cpu --top 10 --checkpoint " + checkpoint() + " " + quoted(kDigit7),
