@@ -109,8 +109,8 @@ RgbImage mistakes_picture(const std::vector<Mistake>& mistakes, int total_mistak
   if (shown < total_mistakes) title += ", the " + std::to_string(shown) + " most confident shown";
   const std::string subtitle =
       "most confident first; label: true->predicted, probability of the prediction";
-  const int text_wide = std::max({text_width(title, kTitleScale),
-                                  text_width(subtitle, kLabelScale), text_width(key_line, kLabelScale)});
+  const int text_wide = std::max({text_width(title, kTitleScale), text_width(subtitle, kLabelScale),
+                                  text_width(key_line, kLabelScale)});
   RgbImage image(std::max(2 * kMargin + std::max(columns * kMistakeCell, text_wide), 640),
                  top + std::max(rows, 1) * cell_h + kMargin);
   draw_text(image, kMargin, kMargin, title, kBlack, kTitleScale);

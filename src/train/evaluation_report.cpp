@@ -66,8 +66,9 @@ void write_evaluation_report(const fs::path& dir, Engine& engine, const Dataset&
   const std::vector<pictures::Mistake> mistakes = find_mistakes(engine, test);
   pictures::write_png(dir / kConfusionFile,
                       pictures::confusion_picture(evaluation.confusion, classes.class_names));
-  pictures::write_png(dir / kErrorsFile, pictures::mistakes_picture(mistakes, int(mistakes.size()),
-                                                                    test.count, classes.class_names));
+  pictures::write_png(
+      dir / kErrorsFile,
+      pictures::mistakes_picture(mistakes, int(mistakes.size()), test.count, classes.class_names));
   write_file_atomically(dir / kReportIndexFile,
                         index_html(evaluation, checkpoint, mistakes.size(), classes));
 }

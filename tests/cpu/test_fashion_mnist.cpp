@@ -118,9 +118,8 @@ TEST_F(FashionRun, EvaluateNamesTheClassesInTheConfusionMatrix) {
 
 // The report's page names the classes (its pictures' labels: test_pictures.cpp).
 TEST_F(FashionRun, EvaluateReportNamesTheClasses) {
-  const auto report = run_lenet5("evaluate --device cpu --checkpoint " + checkpoint() +
-                                     " --data " + data() + " --report " +
-                                     quoted(m_scratch / "report"),
+  const auto report = run_lenet5("evaluate --device cpu --checkpoint " + checkpoint() + " --data " +
+                                     data() + " --report " + quoted(m_scratch / "report"),
                                  m_scratch);
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const std::string page = testing::read_text(m_scratch / "report" / "index.html");

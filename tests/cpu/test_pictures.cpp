@@ -242,16 +242,16 @@ TEST(EvaluationPictures, MistakesAreCappedAtTenRowsOfTen) {
   // 100 shown are ten rows, 10 one; a row is a digit drawn 84 pixels high and its label's 30.
   EXPECT_EQ(capped.height() - one_row.height(), 9 * (84 + 30));
   mistakes[0].image.resize(3);
-  EXPECT_TRUE(
-      throws_error_mentioning([&] { mistakes_picture(mistakes, 10, 10000, kDigits); },
-                              {"not 28x28"}));
+  EXPECT_TRUE(throws_error_mentioning([&] { mistakes_picture(mistakes, 10, 10000, kDigits); },
+                                      {"not 28x28"}));
 }
 
 // Classes that are not their numbers are named: in a key under the mistakes' title (one line
 // more), and beside the confusion matrix's row numbers (a wider margin). Digits need neither.
 TEST(EvaluationPictures, ClassesThatAreNotTheirNumbersAreNamed) {
-  const std::vector<std::string> clothes{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                         "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  const std::vector<std::string> clothes{"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                         "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                         "Bag",         "Ankle boot"};
   EXPECT_EQ(class_key(kDigits), "");
   EXPECT_EQ(class_key(clothes).rfind("0 T-shirt/top, 1 Trouser, ", 0), 0u) << class_key(clothes);
   const std::vector<Mistake> mistakes(3, Mistake{std::vector<std::uint8_t>(784), 6, 0, 0.5f});
@@ -261,8 +261,11 @@ TEST(EvaluationPictures, ClassesThatAreNotTheirNumbersAreNamed) {
   counts[6][0] = 40;
   EXPECT_GT(confusion_picture(counts, clothes).width(),
             confusion_picture(counts, kDigits).width() + 50);
-  EXPECT_TRUE(throws_error_mentioning([&] { confusion_picture(counts, {"a", "b"}); },
-                                      {"2 class names"}));
+  EXPECT_TRUE(throws_error_mentioning(
+      [&] {
+        confusion_picture(counts, {"a", "b"});
+      },
+      {"2 class names"}));
 }
 
 TEST(EvaluationPictures, ConfusionCellsAreShadedByCount) {
