@@ -122,12 +122,12 @@ class GpuEngine final : public NetworkEngine {
       mark(EnginePhase::forward);
       if (m_augmentation.enabled())
         cuda::gather_augmented_batch(m_train.images.data(), m_train.labels.data(),
-                                     m_permutation.data() + first, count, m_augmentation,
+                                     m_permutation.data() + first, count, m_augmentation, scaling(),
                                      m_input.data(), m_labels.data(), cuda::kDefaultStream);
       else
         cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
-                           m_permutation.data() + first, count, m_input.data(), m_labels.data(),
-                           cuda::kDefaultStream);
+                           m_permutation.data() + first, count, scaling(), m_input.data(),
+                           m_labels.data(), cuda::kDefaultStream);
       m_network.forward(m_input.data(), count);
       mark(EnginePhase::backward);
       cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
@@ -201,8 +201,8 @@ Evaluation GpuEngine::evaluate(const Dataset& data) {
   Buffer<std::int32_t> predictions(Device::gpu, data.count);
   for (int b = 0; b < batches; ++b) {
     const int first = b * kEvalBatch, n = std::min(kEvalBatch, data.count - first);
-    cuda::gather_batch(set.images.data() + first * kImageBytes, nullptr, nullptr, n, m_input.data(),
-                       nullptr, cuda::kDefaultStream);
+    cuda::gather_batch(set.images.data() + first * kImageBytes, nullptr, nullptr, n, scaling(),
+                       m_input.data(), nullptr, cuda::kDefaultStream);
     m_network.forward(m_input.data(), n);
     cuda::softmax_cross_entropy(m_network.logits(), set.labels.data() + first, n, nullptr,
                                 predictions.data() + first, slots.data() + b, cuda::kDefaultStream);
@@ -224,7 +224,7 @@ std::vector<float> GpuEngine::probabilities(const std::uint8_t* images, int n) {
   for (int first = 0; first < n; first += kEvalBatch) {
     const int count = std::min(kEvalBatch, n - first);
     cuda::gather_batch(device_images.data() + first * kImageBytes, nullptr, nullptr, count,
-                       m_input.data(), nullptr, cuda::kDefaultStream);
+                       scaling(), m_input.data(), nullptr, cuda::kDefaultStream);
     m_network.forward(m_input.data(), count);
     cuda::softmax_probabilities(m_network.logits(), count,
                                 device_probabilities.data() + std::size_t(first) * kClasses,

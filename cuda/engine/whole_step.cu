@@ -318,6 +318,7 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
                   indices,
                   n,
                   augmentation,
+                  pixel_scaling(m_config.input_scaling),
                   params,
                   m_offsets,
                   m_records.data(),

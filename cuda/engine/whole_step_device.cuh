@@ -98,6 +98,7 @@ struct SampleArgs {
   const std::int32_t* indices;
   int n;
   DeviceAugmentation augment;  // kind none: the image as it is
+  PixelScaling scaling;        // of the network's input (core/net_config.hpp's InputScaling)
   const float* params;
   WholeStepOffsets at;
   float* records;

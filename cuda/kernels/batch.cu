@@ -18,29 +18,31 @@ static_assert(kInputSide == kImageSide + 2 * kPad, "the input field is the padde
 }  // namespace
 
 __global__ void gather_batch_kernel1(const std::uint8_t* images, const std::uint8_t* labels,
-                                     const std::int32_t* indices, float* out,
+                                     const std::int32_t* indices, PixelScaling scaling, float* out,
                                      std::uint8_t* labels_out) {
   const int i = blockIdx.x;
   const std::size_t source = indices ? std::size_t(indices[i]) : std::size_t(i);
   const std::uint8_t* image = images + source * kImageBytes;
   float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
-  fill_input_field(image, /*border_only=*/false, blockDim.x,
+  fill_input_field(image, /*border_only=*/false, scaling, blockDim.x,
                    [field](int p, float value) { field[p] = value; });
   if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
 }
 
 void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
-                  const std::int32_t* indices, int n, float* out, std::uint8_t* labels_out,
-                  cudaStream_t stream) {
+                  const std::int32_t* indices, int n, PixelScaling scaling, float* out,
+                  std::uint8_t* labels_out, cudaStream_t stream) {
   if (n == 0) return;
-  gather_batch_kernel1<<<n, kGatherThreads, 0, stream>>>(images, labels, indices, out, labels_out);
+  gather_batch_kernel1<<<n, kGatherThreads, 0, stream>>>(images, labels, indices, scaling, out,
+                                                         labels_out);
   CUDA_CHECK_LAUNCH();
 }
 
-__global__ void gather_augmented_batch_kernel(const std::uint8_t* images, const std::uint8_t* labels,
+__global__ void gather_augmented_batch_kernel(const std::uint8_t* images,
+                                              const std::uint8_t* labels,
                                               const std::int32_t* indices,
-                                              DeviceAugmentation augmentation, float* out,
-                                              std::uint8_t* labels_out) {
+                                              DeviceAugmentation augmentation, PixelScaling scaling,
+                                              float* out, std::uint8_t* labels_out) {
   // Raw storage: the struct's default member initialisers cannot run for __shared__ memory.
   __shared__ alignas(16) unsigned char storage[sizeof(AugmentScratch)];
   AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(storage);
@@ -48,23 +50,23 @@ __global__ void gather_augmented_batch_kernel(const std::uint8_t* images, const 
   const std::uint32_t source = std::uint32_t(indices[i]);
   float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
   const std::uint8_t* image = images + std::size_t(source) * kImageBytes;
-  fill_input_field(image, /*border_only=*/true, blockDim.x,
+  fill_input_field(image, /*border_only=*/true, scaling, blockDim.x,
                    [field](int p, float value) { field[p] = value; });
-  augment_sample(image, augmentation, source, scratch, [field](int p, float grey) {
-    field[field_index(p)] = normalise_intensity_device(grey);
+  augment_sample(image, augmentation, source, scratch, [field, scaling](int p, float grey) {
+    field[field_index(p)] = normalise_intensity_device(grey, scaling);
   });
   if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
 }
 
 void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labels,
                             const std::int32_t* indices, int n,
-                            const DeviceAugmentation& augmentation, float* out,
-                            std::uint8_t* labels_out, cudaStream_t stream) {
+                            const DeviceAugmentation& augmentation, PixelScaling scaling,
+                            float* out, std::uint8_t* labels_out, cudaStream_t stream) {
   if (!indices || !augmentation.enabled() || !augmentation.epoch)
     throw Error("internal: an augmented gather needs indices, an augmentation and its epoch");
   if (n == 0) return;
-  gather_augmented_batch_kernel<<<n, kGatherThreads, 0, stream>>>(images, labels, indices,
-                                                                  augmentation, out, labels_out);
+  gather_augmented_batch_kernel<<<n, kGatherThreads, 0, stream>>>(
+      images, labels, indices, augmentation, scaling, out, labels_out);
   CUDA_CHECK_LAUNCH();
 }
 

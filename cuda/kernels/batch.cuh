@@ -9,24 +9,26 @@
 
 #include <cstdint>
 
+#include "core/shapes.hpp"
 #include "cuda/kernels/augment.cuh"
 
 namespace lenet5::cuda {
 
-// out (n, 1, 32, 32) <- images[indices[i]] (each 28*28 bytes), normalised and padded by 2;
+// out (n, 1, 32, 32) <- images[indices[i]] (each 28*28 bytes), normalised under `scaling` and
+// padded by 2;
 // labels_out (n) <- labels[indices[i]] when both label pointers are non-null. indices null means
 // 0..n-1 (offset the image and label pointers instead). The engine passes the device-resident
 // permutation at offset `first`, so a training step reads the data set without a host copy.
 void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
-                  const std::int32_t* indices, int n, float* out, std::uint8_t* labels_out,
-                  cudaStream_t stream);
+                  const std::int32_t* indices, int n, PixelScaling scaling, float* out,
+                  std::uint8_t* labels_out, cudaStream_t stream);
 
 // The same for a training step with augmentation (cuda/kernels/augment.cuh): each image
 // augmented first, keyed by its index in `images` and the epoch in device memory, then
 // normalised and padded alike. indices must not be null; augmentation must be enabled.
 void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labels,
                             const std::int32_t* indices, int n,
-                            const DeviceAugmentation& augmentation, float* out,
-                            std::uint8_t* labels_out, cudaStream_t stream);
+                            const DeviceAugmentation& augmentation, PixelScaling scaling,
+                            float* out, std::uint8_t* labels_out, cudaStream_t stream);
 
 }  // namespace lenet5::cuda

@@ -9,15 +9,15 @@
 
 namespace lenet5::cuda {
 
-// normalise_intensity and normalise_pixel of core/shapes.hpp, (pixel * (1/255) - mean) / std, with each operation rounded
-// as on the host: __fmul_rn/__fsub_rn stop nvcc from contracting the multiply and the subtraction
-// into one FMA (a single rounding, which would differ in the last bit), and __fdiv_rn is the same
-// IEEE division the host performs.
-__device__ inline float normalise_intensity_device(float intensity) {
-  return __fdiv_rn(__fsub_rn(__fmul_rn(intensity, 1.0f / 255.0f), kPixelMean), kPixelStd);
+// normalise_intensity and normalise_pixel of core/shapes.hpp, (pixel * (1/255) - mean) / std under
+// the network's PixelScaling, with each operation rounded as on the host: __fmul_rn/__fsub_rn stop
+// nvcc from contracting the multiply and the subtraction into one FMA (a single rounding, which
+// would differ in the last bit), and __fdiv_rn is the same IEEE division the host performs.
+__device__ inline float normalise_intensity_device(float intensity, PixelScaling scaling) {
+  return __fdiv_rn(__fsub_rn(__fmul_rn(intensity, 1.0f / 255.0f), scaling.mean), scaling.std);
 }
-__device__ inline float normalise_pixel_device(std::uint8_t pixel) {
-  return normalise_intensity_device(float(pixel));
+__device__ inline float normalise_pixel_device(std::uint8_t pixel, PixelScaling scaling) {
+  return normalise_intensity_device(float(pixel), scaling);
 }
 
 // The field pixel (row-major, kInputSide wide) that holds pixel p of the unpadded image.
@@ -30,16 +30,16 @@ __device__ inline int field_index(int image_pixel) {
 // through store(i, value): the background in the border and, unless the caller writes the image
 // itself (an augmented one, through field_index), the normalised image inside it.
 template <class Store>
-__device__ void fill_input_field(const std::uint8_t* image, bool border_only, int threads,
-                                 Store store) {
-  const float background = normalise_pixel_device(0);
+__device__ void fill_input_field(const std::uint8_t* image, bool border_only, PixelScaling scaling,
+                                 int threads, Store store) {
+  const float background = normalise_pixel_device(0, scaling);
   for (int i = int(threadIdx.x); i < kInputSide * kInputSide; i += threads) {
     const int y = i / kInputSide - kPad, x = i % kInputSide - kPad;
     const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
     if (!inside)
       store(i, background);
     else if (!border_only)
-      store(i, normalise_pixel_device(image[y * kImageSide + x]));
+      store(i, normalise_pixel_device(image[y * kImageSide + x], scaling));
   }
 }
 

@@ -86,7 +86,7 @@ Command add_evaluate_command(CLI::App& parent) {
                                          : format_evaluation(result, classes);
             std::fputs(text.c_str(), stdout);
             if (!o->report.empty()) {
-              write_evaluation_report(o->report, *engine, test, result, o->checkpoint);
+              write_evaluation_report(o->report, *engine, test, result, o->checkpoint, classes);
               spdlog::info("report: {}/{}", o->report, kReportIndexFile);
             }
             return 0;

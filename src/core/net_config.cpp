@@ -60,6 +60,45 @@ GpuKernels parse_gpu_kernels(const std::string& name) {
   return parse_named<GpuKernels>(name, gpu_kernels_names(), "kernel set");
 }
 
+const std::vector<InputScalingInfo>& input_scalings() {
+  // Fashion-MNIST's: the mean and standard deviation of its 47,040,000 training pixels / 255.
+  // LeCun 1998's: grey 0 -> -0.1 and 255 -> 1.175 is x = -0.1 + 1.275 * grey/255, that is a mean
+  // of 0.1 / 1.275 and a std of 1 / 1.275.
+  static const std::vector<InputScalingInfo> table{
+      {InputScaling::mnist, "mnist", {0.1307f, 0.3081f}, "MNIST's mean 0.1307 and std 0.3081"},
+      {InputScaling::fashion_mnist,
+       "fashion-mnist",
+       {0.2860406f, 0.3530242f},
+       "Fashion-MNIST's mean 0.2860 and std 0.3530"},
+      {InputScaling::lecun1998,
+       "lecun1998",
+       {0.1f / 1.275f, 1.0f / 1.275f},
+       "LeCun et al. 1998: background -0.1, ink 1.175"},
+  };
+  return table;
+}
+
+PixelScaling pixel_scaling(InputScaling scaling) {
+  return input_scalings()[int(scaling)].pixels;
+}
+
+const std::vector<std::string>& input_scaling_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const InputScalingInfo& info : input_scalings()) out.push_back(info.name);
+    return out;
+  }();
+  return names;
+}
+
+const char* to_string(InputScaling value) {
+  return input_scalings()[int(value)].name;
+}
+
+InputScaling parse_input_scaling(const std::string& name) {
+  return parse_named<InputScaling>(name, input_scaling_names(), "input scaling");
+}
+
 const char* to_string(Activation value) { return activation_names()[int(value)].c_str(); }
 const char* to_string(Subsampling value) { return subsampling_names()[int(value)].c_str(); }
 const char* to_string(C3Table value) { return c3_table_names()[int(value)].c_str(); }

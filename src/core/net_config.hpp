@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/conv_algo.hpp"
+#include "core/shapes.hpp"
 
 namespace lenet5 {
 
@@ -15,6 +16,19 @@ enum class Activation { tanh, sigmoid, scaled_tanh, relu };
 // added to a trainable bias": S = coef[c] * (sum of the window) + bias[c].
 enum class Subsampling { average, max, trainable };
 enum class C3Table { full, lecun };
+enum class InputScaling { mnist, fashion_mnist, lecun1998 };
+
+// How the network's input is scaled (core/shapes.hpp's PixelScaling), one row per member: MNIST's
+// and Fashion-MNIST's training-set statistics, and LeCun et al. 1998's background -0.1 and
+// foreground 1.175 ("so that the mean input is roughly 0 and the variance roughly 1").
+struct InputScalingInfo {
+  InputScaling scaling;
+  const char* name;  // what --input-scaling takes
+  PixelScaling pixels;
+  const char* help;
+};
+const std::vector<InputScalingInfo>& input_scalings();
+PixelScaling pixel_scaling(InputScaling scaling);
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
 // kernels; on the CPU book runs the sequential reference layers and the other two the fast CPU
@@ -51,6 +65,8 @@ struct NetConfig {
   Activation activation = Activation::tanh;
   Subsampling subsampling = Subsampling::average;
   C3Table c3_table = C3Table::full;
+  // Part of what the weights mean, like the three above: a checkpoint records it.
+  InputScaling input_scaling = InputScaling::mnist;
   // Neither is part of a checkpoint: they do not change what the weights mean.
   GpuKernels kernels = GpuKernels::fast;
   // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
@@ -62,16 +78,20 @@ const char* to_string(Activation value);
 const char* to_string(Subsampling value);
 const char* to_string(C3Table value);
 const char* to_string(GpuKernels value);
+const char* to_string(InputScaling value);
 // Each throws UsageError listing the accepted names.
 Activation parse_activation(const std::string& name);
 Subsampling parse_subsampling(const std::string& name);
 C3Table parse_c3_table(const std::string& name);
 GpuKernels parse_gpu_kernels(const std::string& name);
+InputScaling parse_input_scaling(const std::string& name);
 
 const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
 const std::vector<std::string>& subsampling_names();  // "average", "max", "trainable"
 const std::vector<std::string>& c3_table_names();     // "full", "lecun"
 const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
+// "mnist", "fashion-mnist", "lecun1998"
+const std::vector<std::string>& input_scaling_names();
 
 // LeCun et al. 1998, Table I: which of S2's 6 maps feed each of C3's 16 maps.
 bool lecun_c3_connected(int output_map, int input_map);

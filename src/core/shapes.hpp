@@ -20,17 +20,20 @@ constexpr std::size_t kInputFloats = std::size_t(kInputSide) * kInputSide;  // 1
 // the GPU busy, small enough that the activations of the CPU engine stay in cache.
 constexpr int kEvalBatch = 256;
 
-// MNIST training-set statistics (the usual values, mean 0.1307 and std 0.3081 of pixel/255):
-// x = (pixel/255 - mean) / std, and the padding is the normalised value of a black pixel.
-constexpr float kPixelMean = 0.1307f;
-constexpr float kPixelStd = 0.3081f;
+// How a grey level becomes the network's input: x = (grey/255 - mean) / std, and the padding is
+// the value of a black pixel. Which mean and std a network uses is one of its settings
+// (core/net_config.hpp's InputScaling); the weights mean nothing under another.
+struct PixelScaling {
+  float mean;
+  float std;
+};
 
 // The same for a grey level that need not be an integer (an augmented image's resampled value).
-inline float normalise_intensity(float intensity) {
-  return (intensity * (1.0f / 255.0f) - kPixelMean) / kPixelStd;
+inline float normalise_intensity(float intensity, PixelScaling scaling) {
+  return (intensity * (1.0f / 255.0f) - scaling.mean) / scaling.std;
 }
-inline float normalise_pixel(std::uint8_t pixel) {
-  return normalise_intensity(float(pixel));
+inline float normalise_pixel(std::uint8_t pixel, PixelScaling scaling) {
+  return normalise_intensity(float(pixel), scaling);
 }
 
 // Per-sample shape (C, H, W); fully connected layers use (units, 1, 1).

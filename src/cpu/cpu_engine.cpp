@@ -52,7 +52,8 @@ class CpuEngine final : public NetworkEngine {
     std::vector<int> predictions(kEvalBatch);
     for (int first = 0; first < data.count; first += kEvalBatch) {
       const int n = std::min(kEvalBatch, data.count - first);
-      gather_batch_cpu<float>(data.images.data() + first * kImageBytes, nullptr, n, m_input.data());
+      gather_batch_cpu<float>(data.images.data() + first * kImageBytes, nullptr, n, scaling(),
+                              m_input.data());
       m_network.forward(m_input.data(), n);
       const std::uint8_t* labels = data.labels.data() + first;
       const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), labels, n, kClasses,
@@ -69,7 +70,8 @@ class CpuEngine final : public NetworkEngine {
     std::vector<float> result(std::size_t(n) * kClasses);
     for (int first = 0; first < n; first += kEvalBatch) {
       const int count = std::min(kEvalBatch, n - first);
-      gather_batch_cpu<float>(images + first * kImageBytes, nullptr, count, m_input.data());
+      gather_batch_cpu<float>(images + first * kImageBytes, nullptr, count, scaling(),
+                              m_input.data());
       m_network.forward(m_input.data(), count);
       softmax_rows(m_network.logits(), count, result.data() + std::size_t(first) * kClasses);
     }
@@ -82,7 +84,8 @@ class CpuEngine final : public NetworkEngine {
     // The book's kernel set is the reference throughout; the others augment in float.
     const auto gather =
         m_reference_augmentation ? gather_augmented_batch_reference : gather_augmented_batch_fast;
-    gather(m_train->images.data(), indices, count, m_augmentation, m_epoch, m_input.data());
+    gather(m_train->images.data(), indices, count, m_augmentation, m_epoch, scaling(),
+           m_input.data());
     for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
     m_network.forward(m_input.data(), count);
     const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,

@@ -19,7 +19,8 @@ const std::vector<DatasetDescription>& datasets() {
         "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7", 0x91373BDF},
        {"t10k-labels-idx1-ubyte",
         "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2", 0x4AB9EFF9},
-       {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+       {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
+       "mnist"},
       // Zalando's Fashion-MNIST: 28x28 grey photographs of clothing in MNIST's file layout and
       // names (github.com/zalandoresearch/fashion-mnist); Debian's dataset-fashion-mnist.
       {"fashion-mnist",
@@ -36,7 +37,8 @@ const std::vector<DatasetDescription>& datasets() {
        {"t10k-labels-idx1-ubyte",
         "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34", 0x80142C1F},
        {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
-        "Ankle boot"}},
+        "Ankle boot"},
+       "fashion-mnist"},
   };
   return table;
 }

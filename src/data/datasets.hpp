@@ -26,6 +26,9 @@ struct DatasetDescription {
   std::string fetch_hint;  // how to get the files, for the error when they are missing
   DataFile train_images, train_labels, test_images, test_labels;
   std::vector<std::string> class_names;  // label k is class_names[k]
+  // The input scaling (core/net_config.hpp's names) that --input-scaling dataset chooses: the
+  // data set's own training-set statistics.
+  std::string input_scaling;
 };
 
 // Every data set, in table order.

@@ -56,6 +56,9 @@ class NetworkEngine : public Engine {
         m_network(net, device, std::max(batch_size, kEvalBatch)),
         m_state(m_optimizer.description, sgd, device, m_network.layout().buffer_floats) {}
 
+  // How both engines turn images into the network's input (core/shapes.hpp).
+  PixelScaling scaling() const { return pixel_scaling(m_network.config().input_scaling); }
+
   // The engines' steps read and write these directly, as they did when each engine held its own.
   SgdSettings m_sgd;
   int m_batch;  // training samples per step

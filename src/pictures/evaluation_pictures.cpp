@@ -31,15 +31,43 @@ Map paper_map(const std::vector<std::uint8_t>& image) {
   return map;
 }
 
+// Row k's heading: "3", or "3 Dress" where class 3 is not named "3".
+std::string row_label(const std::vector<std::string>& class_names, int k) {
+  const std::string number = std::to_string(k);
+  return class_names.at(std::size_t(k)) == number ? number
+                                                  : number + " " + class_names[std::size_t(k)];
+}
+
+void check_class_count(const std::vector<std::string>& class_names) {
+  if (class_names.size() != 10)
+    throw Error("internal: " + std::to_string(class_names.size()) + " class names, expected 10");
+}
+
 }  // namespace
 
-RgbImage confusion_picture(const ConfusionCounts& confusion) {
+std::string class_key(const std::vector<std::string>& class_names) {
+  check_class_count(class_names);
+  std::string key;
+  bool numbered = true;
+  for (int k = 0; k < 10; ++k) {
+    numbered = numbered && row_label(class_names, k) == std::to_string(k);
+    key += (k ? ", " : "") + row_label(class_names, k);
+  }
+  return numbered ? "" : key;
+}
+
+RgbImage confusion_picture(const ConfusionCounts& confusion,
+                           const std::vector<std::string>& class_names) {
+  check_class_count(class_names);
   std::int64_t largest = 0;
   for (const auto& row : confusion)
     for (std::int64_t count : row) largest = std::max(largest, count);
   const double log_largest = std::log1p(double(std::max<std::int64_t>(largest, 1)));
 
-  const int left = kMargin + 60, top = kMargin + 30 + 50;
+  int widest_label = text_width("true", kLabelScale);
+  for (int t = 0; t < 10; ++t)
+    widest_label = std::max(widest_label, text_width(row_label(class_names, t), kLabelScale));
+  const int left = kMargin + widest_label + 12, top = kMargin + 30 + 50;
   const int legend_y = top + 10 * kCell + 20;
   RgbImage image(left + 10 * kCell + kMargin, legend_y + legend_height(14) + kMargin);
   draw_text(image, kMargin, kMargin, "Confusion matrix", kBlack, kTitleScale);
@@ -48,8 +76,9 @@ RgbImage confusion_picture(const ConfusionCounts& confusion) {
   for (int t = 0; t < 10; ++t) {
     draw_text_centred(image, left + t * kCell + kCell / 2, top - 22, std::to_string(t), kBlack,
                       kLabelScale);
-    draw_text(image, left - 22, top + t * kCell + kCell / 2 - 7, std::to_string(t), kBlack,
-              kLabelScale);
+    const std::string label = row_label(class_names, t);
+    draw_text(image, left - 8 - text_width(label, kLabelScale), top + t * kCell + kCell / 2 - 7,
+              label, kBlack, kLabelScale);
     for (int p = 0; p < 10; ++p) {
       const std::int64_t count = confusion[std::size_t(t)][std::size_t(p)];
       const double shade = std::log1p(double(count)) / log_largest;
@@ -66,21 +95,27 @@ RgbImage confusion_picture(const ConfusionCounts& confusion) {
   return image;
 }
 
-RgbImage mistakes_picture(const std::vector<Mistake>& mistakes, int total_mistakes, int images) {
+RgbImage mistakes_picture(const std::vector<Mistake>& mistakes, int total_mistakes, int images,
+                          const std::vector<std::string>& class_names) {
+  const std::string key = class_key(class_names);
+  const std::string key_line = key.empty() ? "" : "classes: " + key;
   const int shown = std::min<int>(int(mistakes.size()), kMaxMistakesShown);
   const int columns = std::max(1, std::min(kMistakeColumns, shown));
   const int rows = (shown + columns - 1) / columns;
-  const int digit = 28 * kDigitScale, cell_h = digit + 30, top = kMargin + 50;
+  const int digit = 28 * kDigitScale, cell_h = digit + 30;
+  const int top = kMargin + 50 + (key.empty() ? 0 : 24);
   std::string title = std::to_string(total_mistakes) + " of " + std::to_string(images) +
                       " test images misclassified";
   if (shown < total_mistakes) title += ", the " + std::to_string(shown) + " most confident shown";
   const std::string subtitle =
       "most confident first; label: true->predicted, probability of the prediction";
-  const int text_wide = std::max(text_width(title, kTitleScale), text_width(subtitle, kLabelScale));
+  const int text_wide = std::max({text_width(title, kTitleScale), text_width(subtitle, kLabelScale),
+                                  text_width(key_line, kLabelScale)});
   RgbImage image(std::max(2 * kMargin + std::max(columns * kMistakeCell, text_wide), 640),
                  top + std::max(rows, 1) * cell_h + kMargin);
   draw_text(image, kMargin, kMargin, title, kBlack, kTitleScale);
   draw_text(image, kMargin, kMargin + 24, subtitle, Rgb{80, 80, 80}, kLabelScale);
+  if (!key.empty()) draw_text(image, kMargin, kMargin + 48, key_line, kBlack, kLabelScale);
   for (int i = 0; i < shown; ++i) {
     const Mistake& m = mistakes[std::size_t(i)];
     if (m.image.size() != 28 * 28) throw Error("internal: a mistake's image is not 28x28");

@@ -66,7 +66,7 @@ void verify_content_checksum(const SafetensorsFile& file) {
 
 Metadata checkpoint_metadata(const Checkpoint& c) {
   const TrainingPosition& p = c.position;
-  return {
+  Metadata metadata{
       {"format", kCheckpointFormat},
       {"format_version", std::to_string(kCheckpointVersion)},
       {"lenet5_version", LENET5_VERSION},
@@ -91,6 +91,11 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
       {"test_labels_crc32", std::to_string(c.data.test_labels)},
       {"dataset", c.dataset},
   };
+  // Recorded only when it is not MNIST's, the scaling of every checkpoint written before it was a
+  // setting: those stay byte-identical, and a checkpoint without the key means MNIST's.
+  if (c.net.input_scaling != InputScaling::mnist)
+    metadata["input_scaling"] = to_string(c.net.input_scaling);
+  return metadata;
 }
 
 const std::string& required(const Metadata& metadata, const std::string& key) {
@@ -175,6 +180,8 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
     c.net.activation = parse_activation(required(m, "activation"));
     c.net.subsampling = parse_subsampling(required(m, "subsampling"));
     c.net.c3_table = parse_c3_table(required(m, "c3_table"));
+    const auto scaling = m.find("input_scaling");
+    if (scaling != m.end()) c.net.input_scaling = parse_input_scaling(scaling->second);
   } catch (const UsageError& e) {
     throw Error(std::string("network settings: ") + e.what());
   }

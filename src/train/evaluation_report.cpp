@@ -17,8 +17,12 @@ namespace lenet5 {
 namespace fs = std::filesystem;
 namespace {
 
-std::string index_html(const Evaluation& e, const std::string& checkpoint, std::size_t mistakes) {
+std::string index_html(const Evaluation& e, const std::string& checkpoint, std::size_t mistakes,
+                       const DatasetDescription& classes) {
   const std::string name = pictures::markup_escaped(checkpoint);
+  const std::string key = pictures::class_key(classes.class_names);
+  const std::string key_html =
+      key.empty() ? "" : "<p>Classes: " + pictures::markup_escaped(key) + ".</p>\n";
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>lenet5 evaluation: {0}</title>\n"
@@ -26,13 +30,13 @@ std::string index_html(const Evaluation& e, const std::string& checkpoint, std::
       "border: 1px solid #ccc; }}</style>\n</head>\n<body>\n"
       "<h1>Evaluation of {0}</h1>\n"
       "<p>Test accuracy <b>{1}%</b> ({2}/{3}), mean loss {4:.6f}, {5} images misclassified.</p>\n"
-      "<h2>Confusion matrix</h2>\n<p>Rows: the true digit; columns: the digit predicted.</p>\n"
+      "<h2>Confusion matrix</h2>\n<p>Rows: the true {9}; columns: the {9} predicted.</p>\n{10}"
       "<p><img src=\"{6}\" alt=\"confusion matrix\"></p>\n"
       "<h2>Misclassified test images</h2>\n<p>The network's most confident mistakes first.</p>\n"
       "<p><img src=\"{7}\" alt=\"misclassified test images\"></p>\n"
       "<p>Written by lenet5 {8} evaluate --report.</p>\n</body>\n</html>\n",
       name, format_percent(e.correct, e.count), e.correct, e.count, e.mean_loss(), mistakes,
-      kConfusionFile, kErrorsFile, LENET5_VERSION);
+      kConfusionFile, kErrorsFile, LENET5_VERSION, classes.class_noun, key_html);
 }
 
 }  // namespace
@@ -53,17 +57,20 @@ void check_report_folder(const fs::path& dir) {
 }
 
 void write_evaluation_report(const fs::path& dir, Engine& engine, const Dataset& test,
-                             const Evaluation& evaluation, const std::string& checkpoint) {
+                             const Evaluation& evaluation, const std::string& checkpoint,
+                             const DatasetDescription& classes) {
   check_report_folder(dir);
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw Error("cannot create report folder " + dir.string() + ": " + error.message());
   const std::vector<pictures::Mistake> mistakes = find_mistakes(engine, test);
-  pictures::write_png(dir / kConfusionFile, pictures::confusion_picture(evaluation.confusion));
-  pictures::write_png(dir / kErrorsFile,
-                      pictures::mistakes_picture(mistakes, int(mistakes.size()), test.count));
+  pictures::write_png(dir / kConfusionFile,
+                      pictures::confusion_picture(evaluation.confusion, classes.class_names));
+  pictures::write_png(
+      dir / kErrorsFile,
+      pictures::mistakes_picture(mistakes, int(mistakes.size()), test.count, classes.class_names));
   write_file_atomically(dir / kReportIndexFile,
-                        index_html(evaluation, checkpoint, mistakes.size()));
+                        index_html(evaluation, checkpoint, mistakes.size(), classes));
 }
 
 }  // namespace lenet5

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "data/datasets.hpp"
 #include "data/mnist.hpp"
 #include "engine/engine.hpp"
 
@@ -23,8 +24,10 @@ void check_report_folder(const std::filesystem::path& dir);
 
 // Classifies every image of `test` again for the per-image probabilities (Engine::probabilities),
 // and writes the three files into `dir` (created if needed). `evaluation` is the engine's
-// evaluation of `test`, whose confusion matrix the picture and the printed table share.
+// evaluation of `test`, whose confusion matrix the picture and the printed table share. `classes`
+// is the checkpoint's data set: what its outputs mean, which the pictures and the page name.
 void write_evaluation_report(const std::filesystem::path& dir, Engine& engine, const Dataset& test,
-                             const Evaluation& evaluation, const std::string& checkpoint);
+                             const Evaluation& evaluation, const std::string& checkpoint,
+                             const DatasetDescription& classes);
 
 }  // namespace lenet5

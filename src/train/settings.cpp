@@ -49,6 +49,20 @@ std::string kernels_help() {
   return out;
 }
 
+// "mnist (MNIST's mean 0.1307 and std 0.3081), ...": every input scaling of the table.
+std::string input_scaling_help() {
+  std::string out;
+  for (const InputScalingInfo& info : input_scalings())
+    out += std::string(out.empty() ? "" : ", ") + info.name + " (" + info.help + ")";
+  return out;
+}
+
+std::vector<std::string> input_scaling_choices() {
+  std::vector<std::string> names{"dataset"};
+  for (const std::string& name : input_scaling_names()) names.push_back(name);
+  return names;
+}
+
 // "1 direct (PMPP Fig 16.12), 2 tiled (...), ...": every registered convolution version.
 std::string conv_algo_help() {
   std::string out;
@@ -133,6 +147,15 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "stages and takes only auto), " +
                   conv_algo_help())
           .in_group("Network"),
+      // Added after checkpoints were written without it, all of them under MNIST's scaling: the
+      // checkpoints record the resolved scaling in their metadata instead (train/checkpoint.cpp).
+      setting(&S::input_scaling, "--input-scaling", "dataset",
+              "how grey levels become the input, (grey/255 - mean) / std: dataset (the data set's "
+              "own statistics), " +
+                  input_scaling_help())
+          .one_of(input_scaling_choices())
+          .in_group("Network")
+          .in_checkpoint_unless_default(),
 
       setting(&S::augment, "--augment", "elastic",
               "transform each training image, new each epoch: none, affine (rotation, scale, "
@@ -350,6 +373,8 @@ NetConfig TrainSettings::net_config() const {
   config.subsampling = parse_subsampling(subsampling);
   config.c3_table = parse_c3_table(c3_table);
   config.kernels = parse_gpu_kernels(kernels);
+  config.input_scaling = parse_input_scaling(
+      input_scaling == "dataset" ? find_dataset(dataset).input_scaling : input_scaling);
   const GpuKernelSet& set = gpu_kernel_set(config.kernels);
   if (conv_algo == "auto") {
     config.conv_algo = set.default_conv_algo;

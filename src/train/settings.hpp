@@ -36,6 +36,7 @@ struct TrainSettings {
   std::string c3_table;
   std::string kernels;    // kernel set: book | fast | whole-step (same function)
   std::string conv_algo;  // a core/conv_algo.hpp name; auto: direct (book), staged (fast)
+  std::string input_scaling;  // dataset (the data set's own) or a core/net_config.hpp name
   // optimisation
   int epochs;
   int batch_size;

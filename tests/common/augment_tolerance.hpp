@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/augment.hpp"
+#include "core/net_config.hpp"
 #include "core/shapes.hpp"
 #include "data/augment.hpp"
 
@@ -85,7 +86,11 @@ inline double augmented_pixel_tolerance(const AugmentSettings& s, std::uint64_t 
   const int taps = elastic ? 2 * gaussian_radius(s.elastic_sigma) + 1 : 0;
   const double position_error = 9 * u * reach + (4 * taps + 11) * u * alpha;
   const double grey_error = 255 * 2 * position_error + 10 * u * 255;
-  return grey_error / (255 * double(kPixelStd)) + 2e-6;
+  // Divided by the smallest std of the input scalings (core/net_config.hpp): the largest error.
+  double smallest_std = 1;
+  for (const InputScalingInfo& info : input_scalings())
+    smallest_std = std::min(smallest_std, double(info.pixels.std));
+  return grey_error / (255 * smallest_std) + 2e-6;
 }
 
 }  // namespace lenet5::test

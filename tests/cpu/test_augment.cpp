@@ -11,6 +11,7 @@
 
 #include "common/augment_tolerance.hpp"
 #include "core/error.hpp"
+#include "core/net_config.hpp"
 #include "core/rng.hpp"
 #include "data/augment.hpp"
 #include "data/batch.hpp"
@@ -216,13 +217,16 @@ std::vector<std::uint8_t> five_images() {
 }
 
 using Gather = void (*)(const std::uint8_t*, const std::int32_t*, int, const Augmentation&,
-                        std::uint32_t, float*);
+                        std::uint32_t, PixelScaling, float*);
+// The scaling the gathers are tested under: each only passes it to normalise_intensity.
+const PixelScaling kMnistScaling = pixel_scaling(InputScaling::mnist);
 
 std::vector<float> gathered(Gather gather, const std::vector<std::uint8_t>& images,
                             const std::vector<std::int32_t>& indices,
                             const Augmentation& augmentation, std::uint32_t epoch) {
   std::vector<float> out(indices.size() * kInputFloats);
-  gather(images.data(), indices.data(), int(indices.size()), augmentation, epoch, out.data());
+  gather(images.data(), indices.data(), int(indices.size()), augmentation, epoch, kMnistScaling,
+         out.data());
   return out;
 }
 
@@ -284,8 +288,9 @@ TEST_P(AugmentedGather, IsTheAugmentedImageNormalisedAndPadded) {
         for (int w = 0; w < kInputSide; ++w) {
           const float want =
               on_border(h, w)
-                  ? normalise_pixel(0)
-                  : normalise_intensity(grey[std::size_t((h - kPad) * kImageSide + w - kPad)]);
+                  ? normalise_pixel(0, kMnistScaling)
+                  : normalise_intensity(grey[std::size_t((h - kPad) * kImageSide + w - kPad)],
+                                        kMnistScaling);
           ASSERT_EQ(out[i * kInputFloats + std::size_t(h * kInputSide + w)], want)
               << to_string(kind) << " sample " << i << " at (" << h << ", " << w << ")";
         }
@@ -300,7 +305,7 @@ TEST_P(AugmentedGather, WithoutAugmentationIsThePlainGather) {
   const std::vector<std::uint8_t> images = five_images();
   const std::vector<std::int32_t> indices{2, 4, 0, 1, 3, 2};
   std::vector<float> plain(indices.size() * kInputFloats);
-  gather_batch_cpu(images.data(), indices.data(), int(indices.size()), plain.data());
+  gather_batch_cpu(images.data(), indices.data(), int(indices.size()), kMnistScaling, plain.data());
   Augmentation none{strong(AugmentKind::none), 9};
   EXPECT_EQ(gathered(images, indices, none, 2), plain);
   EXPECT_EQ(gathered(images, indices, Augmentation{}, 0), plain);

@@ -130,6 +130,29 @@ TEST(Checkpoint, TrainableSubsamplingCarriesTheCoefficients) {
   EXPECT_TRUE(loaded.optimizer_state == saved.optimizer_state);
 }
 
+// The input scaling is recorded only when it is not MNIST's, so that the checkpoints of every
+// other run stay as they were; a file without it (all those written before it was a setting) is
+// MNIST's, and a name this lenet5 does not know is refused.
+TEST(Checkpoint, RecordsTheInputScalingAndOldFilesAreMnists) {
+  TempDir dir;
+  save_checkpoint(dir / "mnist.safetensors", sample_checkpoint(false));
+  EXPECT_EQ(read_safetensors(dir / "mnist.safetensors").metadata.count("input_scaling"), 0u);
+  EXPECT_EQ(load_checkpoint(dir / "mnist.safetensors").net.input_scaling, InputScaling::mnist);
+
+  Checkpoint lecun = sample_checkpoint(false);
+  lecun.net.input_scaling = InputScaling::lecun1998;
+  save_checkpoint(dir / "c.safetensors", lecun);
+  const SafetensorsFile original = read_safetensors(dir / "c.safetensors");
+  EXPECT_EQ(original.metadata.at("input_scaling"), "lecun1998");
+  EXPECT_EQ(load_checkpoint(dir / "c.safetensors").net.input_scaling, InputScaling::lecun1998);
+
+  EXPECT_EQ(complaint(dir, original, [](Tensors&, Metadata& m) { m.erase("input_scaling"); }), "");
+  EXPECT_EQ(load_checkpoint(dir / "bad.safetensors").net.input_scaling, InputScaling::mnist);
+  const std::string unknown =
+      complaint(dir, original, [](Tensors&, Metadata& m) { m["input_scaling"] = "unit"; });
+  EXPECT_TRUE(testing::mentions(unknown, "unknown input scaling 'unit'")) << unknown;
+}
+
 TEST(Checkpoint, IsAStandardSafetensorsFileWithTheDocumentedTensors) {
   TempDir dir;
   save_checkpoint(dir / "c.safetensors", sample_checkpoint(true));

@@ -89,6 +89,9 @@ TEST_F(FashionRun, ConfigAndCheckpointRecordTheDataSet) {
   const Checkpoint loaded = load_checkpoint(s_checkpoint);
   EXPECT_EQ(loaded.dataset, "fashion-mnist");
   EXPECT_TRUE(mentions(loaded.config_toml, "dataset=\"fashion-mnist\"")) << loaded.config_toml;
+  // --input-scaling dataset: Fashion-MNIST's own statistics, which the metadata records.
+  EXPECT_EQ(file.metadata.at("input_scaling"), "fashion-mnist");
+  EXPECT_EQ(loaded.net.input_scaling, InputScaling::fashion_mnist);
 }
 
 TEST_F(FashionRun, EvaluateNamesTheClassesInTheConfusionMatrix) {
@@ -111,6 +114,19 @@ TEST_F(FashionRun, EvaluateNamesTheClassesInTheConfusionMatrix) {
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_TRUE(mentions(json.out, "\"dataset\":\"fashion-mnist\"")) << json.out;
   EXPECT_TRUE(mentions(json.out, "\"classes\":[\"T-shirt/top\",\"Trouser\"")) << json.out;
+}
+
+// The report's page names the classes (its pictures' labels: test_pictures.cpp).
+TEST_F(FashionRun, EvaluateReportNamesTheClasses) {
+  const auto report = run_lenet5("evaluate --device cpu --checkpoint " + checkpoint() + " --data " +
+                                     data() + " --report " + quoted(m_scratch / "report"),
+                                 m_scratch);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string page = testing::read_text(m_scratch / "report" / "index.html");
+  EXPECT_TRUE(mentions(page, "Rows: the true class; columns: the class predicted.")) << page;
+  EXPECT_TRUE(mentions(page, "0 T-shirt/top, 1 Trouser, ")) << page;
+  for (const char* picture : {"confusion.png", "errors.png"})
+    EXPECT_TRUE(fs::exists(m_scratch / "report" / picture)) << picture;
 }
 
 TEST_F(FashionRun, ClassifySaysTheClassNotItsNumber) {

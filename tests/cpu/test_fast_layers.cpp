@@ -159,6 +159,32 @@ std::vector<float> parameters_after_training(const NetConfig& config, int batch,
   return engine->parameters();
 }
 
+// Both CPU kernel sets take the network's input scaling for what they show (the input's border is
+// its black, an ink pixel its white) and for what they train on (the weights after the same steps
+// differ).
+TEST(CpuEngine, ScalesTheInputAsTheNetworkSays) {
+  std::vector<std::uint8_t> image(kImageBytes, 0);
+  image[14 * kImageSide + 14] = 255;
+  const int centre = (14 + kPad) * kInputSide + 14 + kPad;
+  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast}) {
+    std::vector<std::vector<float>> trained;
+    for (const InputScaling scaling : {InputScaling::mnist, InputScaling::lecun1998}) {
+      SCOPED_TRACE(std::string(to_string(kernels)) + " " + to_string(scaling));
+      NetConfig config;
+      config.kernels = kernels;
+      config.input_scaling = scaling;
+      const auto engine = make_engine(Device::cpu, config, testing::golden_sgd(), 8);
+      engine->initialise(3);
+      const Activations shown = engine->activations(image.data());
+      EXPECT_EQ(shown.input[0], normalise_pixel(0, pixel_scaling(scaling)));
+      EXPECT_EQ(shown.input[centre], normalise_pixel(255, pixel_scaling(scaling)));
+      testing::golden_trajectory(*engine);
+      trained.push_back(engine->parameters());
+    }
+    EXPECT_NE(trained[0], trained[1]) << to_string(kernels);
+  }
+}
+
 // The chunks of a batch are fixed by its size, and their gradients are summed in chunk order:
 // the thread count changes only who computes which chunk, so the weights are the same to the bit
 // (== on every float). Batches of 32 (four chunks) and 27 (three full chunks and a ragged one of

@@ -38,6 +38,7 @@ namespace {
 using lenet5::Activation;
 using lenet5::Subsampling;
 using Doubles = std::vector<double>;
+const lenet5::PixelScaling kMnistScaling = lenet5::pixel_scaling(lenet5::InputScaling::mnist);
 
 constexpr double kStep = 1e-6;
 constexpr double kTolerance = 1e-6;
@@ -275,7 +276,8 @@ lenet5::NetConfig make_config(Activation activation, Subsampling subsampling,
 // Inputs spread over the range of normalised MNIST pixels, black to white.
 Doubles random_input(std::uint64_t seed) {
   return random_doubles(std::size_t(kBatch) * lenet5::kInputSide * lenet5::kInputSide, seed,
-                        lenet5::normalise_pixel(0), lenet5::normalise_pixel(255));
+                        lenet5::normalise_pixel(0, kMnistScaling),
+                        lenet5::normalise_pixel(255, kMnistScaling));
 }
 
 // Distance to the nearest kink of the forward pass: the smallest |input| of a ReLU and the

@@ -230,24 +230,48 @@ TEST(FilterPictures, C3TableGapsAreBlankTiles) {
   EXPECT_GT(c1.width(), 6 * 5 * 16);  // six filters at 16 pixels per weight
 }
 
+const std::vector<std::string> kDigits{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+
 TEST(EvaluationPictures, MistakesAreCappedAtTenRowsOfTen) {
   std::vector<Mistake> mistakes(kMaxMistakesShown + 5,
                                 Mistake{std::vector<std::uint8_t>(784), 7, 2, 0.5f});
-  const RgbImage capped = mistakes_picture(mistakes, int(mistakes.size()), 10000);
+  const RgbImage capped = mistakes_picture(mistakes, int(mistakes.size()), 10000, kDigits);
   mistakes.resize(10);
-  const RgbImage one_row = mistakes_picture(mistakes, 10, 10000);
+  const RgbImage one_row = mistakes_picture(mistakes, 10, 10000, kDigits);
   EXPECT_EQ(capped.width(), one_row.width());
   // 100 shown are ten rows, 10 one; a row is a digit drawn 84 pixels high and its label's 30.
   EXPECT_EQ(capped.height() - one_row.height(), 9 * (84 + 30));
   mistakes[0].image.resize(3);
-  EXPECT_TRUE(
-      throws_error_mentioning([&] { mistakes_picture(mistakes, 10, 10000); }, {"not 28x28"}));
+  EXPECT_TRUE(throws_error_mentioning([&] { mistakes_picture(mistakes, 10, 10000, kDigits); },
+                                      {"not 28x28"}));
+}
+
+// Classes that are not their numbers are named: in a key under the mistakes' title (one line
+// more), and beside the confusion matrix's row numbers (a wider margin). Digits need neither.
+TEST(EvaluationPictures, ClassesThatAreNotTheirNumbersAreNamed) {
+  const std::vector<std::string> clothes{"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                         "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                         "Bag",         "Ankle boot"};
+  EXPECT_EQ(class_key(kDigits), "");
+  EXPECT_EQ(class_key(clothes).rfind("0 T-shirt/top, 1 Trouser, ", 0), 0u) << class_key(clothes);
+  const std::vector<Mistake> mistakes(3, Mistake{std::vector<std::uint8_t>(784), 6, 0, 0.5f});
+  EXPECT_EQ(mistakes_picture(mistakes, 3, 10000, clothes).height(),
+            mistakes_picture(mistakes, 3, 10000, kDigits).height() + 24);
+  ConfusionCounts counts{};
+  counts[6][0] = 40;
+  EXPECT_GT(confusion_picture(counts, clothes).width(),
+            confusion_picture(counts, kDigits).width() + 50);
+  EXPECT_TRUE(throws_error_mentioning(
+      [&] {
+        confusion_picture(counts, {"a", "b"});
+      },
+      {"2 class names"}));
 }
 
 TEST(EvaluationPictures, ConfusionCellsAreShadedByCount) {
   ConfusionCounts counts{};
   counts[3][5] = 12;
-  const RgbImage image = confusion_picture(counts);
+  const RgbImage image = confusion_picture(counts, kDigits);
   // The largest count gets the map's darkest colour; the zero cells its lightest.
   EXPECT_GT(count_pixels(image, sequential(1)), 50u * 50u);
   EXPECT_GT(count_pixels(image, sequential(0)), 99u * 50u * 50u);

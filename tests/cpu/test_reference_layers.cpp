@@ -769,37 +769,61 @@ TEST(Topology, SpatialChainIs32_28_14_10_5_1AndShapesFollowTheKernels) {
 // ---------------------------------------------------------------------------------------------
 // Batch gathering: 28x28 bytes -> normalised 32x32 fields.
 
+// Every input scaling of the table: the padding is its black, each image pixel its normalised
+// grey level.
 TEST(GatherBatchCpu, PadsWithNormalisedBlackAndPicksTheIndexedImages) {
-  constexpr int side = 28, padded = 32, count = 3;
-  std::vector<std::uint8_t> images(std::size_t(count) * side * side);
-  for (int i = 0; i < count; ++i)
-    for (int p = 0; p < side * side; ++p)
-      images[std::size_t(i) * side * side + p] = std::uint8_t((p * 7 + i * 101) % 256);
-  const std::vector<std::int32_t> indices = {2, 0};
-  std::vector<float> out(2 * padded * padded, -100.0f);
-  lenet5::gather_batch_cpu(images.data(), indices.data(), 2, out.data());
-  const float black = lenet5::normalise_pixel(0);
-  EXPECT_NEAR(black, -0.1307f / 0.3081f, 1e-6f);  // 1e-6: float rounding of the constants
-  for (int b = 0; b < 2; ++b)
-    for (int h = 0; h < padded; ++h)
-      for (int w = 0; w < padded; ++w) {
-        const float v = out[(std::size_t(b) * padded + h) * padded + w];
-        const int y = h - 2, x = w - 2;
-        if (y < 0 || y >= side || x < 0 || x >= side) {
-          ASSERT_EQ(v, black) << b << " " << h << " " << w;
-        } else {
-          const std::uint8_t pixel = images[std::size_t(indices[b]) * side * side + y * side + x];
-          ASSERT_EQ(v, lenet5::normalise_pixel(pixel)) << b << " " << h << " " << w;
+  for (const lenet5::InputScalingInfo& info : lenet5::input_scalings()) {
+    SCOPED_TRACE(info.name);
+    const lenet5::PixelScaling scaling = info.pixels;
+    constexpr int side = 28, padded = 32, count = 3;
+    std::vector<std::uint8_t> images(std::size_t(count) * side * side);
+    for (int i = 0; i < count; ++i)
+      for (int p = 0; p < side * side; ++p)
+        images[std::size_t(i) * side * side + p] = std::uint8_t((p * 7 + i * 101) % 256);
+    const std::vector<std::int32_t> indices = {2, 0};
+    std::vector<float> out(2 * padded * padded, -100.0f);
+    lenet5::gather_batch_cpu(images.data(), indices.data(), 2, scaling, out.data());
+    const float black = lenet5::normalise_pixel(0, scaling);
+    // 1e-6: float rounding of the constants
+    EXPECT_NEAR(black, -scaling.mean / scaling.std, 1e-6f);
+    for (int b = 0; b < 2; ++b)
+      for (int h = 0; h < padded; ++h)
+        for (int w = 0; w < padded; ++w) {
+          const float v = out[(std::size_t(b) * padded + h) * padded + w];
+          const int y = h - 2, x = w - 2;
+          if (y < 0 || y >= side || x < 0 || x >= side) {
+            ASSERT_EQ(v, black) << b << " " << h << " " << w;
+          } else {
+            const std::uint8_t pixel = images[std::size_t(indices[b]) * side * side + y * side + x];
+            ASSERT_EQ(v, lenet5::normalise_pixel(pixel, scaling)) << b << " " << h << " " << w;
+          }
         }
-      }
-  // Without indices the images are taken in order.
-  std::vector<double> in_order(std::size_t(count) * padded * padded);
-  lenet5::gather_batch_cpu(images.data(), nullptr, count, in_order.data());
-  for (int b = 0; b < count; ++b)
-    EXPECT_EQ(in_order[(std::size_t(b) * padded + 2) * padded + 2],
-              double(lenet5::normalise_pixel(images[std::size_t(b) * side * side])));
-  // White: (1 - mean) / std; 1e-6 covers float rounding of 255 * (1/255) and the division.
-  EXPECT_NEAR(lenet5::normalise_pixel(255), (1.0f - 0.1307f) / 0.3081f, 1e-6f);
+    // Without indices the images are taken in order.
+    std::vector<double> in_order(std::size_t(count) * padded * padded);
+    lenet5::gather_batch_cpu(images.data(), nullptr, count, scaling, in_order.data());
+    for (int b = 0; b < count; ++b)
+      EXPECT_EQ(in_order[(std::size_t(b) * padded + 2) * padded + 2],
+                double(lenet5::normalise_pixel(images[std::size_t(b) * side * side], scaling)));
+    // White: (1 - mean) / std; 1e-6 covers float rounding of 255 * (1/255) and the division.
+    EXPECT_NEAR(lenet5::normalise_pixel(255, scaling), (1.0f - scaling.mean) / scaling.std, 1e-6f);
+  }
+}
+
+// The table's rows are the published figures: MNIST's usual statistics, and LeCun et al. 1998's
+// "the value of the background level (white) corresponds to a value of -0.1 and the foreground
+// (black) corresponds to 1.175". 1e-6: float rounding of the constants and of the division.
+TEST(InputScaling, MapsBlackAndWhiteToThePublishedValues) {
+  using lenet5::InputScaling;
+  using lenet5::normalise_pixel;
+  using lenet5::pixel_scaling;
+  EXPECT_NEAR(normalise_pixel(0, pixel_scaling(InputScaling::mnist)), -0.1307f / 0.3081f, 1e-6f);
+  EXPECT_NEAR(normalise_pixel(0, pixel_scaling(InputScaling::lecun1998)), -0.1f, 1e-6f);
+  EXPECT_NEAR(normalise_pixel(255, pixel_scaling(InputScaling::lecun1998)), 1.175f, 1e-6f);
+  EXPECT_NEAR(normalise_pixel(0, pixel_scaling(InputScaling::fashion_mnist)),
+              -0.2860406f / 0.3530242f, 1e-6f);
+  for (const lenet5::InputScalingInfo& info : lenet5::input_scalings())
+    EXPECT_EQ(lenet5::parse_input_scaling(info.name), info.scaling) << info.name;
+  EXPECT_THROW(lenet5::parse_input_scaling("imagenet"), lenet5::UsageError);
 }
 
 // ---------------------------------------------------------------------------------------------

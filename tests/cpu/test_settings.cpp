@@ -129,5 +129,21 @@ TEST(TrainSettings, ScheduleAndSgdAreBuiltFromCheckedValuesOnly) {
   EXPECT_EQ(schedule.total_epochs, 20);
 }
 
+// --input-scaling dataset (the default) is the data set's own statistics; a name of the table is
+// that row whatever the data set.
+TEST(TrainSettings, InputScalingDatasetIsTheDataSetsOwn) {
+  TrainSettings settings;
+  EXPECT_EQ(settings.input_scaling, "dataset");
+  EXPECT_EQ(settings.net_config().input_scaling, InputScaling::mnist);
+  settings.dataset = "fashion-mnist";
+  EXPECT_EQ(settings.net_config().input_scaling, InputScaling::fashion_mnist);
+  settings.input_scaling = "lecun1998";
+  EXPECT_EQ(settings.net_config().input_scaling, InputScaling::lecun1998);
+  settings.input_scaling = "mnist";
+  EXPECT_EQ(settings.net_config().input_scaling, InputScaling::mnist);
+  settings.input_scaling = "unit";
+  EXPECT_NE(refusal(settings).find("unit"), std::string::npos) << refusal(settings);
+}
+
 }  // namespace
 }  // namespace lenet5

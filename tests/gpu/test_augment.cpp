@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/augment_tolerance.hpp"
+#include "core/net_config.hpp"
 #include "core/rng.hpp"
 #include "cuda/kernels/batch.cuh"
 #include "cuda/runtime/buffer.hpp"
@@ -21,6 +22,9 @@
 
 namespace lenet5 {
 namespace {
+
+// The scaling these tests gather under (the gathers only pass it to the normalisation).
+const PixelScaling kMnistScaling = pixel_scaling(InputScaling::mnist);
 
 constexpr int kSetSize = 8;
 // Every image once, in a shuffled order, and image 1 again at the end: its two copies share a
@@ -87,7 +91,7 @@ TEST(AugmentedGather, MatchesTheDoubleReferenceForFixedKeys) {
   for (int i = 0; i < kSetSize; ++i) labels[i] = std::uint8_t((3 * i + 1) % 10);
   DeviceSet device(images, labels);
   const int n = int(kIndices.size());
-  const float background = normalise_pixel(0);
+  const float background = normalise_pixel(0, kMnistScaling);
   Buffer<std::uint8_t> labels_out(Device::gpu, n);
   double worst_share = 0;  // the largest error seen, as a fraction of its tolerance
   for (const Case& c : kCases)
@@ -102,12 +106,13 @@ TEST(AugmentedGather, MatchesTheDoubleReferenceForFixedKeys) {
         const std::vector<float> got =
             test::gpu_output(std::size_t(n) * kInputFloats, [&](float* out) {
               cuda::gather_augmented_batch(device.images.data(), device.labels.data(),
-                                           device.indices.data(), n, augmentation, out,
-                                           labels_out.data(), cudaStreamPerThread);
+                                           device.indices.data(), n, augmentation, kMnistScaling,
+                                           out, labels_out.data(), cudaStreamPerThread);
             });
         std::vector<float> want(std::size_t(n) * kInputFloats);
         gather_augmented_batch_reference(images.data(), kIndices.data(), n,
-                                         Augmentation{c.settings, seed}, epoch, want.data());
+                                         Augmentation{c.settings, seed}, epoch, kMnistScaling,
+                                         want.data());
 
         int ink = 0;
         for (int i = 0; i < n; ++i) {
@@ -154,11 +159,12 @@ TEST(AugmentedGather, ReadsTheEpochFromDeviceMemory) {
     device.epoch.copy_from_host(&epoch);
     test::poison(out);
     cuda::gather_augmented_batch(device.images.data(), nullptr, device.indices.data(), n,
-                                 augmentation, out.data(), nullptr, cudaStreamPerThread);
+                                 augmentation, kMnistScaling, out.data(), nullptr,
+                                 cudaStreamPerThread);
     by_epoch.push_back(test::download(out));
     std::vector<float> want(std::size_t(n) * kInputFloats);
     gather_augmented_batch_reference(images.data(), kIndices.data(), n, Augmentation{settings, 11},
-                                     epoch, want.data());
+                                     epoch, kMnistScaling, want.data());
     // Within the bound of the test above, the largest of the batch's samples (no NaN either).
     double tolerance = 0;
     for (const std::int32_t index : kIndices)

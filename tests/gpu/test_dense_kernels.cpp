@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/net_config.hpp"
 #include "core/rng.hpp"
 #include "core/sgd.hpp"
 #include "cuda/kernels/batch.cuh"
@@ -392,39 +393,44 @@ TEST(SgdKernel, MatchesCpuBitForBit) {
 
 // ---- batch gather -----------------------------------------------------------------------------
 
-// Bit-identical to gather_batch_cpu: batch.cu rounds each step of normalise_pixel as the host does.
+// Bit-identical to gather_batch_cpu: batch.cu rounds each step of normalise_pixel as the host does,
+// under every input scaling.
 TEST(GatherKernel, MatchesCpuThroughThePermutation) {
   SKIP_WITHOUT_GPU();
-  constexpr int kImages = 100, kFirst = 10;
-  constexpr std::size_t kField = kInputFloats;
-  SplitMix64 rng(51);
-  std::vector<std::uint8_t> images(std::size_t(kImages) * kImageBytes), labels(kImages);
-  for (auto& pixel : images) pixel = std::uint8_t(rng.below(256));
-  std::fill(images.begin(), images.begin() + kImageBytes, 0);                      // all black
-  std::fill(images.begin() + kImageBytes, images.begin() + 2 * kImageBytes, 255);  // all white
-  for (auto& label : labels) label = std::uint8_t(rng.below(10));
-  const std::vector<std::int32_t> permutation = epoch_permutation(52, 0, kImages);
+  for (const InputScalingInfo& info : input_scalings()) {
+    SCOPED_TRACE(info.name);
+    const PixelScaling scaling = info.pixels;
+    constexpr int kImages = 100, kFirst = 10;
+    constexpr std::size_t kField = kInputFloats;
+    SplitMix64 rng(51);
+    std::vector<std::uint8_t> images(std::size_t(kImages) * kImageBytes), labels(kImages);
+    for (auto& pixel : images) pixel = std::uint8_t(rng.below(256));
+    std::fill(images.begin(), images.begin() + kImageBytes, 0);                      // all black
+    std::fill(images.begin() + kImageBytes, images.begin() + 2 * kImageBytes, 255);  // all white
+    for (auto& label : labels) label = std::uint8_t(rng.below(10));
+    const std::vector<std::int32_t> permutation = epoch_permutation(52, 0, kImages);
 
-  std::vector<float> expected(std::size_t(kBatch) * kField);
-  gather_batch_cpu(images.data(), permutation.data() + kFirst, kBatch, expected.data());
-  const Buffer<std::uint8_t> d_images = to_device(images), d_labels = to_device(labels);
-  const Buffer<std::int32_t> d_permutation = to_device(permutation);
-  Buffer<float> d_out = poisoned<float>(expected.size());
-  Buffer<std::uint8_t> d_labels_out = poisoned<std::uint8_t>(kBatch);
-  cuda::gather_batch(d_images.data(), d_labels.data(), d_permutation.data() + kFirst, kBatch,
-                     d_out.data(), d_labels_out.data(), cuda::kDefaultStream);
-  expect_identical(downloaded(d_out), expected, "batch");
-  const std::vector<std::uint8_t> gathered_labels = d_labels_out.to_vector();
-  for (int i = 0; i < kBatch; ++i)
-    EXPECT_EQ(int(gathered_labels[i]), int(labels[permutation[kFirst + i]])) << "label " << i;
+    std::vector<float> expected(std::size_t(kBatch) * kField);
+    gather_batch_cpu(images.data(), permutation.data() + kFirst, kBatch, scaling, expected.data());
+    const Buffer<std::uint8_t> d_images = to_device(images), d_labels = to_device(labels);
+    const Buffer<std::int32_t> d_permutation = to_device(permutation);
+    Buffer<float> d_out = poisoned<float>(expected.size());
+    Buffer<std::uint8_t> d_labels_out = poisoned<std::uint8_t>(kBatch);
+    cuda::gather_batch(d_images.data(), d_labels.data(), d_permutation.data() + kFirst, kBatch,
+                       scaling, d_out.data(), d_labels_out.data(), cuda::kDefaultStream);
+    expect_identical(downloaded(d_out), expected, "batch");
+    const std::vector<std::uint8_t> gathered_labels = d_labels_out.to_vector();
+    for (int i = 0; i < kBatch; ++i)
+      EXPECT_EQ(int(gathered_labels[i]), int(labels[permutation[kFirst + i]])) << "label " << i;
 
-  // Without indices: the first n images in order (evaluation and classify).
-  std::vector<float> in_order(std::size_t(kImages) * kField);
-  gather_batch_cpu(images.data(), nullptr, kImages, in_order.data());
-  Buffer<float> d_in_order = poisoned<float>(in_order.size());
-  cuda::gather_batch(d_images.data(), nullptr, nullptr, kImages, d_in_order.data(), nullptr,
-                     cuda::kDefaultStream);
-  expect_identical(downloaded(d_in_order), in_order, "batch without indices");
+    // Without indices: the first n images in order (evaluation and classify).
+    std::vector<float> in_order(std::size_t(kImages) * kField);
+    gather_batch_cpu(images.data(), nullptr, kImages, scaling, in_order.data());
+    Buffer<float> d_in_order = poisoned<float>(in_order.size());
+    cuda::gather_batch(d_images.data(), nullptr, nullptr, kImages, scaling, d_in_order.data(),
+                       nullptr, cuda::kDefaultStream);
+    expect_identical(downloaded(d_in_order), in_order, "batch without indices");
+  }
 }
 
 }  // namespace

@@ -215,31 +215,34 @@ TEST_F(GpuEngine, ActivationsMatchTheCpuEngineForEveryKernelSet) {
   auto trainer = gpu_engine();
   trainer->initialise(4);
   train_one_epoch(*trainer, first_images(data->train, 1000), 4);
-  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast, GpuKernels::whole_step}) {
-    NetConfig config;
-    config.kernels = kernels;
-    auto gpu = make_gpu_engine(config, kMomentum, kBatch);
-    auto cpu = make_engine(Device::cpu, config, kMomentum, kBatch);
-    gpu->set_state(trainer->parameters(), trainer->optimizer_state());
-    cpu->set_state(trainer->parameters(), trainer->optimizer_state());
-    for (int image = 0; image < 3; ++image) {
-      const std::uint8_t* pixels = data->test.images.data() + std::size_t(image) * kImageBytes;
-      const Activations g = gpu->activations(pixels), c = cpu->activations(pixels);
-      const std::string what =
-          std::string(gpu_kernel_set(kernels).name) + " image " + std::to_string(image);
-      EXPECT_LE(largest_difference(g.input, c.input), 1e-6) << what;
-      ASSERT_EQ(g.layers.size(), c.layers.size()) << what;
-      for (std::size_t l = 0; l < c.layers.size(); ++l) {
-        EXPECT_EQ(g.layers[l].name, c.layers[l].name) << what;
-        float scale = 1;
-        for (const float v : c.layers[l].values) scale = std::max(scale, std::fabs(v));
-        EXPECT_LE(largest_difference(g.layers[l].values, c.layers[l].values), 1e-4 * scale)
-            << what << " " << c.layers[l].name;
+  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast, GpuKernels::whole_step})
+    for (const InputScaling scaling : {InputScaling::mnist, InputScaling::lecun1998}) {
+      NetConfig config;
+      config.kernels = kernels;
+      config.input_scaling = scaling;
+      auto gpu = make_gpu_engine(config, kMomentum, kBatch);
+      auto cpu = make_engine(Device::cpu, config, kMomentum, kBatch);
+      gpu->set_state(trainer->parameters(), trainer->optimizer_state());
+      cpu->set_state(trainer->parameters(), trainer->optimizer_state());
+      for (int image = 0; image < 3; ++image) {
+        const std::uint8_t* pixels = data->test.images.data() + std::size_t(image) * kImageBytes;
+        const Activations g = gpu->activations(pixels), c = cpu->activations(pixels);
+        const std::string what = std::string(gpu_kernel_set(kernels).name) + " " +
+                                 to_string(scaling) + " image " + std::to_string(image);
+        EXPECT_LE(largest_difference(g.input, c.input), 1e-6) << what;
+        EXPECT_EQ(g.input[0], normalise_pixel(0, pixel_scaling(scaling))) << what;
+        ASSERT_EQ(g.layers.size(), c.layers.size()) << what;
+        for (std::size_t l = 0; l < c.layers.size(); ++l) {
+          EXPECT_EQ(g.layers[l].name, c.layers[l].name) << what;
+          float scale = 1;
+          for (const float v : c.layers[l].values) scale = std::max(scale, std::fabs(v));
+          EXPECT_LE(largest_difference(g.layers[l].values, c.layers[l].values), 1e-4 * scale)
+              << what << " " << c.layers[l].name;
+        }
+        for (int k = 0; k < 10; ++k)
+          EXPECT_NEAR(g.probabilities[k], c.probabilities[k], 1e-4) << what << " class " << k;
       }
-      for (int k = 0; k < 10; ++k)
-        EXPECT_NEAR(g.probabilities[k], c.probabilities[k], 1e-4) << what << " class " << k;
     }
-  }
 }
 
 // One SGD step from the same initial weights on the same 64 images. With classical momentum from
@@ -366,29 +369,33 @@ TEST_F(GpuEngine, BookKernelsAreDeterministicToo) {
 // orders; the bound is the one of BookAndFastKernelsComputeTheSameNetwork, for the same reason),
 // with the same loss statistics, and the network it trains learns.
 TEST_F(GpuEngine, WholeStepKernelsTrainLikeTheFastKernels) {
-  NetConfig fast_config, whole_config;
-  whole_config.kernels = GpuKernels::whole_step;
-  auto fast = make_gpu_engine(fast_config, kMomentum, kBatch);
-  auto whole = make_gpu_engine(whole_config, kMomentum, kBatch);
-  fast->initialise(5);
-  whole->initialise(5);
-  const Dataset train = first_images(data->train, 1000);  // the last step has 40 images
-  const EpochTotals fast_totals = train_one_epoch(*fast, train, 5);
-  const EpochTotals whole_totals = train_one_epoch(*whole, train, 5);
-  EXPECT_EQ(whole_totals.seen, 1000);
-  // The epoch's statistics are gathered while the weights drift apart by up to the 1e-3 bound
-  // below, so the loss sum may differ by that order relative, and one more near-tie prediction
-  // than before training may flip (3 of 1,000 instead of 2).
-  EXPECT_NEAR(whole_totals.loss_sum, fast_totals.loss_sum, 1e-3 * fast_totals.loss_sum);
-  EXPECT_LE(std::abs(whole_totals.correct - fast_totals.correct), 3);
-  const double worst = largest_difference(fast->parameters(), whole->parameters());
-  EXPECT_LT(worst, 1e-3);
-  RecordProperty("largest_weight_difference", std::to_string(worst));
-  // The threshold and its reason: LearnsFromTwoThousandImagesInOneEpoch.
-  auto learner = make_gpu_engine(whole_config, kMomentum, kBatch);
-  learner->initialise(1);
-  train_one_epoch(*learner, first_images(data->train, 2000), 1);
-  EXPECT_GT(learner->evaluate(data->test).accuracy(), 0.70);
+  for (const InputScaling scaling : {InputScaling::mnist, InputScaling::lecun1998}) {
+    SCOPED_TRACE(to_string(scaling));
+    NetConfig fast_config, whole_config;
+    whole_config.kernels = GpuKernels::whole_step;
+    fast_config.input_scaling = whole_config.input_scaling = scaling;
+    auto fast = make_gpu_engine(fast_config, kMomentum, kBatch);
+    auto whole = make_gpu_engine(whole_config, kMomentum, kBatch);
+    fast->initialise(5);
+    whole->initialise(5);
+    const Dataset train = first_images(data->train, 1000);  // the last step has 40 images
+    const EpochTotals fast_totals = train_one_epoch(*fast, train, 5);
+    const EpochTotals whole_totals = train_one_epoch(*whole, train, 5);
+    EXPECT_EQ(whole_totals.seen, 1000);
+    // The epoch's statistics are gathered while the weights drift apart by up to the 1e-3 bound
+    // below, so the loss sum may differ by that order relative, and one more near-tie prediction
+    // than before training may flip (3 of 1,000 instead of 2).
+    EXPECT_NEAR(whole_totals.loss_sum, fast_totals.loss_sum, 1e-3 * fast_totals.loss_sum);
+    EXPECT_LE(std::abs(whole_totals.correct - fast_totals.correct), 3);
+    const double worst = largest_difference(fast->parameters(), whole->parameters());
+    EXPECT_LT(worst, 1e-3);
+    RecordProperty("largest_weight_difference", std::to_string(worst));
+    // The threshold and its reason: LearnsFromTwoThousandImagesInOneEpoch.
+    auto learner = make_gpu_engine(whole_config, kMomentum, kBatch);
+    learner->initialise(1);
+    train_one_epoch(*learner, first_images(data->train, 2000), 1);
+    EXPECT_GT(learner->evaluate(data->test).accuracy(), 0.70);
+  }
 }
 
 // No atomics: two whole-step runs from the same seed agree bit for bit, and the epoch replayed as

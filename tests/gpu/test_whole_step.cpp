@@ -13,6 +13,7 @@
 
 #include "common/augment_tolerance.hpp"
 #include "core/error.hpp"
+#include "core/net_config.hpp"
 #include "core/rng.hpp"
 #include "core/sgd.hpp"
 #include "cuda/engine/whole_step.cuh"
@@ -28,6 +29,8 @@
 namespace lenet5 {
 namespace {
 
+// The scaling these tests gather under (the gathers only pass it to the normalisation).
+const PixelScaling kMnistScaling = pixel_scaling(InputScaling::mnist);
 
 struct Batch {
   std::vector<std::uint8_t> images, labels;  // a small "data set"
@@ -118,7 +121,8 @@ ReferenceStep reference_step(const NetConfig& config, const std::vector<float>& 
   }
   const int m = int(distinct.size());
   std::vector<double> input(std::size_t(m) * kInputFloats);
-  gather_batch_cpu(batch.images.data(), distinct.data(), m, input.data());
+  gather_batch_cpu(batch.images.data(), distinct.data(), m, pixel_scaling(config.input_scaling),
+                   input.data());
   std::vector<std::uint8_t> labels;
   for (const std::int32_t i : distinct) labels.push_back(batch.labels[i]);
   return reference_on(config, params, input, labels, copies, int(batch.indices.size()));
@@ -423,11 +427,11 @@ TEST_P(WholeStepAugmented, GradientsMatchTheCpuReferenceOnTheAugmentedBatch) {
   DeviceBatch device(batch);
   Buffer<float> gathered = test::poisoned(std::size_t(n) * kInputFloats);
   cuda::gather_augmented_batch(device.images.data(), nullptr, device.indices.data(), n, on_device,
-                               gathered.data(), nullptr, cudaStreamPerThread);
+                               kMnistScaling, gathered.data(), nullptr, cudaStreamPerThread);
   const std::vector<float> gpu_input = test::download(gathered);
   std::vector<float> cpu_input(std::size_t(n) * kInputFloats);
   gather_augmented_batch_reference(batch.images.data(), batch.indices.data(), n, augmentation,
-                                   epoch, cpu_input.data());
+                                   epoch, kMnistScaling, cpu_input.data());
   for (int i = 0; i < n; ++i) {
     const double tolerance = test::augmented_pixel_tolerance(
         augmentation.settings, augmentation.seed, epoch, std::uint32_t(batch.indices[i]));
