@@ -7,6 +7,11 @@
 //   c1.weight (6,1,5,5) 150   s2.bias (6) 6      c3.weight (16,6,5,5) 2,400   s4.bias (16) 16
 //   c5.weight (120,16,5,5) 48,000   c5.bias (120)   f6.weight (84,120) 10,080   f6.bias (84)
 //   output.weight (10,84) 840   output.bias (10)
+// With --output rbf the output layer is LeCun 1998's RBF units, whose prototypes are fixed data
+// (core/rbf_prototypes.hpp), not parameters: the layout, and so the trained buffer, the optimizer's
+// state and the checkpoint's parameter tensors, ends at f6.bias (60,856 trainable parameters with
+// the full C3 table). The checkpoint stores the prototypes beside them as the one tensor that is
+// not trained (train/checkpoint.hpp says why).
 #pragma once
 
 #include <cstddef>
