@@ -27,6 +27,7 @@
 #include "core/device.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
+#include "core/rbf_prototypes.hpp"
 #include "core/rng.hpp"
 #include "core/topology.hpp"
 #include "data/batch.hpp"
@@ -231,8 +232,50 @@ TEST(GradientCheck, SoftmaxCrossEntropyOfTheMeanLoss) {
   expect_gradient("softmax cross-entropy dL/dlogits", loss, logits, grad);
 }
 
+// The RBF output layer (--output rbf): y_i = sum_j (x_j - w_ij)^2 with the fixed prototypes, so
+// only dL/dx exists. x over the range of scaled-tanh outputs (+-1.7159).
+TEST(GradientCheck, RbfOutputInput) {
+  constexpr int n = 3;
+  Doubles x = random_doubles(std::size_t(n) * lenet5::kRbfUnits, 18, -1.7, 1.7);
+  const Doubles r = random_doubles(std::size_t(n) * lenet5::kClasses, 19);
+  const float* prototypes = lenet5::rbf_prototypes().data();
+  Doubles y(r.size());
+  const auto loss = [&] {
+    lenet5::rbf_forward_cpu(n, lenet5::kRbfUnits, lenet5::kClasses, x.data(), prototypes,
+                            y.data());
+    return weighted_sum(r, y);
+  };
+  Doubles dx(x.size());
+  lenet5::rbf_backward_input_cpu(n, lenet5::kRbfUnits, lenet5::kClasses, x.data(), prototypes,
+                                 r.data(), dx.data());
+  expect_gradient("rbf dL/dx", loss, x, dx);
+}
+
+// The MAP criterion's dL/dy, of the MEAN loss as the softmax's. Distances around the rejection
+// constant j = 10, where every term of e^-j + sum e^-y_i matters and so every part of the
+// gradient is exercised; and far beyond it (all near 200), where e^-y underflows without the
+// log-sum-exp.
+TEST(GradientCheck, MapCriterionOfTheMeanLoss) {
+  constexpr int n = 4, classes = 10;
+  for (const double centre : {10.0, 200.0}) {
+    Doubles y = random_doubles(n * classes, 20, centre - 5, centre + 5);
+    const std::vector<std::uint8_t> labels = {0, 9, 4, 4};
+    const auto loss = [&] {
+      return lenet5::map_loss_cpu(y.data(), labels.data(), n, classes,
+                                  static_cast<double*>(nullptr), static_cast<int*>(nullptr))
+                 .loss_sum /
+             n;
+    };
+    Doubles grad(y.size());
+    lenet5::map_loss_cpu(y.data(), labels.data(), n, classes, grad.data(),
+                         static_cast<int*>(nullptr));
+    expect_gradient("MAP criterion dL/dy around " + std::to_string(centre), loss, y, grad);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
-// The whole network: Network<double> on the CPU, mean softmax cross-entropy of a batch of 3.
+// The whole network: Network<double> on the CPU, mean loss of a batch of 3 (softmax
+// cross-entropy, or the MAP criterion with the RBF output).
 
 constexpr int kBatch = 3;
 constexpr int kSamplesPerTensor = 8;  // random indices, plus the first and the last element
@@ -259,7 +302,7 @@ double kink_margin(lenet5::NetConfig config, std::uint64_t seed, const Doubles& 
   config.kernels = lenet5::GpuKernels::book;
   lenet5::Network<double> network(config, lenet5::Device::cpu, kBatch);
   network.initialise(seed);
-  const auto& topology = lenet5::lenet5_topology();
+  const auto& topology = lenet5::lenet5_topology(config.output);
   double margin = std::numeric_limits<double>::infinity();
   Doubles x = input, y;
   for (std::size_t i = 0; i < topology.size(); ++i) {
@@ -297,9 +340,9 @@ void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernel
   const std::vector<std::uint8_t> labels = {3, 7, 1};
   const auto loss = [&] {
     network.forward(input.data(), kBatch);
-    return lenet5::softmax_cross_entropy_cpu(network.logits(), labels.data(), kBatch,
-                                             lenet5::kClasses, static_cast<double*>(nullptr),
-                                             static_cast<int*>(nullptr))
+    return lenet5::output_loss_cpu(config.output, network.logits(), labels.data(), kBatch,
+                                   lenet5::kClasses, static_cast<double*>(nullptr),
+                                   static_cast<int*>(nullptr))
                .loss_sum /
            kBatch;
   };
@@ -313,8 +356,8 @@ void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernel
 
   network.forward(input.data(), kBatch);
   Doubles dL_dlogits(std::size_t(kBatch) * lenet5::kClasses);
-  lenet5::softmax_cross_entropy_cpu(network.logits(), labels.data(), kBatch, lenet5::kClasses,
-                                    dL_dlogits.data(), static_cast<int*>(nullptr));
+  lenet5::output_loss_cpu(config.output, network.logits(), labels.data(), kBatch, lenet5::kClasses,
+                          dL_dlogits.data(), static_cast<int*>(nullptr));
   network.backward(dL_dlogits.data(), kBatch);
   const Doubles analytic = network.gradients().to_vector();
 
@@ -382,6 +425,15 @@ TEST(NetworkGradientCheck, SigmoidAndScaledTanh) {
       make_config(Activation::sigmoid, Subsampling::average, lenet5::C3Table::full), 4);
   check_network_gradients(
       make_config(Activation::scaled_tanh, Subsampling::average, lenet5::C3Table::full), 5);
+}
+
+// LeCun 1998's output: RBF units and the MAP criterion after scaled-tanh F6 units (the paper's
+// pairing), with no output.weight or output.bias in the layout to check.
+TEST(NetworkGradientCheck, ScaledTanhRbfOutput) {
+  lenet5::NetConfig config =
+      make_config(Activation::scaled_tanh, Subsampling::average, lenet5::C3Table::lecun);
+  config.output = lenet5::OutputLayer::rbf;
+  check_network_gradients(config, 7);
 }
 
 }  // namespace
