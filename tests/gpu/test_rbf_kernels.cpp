@@ -215,7 +215,10 @@ TEST(MapLossKernels, ProbabilitiesAndPredictionsMatchCpu) {
 // ---- the engine with an RBF output -----------------------------------------------------------
 
 const SgdSettings kMomentum{0.9, false, 0.0};
-constexpr float kLr = 0.01f;
+// The MAP criterion's gradient is larger than softmax's: with momentum 0.9 one epoch of these
+// 1,000 images (constant rate, seed 3) measured 71.4 % test accuracy on the CPU at 0.002, 46.8 % at
+// 0.005 and 39.2 % at 0.01.
+constexpr float kLr = 0.002f;
 
 const Mnist* mnist() {
   static const std::unique_ptr<Mnist> data = []() -> std::unique_ptr<Mnist> {
@@ -318,7 +321,7 @@ TEST_P(RbfGpuEngine, EvaluatesAndClassifiesLikeTheCpuEngine) {
   EXPECT_EQ(g.output, OutputLayer::rbf);
   EXPECT_LE(std::llabs(g.correct - c.correct), 2);
   EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * c.loss_sum);
-  // Chance is 10 %; 16 steps of the MAP criterion put most digits nearest their own prototype.
+  // Chance is 10 %; the CPU engine measured 71.4 % on the whole test set after these 16 steps.
   EXPECT_GT(g.accuracy(), 0.5);
 
   std::vector<std::int32_t> predicted_g, predicted_c;
