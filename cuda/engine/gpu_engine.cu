@@ -45,8 +45,9 @@ class GpuEngine final : public NetworkEngine {
         m_labels(Device::gpu, m_network.max_batch()),
         m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
     if (gpu_kernel_set(net.kernels).whole_step && net.output != OutputLayer::softmax)
-      throw Error("internal: the whole-step kernels compute only the softmax output (the settings "
-                  "refuse --output rbf with them)");
+      throw Error(
+          "internal: the whole-step kernels compute only the softmax output (the settings "
+          "refuse --output rbf with them)");
     if (gpu_kernel_set(net.kernels).whole_step) {
       // The whole-step kernels fold SGD's update into their own last kernel.
       if (m_optimizer.description.name != kSgdName)
@@ -145,8 +146,8 @@ class GpuEngine final : public NetworkEngine {
 
   // The output layer's loss over the network's last forward pass (softmax_cross_entropy or the
   // RBF output's map_loss), on kDefaultStream; loss.cuh's contract.
-  void output_loss(const std::uint8_t* labels, int n, float* dL_doutputs,
-                   std::int32_t* predictions, cuda::StepStats* stats) {
+  void output_loss(const std::uint8_t* labels, int n, float* dL_doutputs, std::int32_t* predictions,
+                   cuda::StepStats* stats) {
     if (m_network.config().output == OutputLayer::rbf)
       cuda::map_loss(m_network.logits(), labels, n, dL_doutputs, predictions, stats,
                      cuda::kDefaultStream);
@@ -221,7 +222,8 @@ Evaluation GpuEngine::evaluate(const Dataset& data) {
     cuda::gather_batch(set.images.data() + first * kImageBytes, nullptr, nullptr, n, m_input.data(),
                        nullptr, cuda::kDefaultStream);
     m_network.forward(m_input.data(), n);
-    output_loss(set.labels.data() + first, n, nullptr, predictions.data() + first, slots.data() + b);
+    output_loss(set.labels.data() + first, n, nullptr, predictions.data() + first,
+                slots.data() + b);
   }
   mark(EnginePhase::end);
   const std::vector<std::int32_t> predicted = predictions.to_vector();

@@ -7,8 +7,8 @@
 // cuda::layer_stream() (cuda/runtime/streams.hpp): the engine's stream, or the side stream on which
 // Network::backward runs the weight gradients.
 #include "core/error.hpp"
-#include "cuda/kernels/conv/registry.hpp"
 #include "core/rbf_prototypes.hpp"
+#include "cuda/kernels/conv/registry.hpp"
 #include "cuda/kernels/dense.cuh"
 #include "cuda/kernels/gpu_layers.hpp"
 #include "cuda/kernels/rbf.cuh"

@@ -97,8 +97,8 @@ void rbf_forward(const float* x, const float* prototypes, int n, float* y, cudaS
 void rbf_backward_input(const float* x, const float* prototypes, const float* dL_dy, int n,
                         float* dL_dx, cudaStream_t stream) {
   if (n == 0) return;
-  rbf_backward_input_kernel1<<<blocks_for(std::size_t(n) * kRbfUnits, kRbfThreads), kRbfThreads,
-                               0, stream>>>(x, prototypes, dL_dy, n, dL_dx);
+  rbf_backward_input_kernel1<<<blocks_for(std::size_t(n) * kRbfUnits, kRbfThreads), kRbfThreads, 0,
+                               stream>>>(x, prototypes, dL_dy, n, dL_dx);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -7,7 +7,7 @@
 //
 // Version 1 of each kernel:
 //   rbf_forward_kernel1: one thread per (sample, class), its 84-term sum in index order.
-//   rbf_backward_input_kernel1: one thread per (sample, input unit), its 10-term sum in class order.
+//   rbf_backward_input_kernel1: one thread per (sample, input), its 10-term sum in class order.
 //   map_loss_kernel1: one block, as softmax_cross_entropy_kernel1 (loss.cu): threads take samples
 //     t, t + blockDim, ...; the batch's sums combine in a fixed-order tree into one StepStats slot.
 //   map_probabilities_kernel1: one thread per sample, probabilities and the nearest class.

@@ -68,7 +68,9 @@ GpuKernels parse_gpu_kernels(const std::string& name) {
 const char* to_string(Activation value) { return activation_names()[int(value)].c_str(); }
 const char* to_string(Subsampling value) { return subsampling_names()[int(value)].c_str(); }
 const char* to_string(C3Table value) { return c3_table_names()[int(value)].c_str(); }
-const char* to_string(OutputLayer value) { return output_layer_names()[int(value)].c_str(); }
+const char* to_string(OutputLayer value) {
+  return output_layer_names()[int(value)].c_str();
+}
 
 Activation parse_activation(const std::string& name) {
   return parse_named<Activation>(name, activation_names(), "activation");

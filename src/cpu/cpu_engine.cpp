@@ -1,12 +1,13 @@
 // The CPU engine: Network<float> with the CPU layers the kernel set picks (layers/cpu_layers.hpp),
 // the optimizer's host update.
+#include "cpu/cpu_engine.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
 #include "core/rbf_math.hpp"
 #include "core/topology.hpp"
-#include "cpu/cpu_engine.hpp"
 #include "data/batch.hpp"
 #include "engine/engine.hpp"
 #include "engine/network.hpp"
@@ -84,9 +85,8 @@ class CpuEngine final : public NetworkEngine {
       } else {
         softmax_rows(outputs, count, p);
         for (int i = 0; i < count; ++i)
-          predicted[std::size_t(first + i)] =
-              std::int32_t(std::max_element(p + i * kClasses, p + (i + 1) * kClasses) -
-                           (p + i * kClasses));
+          predicted[std::size_t(first + i)] = std::int32_t(
+              std::max_element(p + i * kClasses, p + (i + 1) * kClasses) - (p + i * kClasses));
       }
     }
     return result;
@@ -101,9 +101,9 @@ class CpuEngine final : public NetworkEngine {
     gather(m_train->images.data(), indices, count, m_augmentation, m_epoch, m_input.data());
     for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
     m_network.forward(m_input.data(), count);
-    const LossStats stats = output_loss_cpu(m_network.config().output, m_network.logits(),
-                                            m_labels.data(), count, kClasses, m_dL_dlogits.data(),
-                                            nullptr);
+    const LossStats stats =
+        output_loss_cpu(m_network.config().output, m_network.logits(), m_labels.data(), count,
+                        kClasses, m_dL_dlogits.data(), nullptr);
     m_network.backward(m_dL_dlogits.data(), count);
     m_optimizer.description.update_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
                            m_state.pointers(), m_network.layout().buffer_floats);

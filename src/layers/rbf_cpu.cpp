@@ -72,11 +72,11 @@ LossStats output_loss_cpu(OutputLayer output, const T* outputs, const std::uint8
   return softmax_cross_entropy_cpu(outputs, labels, n, classes, dL_doutputs, predictions);
 }
 
-#define LENET5_INSTANTIATE(T)                                                                    \
-  template void rbf_forward_cpu<T>(int, int, int, const T*, const float*, T*);                   \
-  template void rbf_backward_input_cpu<T>(int, int, int, const T*, const float*, const T*, T*);  \
-  template LossStats map_loss_cpu<T>(const T*, const std::uint8_t*, int, int, T*, int*);         \
-  template void map_probabilities_cpu<T>(const T*, int, int, float*);                            \
+#define LENET5_INSTANTIATE(T)                                                                     \
+  template void rbf_forward_cpu<T>(int, int, int, const T*, const float*, T*);                    \
+  template void rbf_backward_input_cpu<T>(int, int, int, const T*, const float*, const T*, T*);   \
+  template LossStats map_loss_cpu<T>(const T*, const std::uint8_t*, int, int, T*, int*);          \
+  template void map_probabilities_cpu<T>(const T*, int, int, float*);                             \
   template LossStats output_loss_cpu<T>(OutputLayer, const T*, const std::uint8_t*, int, int, T*, \
                                         int*);
 LENET5_INSTANTIATE(float)

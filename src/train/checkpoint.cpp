@@ -104,7 +104,8 @@ const std::vector<std::int64_t> kPrototypesShape{kClasses, kRbfUnits};
 void check_prototypes(const SafetensorsFile& file) {
   const auto it = file.tensors.find(kRbfPrototypesTensor);
   if (it == file.tensors.end())
-    throw Error(std::string("tensor '") + kRbfPrototypesTensor + "' (the RBF prototypes) is missing");
+    throw Error(std::string("tensor '") + kRbfPrototypesTensor +
+                "' (the RBF prototypes) is missing");
   const std::vector<float>& values = it->second.values;
   const auto& expected = rbf_prototypes();
   if (it->second.shape != kPrototypesShape ||
@@ -190,8 +191,10 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
                 std::string(kCheckpointFormat) + "')");
   const int version = number<int>(m, "format_version");
   if (version != kCheckpointVersion && version != kCheckpointVersionRbf)
-    throw Error("checkpoint format version " + m.at("format_version") + " is not supported (this "
-                "lenet5 reads versions " + std::to_string(kCheckpointVersion) + " and " +
+    throw Error("checkpoint format version " + m.at("format_version") +
+                " is not supported (this "
+                "lenet5 reads versions " +
+                std::to_string(kCheckpointVersion) + " and " +
                 std::to_string(kCheckpointVersionRbf) + ")");
   Checkpoint c;
   try {
@@ -204,9 +207,10 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
     throw Error(std::string("network settings: ") + e.what());
   }
   if (version != checkpoint_version(c.net))
-    throw Error(fmt::format("format version {} with the output layer {}: this network is written "
-                            "as version {}",
-                            version, to_string(c.net.output), checkpoint_version(c.net)));
+    throw Error(
+        fmt::format("format version {} with the output layer {}: this network is written "
+                    "as version {}",
+                    version, to_string(c.net.output), checkpoint_version(c.net)));
   c.config_toml = required(m, "config");
   c.position.epoch = number<int>(m, "epoch");
   c.position.step = number<int>(m, "step");
@@ -240,9 +244,9 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
   if (rbf) check_prototypes(file);
   const std::size_t expected = layout.tensors.size() * (1 + c.optimizer_state.size()) + rbf;
   if (file.tensors.size() != expected)
-    throw Error(fmt::format("holds {} tensors, expected {}: unknown extra tensors ({})",
-                            file.tensors.size(), expected,
-                            fmt::join(unknown_tensors(file, layout, c.optimizer_state, rbf), ", ")));
+    throw Error(fmt::format(
+        "holds {} tensors, expected {}: unknown extra tensors ({})", file.tensors.size(), expected,
+        fmt::join(unknown_tensors(file, layout, c.optimizer_state, rbf), ", ")));
   verify_content_checksum(file);  // last: a missing or misshapen tensor is named as such first
   return c;
 }

@@ -76,12 +76,13 @@ std::string format_evaluation(const Evaluation& e, const DatasetDescription& dat
   const std::vector<std::string>& names = dataset.class_names;
   const std::string& noun = dataset.class_noun;
   const int width = column_width(dataset);
-  std::string out = fmt::format("test accuracy {}% ({}/{})\nmean loss {:.6f}\n",
-                                format_percent(e.correct, e.count), e.correct, e.count,
-                                e.mean_loss());
+  std::string out =
+      fmt::format("test accuracy {}% ({}/{})\nmean loss {:.6f}\n",
+                  format_percent(e.correct, e.count), e.correct, e.count, e.mean_loss());
   if (e.output == OutputLayer::rbf)
-    out += "(RBF output, LeCun 1998: the loss is the MAP criterion of the paper's equation (9), "
-           "the predicted class the nearest prototype's)\n";
+    out +=
+        "(RBF output, LeCun 1998: the loss is the MAP criterion of the paper's equation (9), "
+        "the predicted class the nearest prototype's)\n";
   out += "\n";
   out += fmt::format("confusion matrix (rows: true {0}, columns: predicted {0})\n{1:>{2}}", noun,
                      "", width);
@@ -127,7 +128,9 @@ std::string format_evaluation_json(const Evaluation& e, const std::string& check
   return json.dump() + "\n";
 }
 
-int Classification::digit() const { return predicted; }
+int Classification::digit() const {
+  return predicted;
+}
 
 std::vector<Classification> classify_images(Engine& engine, const std::vector<std::string>& files,
                                             const ClassifyOptions& options) {
@@ -147,8 +150,8 @@ std::vector<Classification> classify_images(Engine& engine, const std::vector<st
       result.predicted = predicted.at(0);
       if (options.output == OutputLayer::rbf)
         result.none_of_these = std::max(
-            0.0f, 1.0f - std::accumulate(result.probabilities.begin(),
-                                         result.probabilities.end(), 0.0f));
+            0.0f,
+            1.0f - std::accumulate(result.probabilities.begin(), result.probabilities.end(), 0.0f));
     } catch (const Error& e) {
       result.error = e.what();
     }
@@ -162,8 +165,8 @@ std::string format_classification(const Classification& r, int top,
   if (!r.error.empty()) return fmt::format("{}: error: {}\n", r.file, r.error);
   const std::vector<std::string>& names = dataset.class_names;
   const std::vector<int> order = ranked_digits(r);
-  std::string line = fmt::format("{}: {} ({:.1f}%)", r.file, names.at(order[0]),
-                                 100 * r.probabilities[order[0]]);
+  std::string line =
+      fmt::format("{}: {} ({:.1f}%)", r.file, names.at(order[0]), 100 * r.probabilities[order[0]]);
   if (top > 1) {
     line += "  top:";
     for (int i = 0; i < std::min<int>(top, 10); ++i)

@@ -362,7 +362,8 @@ NetConfig TrainSettings::net_config() const {
   const GpuKernelSet& set = gpu_kernel_set(config.kernels);
   if (set.whole_step && config.output == OutputLayer::rbf)
     throw UsageError("--output rbf does not run in the whole-step kernel set (--kernels " +
-                     std::string(set.name) + "), whose kernels compute the softmax output "
+                     std::string(set.name) +
+                     "), whose kernels compute the softmax output "
                      "themselves: choose --kernels fast (or book)");
   if (conv_algo == "auto") {
     config.conv_algo = set.default_conv_algo;

@@ -63,8 +63,7 @@ double relative_error(double analytic, double numeric) {
 }
 
 // Central difference of loss() with respect to *value.
-double central_difference(const std::function<double()>& loss, double* value,
-                          double step = kStep) {
+double central_difference(const std::function<double()>& loss, double* value, double step = kStep) {
   const double saved = *value;
   *value = saved + step;
   const double up = loss();
@@ -246,8 +245,7 @@ TEST(GradientCheck, RbfOutputInput) {
   const float* prototypes = lenet5::rbf_prototypes().data();
   Doubles y(r.size());
   const auto loss = [&] {
-    lenet5::rbf_forward_cpu(n, lenet5::kRbfUnits, lenet5::kClasses, x.data(), prototypes,
-                            y.data());
+    lenet5::rbf_forward_cpu(n, lenet5::kRbfUnits, lenet5::kClasses, x.data(), prototypes, y.data());
     return weighted_sum(r, y);
   };
   Doubles dx(x.size());

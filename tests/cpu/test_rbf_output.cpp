@@ -67,14 +67,17 @@ TEST(RbfPrototypes, TheTenAreDistinctAndEachHasInk) {
 constexpr int kTen = kClasses;
 
 // Exactly representable distances, so the expected values below are computed the same way.
-std::vector<double> some_distances() { return {12, 3, 25, 40, 7.5, 60, 9, 33, 18, 50}; }
+std::vector<double> some_distances() {
+  return {12, 3, 25, 40, 7.5, 60, 9, 33, 18, 50};
+}
 
 TEST(MapCriterion, TheLossIsMinusTheLogOfTheLabelsProbability) {
   const std::vector<double> y = some_distances();
   double denominator = std::exp(-kMapRejectionConstant);
   for (double v : y) denominator += std::exp(-v);
   for (std::uint8_t label : {std::uint8_t(1), std::uint8_t(5)}) {
-    const LossStats stats = map_loss_cpu(y.data(), &label, 1, kTen, (double*)nullptr, (int*)nullptr);
+    const LossStats stats =
+        map_loss_cpu(y.data(), &label, 1, kTen, (double*)nullptr, (int*)nullptr);
     // E = y_D + log(e^-j + sum e^-y_i), equation (9), computed directly (no overflow here).
     // 1e-12: the log-sum-exp form rounds differently from the direct one, in the last bits of
     // values of order 1-60.
@@ -105,7 +108,8 @@ TEST(MapCriterion, PredictsTheNearestPrototypeFirstOnTies) {
   std::vector<float> y = {30, 8, 20, 8, 50, 60, 70, 80, 90, 100};
   std::vector<std::uint8_t> label = {3};
   int predicted = -1;
-  const LossStats stats = map_loss_cpu(y.data(), label.data(), 1, kTen, (float*)nullptr, &predicted);
+  const LossStats stats =
+      map_loss_cpu(y.data(), label.data(), 1, kTen, (float*)nullptr, &predicted);
   EXPECT_EQ(predicted, 1);  // 1 and 3 tie at 8: the first
   EXPECT_EQ(stats.correct, 0);
   label = {1};
@@ -237,8 +241,8 @@ TEST(RbfCheckpoint, IsVersionTwoWithThePrototypesAndNoOutputWeights) {
   EXPECT_EQ(file.tensors.count("output.prototypes.momentum"), 0u);  // not trained: no state
   const Tensor32& prototypes = file.tensors.at("output.prototypes");
   EXPECT_EQ(prototypes.shape, (std::vector<std::int64_t>{10, 84}));
-  EXPECT_TRUE(std::equal(prototypes.values.begin(), prototypes.values.end(),
-                         rbf_prototypes().begin()));
+  EXPECT_TRUE(
+      std::equal(prototypes.values.begin(), prototypes.values.end(), rbf_prototypes().begin()));
 
   const Checkpoint loaded = load_checkpoint(dir / "rbf.safetensors");
   EXPECT_EQ(loaded.net.output, OutputLayer::rbf);
@@ -258,8 +262,9 @@ TEST(RbfCheckpoint, SoftmaxCheckpointsStayVersionOneWithoutAnOutputKey) {
 }
 
 // Writes `original` changed by `edit` and returns the loader's complaint.
-std::string complaint(const TempDir& dir, const SafetensorsFile& original,
-                      const std::function<void(std::map<std::string, Tensor32>&, Metadata&)>& edit) {
+std::string complaint(
+    const TempDir& dir, const SafetensorsFile& original,
+    const std::function<void(std::map<std::string, Tensor32>&, Metadata&)>& edit) {
   auto tensors = original.tensors;
   Metadata metadata = original.metadata;
   metadata.erase("tensors_xxh64");  // the edits change the data the checksum covers

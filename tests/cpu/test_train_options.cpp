@@ -133,8 +133,7 @@ TEST(TrainOptions, TheOutputLayerIsStoredOnlyWhenItIsRbf) {
 
   TempDir dir;
   std::ofstream(dir / "rbf.toml") << "[train]\noutput = \"rbf\"\nkernels = \"book\"\n";
-  const ReadSettings from_file =
-      read_arguments({"--config", (dir / "rbf.toml").string(), "train"});
+  const ReadSettings from_file = read_arguments({"--config", (dir / "rbf.toml").string(), "train"});
   EXPECT_EQ(from_file.settings.output, "rbf");
   EXPECT_EQ(read_stored(from_file.text).text, from_file.text);
 }

@@ -159,8 +159,8 @@ TEST(MapLossKernels, MatchCpu) {
     const MapInputs in = map_inputs(n);
     std::vector<float> dL_dy(in.y.size());
     std::vector<int> predictions(n);
-    const LossStats cpu = map_loss_cpu(in.y.data(), in.labels.data(), n, kClasses, dL_dy.data(),
-                                       predictions.data());
+    const LossStats cpu =
+        map_loss_cpu(in.y.data(), in.labels.data(), n, kClasses, dL_dy.data(), predictions.data());
     ASSERT_EQ(predictions[0], 0);
     ASSERT_EQ(predictions[1], 3);
 
@@ -231,8 +231,8 @@ const Mnist* mnist() {
   return data.get();
 }
 
-#define REQUIRE_GPU_AND_MNIST()                                                        \
-  LENET5_REQUIRE_GPU();                                                                \
+#define REQUIRE_GPU_AND_MNIST() \
+  LENET5_REQUIRE_GPU();         \
   if (!mnist()) GTEST_SKIP() << "MNIST not in data/mnist: run scripts/fetch_mnist.sh"
 
 Dataset first_images(const Dataset& data, int count) {
