@@ -181,7 +181,7 @@ function showBlank(message) {
 }
 // Output k's name: the checkpoint's class names (/api/model), the digit itself until they come.
 const className = k => model?.classes?.[k] ?? String(k);
-function showBars(probabilities) {
+function showBars(probabilities, prediction) {
   const bars = $('bars');
   if (!bars.children.length)
     for (let k = 0; k < 10; k++)
@@ -190,7 +190,7 @@ function showBars(probabilities) {
           `<div class="bar"><span>${
               k}</span><div class="track"><div class="fill"></div></div><span class="p"></span></div>`);
   bars.classList.toggle('named', (model?.classes ?? []).some(name => name.length > 1));
-  const top = probabilities ? probabilities.indexOf(Math.max(...probabilities)) : -1;
+  const top = probabilities ? prediction : -1;
   [...bars.children].forEach((bar, k) => {
     const p = probabilities ? probabilities[k] : 0;
     bar.querySelector('span').textContent = className(k);
@@ -201,8 +201,14 @@ function showBars(probabilities) {
 }
 function showAnswer(answer) {
   $('prediction').textContent = className(answer.prediction);
-  $('message').textContent = answer.inverted ? '' : 'read as light ink on a dark background';
-  showBars(answer.probabilities);
+  const notes = [];
+  if (!answer.inverted) notes.push('read as light ink on a dark background');
+  // The RBF output's MAP criterion leaves part of the probability to "none of these".
+  if (model?.net?.output === 'rbf')
+    notes.push(`none of these: ${
+        (100 * Math.max(0, 1 - answer.probabilities.reduce((a, b) => a + b, 0))).toFixed(1)}%`);
+  $('message').textContent = notes.join(' · ');
+  showBars(answer.probabilities, answer.prediction);
   const input = $('input28').getContext('2d'), image = input.createImageData(28, 28);
   answer.input28.forEach((v, i) => image.data.set([v, v, v, 255], 4 * i));
   input.putImageData(image, 0, 0);
@@ -278,7 +284,8 @@ function showModel() {
   $('model-info').textContent = `${model.checkpoint} · epoch ${model.epoch}` +
       (accuracy != null ? ` · test ${(100 * accuracy).toFixed(2)}%` : '') +
       ` · ${model.net.activation}, ${model.net.subsampling} pooling, ${
-                                    model.net.c3_table} C3 table`;
+                                    model.net.c3_table} C3 table${
+          model.net.output === 'rbf' ? ', RBF output (LeCun 1998)' : ''}`;
   const c1 = model.c1, c1Range = maxAbs(c1.values), c1Root = $('filters-c1');
   for (let m = 0; m < 6; m++) c1Root.appendChild(filterCanvas(c1.values, m * 25, c1Range, 8));
   const c3 = model.c3, c3Range = maxAbs(c3.values), table = document.createElement('table');

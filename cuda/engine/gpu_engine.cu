@@ -24,6 +24,7 @@
 #include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/dense.cuh"
 #include "cuda/kernels/loss.cuh"
+#include "cuda/kernels/rbf.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 #include "engine/network.hpp"
@@ -43,6 +44,10 @@ class GpuEngine final : public NetworkEngine {
         m_input(Device::gpu, kInputFloats * m_network.max_batch()),
         m_labels(Device::gpu, m_network.max_batch()),
         m_dL_dlogits(Device::gpu, std::size_t(kClasses) * m_network.max_batch()) {
+    if (gpu_kernel_set(net.kernels).whole_step && net.output != OutputLayer::softmax)
+      throw Error(
+          "internal: the whole-step kernels compute only the softmax output (the settings "
+          "refuse --output rbf with them)");
     if (gpu_kernel_set(net.kernels).whole_step) {
       // The whole-step kernels fold SGD's update into their own last kernel.
       if (m_optimizer.description.name != kSgdName)
@@ -130,14 +135,25 @@ class GpuEngine final : public NetworkEngine {
                            m_labels.data(), cuda::kDefaultStream);
       m_network.forward(m_input.data(), count);
       mark(EnginePhase::backward);
-      cuda::softmax_cross_entropy(m_network.logits(), m_labels.data(), count, m_dL_dlogits.data(),
-                                  nullptr, m_step_stats.data() + step, cuda::kDefaultStream);
+      output_loss(m_labels.data(), count, m_dL_dlogits.data(), nullptr, m_step_stats.data() + step);
       m_network.backward(m_dL_dlogits.data(), count);
       mark(EnginePhase::update);
       m_optimizer.update_gpu(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
                              m_network.parameters().data(), m_state.pointers(),
                              m_network.layout().buffer_floats, cuda::kDefaultStream);
     }
+  }
+
+  // The output layer's loss over the network's last forward pass (softmax_cross_entropy or the
+  // RBF output's map_loss), on kDefaultStream; loss.cuh's contract.
+  void output_loss(const std::uint8_t* labels, int n, float* dL_doutputs, std::int32_t* predictions,
+                   cuda::StepStats* stats) {
+    if (m_network.config().output == OutputLayer::rbf)
+      cuda::map_loss(m_network.logits(), labels, n, dL_doutputs, predictions, stats,
+                     cuda::kDefaultStream);
+    else
+      cuda::softmax_cross_entropy(m_network.logits(), labels, n, dL_doutputs, predictions, stats,
+                                  cuda::kDefaultStream);
   }
 
   void mark(EnginePhase phase) {
@@ -153,7 +169,8 @@ class GpuEngine final : public NetworkEngine {
   }
 
   Evaluation evaluate(const Dataset& data) override;
-  std::vector<float> probabilities(const std::uint8_t* images, int n) override;
+  std::vector<float> classify(const std::uint8_t* images, int n,
+                              std::vector<std::int32_t>& predicted) override;
 
  private:
   const DeviceDataset& device_copy(const Dataset& data);
@@ -193,6 +210,7 @@ const DeviceDataset& GpuEngine::device_copy(const Dataset& data) {
 Evaluation GpuEngine::evaluate(const Dataset& data) {
   Evaluation result;
   result.count = data.count;
+  result.output = m_network.config().output;
   if (data.count == 0) return result;
   const DeviceDataset& set = device_copy(data);
   mark(EnginePhase::testing);
@@ -204,8 +222,8 @@ Evaluation GpuEngine::evaluate(const Dataset& data) {
     cuda::gather_batch(set.images.data() + first * kImageBytes, nullptr, nullptr, n, scaling(),
                        m_input.data(), nullptr, cuda::kDefaultStream);
     m_network.forward(m_input.data(), n);
-    cuda::softmax_cross_entropy(m_network.logits(), set.labels.data() + first, n, nullptr,
-                                predictions.data() + first, slots.data() + b, cuda::kDefaultStream);
+    output_loss(set.labels.data() + first, n, nullptr, predictions.data() + first,
+                slots.data() + b);
   }
   mark(EnginePhase::end);
   const std::vector<std::int32_t> predicted = predictions.to_vector();
@@ -216,8 +234,14 @@ Evaluation GpuEngine::evaluate(const Dataset& data) {
   return result;
 }
 
-std::vector<float> GpuEngine::probabilities(const std::uint8_t* images, int n) {
+// The softmax output's class is its largest probability's, found on the host as the CPU engine
+// does; the RBF output's is the nearest prototype's, found on the device from the distances.
+std::vector<float> GpuEngine::classify(const std::uint8_t* images, int n,
+                                       std::vector<std::int32_t>& predicted) {
+  predicted.clear();
   if (n <= 0) return {};
+  const bool rbf = m_network.config().output == OutputLayer::rbf;
+  Buffer<std::int32_t> device_predicted(Device::gpu, rbf ? std::size_t(n) : 0);
   Buffer<std::uint8_t> device_images(Device::gpu, std::size_t(n) * kImageBytes);
   device_images.copy_from_host(images);
   Buffer<float> device_probabilities(Device::gpu, std::size_t(n) * kClasses);
@@ -226,11 +250,24 @@ std::vector<float> GpuEngine::probabilities(const std::uint8_t* images, int n) {
     cuda::gather_batch(device_images.data() + first * kImageBytes, nullptr, nullptr, count,
                        scaling(), m_input.data(), nullptr, cuda::kDefaultStream);
     m_network.forward(m_input.data(), count);
-    cuda::softmax_probabilities(m_network.logits(), count,
-                                device_probabilities.data() + std::size_t(first) * kClasses,
-                                cuda::kDefaultStream);
+    float* p = device_probabilities.data() + std::size_t(first) * kClasses;
+    if (rbf)
+      cuda::map_probabilities(m_network.logits(), count, p, device_predicted.data() + first,
+                              cuda::kDefaultStream);
+    else
+      cuda::softmax_probabilities(m_network.logits(), count, p, cuda::kDefaultStream);
   }
-  return device_probabilities.to_vector();
+  std::vector<float> probabilities = device_probabilities.to_vector();
+  if (rbf) {
+    predicted = device_predicted.to_vector();
+  } else {
+    predicted.resize(std::size_t(n));
+    for (int i = 0; i < n; ++i) {
+      const float* row = probabilities.data() + std::size_t(i) * kClasses;
+      predicted[std::size_t(i)] = std::int32_t(std::max_element(row, row + kClasses) - row);
+    }
+  }
+  return probabilities;
 }
 
 }  // namespace

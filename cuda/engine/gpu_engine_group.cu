@@ -47,7 +47,8 @@ class GroupMember final : public Engine {
   int preferred_steps_per_call(int steps_in_epoch) const override { return steps_in_epoch; }
   EpochTotals take_epoch_totals() override;
   Evaluation evaluate(const Dataset& data) override;
-  std::vector<float> probabilities(const std::uint8_t* images, int n) override;
+  std::vector<float> classify(const std::uint8_t* images, int n,
+                              std::vector<std::int32_t>& predicted) override;
   Activations activations(const std::uint8_t* image) override;
 
  private:
@@ -337,8 +338,9 @@ Evaluation GroupMember::evaluate(const Dataset& data) {
   return evaluator_with_my_weights().evaluate(data);
 }
 
-std::vector<float> GroupMember::probabilities(const std::uint8_t* images, int n) {
-  return evaluator_with_my_weights().probabilities(images, n);
+std::vector<float> GroupMember::classify(const std::uint8_t* images, int n,
+                                         std::vector<std::int32_t>& predicted) {
+  return evaluator_with_my_weights().classify(images, n, predicted);
 }
 
 Activations GroupMember::activations(const std::uint8_t* image) {

@@ -7,9 +7,11 @@
 // cuda::layer_stream() (cuda/runtime/streams.hpp): the engine's stream, or the side stream on which
 // Network::backward runs the weight gradients.
 #include "core/error.hpp"
+#include "core/rbf_prototypes.hpp"
 #include "cuda/kernels/conv/registry.hpp"
 #include "cuda/kernels/dense.cuh"
 #include "cuda/kernels/gpu_layers.hpp"
+#include "cuda/kernels/rbf.cuh"
 #include "cuda/kernels/subsample.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/streams.hpp"
@@ -177,6 +179,31 @@ class DenseGpu final : public Layer<float> {
   float *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
 };
 
+// LeCun 1998's RBF output (N,84) -> (N,10) over the fixed prototypes, which each layer uploads
+// once when it is made (never while a step is captured); nothing trained, no weight gradient.
+class RbfGpu final : public Layer<float> {
+ public:
+  explicit RbfGpu(const LayerSpec& spec)
+      : Layer<float>(spec.name, spec.in, spec.out),
+        m_prototypes(Device::gpu, rbf_prototypes().size()) {
+    if (int(spec.in.size()) != kRbfUnits || spec.out.size() != std::size_t(kClasses))
+      throw Error("internal: the RBF layer takes " + std::to_string(kRbfUnits) + " inputs to " +
+                  std::to_string(kClasses) + " outputs");
+    m_prototypes.copy_from_host(rbf_prototypes().data());
+  }
+
+  void forward(const float* x, float* y, int n) override {
+    cuda::rbf_forward(x, m_prototypes.data(), n, y, cuda::layer_stream());
+  }
+  void backward_input(const float* x, const float*, const float* dL_dy, float* dL_dx,
+                      int n) override {
+    cuda::rbf_backward_input(x, m_prototypes.data(), dL_dy, n, dL_dx, cuda::layer_stream());
+  }
+
+ private:
+  Buffer<float> m_prototypes;  // (10, 84)
+};
+
 bool whole_input_convolution(const LayerSpec& spec) {
   return spec.kind == LayerKind::convolution && spec.in.h == spec.kernel &&
          spec.in.w == spec.kernel;
@@ -186,6 +213,7 @@ std::unique_ptr<Layer<float>> make_fast_layer(const LayerSpec& spec, const NetCo
                                               float* weight, float* weight_grad, float* bias,
                                               float* bias_grad, const float* c3_mask,
                                               int max_batch) {
+  if (spec.kind == LayerKind::rbf) return std::make_unique<RbfGpu>(spec);
   if (spec.kind == LayerKind::fully_connected || (whole_input_convolution(spec) && !c3_mask))
     return std::make_unique<DenseGpu>(spec, config.activation, weight, weight_grad, bias,
                                       bias_grad);
@@ -217,6 +245,8 @@ std::unique_ptr<Layer<float>> make_gpu_layer(const LayerSpec& spec, const NetCon
       return std::make_unique<ActivationGpu>(spec, config.activation);
     case LayerKind::fully_connected:
       return std::make_unique<FullyConnectedGpu>(spec, weight, weight_grad, bias, bias_grad);
+    case LayerKind::rbf:
+      return std::make_unique<RbfGpu>(spec);
   }
   throw Error("internal: unknown layer kind for " + spec.name);
 }

@@ -47,6 +47,7 @@ Command add_classify_command(CLI::App& parent) {
             // The device first: a request that cannot run anywhere is said before the files.
             const Device device = resolve_device(o->device, false);
             const Checkpoint checkpoint = load_checkpoint(o->checkpoint);
+            options.output = checkpoint.net.output;
             const auto engine = engine_for(checkpoint, device);
             const auto results = classify_images(*engine, o->images, options);
             const DatasetDescription& dataset = find_dataset(checkpoint.dataset);

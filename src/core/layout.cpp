@@ -55,8 +55,10 @@ ParamLayout lenet5_layout(const NetConfig& config) {
   add_tensor(layout, "c5.bias", {120}, 0, 5);
   add_tensor(layout, "f6.weight", {84, 120}, 120, 6);
   add_tensor(layout, "f6.bias", {84}, 0, 7);
-  add_tensor(layout, "output.weight", {10, 84}, 84, 8);
-  add_tensor(layout, "output.bias", {10}, 0, 9);
+  if (config.output == OutputLayer::softmax) {
+    add_tensor(layout, "output.weight", {10, 84}, 84, 8);
+    add_tensor(layout, "output.bias", {10}, 0, 9);
+  }
   if (config.c3_table == C3Table::lecun)
     for (int m = 0; m < 16; ++m) layout.trainable_count -= std::size_t(6 - c3_connections(config, m)) * 25;
   return layout;

@@ -11,6 +11,11 @@
 // With --subsampling trainable (LeCun et al. 1998, section II.B) each subsampling map also has a
 // trainable coefficient, just before its bias: s2.weight (6) and s4.weight (16), 22 more (61,728).
 // The other settings have no such tensors, so their checkpoints are unchanged.
+// With --output rbf the output layer is LeCun 1998's RBF units, whose prototypes are fixed data
+// (core/rbf_prototypes.hpp), not parameters: the layout, and so the trained buffer, the optimizer's
+// state and the checkpoint's parameter tensors, ends at f6.bias (60,856 trainable parameters with
+// the full C3 table). The checkpoint stores the prototypes beside them as the one tensor that is
+// not trained (train/checkpoint.hpp says why).
 #pragma once
 
 #include <cstddef>

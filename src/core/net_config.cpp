@@ -32,6 +32,11 @@ const std::vector<std::string>& c3_table_names() {
   return names;
 }
 
+const std::vector<std::string>& output_layer_names() {
+  static const std::vector<std::string> names{"softmax", "rbf"};
+  return names;
+}
+
 const std::vector<GpuKernelSet>& gpu_kernel_sets() {
   static const std::vector<GpuKernelSet> table{
       {GpuKernels::book, "book", "the chapter's kernels, one layer at a time", ConvAlgo::direct,
@@ -102,6 +107,9 @@ InputScaling parse_input_scaling(const std::string& name) {
 const char* to_string(Activation value) { return activation_names()[int(value)].c_str(); }
 const char* to_string(Subsampling value) { return subsampling_names()[int(value)].c_str(); }
 const char* to_string(C3Table value) { return c3_table_names()[int(value)].c_str(); }
+const char* to_string(OutputLayer value) {
+  return output_layer_names()[int(value)].c_str();
+}
 
 Activation parse_activation(const std::string& name) {
   return parse_named<Activation>(name, activation_names(), "activation");
@@ -111,6 +119,10 @@ Subsampling parse_subsampling(const std::string& name) {
 }
 C3Table parse_c3_table(const std::string& name) {
   return parse_named<C3Table>(name, c3_table_names(), "C3 table");
+}
+
+OutputLayer parse_output_layer(const std::string& name) {
+  return parse_named<OutputLayer>(name, output_layer_names(), "output layer");
 }
 
 bool lecun_c3_connected(int output_map, int input_map) {

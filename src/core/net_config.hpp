@@ -29,6 +29,12 @@ struct InputScalingInfo {
 };
 const std::vector<InputScalingInfo>& input_scalings();
 PixelScaling pixel_scaling(InputScaling scaling);
+// The output layer and the training criterion that goes with it. softmax: a trained linear layer
+// (84 -> 10) and softmax cross-entropy (the book). rbf: LeCun et al. 1998's Euclidean radial basis
+// function units, y_i = sum_j (x_j - w_ij)^2 over F6's 84 outputs with the fixed prototypes of
+// core/rbf_prototypes.hpp, trained with the paper's MAP criterion (its equation (9)); the class
+// is the nearest prototype's.
+enum class OutputLayer { softmax, rbf };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
 // kernels; on the CPU book runs the sequential reference layers and the other two the fast CPU
@@ -67,6 +73,7 @@ struct NetConfig {
   C3Table c3_table = C3Table::full;
   // Part of what the weights mean, like the three above: a checkpoint records it.
   InputScaling input_scaling = InputScaling::mnist;
+  OutputLayer output = OutputLayer::softmax;
   // Neither is part of a checkpoint: they do not change what the weights mean.
   GpuKernels kernels = GpuKernels::fast;
   // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
@@ -77,18 +84,21 @@ struct NetConfig {
 const char* to_string(Activation value);
 const char* to_string(Subsampling value);
 const char* to_string(C3Table value);
+const char* to_string(OutputLayer value);
 const char* to_string(GpuKernels value);
 const char* to_string(InputScaling value);
 // Each throws UsageError listing the accepted names.
 Activation parse_activation(const std::string& name);
 Subsampling parse_subsampling(const std::string& name);
 C3Table parse_c3_table(const std::string& name);
+OutputLayer parse_output_layer(const std::string& name);
 GpuKernels parse_gpu_kernels(const std::string& name);
 InputScaling parse_input_scaling(const std::string& name);
 
 const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
 const std::vector<std::string>& subsampling_names();  // "average", "max", "trainable"
 const std::vector<std::string>& c3_table_names();     // "full", "lecun"
+const std::vector<std::string>& output_layer_names();  // "softmax", "rbf"
 const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
 // "mnist", "fashion-mnist", "lecun1998"
 const std::vector<std::string>& input_scaling_names();

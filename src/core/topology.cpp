@@ -2,9 +2,11 @@
 
 namespace lenet5 {
 
-const std::vector<LayerSpec>& lenet5_topology() {
+namespace {
+
+std::vector<LayerSpec> book_topology() {
   using K = LayerKind;
-  static const std::vector<LayerSpec> layers{
+  return {
       {K::convolution, "c1", {1, 32, 32}, {6, 28, 28}, 5, "c1.weight", ""},
       {K::subsampling, "s2", {6, 28, 28}, {6, 14, 14}, 2, "", "s2.bias"},
       {K::activation, "a2", {6, 14, 14}, {6, 14, 14}, 0, "", ""},
@@ -18,7 +20,19 @@ const std::vector<LayerSpec>& lenet5_topology() {
       {K::fully_connected, "output", {84, 1, 1}, {kClasses, 1, 1}, 0, "output.weight",
        "output.bias"},
   };
+}
+
+std::vector<LayerSpec> rbf_topology() {
+  std::vector<LayerSpec> layers = book_topology();
+  layers.back() = {LayerKind::rbf, "output", {84, 1, 1}, {kClasses, 1, 1}, 0, "", ""};
   return layers;
+}
+
+}  // namespace
+
+const std::vector<LayerSpec>& lenet5_topology(OutputLayer output) {
+  static const std::vector<LayerSpec> book = book_topology(), rbf = rbf_topology();
+  return output == OutputLayer::rbf ? rbf : book;
 }
 
 std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers) {

@@ -1,7 +1,8 @@
 // The fixed LeNet-5 topology (book Fig 16.2) as data, shared by every backend. The chapter's
 // ordering: convolution, then subsampling with a per-map bias, then the activation (Fig 16.5);
 // C5 and F6 are followed by the activation directly; the output layer is linear and feeds
-// softmax cross-entropy.
+// softmax cross-entropy, or (--output rbf) is LeCun 1998's layer of Euclidean RBF units, which
+// has no trained parameters and feeds the paper's MAP criterion.
 //   input (1,32,32) -> c1 (6,28,28) -> s2 (6,14,14) -> a2 -> c3 (16,10,10) -> s4 (16,5,5) -> a4
 //   -> c5 (120,1,1) -> a5 -> f6 (84) -> a6 -> output (10)
 #pragma once
@@ -10,10 +11,12 @@
 #include <vector>
 
 #include "core/layer.hpp"
+#include "core/net_config.hpp"
 
 namespace lenet5 {
 
-enum class LayerKind { convolution, subsampling, activation, fully_connected };
+// rbf: y_i = sum_j (x_j - w_ij)^2 with the fixed prototypes w of core/rbf_prototypes.hpp.
+enum class LayerKind { convolution, subsampling, activation, fully_connected, rbf };
 
 struct LayerSpec {
   LayerKind kind;
@@ -25,7 +28,8 @@ struct LayerSpec {
   bool activate = false;  // applies the network's activation to its own output (fused form)
 };
 
-const std::vector<LayerSpec>& lenet5_topology();
+// The book's network (softmax output) or the same with the RBF output layer ("output", kind rbf).
+const std::vector<LayerSpec>& lenet5_topology(OutputLayer output = OutputLayer::softmax);
 // The same network with every activation layer folded into the layer before it (activate = true):
 // s2, s4, c5 and f6 then write f(z) themselves. Same function, six fewer layers.
 std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers);

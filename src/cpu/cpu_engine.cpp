@@ -1,11 +1,13 @@
 // The CPU engine: Network<float> with the CPU layers the kernel set picks (layers/cpu_layers.hpp),
 // the optimizer's host update.
+#include "cpu/cpu_engine.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/rbf_math.hpp"
 #include "core/topology.hpp"
-#include "cpu/cpu_engine.hpp"
 #include "data/batch.hpp"
 #include "engine/engine.hpp"
 #include "engine/network.hpp"
@@ -49,6 +51,7 @@ class CpuEngine final : public NetworkEngine {
 
   Evaluation evaluate(const Dataset& data) override {
     Evaluation result;
+    result.output = m_network.config().output;
     std::vector<int> predictions(kEvalBatch);
     for (int first = 0; first < data.count; first += kEvalBatch) {
       const int n = std::min(kEvalBatch, data.count - first);
@@ -56,8 +59,8 @@ class CpuEngine final : public NetworkEngine {
                               m_input.data());
       m_network.forward(m_input.data(), n);
       const std::uint8_t* labels = data.labels.data() + first;
-      const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), labels, n, kClasses,
-                                                        (float*)nullptr, predictions.data());
+      const LossStats stats = output_loss_cpu(m_network.config().output, m_network.logits(), labels,
+                                              n, kClasses, (float*)nullptr, predictions.data());
       result.loss_sum += stats.loss_sum;
       result.correct += stats.correct;
       for (int i = 0; i < n; ++i) ++result.confusion[labels[i]][predictions[i]];
@@ -66,14 +69,27 @@ class CpuEngine final : public NetworkEngine {
     return result;
   }
 
-  std::vector<float> probabilities(const std::uint8_t* images, int n) override {
+  std::vector<float> classify(const std::uint8_t* images, int n,
+                              std::vector<std::int32_t>& predicted) override {
     std::vector<float> result(std::size_t(n) * kClasses);
+    predicted.assign(std::size_t(n), 0);
     for (int first = 0; first < n; first += kEvalBatch) {
       const int count = std::min(kEvalBatch, n - first);
       gather_batch_cpu<float>(images + first * kImageBytes, nullptr, count, scaling(),
                               m_input.data());
       m_network.forward(m_input.data(), count);
-      softmax_rows(m_network.logits(), count, result.data() + std::size_t(first) * kClasses);
+      float* p = result.data() + std::size_t(first) * kClasses;
+      const float* outputs = m_network.logits();
+      if (m_network.config().output == OutputLayer::rbf) {
+        map_probabilities_cpu(outputs, count, kClasses, p);
+        for (int i = 0; i < count; ++i)
+          predicted[std::size_t(first + i)] = nearest_class(outputs + i * kClasses, kClasses);
+      } else {
+        softmax_rows(outputs, count, p);
+        for (int i = 0; i < count; ++i)
+          predicted[std::size_t(first + i)] = std::int32_t(
+              std::max_element(p + i * kClasses, p + (i + 1) * kClasses) - (p + i * kClasses));
+      }
     }
     return result;
   }
@@ -88,8 +104,9 @@ class CpuEngine final : public NetworkEngine {
            m_input.data());
     for (int i = 0; i < count; ++i) m_labels[i] = m_train->labels[indices[i]];
     m_network.forward(m_input.data(), count);
-    const LossStats stats = softmax_cross_entropy_cpu(m_network.logits(), m_labels.data(), count,
-                                                      kClasses, m_dL_dlogits.data(), nullptr);
+    const LossStats stats =
+        output_loss_cpu(m_network.config().output, m_network.logits(), m_labels.data(), count,
+                        kClasses, m_dL_dlogits.data(), nullptr);
     m_network.backward(m_dL_dlogits.data(), count);
     m_optimizer.description.update_cpu(m_sgd, lr, m_network.gradients().data(), m_network.parameters().data(),
                            m_state.pointers(), m_network.layout().buffer_floats);

@@ -37,7 +37,11 @@ struct LayerOutput {
 struct Activations {
   std::vector<float> input;  // (1, 32, 32): the image normalised and padded as in training
   std::vector<LayerOutput> layers;
-  std::array<float, 10> probabilities{};  // softmax of the output layer
+  // Each class's probability: the softmax of the output layer, or with --output rbf the MAP
+  // criterion's p_i = e^-y_i / (e^-j + sum_k e^-y_k), which sum to less than 1 (the rest is its
+  // "none of these").
+  std::array<float, 10> probabilities{};
+  int predicted = 0;  // the network's class: the largest probability's, or the nearest prototype's
 };
 
 struct Evaluation {
@@ -45,6 +49,9 @@ struct Evaluation {
   std::int64_t correct = 0;
   int count = 0;
   std::array<std::array<std::int64_t, 10>, 10> confusion{};  // [true][predicted]
+  // Which criterion loss_sum sums (softmax cross-entropy, or the MAP criterion of an RBF output)
+  // and how the class was predicted (largest probability, or nearest prototype).
+  OutputLayer output = OutputLayer::softmax;
 
   double accuracy() const { return count ? double(correct) / count : 0.0; }
   double mean_loss() const { return count ? loss_sum / count : 0.0; }
@@ -83,9 +90,18 @@ class Engine {
   virtual EpochTotals take_epoch_totals() = 0;
 
   virtual Evaluation evaluate(const Dataset& data) = 0;
-  // Softmax probabilities (n, 10) for n 28x28 byte images. The network keeps the last chunk of
-  // (at most kEvalBatch) images as its last forward pass, which activations() reads.
-  virtual std::vector<float> probabilities(const std::uint8_t* images, int n) = 0;
+  // Each class's probability (n, 10) for n 28x28 byte images (Activations::probabilities says
+  // which), and in `predicted` (resized to n) each image's class: the largest probability's
+  // (softmax) or the nearest prototype's (rbf; far from every prototype all ten probabilities can
+  // round to 0, and the distances still tell). The network keeps the last chunk of (at most
+  // kEvalBatch) images as its last forward pass, which activations() reads.
+  virtual std::vector<float> classify(const std::uint8_t* images, int n,
+                                      std::vector<std::int32_t>& predicted) = 0;
+  // classify() without the classes.
+  std::vector<float> probabilities(const std::uint8_t* images, int n) {
+    std::vector<std::int32_t> predicted;
+    return classify(images, n, predicted);
+  }
   // Every layer's output for one 28x28 byte image, on the engine's device. Not thread-safe: it
   // runs the engine's network.
   virtual Activations activations(const std::uint8_t* image) = 0;

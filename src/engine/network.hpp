@@ -39,7 +39,9 @@ class Network {
 
   // input: (n, 1, 32, 32) on this network's device, n <= max_batch.
   void forward(const T* input, int n);
-  const T* logits() const { return m_activations.back().data(); }  // (n, 10)
+  // The output layer's (n, 10): logits (softmax output) or the RBF units' squared distances to
+  // the prototypes (--output rbf), whichever config().output makes.
+  const T* logits() const { return m_activations.back().data(); }
   // Back-propagates dL/dlogits (n, 10) through every layer; OVERWRITES gradients().
   void backward(const T* dL_dlogits, int n);
 

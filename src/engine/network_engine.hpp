@@ -39,8 +39,10 @@ class NetworkEngine : public Engine {
   // forward pass on either device; the layers' outputs and the input are then read back from it.
   Activations activations(const std::uint8_t* image) override {
     Activations result;
-    const std::vector<float> p = probabilities(image, 1);
+    std::vector<std::int32_t> predicted;
+    const std::vector<float> p = classify(image, 1, predicted);
     std::copy(p.begin(), p.end(), result.probabilities.begin());
+    result.predicted = predicted.at(0);
     result.input = m_network.input_values(0);
     result.layers = m_network.layer_outputs(0);
     return result;

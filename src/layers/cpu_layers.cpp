@@ -1,6 +1,7 @@
 #include "layers/cpu_layers.hpp"
 
 #include "core/error.hpp"
+#include "core/rbf_prototypes.hpp"
 #include "layers/reference_cpu.hpp"
 
 namespace lenet5 {
@@ -107,7 +108,30 @@ class FullyConnectedCpu final : public Layer<T> {
   T *m_weight, *m_weight_grad, *m_bias, *m_bias_grad;
 };
 
+// The RBF output layer (reference_cpu.hpp's rbf_*_cpu) over the fixed prototypes: nothing trained,
+// so no weight gradient.
+template <class T>
+class RbfCpu final : public Layer<T> {
+ public:
+  explicit RbfCpu(const LayerSpec& spec) : Layer<T>(spec.name, spec.in, spec.out) {
+    if (int(spec.in.size()) != kRbfUnits || spec.out.size() != std::size_t(kClasses))
+      throw Error("internal: the RBF layer takes " + std::to_string(kRbfUnits) + " inputs to " +
+                  std::to_string(kClasses) + " outputs");
+  }
+  void forward(const T* x, T* y, int n) override {
+    rbf_forward_cpu(n, kRbfUnits, kClasses, x, rbf_prototypes().data(), y);
+  }
+  void backward_input(const T* x, const T*, const T* dL_dy, T* dL_dx, int n) override {
+    rbf_backward_input_cpu(n, kRbfUnits, kClasses, x, rbf_prototypes().data(), dL_dy, dL_dx);
+  }
+};
+
 }  // namespace
+
+template <class T>
+std::unique_ptr<Layer<T>> make_rbf_cpu_layer(const LayerSpec& spec) {
+  return std::make_unique<RbfCpu<T>>(spec);
+}
 
 template <class T>
 std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig& config, T* weight,
@@ -129,10 +153,14 @@ std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig&
       return std::make_unique<ActivationCpu<T>>(spec, config.activation);
     case LayerKind::fully_connected:
       return std::make_unique<FullyConnectedCpu<T>>(spec, weight, weight_grad, bias, bias_grad);
+    case LayerKind::rbf:
+      return make_rbf_cpu_layer<T>(spec);
   }
   throw Error("internal: unknown layer kind for " + spec.name);
 }
 
+template std::unique_ptr<Layer<float>> make_rbf_cpu_layer<float>(const LayerSpec&);
+template std::unique_ptr<Layer<double>> make_rbf_cpu_layer<double>(const LayerSpec&);
 template std::unique_ptr<Layer<float>> make_cpu_layer<float>(const LayerSpec&, const NetConfig&,
                                                              float*, float*, float*, float*,
                                                              const float*);

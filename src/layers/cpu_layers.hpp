@@ -19,6 +19,11 @@ std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig&
                                          T* weight_grad, T* bias, T* bias_grad,
                                          const float* c3_mask);
 
+// The RBF output layer (LayerKind::rbf), the same in both sets: its 840 multiply-adds per sample
+// in each direction, samples in parallel, are already what a fast form would be.
+template <class T>
+std::unique_ptr<Layer<T>> make_rbf_cpu_layer(const LayerSpec& spec);
+
 // The fast layers alone (fast_cpu_layers.cpp): also what the tests compare with the reference.
 template <class T>
 std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetConfig& config,

@@ -263,6 +263,8 @@ std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetCo
     case LayerKind::subsampling:
       return std::make_unique<SubsamplingFast<T>>(spec, config.subsampling, activation, weight,
                                                   weight_grad, bias, bias_grad);
+    case LayerKind::rbf:
+      return make_rbf_cpu_layer<T>(spec);
     case LayerKind::activation:
       break;
   }

@@ -95,4 +95,32 @@ template <class T>
 LossStats softmax_cross_entropy_cpu(const T* logits, const std::uint8_t* labels, int n,
                                     int classes, T* dL_dlogits, int* predictions);
 
+// LeCun et al. 1998's output layer of Euclidean RBF units (--output rbf): y (n, classes) with
+// y[s,i] = sum_j (x[s,j] - w[i,j])^2 over `units` inputs, w the fixed (classes, units) prototypes
+// (core/rbf_prototypes.hpp). Samples in parallel, each sum in index order.
+template <class T>
+void rbf_forward_cpu(int n, int units, int classes, const T* x, const float* prototypes, T* y);
+// dL/dx[s,j] = sum_i dL/dy[s,i] * 2 (x[s,j] - w[i,j]), the sum over i in order. The prototypes are
+// fixed: there is no weight gradient.
+template <class T>
+void rbf_backward_input_cpu(int n, int units, int classes, const T* x, const float* prototypes,
+                            const T* dL_dy, T* dL_dx);
+
+// The paper's MAP criterion, equation (9), over the RBF outputs y (n, classes), mean over the
+// batch as the softmax loss: per sample E = y_D + log(e^-j + sum_i e^-y_i) with D the label and
+// j = kMapRejectionConstant, which is -log p_D for map_probability's p. Writes dL/dy (may be null)
+// = ([i == D] - p_i) / n, and predictions (may be null): the nearest prototype's class.
+template <class T>
+LossStats map_loss_cpu(const T* y, const std::uint8_t* labels, int n, int classes, T* dL_dy,
+                       int* predictions);
+// p (n, classes): each class's probability as the criterion implies, in double and rounded once;
+// a row sums to less than 1 (the rest is "none of these").
+template <class T>
+void map_probabilities_cpu(const T* y, int n, int classes, float* probabilities);
+
+// The loss of the network's output layer: softmax_cross_entropy_cpu or map_loss_cpu.
+template <class T>
+LossStats output_loss_cpu(OutputLayer output, const T* outputs, const std::uint8_t* labels, int n,
+                          int classes, T* dL_doutputs, int* predictions);
+
 }  // namespace lenet5

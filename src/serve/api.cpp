@@ -188,10 +188,10 @@ json classification_json(const Digit28& digit, const Activations& activations) {
     layers.push_back({{"name", layer.name},
                       {"shape", {layer.dims.c, layer.dims.h, layer.dims.w}},
                       {"values", rounded(layer.values.data(), layer.values.size())}});
-  const auto& p = activations.probabilities;
-  const int prediction = int(std::max_element(p.begin(), p.end()) - p.begin());
-  return {{"prediction", prediction},
-          {"probabilities", p},
+  // The engine's class: the largest probability's, or with an RBF output the nearest prototype's
+  // (whose probabilities may all round to 0 far from every prototype).
+  return {{"prediction", activations.predicted},
+          {"probabilities", activations.probabilities},
           {"inverted", digit.inverted},
           {"input28", digit.pixels},
           {"input32", rounded(activations.input.data(), activations.input.size())},
@@ -226,7 +226,7 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
     c3_table.push_back(row);
   }
   json layers = json::array();
-  for (const LayerSpec& spec : lenet5_topology())
+  for (const LayerSpec& spec : lenet5_topology(checkpoint.net.output))
     if (spec.kind != LayerKind::activation)
       layers.push_back({{"name", spec.name}, {"shape", {spec.out.c, spec.out.h, spec.out.w}}});
   const auto fraction_or_null = [](double v) { return v < 0 ? json(nullptr) : json(v); };
@@ -236,7 +236,9 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
           {"net",
            {{"activation", to_string(checkpoint.net.activation)},
             {"subsampling", to_string(checkpoint.net.subsampling)},
-            {"c3_table", to_string(checkpoint.net.c3_table)}}},
+            {"c3_table", to_string(checkpoint.net.c3_table)},
+            // rbf: the probabilities sum to less than 1, the rest being "none of these".
+            {"output", to_string(checkpoint.net.output)}}},
           {"config_toml", checkpoint.config_toml},
           // What the page calls output k: "7", or "Sneaker" for a Fashion-MNIST checkpoint.
           {"dataset", checkpoint.dataset},

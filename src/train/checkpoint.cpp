@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "core/rbf_prototypes.hpp"
 #include "core/xxh64.hpp"
 #include "data/datasets.hpp"
 #include "engine/optimizers.hpp"
@@ -68,7 +69,7 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
   const TrainingPosition& p = c.position;
   Metadata metadata{
       {"format", kCheckpointFormat},
-      {"format_version", std::to_string(kCheckpointVersion)},
+      {"format_version", std::to_string(checkpoint_version(c.net))},
       {"lenet5_version", LENET5_VERSION},
       {"activation", to_string(c.net.activation)},
       {"subsampling", to_string(c.net.subsampling)},
@@ -95,7 +96,27 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
   // setting: those stay byte-identical, and a checkpoint without the key means MNIST's.
   if (c.net.input_scaling != InputScaling::mnist)
     metadata["input_scaling"] = to_string(c.net.input_scaling);
+  // Absent means softmax: version 1's files have no such key.
+  if (c.net.output != OutputLayer::softmax) metadata["output"] = to_string(c.net.output);
   return metadata;
+}
+
+const std::vector<std::int64_t> kPrototypesShape{kClasses, kRbfUnits};
+
+// An RBF checkpoint's prototypes must be this build's, value for value (checkpoint.hpp says why
+// they are stored).
+void check_prototypes(const SafetensorsFile& file) {
+  const auto it = file.tensors.find(kRbfPrototypesTensor);
+  if (it == file.tensors.end())
+    throw Error(std::string("tensor '") + kRbfPrototypesTensor +
+                "' (the RBF prototypes) is missing");
+  const std::vector<float>& values = it->second.values;
+  const auto& expected = rbf_prototypes();
+  if (it->second.shape != kPrototypesShape ||
+      !std::equal(values.begin(), values.end(), expected.begin(), expected.end()))
+    throw Error(std::string("tensor '") + kRbfPrototypesTensor +
+                "' differs from this lenet5's RBF prototypes (LeCun 1998, Fig. 3): the weights "
+                "were trained against other prototypes and mean something else here");
 }
 
 const std::string& required(const Metadata& metadata, const std::string& key) {
@@ -153,10 +174,10 @@ OptimizerState optimizer_state(const SafetensorsFile& file, const ParamLayout& l
 
 // The names of the tensors that are neither parameters nor optimizer state.
 std::vector<std::string> unknown_tensors(const SafetensorsFile& file, const ParamLayout& layout,
-                                         const OptimizerState& state) {
+                                         const OptimizerState& state, bool rbf) {
   std::vector<std::string> unknown;
   for (const auto& entry : file.tensors) {
-    bool known = false;
+    bool known = rbf && entry.first == kRbfPrototypesTensor;
     for (const ParamSpec& spec : layout.tensors) {
       known = known || entry.first == spec.name;
       for (const StateBuffer& buffer : state)
@@ -172,9 +193,13 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
   if (m.count("format") == 0 || m.at("format") != kCheckpointFormat)
     throw Error("not a lenet5 checkpoint (metadata 'format' is not '" +
                 std::string(kCheckpointFormat) + "')");
-  if (number<int>(m, "format_version") != kCheckpointVersion)
-    throw Error("checkpoint format version " + m.at("format_version") + " is not supported (this "
-                "lenet5 reads version " + std::to_string(kCheckpointVersion) + ")");
+  const int version = number<int>(m, "format_version");
+  if (version != kCheckpointVersion && version != kCheckpointVersionRbf)
+    throw Error("checkpoint format version " + m.at("format_version") +
+                " is not supported (this "
+                "lenet5 reads versions " +
+                std::to_string(kCheckpointVersion) + " and " +
+                std::to_string(kCheckpointVersionRbf) + ")");
   Checkpoint c;
   try {
     c.net.activation = parse_activation(required(m, "activation"));
@@ -182,9 +207,16 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
     c.net.c3_table = parse_c3_table(required(m, "c3_table"));
     const auto scaling = m.find("input_scaling");
     if (scaling != m.end()) c.net.input_scaling = parse_input_scaling(scaling->second);
+    const auto output = m.find("output");
+    if (output != m.end()) c.net.output = parse_output_layer(output->second);
   } catch (const UsageError& e) {
     throw Error(std::string("network settings: ") + e.what());
   }
+  if (version != checkpoint_version(c.net))
+    throw Error(
+        fmt::format("format version {} with the output layer {}: this network is written "
+                    "as version {}",
+                    version, to_string(c.net.output), checkpoint_version(c.net)));
   c.config_toml = required(m, "config");
   c.position.epoch = number<int>(m, "epoch");
   c.position.step = number<int>(m, "step");
@@ -214,16 +246,22 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
   const ParamLayout layout = lenet5_layout(c.net);
   c.parameters = flat_tensors(file, layout, "");
   c.optimizer_state = optimizer_state(file, layout);
-  const std::size_t expected = layout.tensors.size() * (1 + c.optimizer_state.size());
+  const bool rbf = c.net.output == OutputLayer::rbf;
+  if (rbf) check_prototypes(file);
+  const std::size_t expected = layout.tensors.size() * (1 + c.optimizer_state.size()) + rbf;
   if (file.tensors.size() != expected)
-    throw Error(fmt::format("holds {} tensors, expected {}: unknown extra tensors ({})",
-                            file.tensors.size(), expected,
-                            fmt::join(unknown_tensors(file, layout, c.optimizer_state), ", ")));
+    throw Error(fmt::format(
+        "holds {} tensors, expected {}: unknown extra tensors ({})", file.tensors.size(), expected,
+        fmt::join(unknown_tensors(file, layout, c.optimizer_state, rbf), ", ")));
   verify_content_checksum(file);  // last: a missing or misshapen tensor is named as such first
   return c;
 }
 
 }  // namespace
+
+int checkpoint_version(const NetConfig& net) {
+  return net.output == OutputLayer::softmax ? kCheckpointVersion : kCheckpointVersionRbf;
+}
 
 void save_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
   const ParamLayout layout = lenet5_layout(c.net);
@@ -238,6 +276,8 @@ void save_checkpoint(const std::filesystem::path& file, const Checkpoint& c) {
     for (const ParamSpec& spec : layout.tensors)
       tensors.push_back(
           {spec.name + "." + buffer.name, spec.shape, buffer.values.data() + spec.offset});
+  if (c.net.output == OutputLayer::rbf)
+    tensors.push_back({kRbfPrototypesTensor, kPrototypesShape, rbf_prototypes().data()});
   Metadata metadata = checkpoint_metadata(c);
   metadata[kContentChecksumKey] = content_checksum(tensors);
   write_safetensors(file, tensors, metadata);

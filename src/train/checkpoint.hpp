@@ -2,6 +2,13 @@
 // the optimizer's state buffers by name, buffer S of tensor T as "T.S" (core/optimizer.hpp; SGD
 // with momentum: "c1.weight.momentum", ...), and in __metadata__ everything a resumed run needs
 // to continue exactly where this one stopped.
+//
+// An RBF output (--output rbf) has no output.weight or output.bias; its checkpoint holds the fixed
+// prototypes as "output.prototypes" (10, 84), the one tensor that is not trained and has no
+// optimizer state. They are not needed to load it (this program has them built in, and a load
+// refuses a file whose prototypes differ from them), but with them the file alone says what its
+// network computes, for tools that read safetensors without this program; and a later build that
+// changed the prototypes could not silently give old weights another meaning.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +23,15 @@
 namespace lenet5 {
 
 constexpr const char* kCheckpointFormat = "lenet5-checkpoint";
+// The format version a checkpoint is written with: 1 for every network that version 1 could
+// describe, so that those files stay byte for byte what they were; 2 only where the network needs
+// what version 1 lacks (an RBF output: metadata 'output', the prototypes' tensor and no
+// output.weight), so that a build that predates it refuses the file by its version instead of
+// misreading it. A load accepts both.
 constexpr int kCheckpointVersion = 1;
+constexpr int kCheckpointVersionRbf = 2;
+constexpr const char* kRbfPrototypesTensor = "output.prototypes";
+int checkpoint_version(const NetConfig& net);
 
 struct TrainingPosition {
   int epoch = 0;  // completed epochs

@@ -32,12 +32,22 @@ ClassRates class_rates(const Evaluation& e, int digit) {
   return {predicted ? hits / double(predicted) : 0.0, actual ? hits / double(actual) : 0.0};
 }
 
-std::vector<int> ranked_digits(const std::vector<float>& probabilities) {
-  std::vector<int> order(probabilities.size());
+// The predicted class first (with an RBF output far from every prototype, all ten probabilities
+// can round to 0 and only the distances tell), then the others by probability, ties in class order.
+std::vector<int> ranked_digits(const Classification& r) {
+  std::vector<int> order(r.probabilities.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return probabilities[a] > probabilities[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if ((a == r.predicted) != (b == r.predicted)) return a == r.predicted;
+    return r.probabilities[a] > r.probabilities[b];
+  });
   return order;
+}
+
+// "" with the softmax output; with an RBF output, the MAP criterion's rest.
+std::string none_of_these_text(const Classification& r) {
+  if (r.none_of_these < 0) return "";
+  return fmt::format("  none of these {:.1f}%", 100 * r.none_of_these);
 }
 
 // The width of a confusion-matrix column: MNIST's six, or the longest class name and a space.
@@ -66,9 +76,14 @@ std::string format_evaluation(const Evaluation& e, const DatasetDescription& dat
   const std::vector<std::string>& names = dataset.class_names;
   const std::string& noun = dataset.class_noun;
   const int width = column_width(dataset);
-  std::string out = fmt::format("test accuracy {}% ({}/{})\nmean loss {:.6f}\n\n",
-                                format_percent(e.correct, e.count), e.correct, e.count,
-                                e.mean_loss());
+  std::string out =
+      fmt::format("test accuracy {}% ({}/{})\nmean loss {:.6f}\n",
+                  format_percent(e.correct, e.count), e.correct, e.count, e.mean_loss());
+  if (e.output == OutputLayer::rbf)
+    out +=
+        "(RBF output, LeCun 1998: the loss is the MAP criterion of the paper's equation (9), "
+        "the predicted class the nearest prototype's)\n";
+  out += "\n";
   out += fmt::format("confusion matrix (rows: true {0}, columns: predicted {0})\n{1:>{2}}", noun,
                      "", width);
   for (int k = 0; k < 10; ++k) out += fmt::format("{:>{}}", names[k], width);
@@ -99,6 +114,11 @@ std::string format_evaluation_json(const Evaluation& e, const std::string& check
   json["accuracy"] = e.accuracy();
   json["accuracy_percent"] = format_percent(e.correct, e.count);
   json["mean_loss"] = e.mean_loss();
+  // Only for an RBF output, so the softmax output's JSON stays as it was.
+  if (e.output == OutputLayer::rbf) {
+    json["output"] = to_string(e.output);
+    json["loss"] = "MAP criterion (LeCun 1998, equation (9))";
+  }
   json["confusion"] = e.confusion;
   for (int d = 0; d < 10; ++d) {
     const ClassRates rates = class_rates(e, d);
@@ -109,7 +129,7 @@ std::string format_evaluation_json(const Evaluation& e, const std::string& check
 }
 
 int Classification::digit() const {
-  return int(std::max_element(probabilities.begin(), probabilities.end()) - probabilities.begin());
+  return predicted;
 }
 
 std::vector<Classification> classify_images(Engine& engine, const std::vector<std::string>& files,
@@ -125,7 +145,13 @@ std::vector<Classification> classify_images(Engine& engine, const std::vector<st
         pictures::write_gray_png(
             preprocessed_path(options, file, files.size() > 1), 28, 28,
             std::vector<std::uint8_t>(digit.pixels.begin(), digit.pixels.end()));
-      result.probabilities = engine.probabilities(digit.pixels.data(), 1);
+      std::vector<std::int32_t> predicted;
+      result.probabilities = engine.classify(digit.pixels.data(), 1, predicted);
+      result.predicted = predicted.at(0);
+      if (options.output == OutputLayer::rbf)
+        result.none_of_these = std::max(
+            0.0f,
+            1.0f - std::accumulate(result.probabilities.begin(), result.probabilities.end(), 0.0f));
     } catch (const Error& e) {
       result.error = e.what();
     }
@@ -138,7 +164,7 @@ std::string format_classification(const Classification& r, int top,
                                   const DatasetDescription& dataset) {
   if (!r.error.empty()) return fmt::format("{}: error: {}\n", r.file, r.error);
   const std::vector<std::string>& names = dataset.class_names;
-  const std::vector<int> order = ranked_digits(r.probabilities);
+  const std::vector<int> order = ranked_digits(r);
   std::string line =
       fmt::format("{}: {} ({:.1f}%)", r.file, names.at(order[0]), 100 * r.probabilities[order[0]]);
   if (top > 1) {
@@ -146,7 +172,7 @@ std::string format_classification(const Classification& r, int top,
     for (int i = 0; i < std::min<int>(top, 10); ++i)
       line += fmt::format(" {} {:.1f}%", names.at(order[i]), 100 * r.probabilities[order[i]]);
   }
-  return line + "\n";
+  return line + none_of_these_text(r) + "\n";
 }
 
 std::string format_classifications_json(const std::vector<Classification>& results, int top,
@@ -161,12 +187,13 @@ std::string format_classifications_json(const std::vector<Classification>& resul
       item["class"] = dataset.class_names.at(std::size_t(r.digit()));
       item["probability"] = r.probabilities[r.digit()];
       item["inverted"] = r.inverted;
-      const std::vector<int> order = ranked_digits(r.probabilities);
+      const std::vector<int> order = ranked_digits(r);
       for (int i = 0; i < std::min<int>(std::max(top, 1), 10); ++i)
         item["top"].push_back({{"digit", order[i]},
                                {"class", dataset.class_names.at(std::size_t(order[i]))},
                                {"probability", r.probabilities[order[i]]}});
       item["probabilities"] = r.probabilities;
+      if (r.none_of_these >= 0) item["none_of_these"] = r.none_of_these;
     }
     json.push_back(item);
   }

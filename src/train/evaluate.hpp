@@ -27,11 +27,16 @@ struct Classification {
   std::string error;                // empty on success
   bool inverted = false;
   std::vector<float> probabilities;  // (10)
+  int predicted = 0;                 // the engine's class (Engine::classify): what digit() returns
+  // With an RBF output, 1 - the probabilities' sum: the MAP criterion's "none of these"; -1 with
+  // the softmax output, whose probabilities sum to 1.
+  float none_of_these = -1;
   int digit() const;
 };
 
 struct ClassifyOptions {
   InvertMode invert = InvertMode::automatic;
+  OutputLayer output = OutputLayer::softmax;  // the checkpoint's
   std::filesystem::path save_preprocessed;  // one image: that file; several: a folder
 };
 

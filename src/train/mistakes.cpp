@@ -8,11 +8,12 @@
 namespace lenet5 {
 
 std::vector<pictures::Mistake> find_mistakes(Engine& engine, const Dataset& test) {
-  const std::vector<float> probabilities = engine.probabilities(test.images.data(), test.count);
+  std::vector<std::int32_t> classes;
+  const std::vector<float> probabilities = engine.classify(test.images.data(), test.count, classes);
   std::vector<pictures::Mistake> mistakes;
   for (int i = 0; i < test.count; ++i) {
     const float* p = probabilities.data() + std::size_t(i) * kClasses;
-    const int predicted = int(std::max_element(p, p + kClasses) - p);
+    const int predicted = classes[std::size_t(i)];
     if (predicted == test.labels[std::size_t(i)]) continue;
     const auto first = test.images.begin() + std::ptrdiff_t(std::size_t(i) * kImageBytes);
     mistakes.push_back({std::vector<std::uint8_t>(first, first + std::ptrdiff_t(kImageBytes)),

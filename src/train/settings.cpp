@@ -136,6 +136,17 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::c3_table, "--c3-table", "full",
               "C3 connectivity: full (the book) or lecun (LeCun 1998)")
           .in_group("Network"),
+      // Stored in checkpoints only as rbf, so that every checkpoint written before it existed,
+      // and every softmax one after, keeps its bytes.
+      setting(&S::output, "--output", "softmax",
+              "output layer and training criterion: softmax (the book: a linear layer and softmax "
+              "cross-entropy) or rbf (LeCun, Bottou, Bengio, Haffner 1998, section II.B: Euclidean "
+              "RBF units with the fixed 7x12 digit bitmaps of its Fig. 3 as prototypes, trained "
+              "with its MAP criterion, equation (9); the class is the nearest prototype's; not "
+              "with --kernels whole-step)")
+          .one_of(output_layer_names())
+          .in_checkpoint_unless_default()
+          .in_group("Network"),
       setting(&S::kernels, "--kernels", "whole-step",
               "kernels: " + kernels_help() +
                   "; on the CPU, book runs the sequential reference layers and the others the "
@@ -372,10 +383,16 @@ NetConfig TrainSettings::net_config() const {
   config.activation = parse_activation(activation);
   config.subsampling = parse_subsampling(subsampling);
   config.c3_table = parse_c3_table(c3_table);
+  config.output = parse_output_layer(output);
   config.kernels = parse_gpu_kernels(kernels);
   config.input_scaling = parse_input_scaling(
       input_scaling == "dataset" ? find_dataset(dataset).input_scaling : input_scaling);
   const GpuKernelSet& set = gpu_kernel_set(config.kernels);
+  if (set.whole_step && config.output == OutputLayer::rbf)
+    throw UsageError("--output rbf does not run in the whole-step kernel set (--kernels " +
+                     std::string(set.name) +
+                     "), whose kernels compute the softmax output "
+                     "themselves: choose --kernels fast (or book)");
   if (conv_algo == "auto") {
     config.conv_algo = set.default_conv_algo;
   } else {

@@ -376,9 +376,11 @@ class Run {
 void check_resume_matches(const TrainSettings& settings, const Checkpoint& checkpoint) {
   const NetConfig net = settings.net_config();
   if (net.activation != checkpoint.net.activation ||
-      net.subsampling != checkpoint.net.subsampling || net.c3_table != checkpoint.net.c3_table)
-    throw UsageError("the network settings (activation, subsampling, c3-table) differ from the "
-                     "checkpoint's; a resumed run must use the checkpoint's network");
+      net.subsampling != checkpoint.net.subsampling || net.c3_table != checkpoint.net.c3_table ||
+      net.output != checkpoint.net.output)
+    throw UsageError(
+        "the network settings (activation, subsampling, c3-table, output) differ from "
+        "the checkpoint's; a resumed run must use the checkpoint's network");
   if (settings.dataset != checkpoint.dataset)
     throw UsageError("--dataset " + settings.dataset + " differs from the checkpoint's data set, " +
                      checkpoint.dataset + ": a resumed run trains on the data it started on");

@@ -68,6 +68,12 @@ TEST(Cli, UsageErrorsExitWithTwo) {
        "--subsampling trainable does not apply to --kernels whole-step"},
       {"train --subsampling trainable --device cpu --data /no/such/folder",
        "choose --kernels fast"},
+      // The whole-step kernels compute the softmax output only; the default kernel set is
+      // whole-step, so --output rbf alone is refused too, before anything trains.
+      {"train --kernels whole-step --output rbf --device cpu",
+       "--output rbf does not run in the whole-step kernel set"},
+      {"train --output rbf --device cpu --train-limit 10", "choose --kernels fast"},
+      {"train --output linear --device cpu", "unknown output layer 'linear'"},
       {"train --batch-size 0 --device cpu", "--batch-size"},
       {"train --momentum 1.5 --device cpu", "--momentum"},
       {"train --dataset cifar --device cpu",

@@ -27,6 +27,7 @@
 #include "core/device.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
+#include "core/rbf_prototypes.hpp"
 #include "core/rng.hpp"
 #include "core/topology.hpp"
 #include "data/batch.hpp"
@@ -63,23 +64,23 @@ double relative_error(double analytic, double numeric) {
 }
 
 // Central difference of loss() with respect to *value.
-double central_difference(const std::function<double()>& loss, double* value) {
+double central_difference(const std::function<double()>& loss, double* value, double step = kStep) {
   const double saved = *value;
-  *value = saved + kStep;
+  *value = saved + step;
   const double up = loss();
-  *value = saved - kStep;
+  *value = saved - step;
   const double down = loss();
   *value = saved;
-  return (up - down) / (2 * kStep);
+  return (up - down) / (2 * step);
 }
 
 // Compares every element of `analytic` with central differences of loss() in `values`.
 void expect_gradient(const std::string& what, const std::function<double()>& loss, Doubles& values,
-                     const Doubles& analytic) {
+                     const Doubles& analytic, double step = kStep) {
   ASSERT_EQ(values.size(), analytic.size()) << what;
   double largest = 0;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const double numeric = central_difference(loss, &values[i]);
+    const double numeric = central_difference(loss, &values[i], step);
     EXPECT_LT(relative_error(analytic[i], numeric), kTolerance)
         << what << "[" << i << "]: analytic " << analytic[i] << ", numeric " << numeric;
     largest = std::max(largest, std::abs(analytic[i]));
@@ -258,8 +259,53 @@ TEST(GradientCheck, SoftmaxCrossEntropyOfTheMeanLoss) {
   expect_gradient("softmax cross-entropy dL/dlogits", loss, logits, grad);
 }
 
+// The RBF output layer (--output rbf): y_i = sum_j (x_j - w_ij)^2 with the fixed prototypes, so
+// only dL/dx exists. x over the range of scaled-tanh outputs (+-1.7159). The distances are large
+// (~100), so L's rounding (~1e-13) over 2h = 2e-6 would reach 5e-8, above the 1e-8 this file
+// allows near 0 (measured: 4e-8). L is quadratic in each x_j, so central differences have no
+// truncation error at all: a step of 1e-3 divides the rounding by 1,000 and costs nothing.
+constexpr double kQuadraticStep = 1e-3;
+TEST(GradientCheck, RbfOutputInput) {
+  constexpr int n = 3;
+  Doubles x = random_doubles(std::size_t(n) * lenet5::kRbfUnits, 18, -1.7, 1.7);
+  const Doubles r = random_doubles(std::size_t(n) * lenet5::kClasses, 19);
+  const float* prototypes = lenet5::rbf_prototypes().data();
+  Doubles y(r.size());
+  const auto loss = [&] {
+    lenet5::rbf_forward_cpu(n, lenet5::kRbfUnits, lenet5::kClasses, x.data(), prototypes, y.data());
+    return weighted_sum(r, y);
+  };
+  Doubles dx(x.size());
+  lenet5::rbf_backward_input_cpu(n, lenet5::kRbfUnits, lenet5::kClasses, x.data(), prototypes,
+                                 r.data(), dx.data());
+  expect_gradient("rbf dL/dx", loss, x, dx, kQuadraticStep);
+}
+
+// The MAP criterion's dL/dy, of the MEAN loss as the softmax's. Distances around the rejection
+// constant j = 10, where every term of e^-j + sum e^-y_i matters and so every part of the
+// gradient is exercised; and far beyond it (all near 200), where e^-y underflows without the
+// log-sum-exp.
+TEST(GradientCheck, MapCriterionOfTheMeanLoss) {
+  constexpr int n = 4, classes = 10;
+  for (const double centre : {10.0, 200.0}) {
+    Doubles y = random_doubles(n * classes, 20, centre - 5, centre + 5);
+    const std::vector<std::uint8_t> labels = {0, 9, 4, 4};
+    const auto loss = [&] {
+      return lenet5::map_loss_cpu(y.data(), labels.data(), n, classes,
+                                  static_cast<double*>(nullptr), static_cast<int*>(nullptr))
+                 .loss_sum /
+             n;
+    };
+    Doubles grad(y.size());
+    lenet5::map_loss_cpu(y.data(), labels.data(), n, classes, grad.data(),
+                         static_cast<int*>(nullptr));
+    expect_gradient("MAP criterion dL/dy around " + std::to_string(centre), loss, y, grad);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
-// The whole network: Network<double> on the CPU, mean softmax cross-entropy of a batch of 3.
+// The whole network: Network<double> on the CPU, mean loss of a batch of 3 (softmax
+// cross-entropy, or the MAP criterion with the RBF output).
 
 constexpr int kBatch = 3;
 constexpr int kSamplesPerTensor = 8;  // random indices, plus the first and the last element
@@ -287,7 +333,7 @@ double kink_margin(lenet5::NetConfig config, std::uint64_t seed, const Doubles& 
   config.kernels = lenet5::GpuKernels::book;
   lenet5::Network<double> network(config, lenet5::Device::cpu, kBatch);
   network.initialise(seed);
-  const auto& topology = lenet5::lenet5_topology();
+  const auto& topology = lenet5::lenet5_topology(config.output);
   double margin = std::numeric_limits<double>::infinity();
   Doubles x = input, y;
   for (std::size_t i = 0; i < topology.size(); ++i) {
@@ -314,6 +360,16 @@ double kink_margin(lenet5::NetConfig config, std::uint64_t seed, const Doubles& 
   return margin;
 }
 
+// The step of the whole network's finite differences. The softmax loss is ~2.3 and the file's step
+// holds (measured: at most 3.7e-8 relative error). The MAP criterion of the RBF output is made of
+// distances of ~100 (84 units, each about 1 from its prototype), so its rounding is ~40 times
+// larger: with h = 1e-6 the worst relative error measured 9.1e-7, too close to the 1e-6
+// tolerance. h = 1e-5 divides the rounding term by 10 while the truncation error, h^2 f''' / 6,
+// stays far below it for these smooth layers (measured: 1.3e-7, with the same tolerance).
+double network_step(lenet5::OutputLayer output) {
+  return output == lenet5::OutputLayer::rbf ? 1e-5 : kStep;
+}
+
 // The whole network with one kernel set's CPU layers: the reference (book) or the fast ones.
 void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernels,
                              std::uint64_t seed) {
@@ -325,9 +381,9 @@ void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernel
   const std::vector<std::uint8_t> labels = {3, 7, 1};
   const auto loss = [&] {
     network.forward(input.data(), kBatch);
-    return lenet5::softmax_cross_entropy_cpu(network.logits(), labels.data(), kBatch,
-                                             lenet5::kClasses, static_cast<double*>(nullptr),
-                                             static_cast<int*>(nullptr))
+    return lenet5::output_loss_cpu(config.output, network.logits(), labels.data(), kBatch,
+                                   lenet5::kClasses, static_cast<double*>(nullptr),
+                                   static_cast<int*>(nullptr))
                .loss_sum /
            kBatch;
   };
@@ -341,14 +397,16 @@ void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernel
 
   network.forward(input.data(), kBatch);
   Doubles dL_dlogits(std::size_t(kBatch) * lenet5::kClasses);
-  lenet5::softmax_cross_entropy_cpu(network.logits(), labels.data(), kBatch, lenet5::kClasses,
-                                    dL_dlogits.data(), static_cast<int*>(nullptr));
+  lenet5::output_loss_cpu(config.output, network.logits(), labels.data(), kBatch, lenet5::kClasses,
+                          dL_dlogits.data(), static_cast<int*>(nullptr));
   network.backward(dL_dlogits.data(), kBatch);
   const Doubles analytic = network.gradients().to_vector();
 
   const std::vector<float> mask = lenet5::c3_weight_mask(config);
   double* params = network.parameters().data();
   lenet5::SplitMix64 pick(seed + 200);
+  const double step = network_step(config.output);
+  double worst = 0;
   for (const lenet5::ParamSpec& spec : network.layout().tensors) {
     const bool is_c3 = spec.name == "c3.weight";
     std::vector<std::size_t> indices = {0, spec.count - 1};
@@ -360,8 +418,9 @@ void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernel
     double largest = 0;
     for (std::size_t i : indices) {
       if (is_c3 && mask[i] == 0.0f) continue;
-      const double numeric = central_difference(loss, params + spec.offset + i);
+      const double numeric = central_difference(loss, params + spec.offset + i, step);
       const double a = analytic[spec.offset + i];
+      worst = std::max(worst, relative_error(a, numeric));
       EXPECT_LT(relative_error(a, numeric), kTolerance)
           << spec.name << "[" << i << "]: analytic " << a << ", numeric " << numeric;
       largest = std::max(largest, std::abs(a));
@@ -369,6 +428,7 @@ void check_network_gradients(lenet5::NetConfig config, lenet5::GpuKernels kernel
     // Every tensor must actually receive gradient (a layer skipped by backward would give 0).
     EXPECT_GT(largest, 0.0) << spec.name << " got no gradient";
   }
+  ::testing::Test::RecordProperty("largest_relative_error", std::to_string(worst));
 
   // LeCun's C3 table: weights the table disconnects get exactly zero gradient, so SGD keeps them
   // at their initial 0.
@@ -422,6 +482,24 @@ TEST(NetworkGradientCheck, TrainableSubsamplingScaledTanhLeCunTable) {
 TEST(NetworkGradientCheck, TrainableSubsamplingTanhFullTable) {
   check_network_gradients(
       make_config(Activation::tanh, Subsampling::trainable, lenet5::C3Table::full), 8);
+}
+
+// LeCun 1998's output: RBF units and the MAP criterion after scaled-tanh F6 units (the paper's
+// pairing), with no output.weight or output.bias in the layout to check.
+TEST(NetworkGradientCheck, ScaledTanhRbfOutput) {
+  lenet5::NetConfig config =
+      make_config(Activation::scaled_tanh, Subsampling::average, lenet5::C3Table::lecun);
+  config.output = lenet5::OutputLayer::rbf;
+  check_network_gradients(config, 7);
+}
+
+// The whole of LeCun 1998's network that these settings build: trainable subsampling, scaled tanh,
+// Table I and the RBF output with its MAP criterion.
+TEST(NetworkGradientCheck, LeCun1998NetworkWithTrainableSubsamplingAndRbfOutput) {
+  lenet5::NetConfig config =
+      make_config(Activation::scaled_tanh, Subsampling::trainable, lenet5::C3Table::lecun);
+  config.output = lenet5::OutputLayer::rbf;
+  check_network_gradients(config, 9);
 }
 
 }  // namespace

@@ -117,6 +117,27 @@ TEST(TrainOptions, TheDataSetIsStoredOnlyWhenItIsNotMnist) {
   EXPECT_EQ(read_stored(stored).settings.dataset, "fashion-mnist");
 }
 
+// --output likewise: only rbf is stored in checkpoints, so that the text of every softmax run is
+// what it was before the setting existed. config.toml and a TOML file carry it either way.
+TEST(TrainOptions, TheOutputLayerIsStoredOnlyWhenItIsRbf) {
+  const ReadSettings defaults = read_arguments({"train"});
+  EXPECT_TRUE(testing::mentions(defaults.text, "\noutput=\"softmax\"\n")) << "config.toml has it";
+  EXPECT_FALSE(testing::mentions(checkpoint_config(defaults.text), "output="));
+  EXPECT_EQ(read_stored(kDefaultText).settings.output, "softmax");
+
+  const ReadSettings rbf = read_arguments({"train", "--output", "rbf", "--kernels", "fast"});
+  const std::string stored = checkpoint_config(rbf.text);
+  EXPECT_TRUE(testing::mentions(stored, "\noutput=\"rbf\"\n")) << stored;
+  EXPECT_EQ(read_stored(stored).settings.output, "rbf");
+  EXPECT_EQ(read_stored(stored).settings.net_config().output, OutputLayer::rbf);
+
+  TempDir dir;
+  std::ofstream(dir / "rbf.toml") << "[train]\noutput = \"rbf\"\nkernels = \"book\"\n";
+  const ReadSettings from_file = read_arguments({"--config", (dir / "rbf.toml").string(), "train"});
+  EXPECT_EQ(from_file.settings.output, "rbf");
+  EXPECT_EQ(read_stored(from_file.text).text, from_file.text);
+}
+
 // Read -> effective text -> read again: the same settings and the same text, for the defaults,
 // every shipped config, and flags over a config (the flags win and are stored).
 TEST(TrainOptions, ShippedConfigsAndDefaultsRoundTrip) {
