@@ -51,8 +51,8 @@ DEFAULTS = {
     "dataset": "mnist", "data": "", "train-limit": 0, "epochs": 20, "batch-size": 128, "lr": 0.05,
     "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
     "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
-    "weight-decay": 5e-4, "seed": 1, "activation": "relu", "subsampling": "max",
-    "c3-table": "full", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
+    "weight-decay": 5e-4, "optimizer": "sgd", "sdlm-mu": 0.02, "sdlm-samples": 500, "seed": 1,
+    "activation": "relu", "subsampling": "max", "c3-table": "full", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
 # Settings of lenet5 alone (which device and how many threads, which kernels, where to write):
@@ -67,6 +67,8 @@ CHOICES = {
     # The peer implements the book's network only: refused, not silently trained differently.
     "subsampling": ["average"],
     "c3-table": ["full"],
+    # The peer trains with SGD only (lenet5's sdlm and its lecun1998 schedule are refused).
+    "optimizer": ["sgd"],
 }
 
 
