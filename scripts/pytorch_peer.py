@@ -40,7 +40,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-MEAN, STD = 0.1307, 0.3081
+# lenet5's input scalings (src/core/net_config.cpp's table): (grey/255 - mean) / std; "dataset"
+# takes the data set's own.
+SCALINGS = {"mnist": (0.1307, 0.3081), "fashion-mnist": (0.2860406, 0.3530242),
+            "lecun1998": (0.1 / 1.275, 1 / 1.275)}
 SIDE = 28                       # MNIST's images; the network sees them padded to 32
 CENTRE = (SIDE - 1) / 2.0       # 13.5: rotation and scale about it (core/augment.hpp)
 
@@ -51,8 +54,9 @@ DEFAULTS = {
     "dataset": "mnist", "data": "", "train-limit": 0, "epochs": 20, "batch-size": 128, "lr": 0.05,
     "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
     "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
-    "weight-decay": 5e-4, "seed": 1, "activation": "relu", "subsampling": "max",
-    "c3-table": "full", "output": "softmax", "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
+    "weight-decay": 5e-4, "optimizer": "sgd", "sdlm-mu": 0.02, "sdlm-samples": 500, "seed": 1,
+    "activation": "relu", "subsampling": "max", "c3-table": "full", "output": "softmax", "input-scaling": "dataset",
+    "augment": "elastic", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
 # Settings of lenet5 alone (which device and how many threads, which kernels, where to write):
@@ -68,6 +72,9 @@ CHOICES = {
     "subsampling": ["average"],
     "c3-table": ["full"],
     "output": ["softmax"],
+    # The peer trains with SGD only (lenet5's sdlm and its lecun1998 schedule are refused).
+    "optimizer": ["sgd"],
+    "input-scaling": ["dataset", "mnist", "fashion-mnist", "lecun1998"],
 }
 
 
@@ -142,10 +149,17 @@ def intensities(images, device):
     return torch.tensor(images, dtype=torch.float32, device=device).div_(255)
 
 
-def normalise_and_pad(x):
-    """(N, 28, 28) intensities -> (N, 1, 32, 32) network input."""
-    x = (x - MEAN) / STD
-    return F.pad(x, (2, 2, 2, 2), value=(0 - MEAN) / STD).unsqueeze(1)
+def normalise_and_pad(x, scaling):
+    """(N, 28, 28) intensities -> (N, 1, 32, 32) network input, under the (mean, std) scaling."""
+    mean, std = scaling
+    x = (x - mean) / std
+    return F.pad(x, (2, 2, 2, 2), value=(0 - mean) / std).unsqueeze(1)
+
+
+def input_scaling(s):
+    """The (mean, std) that --input-scaling names; dataset: the data set's own, as lenet5."""
+    name = s["input-scaling"]
+    return SCALINGS[s["dataset"] if name == "dataset" else name]
 
 
 # ---- augmentation (src/core/augment.hpp and src/data/augment.cpp, in PyTorch) ------------------
@@ -361,7 +375,8 @@ def load(s, device):
     y_train = torch.tensor(read_idx(path("train-labels-idx1-ubyte")), dtype=torch.long, device=device)
     if s["train-limit"] > 0:
         x_train, y_train = x_train[:s["train-limit"]], y_train[:s["train-limit"]]
-    x_test = normalise_and_pad(intensities(read_idx(path("t10k-images-idx3-ubyte")), device))
+    x_test = normalise_and_pad(intensities(read_idx(path("t10k-images-idx3-ubyte")), device),
+                               input_scaling(s))
     y_test = torch.tensor(read_idx(path("t10k-labels-idx1-ubyte")), dtype=torch.long, device=device)
     return x_train, y_train, x_test, y_test
 
@@ -381,10 +396,10 @@ def main():
     x_train, y_train, x_test, y_test = load(s, device)
     if s["augment"] == "none":
         # Prepared once: each step only gathers its batch, as before augmentation existed.
-        x_train, prepare = normalise_and_pad(x_train), (lambda x: x)
+        x_train, prepare = normalise_and_pad(x_train, input_scaling(s)), (lambda x: x)
     else:
         augment = Augmenter(s, device)
-        prepare = lambda x: normalise_and_pad(augment(x))
+        prepare = lambda x: normalise_and_pad(augment(x), input_scaling(s))
     params = make_parameters(s["seed"], device)
     n, b = len(x_train), s["batch-size"]
     # Full batches only in graph mode (a graph has fixed shapes): the last 32 images of an epoch

@@ -63,6 +63,7 @@ class GpuEngine final : public NetworkEngine {
   void set_training_data(const Dataset& train, const Augmentation& augmentation) override {
     m_epoch_graph.reset();  // its launches point into the buffers replaced here
     m_train.upload(train);
+    curvature_data(train, augmentation);
     m_augmentation = cuda::DeviceAugmentation{augmentation.settings, augmentation.seed,
                                               m_epoch.data()};
   }
@@ -86,6 +87,7 @@ class GpuEngine final : public NetworkEngine {
     m_permutation.copy_from_host(permutation.data());
     m_learning_rates.copy_from_host(learning_rates.data());
     m_seen = 0;
+    curvature_pass(epoch, permutation);
   }
 
   void train_steps(int first_step, int end_step) override {
@@ -93,6 +95,9 @@ class GpuEngine final : public NetworkEngine {
     if (first_step < 0 || end_step > steps || first_step > end_step)
       throw Error("internal: steps [" + std::to_string(first_step) + ", " +
                   std::to_string(end_step) + ") outside an epoch of " + std::to_string(steps));
+    // SDLM: the host estimates the curvature from the parameters (a copy that waits for the
+    // steps queued before) and copies it into the state buffer the update kernels read.
+    estimate_curvature_before(first_step);
     if (m_use_graphs && first_step == 0 && end_step == steps) {
       if (!m_epoch_graph)
         m_epoch_graph.capture(cuda::kDefaultStream, [&] { enqueue_steps(0, steps); });

@@ -353,6 +353,9 @@ std::unique_ptr<EngineGroup> make_gpu_engine_group(const NetConfig& net, const S
                                                    int batch_size, int models) {
   if (batch_size < 1) throw UsageError("batch size must be at least 1");
   if (models < 1) throw Error("internal: a packed group of no models");
+  // The whole-step kernels apply SGD themselves (settings refuse another optimizer with them).
+  if (sgd.optimizer != kSgdName)
+    throw Error("internal: a packed group trains with SGD only, not " + sgd.optimizer);
   return std::make_unique<GpuEngineGroup>(net, sgd, batch_size, models);
 }
 

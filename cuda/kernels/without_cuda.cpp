@@ -25,5 +25,10 @@ void sgd_update(const SgdSettings&, const float*, const float*, float*, float* c
   throw UsageError(kBuiltWithoutGpu);
 }
 
+void sdlm_update(const SgdSettings&, const float*, const float*, float*, float* const*, std::size_t,
+                 cudaStream_t) {
+  throw UsageError(kBuiltWithoutGpu);
+}
+
 }  // namespace cuda
 }  // namespace lenet5

@@ -6,8 +6,9 @@
 // the parameters, buffer by buffer in the order the optimizer declares them.
 //
 // The optimizers' table is engine/optimizers.hpp; each optimizer describes itself and its host
-// update in one file of src/layers/ (SGD: layers/sgd_cpu.cpp) and its device update in one file
-// of cuda/kernels/ (SGD: cuda/kernels/optimizer.cu).
+// update in one file of src/layers/ (SGD: layers/sgd_cpu.cpp, SDLM: layers/sdlm_cpu.cpp) and its
+// device update in one file of cuda/kernels/ (SGD: cuda/kernels/optimizer.cu, SDLM:
+// cuda/kernels/sdlm.cu).
 #pragma once
 
 #include <cstddef>
@@ -50,6 +51,10 @@ struct OptimizerDescription {
   // The buffers it keeps under these settings, in the order of all_state (plain SGD: none).
   std::vector<std::string> (*state_for)(const SgdSettings& settings);
   HostUpdate update_cpu;
+  // The state buffer that the engine refills before each pass with the Gauss-Newton diagonal of
+  // the loss (engine/curvature.hpp), estimated on that pass's first settings.sdlm_samples samples
+  // (SDLM: "hessian"); empty for an optimizer without one (SGD).
+  std::string curvature_state;
 };
 
 }  // namespace lenet5

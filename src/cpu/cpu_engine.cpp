@@ -32,6 +32,7 @@ class CpuEngine final : public NetworkEngine {
   void set_training_data(const Dataset& train, const Augmentation& augmentation) override {
     m_train = &train;
     m_augmentation = augmentation;
+    curvature_data(train, augmentation);
   }
   void begin_epoch(int epoch, const std::vector<std::int32_t>& permutation,
                    const std::vector<float>& learning_rates) override {
@@ -39,10 +40,12 @@ class CpuEngine final : public NetworkEngine {
     m_permutation = permutation;
     m_learning_rates = learning_rates;
     m_totals = {};
+    curvature_pass(epoch, permutation);
   }
 
   void train_steps(int first_step, int end_step) override {
     const int n = int(m_permutation.size());
+    estimate_curvature_before(first_step);
     for (int step = first_step; step < end_step; ++step)
       train_step(step * m_batch, std::min(m_batch, n - step * m_batch), m_learning_rates.at(step));
   }

@@ -82,7 +82,8 @@ class Engine {
   // with learning_rates[s]).
   virtual void begin_epoch(int epoch, const std::vector<std::int32_t>& permutation,
                            const std::vector<float>& learning_rates) = 0;
-  // Runs steps [first_step, end_step) of the current epoch, in order.
+  // Runs steps [first_step, end_step) of the current epoch, in order. Before step 0 of an epoch an
+  // optimizer with a curvature estimate (SDLM) has it made anew (engine/network_engine.hpp).
   virtual void train_steps(int first_step, int end_step) = 0;
   // How many steps the trainer should hand over per call: 1 gives the finest progress and
   // interruption; the GPU engine prefers whole epochs, which it replays as one CUDA graph.

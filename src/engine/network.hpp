@@ -46,6 +46,9 @@ class Network {
   void backward(const T* dL_dlogits, int n);
 
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return m_layers; }
+  // The input and the output of layer `layer` of the last forward(), on this network's device.
+  const T* input() const { return m_input; }
+  const T* output(std::size_t layer) const { return m_activations.at(layer + 1).data(); }
 
   // Sample `sample` of the last forward(), layer by layer as the topology names them (c1 ...
   // output), each after its activation: in the plain form the activation layer's output replaces

@@ -7,12 +7,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/augment.hpp"
 #include "core/device.hpp"
+#include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/optimizer.hpp"
 #include "core/sgd.hpp"
 #include "core/shapes.hpp"
+#include "engine/curvature.hpp"
 #include "engine/engine.hpp"
 #include "engine/network.hpp"
 #include "engine/optimizers.hpp"
@@ -61,12 +64,46 @@ class NetworkEngine : public Engine {
   // How both engines turn images into the network's input (core/shapes.hpp).
   PixelScaling scaling() const { return pixel_scaling(m_network.config().input_scaling); }
 
+  // An optimizer with a curvature estimate (SDLM, core/optimizer.hpp) has it re-estimated before
+  // each pass. The engines call these from set_training_data and begin_epoch, and
+  // estimate_curvature_before(first_step) before their steps: the estimate runs when the pass's
+  // first step does, on the parameters at that moment. A pass resumed after its first step keeps
+  // the estimate the checkpoint restored, as the uninterrupted pass kept the one it made.
+  void curvature_data(const Dataset& train, const Augmentation& augmentation) {
+    m_curvature_train = &train;
+    m_curvature_augmentation = augmentation;
+  }
+  void curvature_pass(int epoch, const std::vector<std::int32_t>& permutation) {
+    if (m_optimizer.description.curvature_state.empty()) return;
+    const std::size_t samples = std::min(permutation.size(), std::size_t(m_sgd.sdlm_samples));
+    m_curvature_samples.assign(permutation.begin(), permutation.begin() + samples);
+    m_curvature_epoch = std::uint32_t(epoch);
+    m_curvature_due = true;
+  }
+  void estimate_curvature_before(int first_step) {
+    if (!m_curvature_due) return;
+    m_curvature_due = false;
+    if (first_step != 0) return;
+    if (!m_curvature_train) throw Error("internal: a curvature estimate without training data");
+    m_state.replace(m_optimizer.description.curvature_state,
+                    estimate_curvature(m_network.config(), parameters(), *m_curvature_train,
+                                       m_curvature_augmentation, m_curvature_epoch,
+                                       m_curvature_samples, int(m_curvature_samples.size())));
+  }
+
   // The engines' steps read and write these directly, as they did when each engine held its own.
   SgdSettings m_sgd;
   int m_batch;  // training samples per step
   const Optimizer& m_optimizer;
   Network<float> m_network;
   OptimizerBuffers m_state;
+
+ private:
+  const Dataset* m_curvature_train = nullptr;
+  Augmentation m_curvature_augmentation;
+  std::uint32_t m_curvature_epoch = 0;
+  std::vector<std::int32_t> m_curvature_samples;  // the pass's first sdlm_samples indices
+  bool m_curvature_due = false;
 };
 
 }  // namespace lenet5

@@ -9,21 +9,39 @@ namespace lenet5 {
 // Each optimizer's two entry points, declared here rather than in a header of their own so that
 // adding an optimizer touches no shared header: the description and host update, defined in
 // src/layers/<name>_cpu.cpp, and the device update, defined in cuda/kernels/<name>.cu.
-const OptimizerDescription& sgd_optimizer();  // layers/sgd_cpu.cpp
+const OptimizerDescription& sgd_optimizer();   // layers/sgd_cpu.cpp
+const OptimizerDescription& sdlm_optimizer();  // layers/sdlm_cpu.cpp
 namespace cuda {
 void sgd_update(const SgdSettings& settings, const float* lr, const float* gradients,
                 float* params, float* const* state, std::size_t count,
                 cudaStream_t stream);  // cuda/kernels/optimizer.cu
+void sdlm_update(const SgdSettings& settings, const float* lr, const float* gradients,
+                 float* params, float* const* state, std::size_t count,
+                 cudaStream_t stream);  // cuda/kernels/sdlm.cu
 }  // namespace cuda
 
 const std::vector<Optimizer>& optimizers() {
   static const std::vector<Optimizer> table{
       {sgd_optimizer(), cuda::sgd_update},
+      {sdlm_optimizer(), cuda::sdlm_update},
   };
   return table;
 }
 
-const Optimizer& optimizer_for(const SgdSettings&) { return optimizers().front(); }
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> names;
+  for (const Optimizer& optimizer : optimizers()) names.push_back(optimizer.description.name);
+  return names;
+}
+
+const Optimizer& optimizer_for(const SgdSettings& settings) {
+  for (const Optimizer& optimizer : optimizers())
+    if (optimizer.description.name == settings.optimizer) return optimizer;
+  std::string accepted;
+  for (const std::string& name : optimizer_names())
+    accepted += (accepted.empty() ? "" : "|") + name;
+  throw UsageError("unknown optimizer '" + settings.optimizer + "' (accepted: " + accepted + ")");
+}
 
 std::vector<std::string> all_state_names() {
   std::vector<std::string> names;
@@ -69,6 +87,14 @@ void OptimizerBuffers::set(const OptimizerState& state) {
                   std::to_string(m_floats));
     m_buffers[i].copy_from_host(given->values.data());
   }
+}
+
+void OptimizerBuffers::replace(const std::string& name, const std::vector<float>& values) {
+  const auto it = std::find(m_names.begin(), m_names.end(), name);
+  if (it == m_names.end() || values.size() != m_floats)
+    throw Error("internal: cannot replace optimizer state '" + name + "' with " +
+                std::to_string(values.size()) + " values");
+  m_buffers[std::size_t(it - m_names.begin())].copy_from_host(values.data());
 }
 
 float* OptimizerBuffers::find(const std::string& name) {

@@ -25,7 +25,9 @@ struct Optimizer {
 
 // Every optimizer, in table order.
 const std::vector<Optimizer>& optimizers();
-// The optimizer the settings choose (SGD, the only one so far).
+// Every optimizer's name, in table order: sgd, sdlm.
+std::vector<std::string> optimizer_names();
+// The optimizer settings.optimizer names (UsageError, with the accepted names, for another name).
 const Optimizer& optimizer_for(const SgdSettings& settings);
 // Every state buffer name of every optimizer, in table order without repeats: the state
 // tensors a checkpoint may hold.
@@ -46,6 +48,9 @@ class OptimizerBuffers {
   // optimizer does not keep under these settings are ignored. A buffer of the wrong length is an
   // internal Error (checkpoints check shapes when they load).
   void set(const OptimizerState& state);
+  // Replaces the kept buffer `name` with `values` (host floats, as long as the buffer); an
+  // internal Error if it is not kept or the length differs.
+  void replace(const std::string& name, const std::vector<float>& values);
   // The update's `state` argument (core/optimizer.hpp): one pointer per name of the optimizer's
   // all_state, null for the buffers not kept.
   float* const* pointers() const { return m_pointers.data(); }

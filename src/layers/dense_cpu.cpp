@@ -89,14 +89,29 @@ LossStats softmax_cross_entropy_cpu(const T* logits, const std::uint8_t* labels,
   return stats;
 }
 
-#define LENET5_INSTANTIATE(T)                                                                    \
-  template void activation_forward_cpu<T>(Activation, const T*, T*, std::size_t);                \
-  template void activation_backward_cpu<T>(Activation, const T*, const T*, T*, std::size_t);     \
-  template void fc_forward_cpu<T>(const FcShape&, const T*, const T*, const T*, T*);             \
-  template void fc_backward_input_cpu<T>(const FcShape&, const T*, const T*, T*);                \
-  template void fc_backward_weights_cpu<T>(const FcShape&, const T*, const T*, T*, T*);          \
-  template LossStats softmax_cross_entropy_cpu<T>(const T*, const std::uint8_t*, int, int, T*,   \
-                                                  int*);
+template <class T>
+void softmax_cross_entropy_curvature_cpu(const T* logits, int n, int classes, T* d2L_dlogits2) {
+  for (int s = 0; s < n; ++s) {
+    const T* z = logits + std::size_t(s) * classes;
+    const T top = *std::max_element(z, z + classes);
+    double sum = 0;
+    for (int k = 0; k < classes; ++k) sum += std::exp(double(z[k]) - double(top));
+    for (int k = 0; k < classes; ++k) {
+      const double p = std::exp(double(z[k]) - double(top)) / sum;
+      d2L_dlogits2[std::size_t(s) * classes + k] = T(p * (1 - p));
+    }
+  }
+}
+
+#define LENET5_INSTANTIATE(T)                                                                  \
+  template void activation_forward_cpu<T>(Activation, const T*, T*, std::size_t);              \
+  template void activation_backward_cpu<T>(Activation, const T*, const T*, T*, std::size_t);   \
+  template void fc_forward_cpu<T>(const FcShape&, const T*, const T*, const T*, T*);           \
+  template void fc_backward_input_cpu<T>(const FcShape&, const T*, const T*, T*);              \
+  template void fc_backward_weights_cpu<T>(const FcShape&, const T*, const T*, T*, T*);        \
+  template LossStats softmax_cross_entropy_cpu<T>(const T*, const std::uint8_t*, int, int, T*, \
+                                                  int*);                                       \
+  template void softmax_cross_entropy_curvature_cpu<T>(const T*, int, int, T*);
 LENET5_INSTANTIATE(float)
 LENET5_INSTANTIATE(double)
 #undef LENET5_INSTANTIATE

@@ -94,6 +94,12 @@ struct LossStats {
 template <class T>
 LossStats softmax_cross_entropy_cpu(const T* logits, const std::uint8_t* labels, int n,
                                     int classes, T* dL_dlogits, int* predictions);
+// The diagonal of the same loss's Hessian with respect to the logits, per sample (no 1/n):
+// d2L/dz_k^2 = p_k (1 - p_k) with p = softmax(z), whatever the label. The logits are the output
+// of a linear layer, so this is also the diagonal of the Gauss-Newton matrix there: where SDLM's
+// curvature (engine/curvature.hpp) starts.
+template <class T>
+void softmax_cross_entropy_curvature_cpu(const T* logits, int n, int classes, T* d2L_dlogits2);
 
 // LeCun et al. 1998's output layer of Euclidean RBF units (--output rbf): y (n, classes) with
 // y[s,i] = sum_j (x[s,j] - w[i,j])^2 over `units` inputs, w the fixed (classes, units) prototypes

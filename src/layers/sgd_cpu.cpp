@@ -35,7 +35,7 @@ void sgd_update_cpu(const SgdSettings& settings, float lr, const float* gradient
 }  // namespace
 
 const OptimizerDescription& sgd_optimizer() {
-  static const OptimizerDescription sgd{kSgdName, {kMomentumState}, sgd_state, sgd_update_cpu};
+  static const OptimizerDescription sgd{kSgdName, {kMomentumState}, sgd_state, sgd_update_cpu, ""};
   return sgd;
 }
 

@@ -8,8 +8,8 @@
 namespace lenet5 {
 
 const std::vector<std::string>& schedule_names() {
-  static const std::vector<std::string> names{"constant", "step", "exponential", "cosine",
-                                              "one-cycle"};
+  static const std::vector<std::string> names{"constant", "step",      "exponential",
+                                              "cosine",   "one-cycle", "lecun1998"};
   return names;
 }
 
@@ -19,8 +19,18 @@ ScheduleKind parse_schedule(const std::string& name) {
   const auto& names = schedule_names();
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return ScheduleKind(i);
-  throw UsageError("unknown schedule '" + name +
-                   "' (accepted: constant, step, exponential, cosine, one-cycle)");
+  std::string accepted;
+  for (const std::string& known : names) accepted += (accepted.empty() ? "" : ", ") + known;
+  throw UsageError("unknown schedule '" + name + "' (accepted: " + accepted + ")");
+}
+
+double lecun1998_factor(double epochs_done) {
+  const double pass = std::floor(epochs_done) + 1;  // counted from 1, as the paper counts them
+  if (pass <= 2) return 1;
+  if (pass <= 5) return 0.4;
+  if (pass <= 8) return 0.2;
+  if (pass <= 12) return 0.1;
+  return 0.02;
 }
 
 double Schedule::rate(double epochs_done) const {
@@ -31,6 +41,9 @@ double Schedule::rate(double epochs_done) const {
     case ScheduleKind::constant: break;
     case ScheduleKind::step: value = lr * std::pow(gamma, std::floor(epochs_done / step_epochs)); break;
     case ScheduleKind::exponential: value = lr * std::pow(gamma, std::floor(epochs_done)); break;
+    case ScheduleKind::lecun1998:
+      value = lr * lecun1998_factor(epochs_done);
+      break;
     case ScheduleKind::cosine: value = min_lr + (lr - min_lr) * cosine_factor; break;
     case ScheduleKind::one_cycle: {
       // Linear rise from lr/25 to lr, then cosine annealing to min_lr (Smith & Topin's shape).

@@ -7,9 +7,10 @@
 
 namespace lenet5 {
 
-enum class ScheduleKind { constant, step, exponential, cosine, one_cycle };
+enum class ScheduleKind { constant, step, exponential, cosine, one_cycle, lecun1998 };
 
-const std::vector<std::string>& schedule_names();  // constant, step, exponential, cosine, one-cycle
+// constant, step, exponential, cosine, one-cycle, lecun1998
+const std::vector<std::string>& schedule_names();
 ScheduleKind parse_schedule(const std::string& name);  // UsageError on an unknown name
 const char* to_string(ScheduleKind kind);
 
@@ -28,5 +29,10 @@ struct Schedule {
   // Rate for the step that starts at `epochs_done` (e.g. 2.5 = halfway through the third epoch).
   double rate(double epochs_done) const;
 };
+
+// lecun1998: LeCun et al. 1998's global step per pass, as a factor of lr: 1 for passes 1-2, 0.4 for
+// 3-5, 0.2 for 6-8, 0.1 for 9-12 and 0.02 from 13 on, so that lr = 0.0005 gives the paper's
+// 0.0005, 0.0002, 0.0001, 0.00005 and 0.00001. The factor of the pass that `epochs_done` is in.
+double lecun1998_factor(double epochs_done);
 
 }  // namespace lenet5

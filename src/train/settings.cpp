@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "data/augment.hpp"
 #include "data/datasets.hpp"
+#include "engine/optimizers.hpp"
 
 namespace lenet5 {
 namespace {
@@ -92,7 +93,9 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::epochs, "--epochs", 20, "passes over the training set").within(at_least(1)),
       setting(&S::batch_size, "--batch-size", 128, "images per SGD step").within(between(1, 60000)),
       setting(&S::lr, "--lr", 0.05, "learning rate (peak rate for one-cycle)").within(above(0)),
-      setting(&S::schedule, "--schedule", "cosine", "learning-rate schedule")
+      setting(&S::schedule, "--schedule", "cosine",
+              "learning-rate schedule (lecun1998: LeCun 1998's rate per pass, --lr times 1 for "
+              "passes 1-2, 0.4 for 3-5, 0.2 for 6-8, 0.1 for 9-12, 0.02 after)")
           .one_of(schedule_names()),
       setting(&S::lr_gamma, "--lr-gamma", 0.1, "step/exponential: decay factor").within(above(0)),
       setting(&S::lr_step_epochs, "--lr-step-epochs", 1, "step: epochs between decays")
@@ -109,6 +112,24 @@ std::vector<SettingDeclaration> declare_train_settings() {
       setting(&S::nesterov, "--nesterov", false,
               "Nesterov momentum instead of classical (needs --momentum above 0)"),
       setting(&S::weight_decay, "--weight-decay", 5e-4, "L2 weight decay").within(at_least(0)),
+      setting(
+          &S::optimizer, "--optimizer", kSgdName,
+          "sgd (mini-batch SGD, with --momentum) or sdlm (LeCun 1998's stochastic diagonal "
+          "Levenberg-Marquardt: each parameter's step is lr / (sdlm-mu + h), h its Hessian "
+          "diagonal estimated before each pass; the paper updates after every sample, i.e. "
+          "--batch-size 1; needs --momentum 0 and --kernels fast or book; weight decay adds its "
+          "own curvature to h)")
+          .one_of(optimizer_names())
+          .in_checkpoint_unless_default(),
+      setting(&S::sdlm_mu, "--sdlm-mu", 0.02,
+              "sdlm: the damping mu that bounds each step (LeCun 1998: 0.02)")
+          .within(above(0))
+          .in_checkpoint_unless_default(),
+      setting(&S::sdlm_samples, "--sdlm-samples", 500,
+              "sdlm: samples at the start of each pass that estimate the Hessian diagonal (LeCun "
+              "1998: 500)")
+          .within(at_least(1))
+          .in_checkpoint_unless_default(),
       setting(&S::seed, "--seed", 1, "seed of the initial weights and of every epoch's shuffle"),
       setting(&S::device, "--device", "auto", "auto|gpu|cpu"),
       // How many threads compute a CPU run changes neither its results nor its checkpoints.
@@ -229,6 +250,15 @@ void check_combinations(const TrainSettings& s) {
     throw UsageError("--min-lr " + number_text(s.min_lr) + " is above --lr " + number_text(s.lr) +
                      ": the final learning rate must be at most the starting one");
   if (s.nesterov && s.momentum == 0) throw UsageError("--nesterov needs --momentum above 0");
+  if (s.optimizer == kSdlmName && s.momentum > 0)
+    throw UsageError(
+        "--optimizer sdlm takes no momentum (LeCun 1998's method has none), not "
+        "--momentum " +
+        number_text(s.momentum) + ": add --momentum 0");
+  if (s.optimizer == kSdlmName && parse_gpu_kernels(s.kernels) == GpuKernels::whole_step)
+    throw UsageError(
+        "--optimizer sdlm does not run in --kernels whole-step, whose kernels apply "
+        "SGD themselves: choose --kernels fast (or book)");
 }
 
 // Every declared range, then the combinations: what schedule_config() and sgd() need.
@@ -325,8 +355,8 @@ SettingDeclaration SettingDeclaration::not_in_config() const {
 }
 
 SettingDeclaration SettingDeclaration::in_checkpoint_unless_default() const {
-  if (!std::holds_alternative<std::string>(default_value))
-    throw Error("internal: " + flag + ": only a string setting is stored unless at its default");
+  if (std::holds_alternative<bool>(default_value))
+    throw Error("internal: " + flag + ": a bool setting is always stored");
   SettingDeclaration declaration = *this;
   declaration.in_checkpoint_at_default = false;
   return declaration;
@@ -349,20 +379,39 @@ const SettingDeclaration& train_setting_declaration(const std::string& flag) {
   throw Error("internal: no setting " + flag);
 }
 
+namespace {
+
+// Whether `value`, as CLI11 writes it in a config line, is the declaration's default: a string as
+// "value", a number as its digits, compared as a number (0.02 is 0.02 however it is written).
+bool is_default_line(const SettingDeclaration& declaration, const std::string& value) {
+  if (const auto* text = std::get_if<std::string>(&declaration.default_value))
+    return value == "\"" + *text + "\"";
+  const double default_number = std::visit(
+      [](const auto& v) -> double {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_arithmetic_v<T>) return static_cast<double>(v);
+        return 0;
+      },
+      declaration.default_value);
+  std::istringstream in(value);
+  double number = 0;
+  return in >> number && in.peek() == std::char_traits<char>::eof() && number == default_number;
+}
+
+}  // namespace
+
 std::string checkpoint_config(const std::string& config_toml) {
   std::istringstream in(config_toml);
   std::string out, line;
   while (std::getline(in, line)) {
     const std::string key = line.substr(0, line.find('='));
-    const bool dropped =
-        std::any_of(train_setting_declarations().begin(), train_setting_declarations().end(),
-                    [&](const SettingDeclaration& d) {
-                      if (key != d.flag.substr(2)) return false;
-                      // CLI11 writes a string setting as key="value".
-                      return !d.in_checkpoint ||
-                             (!d.in_checkpoint_at_default &&
-                              line == key + "=\"" + std::get<std::string>(d.default_value) + "\"");
-                    });
+    const bool dropped = std::any_of(
+        train_setting_declarations().begin(), train_setting_declarations().end(),
+        [&](const SettingDeclaration& d) {
+          if (key != d.flag.substr(2)) return false;
+          return !d.in_checkpoint || (!d.in_checkpoint_at_default && line.size() > key.size() &&
+                                      is_default_line(d, line.substr(key.size() + 1)));
+        });
     if (!dropped) out += line + "\n";
   }
   return out;
@@ -428,7 +477,15 @@ Schedule TrainSettings::schedule_config() const {
 
 SgdSettings TrainSettings::sgd() const {
   check_values(*this);
-  return {momentum, nesterov, weight_decay};
+  const std::vector<std::string> known = optimizer_names();
+  if (std::find(known.begin(), known.end(), optimizer) == known.end())
+    throw UsageError("--optimizer: unknown optimizer '" + optimizer +
+                     "' (accepted: " + joined(known) + ")");
+  SgdSettings sgd{momentum, nesterov, weight_decay};
+  sgd.optimizer = optimizer;
+  sgd.sdlm_mu = sdlm_mu;
+  sgd.sdlm_samples = sdlm_samples;
+  return sgd;
 }
 
 Augmentation TrainSettings::augmentation() const {
@@ -449,6 +506,7 @@ void TrainSettings::validate() const {
   check_values(*this);
   augmentation();
   net_config();
+  sgd();
   parse_schedule(schedule);
   const std::vector<std::string> known = dataset_names();
   if (std::find(known.begin(), known.end(), dataset) == known.end())

@@ -51,6 +51,9 @@ struct TrainSettings {
   double momentum;
   bool nesterov;
   double weight_decay;
+  std::string optimizer;  // sgd | sdlm (engine/optimizers.hpp)
+  double sdlm_mu;
+  int sdlm_samples;
   std::uint64_t seed;
   // augmentation of the training images (core/augment.hpp)
   std::string augment;  // none | affine | elastic
@@ -109,9 +112,9 @@ struct SettingDeclaration {
   // false: in config files and config.toml, but not in the checkpoints' stored settings (how a run
   // is computed, not what it computes: the checkpoints stay byte-identical whatever its value).
   bool in_checkpoint = true;
-  // false: in the checkpoints' stored settings only when not at its default. For a string setting
-  // added after checkpoints were written without it, whose default is what they all meant
-  // (--dataset mnist): those checkpoints' text stays the text that runs at the default write.
+  // false: in the checkpoints' stored settings only when not at its default. For a setting added
+  // after checkpoints were written without it, whose default is what they all meant (--dataset
+  // mnist, --optimizer sgd): those checkpoints' text stays the text that runs at the default write.
   bool in_checkpoint_at_default = true;
 
   // What --help says: the help, then the accepted names or the range.

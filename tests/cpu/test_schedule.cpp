@@ -56,6 +56,25 @@ TEST(Schedule, WarmupRisesLinearly) {
   EXPECT_NEAR(s.rate(2), 0.1, kTight);
 }
 
+// LeCun et al. 1998, section V.A: 0.0005 for the first two passes, 0.0002 for the next three,
+// 0.0001 for the next three, 0.00005 for the next four, then 0.00001. Each pass's rate holds for
+// the whole pass, and the number of passes does not change it.
+TEST(Schedule, Lecun1998GivesThePapersStepPerPass) {
+  Schedule paper = schedule(ScheduleKind::lecun1998);
+  paper.lr = 0.0005;
+  paper.total_epochs = 20;
+  const double expected[] = {0.0005,  0.0005,  0.0002,  0.0002,  0.0002,  0.0001,  0.0001,
+                             0.0001,  0.00005, 0.00005, 0.00005, 0.00005, 0.00001, 0.00001,
+                             0.00001, 0.00001, 0.00001, 0.00001, 0.00001, 0.00001};
+  for (int pass = 0; pass < 20; ++pass) {
+    EXPECT_NEAR(paper.rate(pass), expected[pass], kTight) << "pass " << pass + 1;
+    EXPECT_NEAR(paper.rate(pass + 0.99), expected[pass], kTight) << "late in pass " << pass + 1;
+  }
+  paper.total_epochs = 3;
+  EXPECT_NEAR(paper.rate(2.5), 0.0002, kTight);
+  EXPECT_NEAR(paper.rate(40), 0.00001, kTight);  // past the end: the last rate
+}
+
 TEST(Schedule, NamesParseAndNonsenseIsRefused) {
   for (const std::string& name : schedule_names())
     EXPECT_EQ(to_string(parse_schedule(name)), name);

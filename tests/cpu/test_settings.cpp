@@ -50,6 +50,16 @@ TEST(TrainSettings, EveryDeclarationHasAFlagHelpAndADefaultItAccepts) {
       EXPECT_FALSE(all[i].field == all[j].field) << all[i].flag << " and " << all[j].flag;
 }
 
+// The settings a name needs besides itself, where the defaults do not go with it: SDLM takes no
+// momentum (the default has 0.9) and does not run in the whole-step kernels (the default set);
+// test_cli.cpp checks that it is refused without them.
+void add_companions(const SettingDeclaration& d, const std::string& name, TrainSettings& settings) {
+  if (d.flag == "--optimizer" && name == "sdlm") {
+    settings.momentum = 0;
+    settings.kernels = "fast";
+  }
+}
+
 TEST(TrainSettings, EveryAcceptedNameIsAccepted) {
   for (const SettingDeclaration& d : train_setting_declarations())
     for (const std::string& name : d.names) {
@@ -59,6 +69,7 @@ TEST(TrainSettings, EveryAcceptedNameIsAccepted) {
       settings.*std::get<std::string TrainSettings::*>(d.field) = name;
       // The default kernel set (whole-step) has no trainable subsampling (tested in test_cli).
       if (d.flag == "--subsampling" && name == "trainable") settings.kernels = "fast";
+      add_companions(d, name, settings);
       EXPECT_EQ(refusal(settings), "") << d.flag << " " << name;
     }
 }

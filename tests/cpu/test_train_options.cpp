@@ -138,6 +138,29 @@ TEST(TrainOptions, TheOutputLayerIsStoredOnlyWhenItIsRbf) {
   EXPECT_EQ(read_stored(from_file.text).text, from_file.text);
 }
 
+// SDLM's three settings are stored in checkpoints only away from their defaults (sgd, 0.02, 500):
+// the default text is unchanged, and an SDLM run's checkpoints read back as SDLM with its values.
+TEST(TrainOptions, TheOptimizerAndSdlmsSettingsAreStoredOnlyAwayFromTheirDefaults) {
+  const ReadSettings defaults = read_arguments({"train"});
+  EXPECT_TRUE(testing::mentions(defaults.text, "\noptimizer=\"sgd\"\n")) << "config.toml has it";
+  for (const char* key : {"optimizer=", "sdlm-mu=", "sdlm-samples="})
+    EXPECT_FALSE(testing::mentions(checkpoint_config(defaults.text), key)) << key;
+  EXPECT_EQ(read_stored(kDefaultText).settings.optimizer, "sgd");
+
+  const ReadSettings sdlm = read_arguments({"train", "--optimizer", "sdlm", "--momentum", "0",
+                                            "--sdlm-mu", "0.01", "--sdlm-samples", "250"});
+  const std::string stored = checkpoint_config(sdlm.text);
+  for (const char* line : {"\noptimizer=\"sdlm\"\n", "\nsdlm-mu=0.01\n", "\nsdlm-samples=250\n"})
+    EXPECT_TRUE(testing::mentions(stored, line)) << line << " missing in\n" << stored;
+  const TrainSettings back = read_stored(stored).settings;
+  EXPECT_EQ(back.optimizer, "sdlm");
+  EXPECT_EQ(back.sdlm_mu, 0.01);
+  EXPECT_EQ(back.sdlm_samples, 250);
+  // SDLM at the paper's values stores only the optimizer: the values are the defaults.
+  const ReadSettings paper = read_arguments({"train", "--optimizer", "sdlm", "--sdlm-mu", "0.020"});
+  EXPECT_FALSE(testing::mentions(checkpoint_config(paper.text), "sdlm-mu=")) << paper.text;
+}
+
 // Read -> effective text -> read again: the same settings and the same text, for the defaults,
 // every shipped config, and flags over a config (the flags win and are stored).
 TEST(TrainOptions, ShippedConfigsAndDefaultsRoundTrip) {
