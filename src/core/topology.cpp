@@ -47,4 +47,10 @@ std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers) {
   return fused;
 }
 
+std::string weight_tensor(const LayerSpec& spec, const NetConfig& config) {
+  if (spec.kind == LayerKind::subsampling && config.subsampling == Subsampling::trainable)
+    return spec.name + ".weight";
+  return spec.weight;
+}
+
 }  // namespace lenet5

@@ -30,6 +30,10 @@ struct LayerSpec {
 
 // The book's network (softmax output) or the same with the RBF output layer ("output", kind rbf).
 const std::vector<LayerSpec>& lenet5_topology(OutputLayer output = OutputLayer::softmax);
+// The parameter tensor a layer's weight is: the topology's, and with trainable subsampling the
+// subsampling layers' coefficients ("s2.weight", core/layout.hpp), which only that setting has.
+// Empty when the layer has none.
+std::string weight_tensor(const LayerSpec& spec, const NetConfig& config);
 // The same network with every activation layer folded into the layer before it (activate = true):
 // s2, s4, c5 and f6 then write f(z) themselves. Same function, six fewer layers.
 std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers);

@@ -6,6 +6,8 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "core/rbf_math.hpp"
+#include "core/rbf_prototypes.hpp"
 #include "core/topology.hpp"
 #include "data/batch.hpp"
 #include "engine/network.hpp"
@@ -22,6 +24,14 @@ std::vector<double> squares(const double* values, std::size_t count) {
   std::vector<double> out(values, values + count);
   for (double& v : out) v *= v;
   return out;
+}
+
+// sum_i q_i, the MAP criterion's probability of all ten classes (less than 1: the rest is e^-j's).
+double map_probability_sum(const double* y, int classes) {
+  const double log_denominator = map_log_denominator(y, classes, kMapRejectionConstant);
+  double sum = 0;
+  for (int i = 0; i < classes; ++i) sum += map_probability(y[i], log_denominator);
+  return sum;
 }
 
 // One layer's share of the Gauss-Newton back-propagation over a batch of n: the second
@@ -45,6 +55,8 @@ class GaussNewtonLayer {
         return activation(spec, n, y, d2_dy, d2_dx);
       case LayerKind::fully_connected:
         return fully_connected(spec, n, x, d2_dy, d2_dx);
+      case LayerKind::rbf:
+        return rbf(spec, n, x, y, d2_dy, d2_dx);
     }
     throw Error("internal: no Gauss-Newton rule for layer " + spec.name);
   }
@@ -72,14 +84,11 @@ class GaussNewtonLayer {
 
   void subsampling(const LayerSpec& spec, int n, const double* x, const double* d2_dy,
                    double* d2_dx) {
-    // A trainable coefficient per map (LeCun 1998's S2 and S4) needs its own rule here:
-    // d2E/dc^2 = sum of (window sum)^2 d2E/da^2, and c^2 in the input's factor.
-    if (!spec.weight.empty())
-      throw Error("internal: no Gauss-Newton rule for " + spec.weight +
-                  " (engine/curvature.cpp, subsampling)");
     const PoolShape s{n, spec.in.c, spec.in.h, spec.in.w, spec.kernel};
     const std::size_t outputs = std::size_t(n) * spec.out.size();
     subsample_backward_bias_cpu(s, d2_dy, sum_of(spec.bias));
+    if (m_net.subsampling == Subsampling::trainable)
+      return trainable_subsampling(spec, s, x, d2_dy, d2_dx);
     if (!d2_dx) return;
     if (m_net.subsampling == Subsampling::max) {
       subsample_backward_input_cpu(s, Subsampling::max, x, d2_dy, d2_dx);
@@ -89,6 +98,50 @@ class GaussNewtonLayer {
     std::vector<double> scaled(d2_dy, d2_dy + outputs);
     for (double& v : scaled) v /= double(s.k * s.k);
     subsample_backward_input_cpu(s, Subsampling::average, x, scaled.data(), d2_dx);
+  }
+
+  // LeCun 1998's S = c * (window sum) + b: d2E/dc^2 = sum of (window sum)^2 d2E/dS^2 over the
+  // map's outputs, and each input of a window gets c^2 d2E/dS^2 (the gradient's backward with the
+  // squared coefficients).
+  void trainable_subsampling(const LayerSpec& spec, const PoolShape& s, const double* x,
+                             const double* d2_dy, double* d2_dx) {
+    const std::size_t outputs = std::size_t(s.n) * spec.out.size();
+    const std::vector<double> ones(std::size_t(s.c), 1.0), zeros(std::size_t(s.c), 0.0);
+    std::vector<double> window_sums(outputs);
+    subsample_forward_cpu(s, Subsampling::trainable, x, zeros.data(), window_sums.data(),
+                          ones.data());
+    const std::vector<double> sums_squared = squares(window_sums.data(), outputs);
+    // subsample_backward_coef_cpu sums dE/dS times the window's sum; here the "input" is the
+    // squared sum, read through a 1x1 window of stride 1.
+    const PoolShape per_output{s.n, s.c, s.h_out(), s.w_out(), 1};
+    const std::string coefficients = weight_tensor(spec, m_net);
+    subsample_backward_coef_cpu(per_output, sums_squared.data(), d2_dy, sum_of(coefficients));
+    if (d2_dx)
+      subsample_backward_input_cpu(s, Subsampling::trainable, x, d2_dy, d2_dx,
+                                   squared(coefficients));
+  }
+
+  // The RBF units y_i = sum_j (x_j - w_ij)^2 have no trained parameters; dy_i/dx_j = 2 (x_j - w_ij)
+  // gives the Gauss-Newton term sum_i 4 (x_j - w_ij)^2 d2E/dy_i^2. The units' own curvature,
+  // d2y_i/dx_j^2 = 2, adds sum_i 2 dE/dy_i = 2 (1 - sum_i q_i) under the MAP criterion (dE/dy_i is
+  // [i = label] - q_i, whose sum needs no label), which is never negative, so it is kept: while
+  // every prototype is far, q is near 0 and so is the Gauss-Newton term, and without this one each
+  // parameter below would step by lr / mu, fifty times lr, which saturates the units (measured).
+  void rbf(const LayerSpec& spec, int n, const double* x, const double* y, const double* d2_dy,
+           double* d2_dx) {
+    if (!d2_dx) return;
+    const int units = int(spec.in.size()), classes = int(spec.out.size());
+    const auto& w = rbf_prototypes();
+    for (int sample = 0; sample < n; ++sample)
+      for (int j = 0; j < units; ++j) {
+        const double xj = x[std::size_t(sample) * units + j];
+        double sum = 2 * (1 - map_probability_sum(y + std::size_t(sample) * classes, classes));
+        for (int i = 0; i < classes; ++i) {
+          const double slope = 2 * (xj - double(w[std::size_t(i) * units + j]));
+          sum += slope * slope * d2_dy[std::size_t(sample) * classes + i];
+        }
+        d2_dx[std::size_t(sample) * units + j] = sum;
+      }
   }
 
   // f'(a)^2 d2E/dy^2: the gradient's backward, f'(a) times its argument, applied twice.
@@ -115,19 +168,27 @@ class GaussNewtonLayer {
 };
 
 // The loss's second derivatives with respect to the network's outputs (n, 10), per sample: where
-// Gauss-Newton back-propagation starts. Another loss connects here with its own diagonal (for
-// LeCun 1998's MAP criterion on RBF outputs, E = y_label + log(e^-j + sum_i e^-y_i), it is
-// q_i (1 - q_i) with q_i = e^-y_i / (e^-j + sum_k e^-y_k)), and another output layer kind gets its
-// rule in GaussNewtonLayer::backward.
-void output_curvature(const NetConfig&, const double* outputs, int n, double* d2_dy) {
-  softmax_cross_entropy_curvature_cpu(outputs, n, kClasses, d2_dy);
+// Gauss-Newton back-propagation starts. Softmax cross-entropy: p_i (1 - p_i). LeCun 1998's MAP
+// criterion on RBF outputs, E = y_label + log(e^-j + sum_i e^-y_i): dE/dy_i = [i = label] - q_i
+// with q_i = e^-y_i / (e^-j + sum_k e^-y_k), so d2E/dy_i^2 = q_i (1 - q_i).
+void output_curvature(const NetConfig& net, const double* outputs, int n, double* d2_dy) {
+  if (net.output == OutputLayer::softmax)
+    return softmax_cross_entropy_curvature_cpu(outputs, n, kClasses, d2_dy);
+  for (int sample = 0; sample < n; ++sample) {
+    const double* y = outputs + std::size_t(sample) * kClasses;
+    const double log_denominator = map_log_denominator(y, kClasses, kMapRejectionConstant);
+    for (int i = 0; i < kClasses; ++i) {
+      const double q = map_probability(y[i], log_denominator);
+      d2_dy[std::size_t(sample) * kClasses + i] = q * (1 - q);
+    }
+  }
 }
 
 // Adds the chunk's sums over its n samples to `total`.
 void add_chunk(const NetConfig& net, Network<double>& network,
                const std::vector<double>& squared_params, const double* inputs, int n,
                std::vector<double>& total) {
-  const std::vector<LayerSpec>& specs = lenet5_topology();
+  const std::vector<LayerSpec>& specs = lenet5_topology(net.output);
   network.forward(inputs, n);
   std::vector<double> d2_dy(std::size_t(n) * kClasses), d2_dx;
   output_curvature(net, network.logits(), n, d2_dy.data());
@@ -175,7 +236,7 @@ std::vector<float> estimate_curvature(const NetConfig& net, const std::vector<fl
   std::vector<float> gathered(std::size_t(n) * kInputFloats);
   if (n > 0)
     gather_augmented_batch_reference(train.images.data(), permutation.data(), n, augmentation,
-                                     epoch, gathered.data());
+                                     epoch, pixel_scaling(net.input_scaling), gathered.data());
   const std::vector<double> inputs(gathered.begin(), gathered.end());
   const std::vector<double> mean = gauss_newton_diagonal(net, params, inputs.data(), n);
   return std::vector<float>(mean.begin(), mean.end());

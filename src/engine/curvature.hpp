@@ -4,7 +4,11 @@
 // LeCun et al. 1998, Appendix C (and "Efficient BackProp" 1998, section 9.1): second derivatives
 // are back-propagated like first derivatives, with every cross term dropped and the terms in f''
 // dropped (the Gauss-Newton approximation), which keeps them non-negative:
-//   at the output      d2E/dz_k^2   = the loss's own (softmax cross-entropy: p_k (1 - p_k))
+//   at the output      d2E/dz_k^2   = the loss's own (softmax cross-entropy: p_k (1 - p_k); the
+//                      MAP criterion on RBF outputs: q_k (1 - q_k), q_k its class probability)
+//   through the RBF units y_i = sum_j (x_j - w_ij)^2 (fixed w): d2E/dx_j^2 = sum_i 4 (x_j - w_ij)^2
+//                      d2E/dy_i^2 + 2 (1 - sum_i q_i), the second term the units' own curvature
+//                      (never negative; curvature.cpp says why it is kept)
 //   through f          d2E/da^2     = f'(a)^2 d2E/dy^2
 //   through a layer    a_i = sum_j w_ij x_j (+ b_i), linear in weights and inputs:
 //                      d2E/dx_j^2   = sum_i w_ij^2 d2E/da_i^2
@@ -12,6 +16,8 @@
 //                      d2E/db_i^2   = sum over the connections sharing b_i of d2E/da_i^2
 //   average subsampling (a = (1/K^2) sum of the window + b): each input gets d2E/da^2 / K^4
 //   max subsampling: the window's maximum gets d2E/da^2, as it gets the gradient.
+//   trainable subsampling (a = c * (sum of the window) + b): each input gets c^2 d2E/da^2, and
+//                      d2E/dc^2 = sum over the map's outputs of (window sum)^2 d2E/da^2
 // These are the first-order backward functions of the CPU reference (layers/reference_cpu.hpp)
 // applied to squared weights, squared inputs and squared slopes, which is exact: each of them is a
 // sum of products in which the weight, the input or the slope appears once. The layers run in

@@ -13,14 +13,6 @@
 namespace lenet5 {
 namespace {
 
-// The parameter tensor a layer's weight pointer views: the topology's, and with trainable
-// subsampling the subsampling layers' coefficients (core/layout.hpp), which only that setting has.
-std::string weight_tensor(const LayerSpec& spec, const NetConfig& config) {
-  if (spec.kind == LayerKind::subsampling && config.subsampling == Subsampling::trainable)
-    return spec.name + ".weight";
-  return spec.weight;
-}
-
 template <class T>
 std::unique_ptr<Layer<T>> make_layer(Device device, const LayerSpec& spec, const NetConfig& config,
                                      const ParamLayout& layout, T* params, T* grads,

@@ -50,6 +50,14 @@ std::string kernels_help() {
   return out;
 }
 
+// The data set --dataset names; a UsageError naming the flag and the accepted names otherwise.
+const DatasetDescription& described_dataset(const std::string& name) {
+  const std::vector<std::string> known = dataset_names();
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    throw UsageError("--dataset: unknown data set '" + name + "' (accepted: " + joined(known) + ")");
+  return find_dataset(name);
+}
+
 // "mnist (MNIST's mean 0.1307 and std 0.3081), ...": every input scaling of the table.
 std::string input_scaling_help() {
   std::string out;
@@ -435,7 +443,7 @@ NetConfig TrainSettings::net_config() const {
   config.output = parse_output_layer(output);
   config.kernels = parse_gpu_kernels(kernels);
   config.input_scaling = parse_input_scaling(
-      input_scaling == "dataset" ? find_dataset(dataset).input_scaling : input_scaling);
+      input_scaling == "dataset" ? described_dataset(dataset).input_scaling : input_scaling);
   const GpuKernelSet& set = gpu_kernel_set(config.kernels);
   if (set.whole_step && config.output == OutputLayer::rbf)
     throw UsageError("--output rbf does not run in the whole-step kernel set (--kernels " +
@@ -508,10 +516,7 @@ void TrainSettings::validate() const {
   net_config();
   sgd();
   parse_schedule(schedule);
-  const std::vector<std::string> known = dataset_names();
-  if (std::find(known.begin(), known.end(), dataset) == known.end())
-    throw UsageError("--dataset: unknown data set '" + dataset + "' (accepted: " + joined(known) +
-                     ")");
+  described_dataset(dataset);
 }
 
 }  // namespace lenet5

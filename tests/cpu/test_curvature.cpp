@@ -19,6 +19,7 @@
 #include "common/golden_trajectory.hpp"
 #include "core/cpu_threads.hpp"
 #include "core/layout.hpp"
+#include "core/rbf_prototypes.hpp"
 #include "core/sdlm.hpp"
 #include "core/topology.hpp"
 #include "engine/curvature.hpp"
@@ -101,6 +102,28 @@ std::vector<double> softmax_curvature(const std::vector<double>& z) {
   return d2;
 }
 
+// The MAP criterion's q_k = e^-y_k / (e^-j + sum_i e^-y_i) from the RBF outputs y, computed here
+// in plain double (the outputs of these probes are far from overflow).
+std::vector<double> map_probabilities(const std::vector<double>& y) {
+  double denominator = std::exp(-kMapRejectionConstant);
+  for (double v : y) denominator += std::exp(-v);
+  std::vector<double> q(y.size());
+  for (std::size_t k = 0; k < y.size(); ++k) q[k] = std::exp(-y[k]) / denominator;
+  return q;
+}
+
+// Its q_k (1 - q_k).
+std::vector<double> map_curvature(const std::vector<double>& y) {
+  std::vector<double> d2 = map_probabilities(y);
+  for (double& q : d2) q *= 1 - q;
+  return d2;
+}
+
+// The loss's own second derivatives at the network's outputs.
+std::vector<double> loss_curvature(const NetConfig& net, const std::vector<double>& outputs) {
+  return net.output == OutputLayer::rbf ? map_curvature(outputs) : softmax_curvature(outputs);
+}
+
 // sum_k ((y+ - y-) / 2 kStep)_k^2 d2_k for the central difference of `f` in one value.
 template <class F>
 double squared_column(double& value, F&& f, const std::vector<double>& d2) {
@@ -142,13 +165,14 @@ double largest(const std::vector<double>& h, const ParamSpec& spec) {
 void expect_exact_gauss_newton_on_top_layers(const Probe& s) {
   const std::vector<double> h = gauss_newton_diagonal(s.net, s.params, s.input.data(), 1);
   Forward forward(s);
-  const std::vector<double> d2 = softmax_curvature(forward.values.back());
+  const std::vector<double> d2 = loss_curvature(s.net, forward.values.back());
   const ParamLayout& layout = forward.network.layout();
   double* params = forward.network.parameters().data();
-  const std::vector<LayerSpec>& specs = lenet5_topology();
+  const std::vector<LayerSpec>& specs = lenet5_topology(s.net.output);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].name != "f6" && specs[i].name != "output") continue;
-    for (const std::string& tensor : {specs[i].weight, specs[i].bias}) {
+    for (const std::string& tensor : {weight_tensor(specs[i], s.net), specs[i].bias}) {
+      if (tensor.empty()) continue;  // the RBF output layer has no parameters
       const ParamSpec& spec = layout.find(tensor);
       for (std::size_t j : probed(spec.count)) {
         const double expected = squared_column(
@@ -166,13 +190,13 @@ void expect_layerwise_recursion(const Probe& s) {
   Forward forward(s);
   const ParamLayout& layout = forward.network.layout();
   double* params = forward.network.parameters().data();
-  const std::vector<LayerSpec>& specs = lenet5_topology();
+  const std::vector<LayerSpec>& specs = lenet5_topology(s.net.output);
   const std::vector<float> c3_mask = c3_weight_mask(s.net);
-  std::vector<double> d2_dy = softmax_curvature(forward.values.back());
+  std::vector<double> d2_dy = loss_curvature(s.net, forward.values.back());
   for (std::size_t i = specs.size(); i-- > 0;) {
     std::vector<double> x = forward.values[i];
     const auto output = [&] { return forward.layer_output(i, x); };
-    for (const std::string& tensor : {specs[i].weight, specs[i].bias}) {
+    for (const std::string& tensor : {weight_tensor(specs[i], s.net), specs[i].bias}) {
       if (tensor.empty()) continue;
       const ParamSpec& spec = layout.find(tensor);
       for (std::size_t j : probed(spec.count)) {
@@ -187,6 +211,12 @@ void expect_layerwise_recursion(const Probe& s) {
     }
     std::vector<double> d2_dx(x.size());
     for (std::size_t j = 0; j < x.size(); ++j) d2_dx[j] = squared_column(x[j], output, d2_dy);
+    if (specs[i].kind == LayerKind::rbf) {  // plus the units' own curvature, 2 (1 - sum_i q_i)
+      const std::vector<double> q = map_probabilities(forward.values[i + 1]);
+      double q_sum = 0;
+      for (double v : q) q_sum += v;
+      for (double& v : d2_dx) v += 2 * (1 - q_sum);
+    }
     d2_dy = std::move(d2_dx);
   }
 }
@@ -208,6 +238,14 @@ NetConfig paper_like() {  // LeCun 1998's choices that exist here: scaled tanh, 
   return net;
 }
 
+// LeCun 1998's network as these settings build it: trainable subsampling and the RBF output too.
+NetConfig lecun1998() {
+  NetConfig net = paper_like();
+  net.subsampling = Subsampling::trainable;
+  net.output = OutputLayer::rbf;
+  return net;
+}
+
 NetConfig with_max() {
   NetConfig net;
   net.activation = Activation::tanh;
@@ -225,6 +263,10 @@ TEST_F(Curvature, FollowsAppendixCsRecursionThroughEveryLayerWithAverageSubsampl
 
 TEST_F(Curvature, FollowsAppendixCsRecursionThroughEveryLayerWithMaxSubsampling) {
   expect_layerwise_recursion(Probe(with_max()));
+}
+
+TEST_F(Curvature, FollowsAppendixCsRecursionThroughTrainableSubsamplingAndRbfUnits) {
+  expect_layerwise_recursion(Probe(lecun1998()));
 }
 
 // The estimate over several samples is the mean of each one's (in any chunking).
