@@ -54,7 +54,8 @@ std::string kernels_help() {
 const DatasetDescription& described_dataset(const std::string& name) {
   const std::vector<std::string> known = dataset_names();
   if (std::find(known.begin(), known.end(), name) == known.end())
-    throw UsageError("--dataset: unknown data set '" + name + "' (accepted: " + joined(known) + ")");
+    throw UsageError("--dataset: unknown data set '" + name + "' (accepted: " + joined(known) +
+                     ")");
   return find_dataset(name);
 }
 
