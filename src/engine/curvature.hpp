@@ -7,8 +7,8 @@
 //   at the output      d2E/dz_k^2   = the loss's own (softmax cross-entropy: p_k (1 - p_k); the
 //                      MAP criterion on RBF outputs: q_k (1 - q_k), q_k its class probability)
 //   through the RBF units y_i = sum_j (x_j - w_ij)^2 (fixed w): d2E/dx_j^2 = sum_i 4 (x_j - w_ij)^2
-//                      d2E/dy_i^2 + 2 (1 - sum_i q_i), the second term the units' own curvature
-//                      (never negative; curvature.cpp says why it is kept)
+//                      d2E/dy_i^2 + 2, the second term the curvature of the criterion's y_label
+//                      term in x (curvature.cpp says why it is kept)
 //   through f          d2E/da^2     = f'(a)^2 d2E/dy^2
 //   through a layer    a_i = sum_j w_ij x_j (+ b_i), linear in weights and inputs:
 //                      d2E/dx_j^2   = sum_i w_ij^2 d2E/da_i^2

@@ -211,12 +211,8 @@ void expect_layerwise_recursion(const Probe& s) {
     }
     std::vector<double> d2_dx(x.size());
     for (std::size_t j = 0; j < x.size(); ++j) d2_dx[j] = squared_column(x[j], output, d2_dy);
-    if (specs[i].kind == LayerKind::rbf) {  // plus the units' own curvature, 2 (1 - sum_i q_i)
-      const std::vector<double> q = map_probabilities(forward.values[i + 1]);
-      double q_sum = 0;
-      for (double v : q) q_sum += v;
-      for (double& v : d2_dx) v += 2 * (1 - q_sum);
-    }
+    if (specs[i].kind == LayerKind::rbf)  // plus the curvature of y_label = |x - w_label|^2: 2
+      for (double& v : d2_dx) v += 2;
     d2_dy = std::move(d2_dx);
   }
 }
