@@ -15,6 +15,14 @@ const LAYER_TITLES = {
 };
 let model = null;  // /api/model
 
+// What a layer is in the checkpoint shown: its subsampling and output layer are settings.
+function layerTitle(name) {
+  if (name === 'output' && model?.net?.output === 'rbf') return 'Euclidean RBF units';
+  if ((name === 's2' || name === 's4') && model?.net?.subsampling === 'trainable')
+    return 'trainable subsampling';
+  return LAYER_TITLES[name] || '';
+}
+
 // ---- colours: ColorBrewer RdBu (blue negative, white zero, red positive), as src/pictures
 const STOPS = [[5, 48, 97], [67, 147, 195], [247, 247, 247], [214, 96, 77], [103, 0, 31]];
 function diverging(t) {
@@ -243,7 +251,7 @@ function layerRow(layer) {
   row.className = 'layer';
   row.dataset.layer = layer.name;
   row.innerHTML = `<div class="name">${layer.name.toUpperCase()} <small>${c}×${h}×${w}, ${
-                      LAYER_TITLES[layer.name] || ''}</small></div>` +
+                      layerTitle(layer.name)}</small></div>` +
       `<div class="range"></div><div class="maps"></div>`;
   const maps = row.querySelector('.maps');
   if (h === 1 && w === 1) {
