@@ -20,4 +20,29 @@ __device__ float block_sum(float value) {
   return partial[0];
 }
 
+// A loss kernel's closing step: each thread's loss and count of correct predictions summed over a
+// block of exactly Threads threads in a fixed tree, then ADDED to *stats by thread 0 (a
+// StepStats of cuda/kernels/loss.cuh). Every thread of the block must call it.
+template <int Threads, class Stats>
+__device__ void block_add_stats(double loss, int correct, Stats* stats) {
+  static_assert(Threads > 0 && (Threads & (Threads - 1)) == 0, "a power of two");
+  __shared__ double loss_partial[Threads];
+  __shared__ int correct_partial[Threads];
+  loss_partial[threadIdx.x] = loss;
+  correct_partial[threadIdx.x] = correct;
+  __syncthreads();
+  for (int half = Threads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      loss_partial[threadIdx.x] += loss_partial[threadIdx.x + half];
+      correct_partial[threadIdx.x] += correct_partial[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  // Stream order makes this read-modify-write safe: the next step's kernel starts after this one.
+  if (threadIdx.x == 0) {
+    stats->loss_sum += loss_partial[0];
+    stats->correct += correct_partial[0];
+  }
+}
+
 }  // namespace lenet5::cuda

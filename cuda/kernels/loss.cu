@@ -3,6 +3,7 @@
 
 #include "core/topology.hpp"
 #include "cuda/kernels/loss.cuh"
+#include "cuda/kernels/block_reduce.cuh"
 #include "cuda/runtime/check.hpp"
 
 namespace lenet5::cuda {
@@ -25,8 +26,6 @@ constexpr int kSoftmaxThreads = 128;
 __global__ void softmax_cross_entropy_kernel1(const float* logits, const std::uint8_t* labels,
                                               int n, float* dL_dlogits, std::int32_t* predictions,
                                               StepStats* stats) {
-  __shared__ double loss_partial[kLossThreads];
-  __shared__ int correct_partial[kLossThreads];
   double loss = 0;
   int correct = 0;
   for (int s = threadIdx.x; s < n; s += blockDim.x) {
@@ -47,21 +46,7 @@ __global__ void softmax_cross_entropy_kernel1(const float* logits, const std::ui
         dL_dlogits[std::size_t(s) * kClasses + k] = float((p - (k == label)) / n);
       }
   }
-  loss_partial[threadIdx.x] = loss;
-  correct_partial[threadIdx.x] = correct;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      loss_partial[threadIdx.x] += loss_partial[threadIdx.x + half];
-      correct_partial[threadIdx.x] += correct_partial[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  // Stream order makes this read-modify-write safe: the next step's kernel starts after this one.
-  if (threadIdx.x == 0) {
-    stats->loss_sum += loss_partial[0];
-    stats->correct += correct_partial[0];
-  }
+  block_add_stats<kLossThreads>(loss, correct, stats);
 }
 
 // The CPU engine's softmax_rows: p_k = exp(z_k - max) / sum_j exp(z_j - max), the difference taken

@@ -4,6 +4,7 @@
 #include "core/rbf_math.hpp"
 #include "core/rbf_prototypes.hpp"
 #include "cuda/kernels/rbf.cuh"
+#include "cuda/kernels/block_reduce.cuh"
 #include "cuda/runtime/check.hpp"
 
 namespace lenet5::cuda {
@@ -40,8 +41,6 @@ __global__ void rbf_backward_input_kernel1(const float* x, const float* prototyp
 
 __global__ void map_loss_kernel1(const float* y, const std::uint8_t* labels, int n, float* dL_dy,
                                  std::int32_t* predictions, StepStats* stats) {
-  __shared__ double loss_partial[kMapLossThreads];
-  __shared__ int correct_partial[kMapLossThreads];
   double loss = 0;
   int correct = 0;
   for (int s = threadIdx.x; s < n; s += blockDim.x) {
@@ -58,21 +57,7 @@ __global__ void map_loss_kernel1(const float* y, const std::uint8_t* labels, int
         dL_dy[std::size_t(s) * kClasses + k] = float(((k == label) - p) / n);
       }
   }
-  loss_partial[threadIdx.x] = loss;
-  correct_partial[threadIdx.x] = correct;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      loss_partial[threadIdx.x] += loss_partial[threadIdx.x + half];
-      correct_partial[threadIdx.x] += correct_partial[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  // Stream order makes this read-modify-write safe: the next step's kernel starts after this one.
-  if (threadIdx.x == 0) {
-    stats->loss_sum += loss_partial[0];
-    stats->correct += correct_partial[0];
-  }
+  block_add_stats<kMapLossThreads>(loss, correct, stats);
 }
 
 __global__ void map_probabilities_kernel1(const float* y, int n, float* probabilities,
