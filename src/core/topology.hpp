@@ -29,7 +29,7 @@ struct LayerSpec {
 };
 
 // The book's network (softmax output) or the same with the RBF output layer ("output", kind rbf).
-const std::vector<LayerSpec>& lenet5_topology(OutputLayer output = OutputLayer::softmax);
+const std::vector<LayerSpec>& lenet5_topology(OutputLayer output);
 // The parameter tensor a layer's weight is: the topology's, and with trainable subsampling the
 // subsampling layers' coefficients ("s2.weight", core/layout.hpp), which only that setting has.
 // Empty when the layer has none.
