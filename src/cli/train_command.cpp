@@ -18,7 +18,7 @@ namespace {
 // A resumed run that augments otherwise than the checkpoint's run shows its remaining epochs other
 // images: allowed (the flags win), but no longer the run an uninterrupted one would have been.
 void warn_if_augmentation_changes(const TrainSettings& stored, const TrainSettings& resumed) {
-  const bool same = stored.augment == resumed.augment &&
+  const bool same = stored.augment_kind() == resumed.augment_kind() &&
                     stored.augment_rotation == resumed.augment_rotation &&
                     stored.augment_scale == resumed.augment_scale &&
                     stored.augment_shear == resumed.augment_shear &&
@@ -29,7 +29,7 @@ void warn_if_augmentation_changes(const TrainSettings& stored, const TrainSettin
     spdlog::warn(
         "the augmentation differs from the checkpoint's (--augment {} there, {} now, or "
         "its ranges): the resumed epochs train on other images than the first run's",
-        stored.augment, resumed.augment);
+        stored.augment_kind(), resumed.augment_kind());
 }
 
 // A [sweep] table is lenet5 sweep's (the parent app's config reader leaves it out): train trains

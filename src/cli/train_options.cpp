@@ -1,6 +1,9 @@
 #include "cli/train_options.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
+#include "data/datasets.hpp"
 
 namespace lenet5::cli {
 
@@ -18,9 +21,32 @@ void bind_train_settings(CLI::App& cmd, TrainSettings& settings) {
   }
 }
 
+namespace {
+
+// `--augment dataset` is written as the kind it resolves to: a run's config.toml says what it
+// trained with, and a default MNIST run stores augment="elastic", the text every run stored
+// before "dataset" was the default.
+std::string with_augmentation_resolved(std::string text, const CLI::App& cmd) {
+  const CLI::Option* augment = cmd.get_option_no_throw("--augment");
+  const CLI::Option* dataset = cmd.get_option_no_throw("--dataset");
+  const std::string line = "\naugment=\"dataset\"\n";
+  const std::size_t at = text.find(line);
+  if (!augment || !dataset || at == std::string::npos) return text;
+  const std::string name = dataset->as<std::string>();
+  const std::vector<std::string> known = dataset_names();
+  // An unknown data set is left for the settings' validation to refuse, naming the flag.
+  if (std::find(known.begin(), known.end(), name) == known.end()) return text;
+  const std::string kind = find_dataset(name).augment;
+  return text.replace(at, line.size(), "\naugment=\"" + kind + "\"\n");
+}
+
+}  // namespace
+
 std::string effective_config(const CLI::App& cmd) {
-  return "# lenet5 train settings (lenet5 --config FILE train)\n[train]\n" +
-         cmd.config_to_str(true, false);
+  return with_augmentation_resolved(
+      "# lenet5 train settings (lenet5 --config FILE train)\n[train]\n" +
+          cmd.config_to_str(true, false),
+      cmd);
 }
 
 void apply_train_section(const CLI::App& parent, CLI::App& command) {

@@ -12,7 +12,8 @@ namespace lenet5::cli {
 void bind_train_settings(CLI::App& cmd, TrainSettings& settings);
 
 // The effective settings of a command bound by bind_train_settings, as a config file: what the run
-// folder's config.toml and every checkpoint store, and what --resume reads back.
+// folder's config.toml and every checkpoint store, and what --resume reads back. --augment dataset
+// is written as the kind the data set's table resolves it to.
 std::string effective_config(const CLI::App& cmd);
 
 // `lenet5 --config F bench ...` (or sweep) trains with F's [train] section, as `train` would:

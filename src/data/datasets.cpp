@@ -20,7 +20,8 @@ const std::vector<DatasetDescription>& datasets() {
        {"t10k-labels-idx1-ubyte",
         "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2", 0x4AB9EFF9},
        {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
-       "mnist"},
+       "mnist",
+       "elastic"},
       // Zalando's Fashion-MNIST: 28x28 grey photographs of clothing in MNIST's file layout and
       // names (github.com/zalandoresearch/fashion-mnist); Debian's dataset-fashion-mnist.
       {"fashion-mnist",
@@ -38,7 +39,8 @@ const std::vector<DatasetDescription>& datasets() {
         "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34", 0x80142C1F},
        {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
         "Ankle boot"},
-       "fashion-mnist"},
+       "fashion-mnist",
+       "none"},
   };
   return table;
 }

@@ -29,6 +29,12 @@ struct DatasetDescription {
   // The input scaling (core/net_config.hpp's names) that --input-scaling dataset chooses: the
   // data set's own training-set statistics.
   std::string input_scaling;
+  // The augmentation (data/augment.hpp's names) that --augment dataset chooses. MNIST's is
+  // elastic: Simard's distortions model how hands vary a stroke. Fashion-MNIST's is none: its
+  // photographs are centred and upright, and the digits' distortions cost accuracy there
+  // (measured on the H200, 5 seeds of the default training: 91.07 % mean without augmentation,
+  // 90.33 % with affine, 89.99 % with elastic; README, Fashion-MNIST).
+  std::string augment;
 };
 
 // Every data set, in table order.

@@ -10,6 +10,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "core/rng.hpp"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/runtime.hpp"
@@ -27,7 +28,7 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-bool augments(const TrainSettings& settings) { return settings.augment != "none"; }
+bool augments(const TrainSettings& settings) { return settings.augment_kind() != "none"; }
 
 nlohmann::json or_null(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
@@ -45,7 +46,8 @@ nlohmann::json machine_description(const TrainSettings& settings) {
   json["momentum"] = settings.momentum;
   json["weight_decay"] = settings.weight_decay;
   json["kernels"] = settings.kernels;
-  json["augment"] = settings.augment;
+  json["augment"] = settings.augment_kind();
+  json["parameters"] = lenet5_layout(settings.net_config()).trainable_count;
   json["train_images"] = settings.train_limit;
   return json;
 }
@@ -59,13 +61,14 @@ std::string heading(const nlohmann::json& machine) {
   const int images = machine["train_images"];
   return fmt::format(
       "lenet5 {} ({}) on {}: batch {}, {} epoch{}, {} lr {}, momentum {}, weight decay {}, "
-      "augment {}, {} training images",
+      "augment {}, {} training images, {} trainable parameters",
       machine["lenet5_version"].get<std::string>(), machine["commit"].get<std::string>(), where,
       int(machine["batch_size"]), int(machine["epochs"]), int(machine["epochs"]) == 1 ? "" : "s",
       machine["schedule"].get<std::string>(),
       double(machine["lr"]), double(machine["momentum"]), double(machine["weight_decay"]),
       machine["augment"].get<std::string>(),
-      images == 0 ? std::string("all") : "the first " + std::to_string(images));
+      images == 0 ? std::string("all") : "the first " + std::to_string(images),
+      machine.value("parameters", std::size_t(0)));
 }
 
 nlohmann::json epoch_json(std::uint64_t seed, const EpochReport& e) {

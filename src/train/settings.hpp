@@ -56,7 +56,7 @@ struct TrainSettings {
   int sdlm_samples;
   std::uint64_t seed;
   // augmentation of the training images (core/augment.hpp)
-  std::string augment;  // none | affine | elastic
+  std::string augment;  // dataset | none | affine | elastic: read through augment_kind()
   double augment_rotation;
   double augment_scale;
   double augment_shear;
@@ -72,6 +72,7 @@ struct TrainSettings {
   NetConfig net_config() const;      // UsageError on unknown names
   Schedule schedule_config() const;  // validated
   SgdSettings sgd() const;           // validated
+  std::string augment_kind() const;   // none | affine | elastic: "dataset" resolved
   Augmentation augmentation() const;  // validated; keyed by the run's seed
   void validate() const;             // every declared range, the names, and the combinations
 };

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "test_util.hpp"
+#include "data/datasets.hpp"
 #include "train/bench.hpp"
 
 namespace lenet5 {
@@ -193,6 +194,7 @@ TEST(Bench, OnTheCpuEachSeedReportsEveryFieldAndTheSummarySpreadsThem) {
   ASSERT_EQ(lines.size(), 1u + 2 * (2 + 1) + 1) << result.out;  // setup, 2 x (2 epochs, seed), summary
   EXPECT_EQ(lines[0]["event"], "setup");
   EXPECT_EQ(lines[0]["augment"], "affine");
+  EXPECT_EQ(lines[0]["parameters"], 61706);  // the book's network (core/layout.hpp's count)
   for (const std::size_t at : {3u, 6u}) {
     const nlohmann::json& seed = lines[at];
     ASSERT_EQ(seed["event"], "seed") << seed;
@@ -302,6 +304,17 @@ TEST(Bench, ThePytorchPeersDefaultsAreTheSettingsTables) {
   }
   for (const auto& [key, value] : defaults) EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
   for (const auto& [key, value] : lenet5_only) EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
+}
+
+// The peer resolves --augment dataset itself: its table must say what the data sets' table says.
+TEST(Bench, ThePytorchPeerAugmentsEachDataSetAsLenet5Does) {
+  const std::string source = testing::read_text(testing::source_dir() / "scripts" / "pytorch_peer.py");
+  const auto peer = python_literal(source, "DATASET_AUGMENTS");
+  EXPECT_EQ(peer.size(), datasets().size());
+  for (const DatasetDescription& dataset : datasets()) {
+    ASSERT_TRUE(peer.count(dataset.name)) << dataset.name << " is missing from DATASET_AUGMENTS";
+    EXPECT_EQ(peer.at(dataset.name), "\"" + dataset.augment + "\"") << dataset.name;
+  }
 }
 
 }  // namespace

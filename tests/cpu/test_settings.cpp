@@ -158,5 +158,23 @@ TEST(TrainSettings, InputScalingDatasetIsTheDataSetsOwn) {
   EXPECT_NE(refusal(settings).find("unit"), std::string::npos) << refusal(settings);
 }
 
+// --augment dataset (the default) is the data set's own: MNIST's elastic distortions (the default
+// before, so MNIST runs train on the same images), none for Fashion-MNIST; a kind named wins.
+TEST(TrainSettings, AugmentDatasetIsTheDataSetsOwn) {
+  TrainSettings settings;
+  EXPECT_EQ(settings.augment, "dataset");
+  EXPECT_EQ(settings.augment_kind(), "elastic");
+  EXPECT_EQ(settings.augmentation().settings.kind, AugmentKind::elastic);
+  settings.dataset = "fashion-mnist";
+  EXPECT_EQ(settings.augment_kind(), "none");
+  EXPECT_EQ(settings.augmentation().settings.kind, AugmentKind::none);
+  settings.augment = "affine";
+  EXPECT_EQ(settings.augment_kind(), "affine");
+  EXPECT_EQ(settings.augmentation().settings.kind, AugmentKind::affine);
+  settings.augment = "bogus";
+  EXPECT_NE(refusal(settings).find("dataset|none|affine|elastic"), std::string::npos)
+      << refusal(settings);
+}
+
 }  // namespace
 }  // namespace lenet5

@@ -117,6 +117,18 @@ TEST(TrainOptions, TheDataSetIsStoredOnlyWhenItIsNotMnist) {
   EXPECT_EQ(read_stored(stored).settings.dataset, "fashion-mnist");
 }
 
+// --augment dataset (the default) is written as what it resolves to, so that a run's config.toml
+// says what it trained with and a default MNIST run stores the augment="elastic" of kDefaultText.
+TEST(TrainOptions, TheDataSetsAugmentationIsWrittenResolved) {
+  const ReadSettings fashion = read_arguments({"train", "--dataset", "fashion-mnist"});
+  EXPECT_EQ(fashion.settings.augment, "dataset");
+  EXPECT_TRUE(testing::mentions(fashion.text, "\naugment=\"none\"\n")) << fashion.text;
+  const ReadSettings named = read_arguments({"train", "--dataset", "fashion-mnist", "--augment",
+                                             "affine"});
+  EXPECT_TRUE(testing::mentions(named.text, "\naugment=\"affine\"\n")) << named.text;
+  EXPECT_EQ(read_stored(checkpoint_config(fashion.text)).settings.augment_kind(), "none");
+}
+
 // --output likewise: only rbf is stored in checkpoints, so that the text of every softmax run is
 // what it was before the setting existed. config.toml and a TOML file carry it either way.
 TEST(TrainOptions, TheOutputLayerIsStoredOnlyWhenItIsRbf) {
@@ -182,6 +194,8 @@ TEST(TrainOptions, ShippedConfigsAndDefaultsRoundTrip) {
     // --out is where a run goes, not how it trains: never stored, so never read back.
     TrainSettings expected = first.settings;
     expected.out = TrainSettings().out;
+    // --augment dataset is stored as the kind it resolves to (effective_config).
+    expected.augment = first.settings.augment_kind();
     EXPECT_EQ(first_difference(again.settings, expected), "") << what;
   }
 }
