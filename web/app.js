@@ -189,6 +189,9 @@ function showBlank(message) {
 }
 // Output k's name: the checkpoint's class names (/api/model), the digit itself until they come.
 const className = k => model?.classes?.[k] ?? String(k);
+// Whether a data set's classes (/api/model's or an evaluation's "classes") are their own numbers,
+// as MNIST's digits are; then its class noun ("digit") also names what is drawn and misread.
+const numberedClasses = (classes) => (classes ?? []).every((name, k) => name === String(k));
 function showBars(probabilities, prediction) {
   const bars = $('bars');
   if (!bars.children.length)
@@ -289,7 +292,11 @@ function highlightC3(j, on, s2, canvas) {
 // ---- the checkpoint: its settings and filters
 function showModel() {
   const accuracy = model.test_accuracy ?? model.best_accuracy;
-  $('model-info').textContent = `${model.checkpoint} · epoch ${model.epoch}` +
+  // "Draw a digit"; for another data set, whose class noun is "class", what it is drawn from.
+  $('draw-title').textContent = numberedClasses(model.classes) ?
+      `Draw a ${model.class_noun}` :
+      `Draw one of ${model.dataset_title}'s ${model.classes.length} classes`;
+  $('model-info').textContent = `${model.checkpoint} · ${model.dataset_title} · epoch ${model.epoch}` +
       (accuracy != null ? ` · test ${(100 * accuracy).toFixed(2)}%` : '') +
       ` · ${model.net.activation}, ${model.net.subsampling} pooling, ${
                                     model.net.c3_table} C3 table${

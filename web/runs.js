@@ -1,6 +1,7 @@
 // The Runs tab of `lenet5 serve`'s page: the run folders, their curves and settings, and the chosen
-// run's checkpoint on the test set (confusion matrix and misread digits). Loaded after app.js,
-// whose helpers ($, diverging, getJson) it shares; /api/ only, no library.
+// run's checkpoint on its data set's test set (confusion matrix and misread images, named in the
+// data set's classes). Loaded after app.js, whose helpers ($, diverging, getJson,
+// numberedClasses) it shares; /api/ only, no library.
 'use strict';
 
 // ---- runs: list, curves (train solid, test dashed), config; the chosen run polled while shown
@@ -232,14 +233,26 @@ function drawSweepSummary(sweep) {
 }
 
 // ---- the chosen run's checkpoint on the test set: the confusion matrix as a heat map, and a
-// gallery of the digits it misreads (most confident first, as the server sends them). Fetched
-// again only when the run's checkpoint changes (its stamp in /api/runs/NAME).
+// gallery of the images it misreads (most confident first, as the server sends them), named as
+// the run's data set names its classes. Fetched again only when the run's checkpoint changes (its
+// stamp in /api/runs/NAME).
+const CELL = 34, MARGIN = 32;  // the heat map's cells and its top margin, canvas pixels
 const evaluation = {
   key: null,      // run and checkpoint stamp shown
   loading: null,  // ... being fetched
   data: null,
-  cell: null      // [true, read]: the gallery shows only those misreads
+  cell: null,     // [true, read]: the gallery shows only those misreads
+  left: MARGIN    // the heat map's left margin: wide enough for its row labels
 };
+
+// How the evaluation's data set names things: class k ("7", "Sandal"); the heat map's row k,
+// "3 Dress" where class 3 is not named "3" (as evaluate --report's confusion.png: the columns
+// keep the numbers, so that ten long names need not fit above cells 34 pixels wide); and what
+// one misread test image is, "digit" for MNIST, whose noun names both, else "image".
+const evalClass = (d, k) => d.classes?.[k] ?? String(k);
+const rowLabel = (d, k) => numberedClasses(d.classes) ? String(k) : `${k} ${evalClass(d, k)}`;
+const classNoun = (d) => d.class_noun ?? 'digit';
+const imageNoun = (d) => numberedClasses(d.classes) ? classNoun(d) : 'image';
 function updateEvaluation(run) {
   if (!run) return;
   if (!run.checkpoint) {
@@ -279,39 +292,47 @@ function showEvaluation() {
   $('eval-message').hidden = true;
   $('eval').hidden = false;
   $('eval-title').textContent = `${evaluation.key.split('\n')[0]}, ${d.checkpoint} (epoch ${
-      d.epoch}) on the test set: ${
+      d.epoch}) on the ${d.dataset_title} test set: ${
       (100 * d.accuracy).toFixed(2)}% (${d.correct}/${d.images}), loss ${d.mean_loss.toFixed(4)}, ${
       d.misreads_total} misread`;
+  const noun = classNoun(d);
+  $('confusion-key').textContent = `Rows: the true ${noun}; columns: the ${noun} read; shaded by ` +
+      'log(1\u00a0+\u00a0count). Click a cell to show only those misreads, click it again for all.';
+  $('gallery-title').textContent = `Misread ${imageNoun(d)}s`;
   drawConfusion();
   drawGallery();
 }
 
-const CELL = 34, MARGIN = 32;  // the heat map's cells and its labels' margin, canvas pixels
 function drawConfusion() {
-  const canvas = $('confusion'), ctx = canvas.getContext('2d'), counts = evaluation.data.confusion;
-  const largest = Math.max(1, ...counts.flat()), scale = Math.log1p(largest);
+  const canvas = $('confusion'), ctx = canvas.getContext('2d'), d = evaluation.data;
+  const counts = d.confusion, largest = Math.max(1, ...counts.flat()), scale = Math.log1p(largest);
+  ctx.font = '11px system-ui';
+  const widest = Math.max(...counts.map((_, k) => ctx.measureText(rowLabel(d, k)).width));
+  const left = evaluation.left = Math.max(MARGIN, Math.ceil(widest) + 22);  // "← true" beside
+  canvas.width = left + 10 * CELL;  // resets the context: its settings follow
+  canvas.height = MARGIN + 10 * CELL;
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   ctx.font = '11px system-ui';
   ctx.textAlign = 'center';
   ctx.textBaseline = 'middle';
   ctx.fillStyle = '#5b6570';
-  ctx.fillText('read →', MARGIN + 5 * CELL, 8);
+  ctx.fillText('read →', left + 5 * CELL, 8);
   ctx.save();
   ctx.translate(8, MARGIN + 5 * CELL);
   ctx.rotate(-Math.PI / 2);
   ctx.fillText('← true', 0, 0);
   ctx.restore();
-  for (let k = 0; k < 10; k++) {
-    ctx.fillStyle = '#1b1f24';
-    ctx.fillText(k, MARGIN + k * CELL + CELL / 2, MARGIN - 9);
-    ctx.fillText(k, MARGIN - 9, MARGIN + k * CELL + CELL / 2);
-  }
+  ctx.fillStyle = '#1b1f24';
+  for (let k = 0; k < 10; k++) ctx.fillText(k, left + k * CELL + CELL / 2, MARGIN - 9);
+  ctx.textAlign = 'right';
+  for (let k = 0; k < 10; k++) ctx.fillText(rowLabel(d, k), left - 5, MARGIN + k * CELL + CELL / 2);
+  ctx.textAlign = 'center';
   for (let t = 0; t < 10; t++)
     for (let p = 0; p < 10; p++) {
       // log(1 + count), as confusion.png: a dozen confusions still show beside a thousand reads.
       const shade = Math.log1p(counts[t][p]) / scale, [r, g, b] = diverging(0.5 + 0.5 * shade);
-      const x = MARGIN + p * CELL, y = MARGIN + t * CELL;
+      const x = left + p * CELL, y = MARGIN + t * CELL;
       ctx.fillStyle = `rgb(${r},${g},${b})`;
       ctx.fillRect(x, y, CELL, CELL);
       ctx.strokeStyle = '#d8dde3';
@@ -325,21 +346,31 @@ function drawConfusion() {
     const [t, p] = evaluation.cell;
     ctx.strokeStyle = '#2166ac';
     ctx.lineWidth = 3;
-    ctx.strokeRect(MARGIN + p * CELL + 1.5, MARGIN + t * CELL + 1.5, CELL - 2, CELL - 2);
+    ctx.strokeRect(left + p * CELL + 1.5, MARGIN + t * CELL + 1.5, CELL - 2, CELL - 2);
     ctx.lineWidth = 1;
   }
 }
-// The off-diagonal cell with misreads under a mouse event, or null.
-function confusionCell(event) {
+// The cell [true, read] under a mouse event, or null.
+function heatMapCell(event) {
   const canvas = $('confusion'), box = canvas.getBoundingClientRect();
-  const x = (event.clientX - box.left) * canvas.width / box.width - MARGIN;
+  const x = (event.clientX - box.left) * canvas.width / box.width - evaluation.left;
   const y = (event.clientY - box.top) * canvas.height / box.height - MARGIN;
   const p = Math.floor(x / CELL), t = Math.floor(y / CELL);
-  if (!evaluation.data || t < 0 || t > 9 || p < 0 || p > 9 || t === p) return null;
-  return evaluation.data.confusion[t][p] ? [t, p] : null;
+  return evaluation.data && t >= 0 && t <= 9 && p >= 0 && p <= 9 ? [t, p] : null;
 }
+// The off-diagonal cell with misreads under a mouse event, or null.
+function confusionCell(event) {
+  const cell = heatMapCell(event);
+  return cell && cell[0] !== cell[1] && evaluation.data.confusion[cell[0]][cell[1]] ? cell : null;
+}
+// The cell's classes by name in its tooltip: the columns are headed by numbers only.
 $('confusion').addEventListener('mousemove', (e) => {
-  $('confusion').style.cursor = confusionCell(e) ? 'pointer' : 'default';
+  const canvas = $('confusion'), cell = heatMapCell(e), d = evaluation.data;
+  if (!d) return;
+  canvas.style.cursor = confusionCell(e) ? 'pointer' : 'default';
+  canvas.title = cell ? `true ${evalClass(d, cell[0])}, read as ${evalClass(d, cell[1])}: ${
+                            d.confusion[cell[0]][cell[1]]}` :
+                        `rows: the true ${classNoun(d)}; columns: the ${classNoun(d)} read`;
 });
 $('confusion').addEventListener('click', (e) => {
   const cell = confusionCell(e), same = cell && evaluation.cell && cell.join() === evaluation.cell.join();
@@ -356,16 +387,18 @@ function drawGallery() {
   let key;
   if (cell) {
     const count = d.confusion[cell[0]][cell[1]];
-    key = `${cell[0]} read as ${cell[1]}: ${count} in the test set` +
+    key = `${evalClass(d, cell[0])} read as ${evalClass(d, cell[1])}: ${count} in the test set` +
         (shown.length < count ? `, ${shown.length} of them among the ${sent} most confident misreads sent` : '') +
         '. Click the cell again for every misread.';
   } else {
-    key = `${d.misreads_total} misread test digits, the most confident first` +
-        (partial ? ` (the ${sent} most confident shown)` : '') + '; true → read, and the probability of the digit read.';
+    key = `${d.misreads_total} misread test ${imageNoun(d)}s, the most confident first` +
+        (partial ? ` (the ${sent} most confident shown)` : '') +
+        `; true → read, and the probability of the ${classNoun(d)} read.`;
   }
   $('gallery-key').textContent = key;
-  const gallery = $('gallery');
+  const gallery = $('gallery'), named = !numberedClasses(d.classes);
   gallery.textContent = '';
+  gallery.classList.toggle('named', named);  // wider captions, on two lines
   for (const m of shown) {
     const figure = document.createElement('figure'), canvas = document.createElement('canvas');
     canvas.width = canvas.height = 28;
@@ -375,10 +408,13 @@ function drawGallery() {
       image.data.set([v, v, v, 255], 4 * i);
     }
     ctx.putImageData(image, 0, 0);
-    figure.title = `test image ${m.index}`;
+    const truth = evalClass(d, m.truth), read = evalClass(d, m.predicted),
+          percent = `${Math.round(100 * m.probability)}%`;
+    figure.title = `test image ${m.index}: true ${truth}, read as ${read} ${percent}`;
     figure.appendChild(canvas);
-    figure.insertAdjacentHTML('beforeend', `<figcaption>${m.truth} → ${m.predicted} <span>${
-        Math.round(100 * m.probability)}%</span></figcaption>`);
+    // "7 → 2 93%"; with named classes "Sandal" over "→ Sneaker 87%".
+    figure.insertAdjacentHTML('beforeend', `<figcaption>${escapeHtml(truth)}${named ? '<br>' : ''} → ${
+        escapeHtml(read)} <span>${percent}</span></figcaption>`);
     gallery.appendChild(figure);
   }
 }

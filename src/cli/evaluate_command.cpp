@@ -15,14 +15,6 @@
 namespace lenet5::cli {
 namespace {
 
-// The data set that `test` (read from `dir` for `requested`) is: the table's entry whose checksums
-// it has, else the one asked for (a subset or a set of one's own carries no checksums of the
-// table's).
-const DatasetDescription& dataset_of(const Dataset& test, const DatasetDescription& requested) {
-  const DatasetDescription* recognised = recognise_dataset(test, Split::test);
-  return recognised != nullptr ? *recognised : requested;
-}
-
 // A checkpoint's outputs are the classes of the data set it was trained on: evaluated on another,
 // its accuracy measures nothing, so that takes --force.
 void refuse_other_dataset(const Checkpoint& checkpoint, const std::string& file,
@@ -71,12 +63,12 @@ Command add_evaluate_command(CLI::App& parent) {
                 device_start.overlapping([&] { return load_checkpoint(o->checkpoint); });
             const DatasetDescription& requested =
                 find_dataset(o->dataset.empty() ? checkpoint.dataset : o->dataset);
-            const std::filesystem::path dir = resolve_data_dir(o->data, requested);
             // Only the test split: the training split is six times larger and not needed here.
-            const Dataset test =
-                device_start.overlapping([&] { return load_split(requested, dir, Split::test); });
-            const DatasetDescription& data = dataset_of(test, requested);
-            if (!o->force) refuse_other_dataset(checkpoint, o->checkpoint, data, dir);
+            const FoundTestSet found =
+                device_start.overlapping([&] { return find_test_set(requested, o->data); });
+            const Dataset& test = found.test;
+            if (!o->force)
+              refuse_other_dataset(checkpoint, o->checkpoint, *found.dataset, found.dir);
             const std::unique_ptr<Engine> engine = engine_for(checkpoint, device_start.wait());
             const Evaluation result = engine->evaluate(test);
             // The rows and columns are the checkpoint's classes: what its outputs mean.

@@ -26,8 +26,10 @@ Command add_serve_command(CLI::App& parent) {
   cmd->add_option("--runs", o->runs, "folder of run folders that the runs view shows")
       ->capture_default_str();
   cmd->add_option("--data", o->data,
-                  "MNIST folder, whose test set the runs view evaluates each run on (default: "
-                  "$LENET5_DATA or data/mnist; read when a run is first shown)");
+                  "the runs view's test-set folder, read when a run is first shown: MNIST's "
+                  "(default: $LENET5_DATA or data/mnist), or the data set its files' checksums "
+                  "name. A data set not held there is read from $LENET5_DATA or its own folder "
+                  "(data/fashion-mnist)");
   cmd->add_option("--host", o->host,
                   "address to listen on; anything but loopback lets anyone on that network use it")
       ->capture_default_str();

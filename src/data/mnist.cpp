@@ -93,6 +93,15 @@ Dataset load_split(const DatasetDescription& dataset, const std::filesystem::pat
              : read_split_files(dataset, dir, dataset.test_images, dataset.test_labels);
 }
 
+FoundTestSet find_test_set(const DatasetDescription& requested, const std::string& data_flag) {
+  FoundTestSet found;
+  found.dir = resolve_data_dir(data_flag, requested);
+  found.test = load_split(requested, found.dir, Split::test);
+  const DatasetDescription* recognised = recognise_dataset(found.test, Split::test);
+  found.dataset = recognised != nullptr ? recognised : &requested;
+  return found;
+}
+
 Mnist load_dataset(const DatasetDescription& dataset, const std::filesystem::path& dir) {
   require_directory(dataset, dir);
   // The test split is read on a second thread while this one reads the training split, six

@@ -39,6 +39,18 @@ const DatasetDescription* recognise_dataset(const Dataset& data, Split split);
 void require_dataset_files(const DatasetDescription& expected, const Dataset& data, Split split,
                            const std::filesystem::path& dir);
 
+// The test set that `lenet5 evaluate` and the runs view score a `requested` checkpoint on: read
+// from resolve_data_dir(data_flag, requested), and named by its checksums, since a folder (or
+// $LENET5_DATA) may hold another data set's files than the one asked for.
+struct FoundTestSet {
+  Dataset test;
+  std::filesystem::path dir;  // where it was read from
+  // The table's data set whose test files these are (recognise_dataset), else `requested`: a
+  // subset, or a set of one's own, carries none of the table's checksums.
+  const DatasetDescription* dataset = nullptr;
+};
+FoundTestSet find_test_set(const DatasetDescription& requested, const std::string& data_flag);
+
 // Reads one split's two files from dir, each plain or with .gz (the plain file wins when both
 // exist; a gzipped one is read through its cache, data/idx_cache.hpp). Throws lenet5::Error if a
 // file is missing or invalid, if images are not 28x28, or if image and label counts disagree.

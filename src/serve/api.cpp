@@ -216,6 +216,13 @@ json classify_request(const std::string& content_type, const std::string& invert
   return classification_json(digit, activations);
 }
 
+json dataset_json(const DatasetDescription& dataset) {
+  return {{"dataset", dataset.name},
+          {"dataset_title", dataset.title},
+          {"class_noun", dataset.class_noun},
+          {"classes", dataset.class_names}};
+}
+
 json model_json(const Checkpoint& checkpoint, const std::string& name) {
   const ParamLayout layout = lenet5_layout(checkpoint.net);
   json c3_table = json::array();
@@ -232,23 +239,23 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
   const auto fraction_or_null = [](double v) { return v < 0 ? json(nullptr) : json(v); };
   json c3 = filters_json(layout, checkpoint.parameters, "c3.weight");
   c3["table"] = c3_table;
-  return {{"checkpoint", name},
-          {"net",
-           {{"activation", to_string(checkpoint.net.activation)},
-            {"subsampling", to_string(checkpoint.net.subsampling)},
-            {"c3_table", to_string(checkpoint.net.c3_table)},
-            // rbf: the probabilities sum to less than 1, the rest being "none of these".
-            {"output", to_string(checkpoint.net.output)}}},
-          {"config_toml", checkpoint.config_toml},
-          // What the page calls output k: "7", or "Sneaker" for a Fashion-MNIST checkpoint.
-          {"dataset", checkpoint.dataset},
-          {"classes", find_dataset(checkpoint.dataset).class_names},
-          {"epoch", checkpoint.position.epoch},
-          {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},
-          {"best_accuracy", fraction_or_null(checkpoint.position.best_accuracy)},
-          {"layers", layers},
-          {"c1", filters_json(layout, checkpoint.parameters, "c1.weight")},
-          {"c3", c3}};
+  json answer = {{"checkpoint", name},
+                 {"net",
+                  {{"activation", to_string(checkpoint.net.activation)},
+                   {"subsampling", to_string(checkpoint.net.subsampling)},
+                   {"c3_table", to_string(checkpoint.net.c3_table)},
+                   // rbf: the probabilities sum to less than 1, the rest being "none of these".
+                   {"output", to_string(checkpoint.net.output)}}},
+                 {"config_toml", checkpoint.config_toml},
+                 {"epoch", checkpoint.position.epoch},
+                 {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},
+                 {"best_accuracy", fraction_or_null(checkpoint.position.best_accuracy)},
+                 {"layers", layers},
+                 {"c1", filters_json(layout, checkpoint.parameters, "c1.weight")},
+                 {"c3", c3}};
+  // What the page calls output k: "7", or "Sneaker" for a Fashion-MNIST checkpoint.
+  answer.update(dataset_json(find_dataset(checkpoint.dataset)));
+  return answer;
 }
 
 json runs_json(const fs::path& runs) {

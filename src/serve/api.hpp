@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "data/datasets.hpp"
 #include "engine/engine.hpp"
 #include "image/image_io.hpp"
 #include "image/preprocess.hpp"
@@ -52,6 +53,12 @@ nlohmann::json classification_json(const Digit28& digit, const Activations& acti
 // as a digit) and run through `engine`, holding `engine_mutex` for the forward pass only.
 nlohmann::json classify_request(const std::string& content_type, const std::string& invert,
                                 const std::string& body, Engine& engine, std::mutex& engine_mutex);
+
+// What the page calls a checkpoint's outputs, from its data set (data/datasets.hpp): {"dataset":
+// "fashion-mnist", "dataset_title": "Fashion-MNIST", "class_noun": "class", "classes": [ten
+// names]}; MNIST's classes are "0".."9" and its noun "digit". Part of model_json and of a run's
+// evaluation (run_evaluation.hpp).
+nlohmann::json dataset_json(const DatasetDescription& dataset);
 
 // The checkpoint: its network settings and settings text, epoch, accuracies, the layers' shapes,
 // and the C1 (6, 1, 5, 5) and C3 (16, 6, 5, 5) filters with C3's table ([16][6] booleans).

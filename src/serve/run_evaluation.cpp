@@ -36,8 +36,8 @@ std::string base64(const std::uint8_t* bytes, std::size_t n) {
   return text;
 }
 
-json evaluation_json(const RunCheckpoint& checkpoint, int epoch, const Evaluation& evaluation,
-                     const std::vector<pictures::Mistake>& mistakes) {
+json evaluation_json(const RunCheckpoint& checkpoint, int epoch, const DatasetDescription& dataset,
+                     const Evaluation& evaluation, const std::vector<pictures::Mistake>& mistakes) {
   json misreads = json::array();
   const std::size_t sent = std::min(mistakes.size(), std::size_t(kMaxMisreadsSent));
   for (std::size_t i = 0; i < sent; ++i) {
@@ -48,17 +48,19 @@ json evaluation_json(const RunCheckpoint& checkpoint, int epoch, const Evaluatio
                         {"probability", m.probability},
                         {"pixels", base64(m.image.data(), m.image.size())}});
   }
-  return {{"checkpoint", checkpoint.file.filename().string()},
-          {"stamp", checkpoint.stamp},
-          {"epoch", epoch},
-          {"images", evaluation.count},
-          {"correct", evaluation.correct},
-          {"accuracy", evaluation.accuracy()},
-          {"mean_loss", evaluation.mean_loss()},
-          {"confusion", evaluation.confusion},
-          {"misreads_total", mistakes.size()},
-          {"misreads_cap", kMaxMisreadsSent},
-          {"misreads", misreads}};
+  json answer = {{"checkpoint", checkpoint.file.filename().string()},
+                 {"stamp", checkpoint.stamp},
+                 {"epoch", epoch},
+                 {"images", evaluation.count},
+                 {"correct", evaluation.correct},
+                 {"accuracy", evaluation.accuracy()},
+                 {"mean_loss", evaluation.mean_loss()},
+                 {"confusion", evaluation.confusion},
+                 {"misreads_total", mistakes.size()},
+                 {"misreads_cap", kMaxMisreadsSent},
+                 {"misreads", misreads}};
+  answer.update(dataset_json(dataset));
+  return answer;
 }
 
 RunEvaluations::RunEvaluations(fs::path data_dir) : m_data_dir(std::move(data_dir)) {}
@@ -100,18 +102,14 @@ Answer RunEvaluations::answer(const fs::path& folder) {
 }
 
 Answer RunEvaluations::evaluate(const RunCheckpoint& run) {
-  const std::shared_ptr<const Dataset> test = test_set();
   Checkpoint checkpoint;
   try {
     checkpoint = load_checkpoint(run.file);
   } catch (const Error& e) {
     throw BadRequest(500, e.what());  // names the file and what is wrong with it
   }
-  if (checkpoint.dataset != mnist_dataset().name)
-    throw BadRequest(422, "run " + run.file.string() + " was trained on " +
-                              find_dataset(checkpoint.dataset).title +
-                              ", and the runs view evaluates on the MNIST test set only: use "
-                              "`lenet5 evaluate --checkpoint` for it");
+  const DatasetDescription& dataset = find_dataset(checkpoint.dataset);
+  const TestSet test = test_set(dataset);
   const std::unique_ptr<Engine> engine = engine_for(checkpoint, Device::cpu);
   const Evaluation evaluation = engine->evaluate(*test);
   const std::vector<pictures::Mistake> mistakes = find_mistakes(*engine, *test);
@@ -120,20 +118,56 @@ Answer RunEvaluations::evaluate(const RunCheckpoint& run) {
     ++m_evaluations;
   }
   return std::make_shared<const std::string>(
-      evaluation_json(run, checkpoint.position.epoch, evaluation, mistakes).dump());
+      evaluation_json(run, checkpoint.position.epoch, dataset, evaluation, mistakes).dump());
 }
 
-std::shared_ptr<const Dataset> RunEvaluations::test_set() {
+namespace {
+
+BadRequest unreadable(const DatasetDescription& dataset, const Error& error) {
+  return BadRequest(503,
+                    "the runs view evaluates each run on its data set's test set, and serve "
+                    "could not read " +
+                        dataset.title + "'s: " + error.what());
+}
+
+}  // namespace
+
+RunEvaluations::TestSet RunEvaluations::test_set(const DatasetDescription& dataset) {
   const std::lock_guard<std::mutex> lock(m_data_mutex);
-  if (!m_test) try {
-      m_test =
-          std::make_shared<const Dataset>(load_split(mnist_dataset(), m_data_dir, Split::test));
-    } catch (const Error& e) {
-      throw BadRequest(503, std::string("the runs view evaluates each run on the MNIST test set, "
-                                        "which serve could not read: ") +
-                                e.what());
-    }
-  return m_test;
+  if (!m_data_dir_read) read_data_dir(dataset);
+  const auto kept = m_tests.find(dataset.name);
+  if (kept != m_tests.end()) return kept->second;
+  return m_tests[dataset.name] = read_own_folder(dataset);
+}
+
+// The --data folder's test set, kept as that of the data set its checksums name, or MNIST's where
+// they name none (a subset, a set of one's own: --data has always named MNIST's folder). When it
+// cannot be read, that is the answer for MNIST; another data set is looked for in its own folder.
+void RunEvaluations::read_data_dir(const DatasetDescription& requested) {
+  try {
+    FoundTestSet found = find_test_set(mnist_dataset(), m_data_dir.string());
+    m_tests[found.dataset->name] = std::make_shared<const Dataset>(std::move(found.test));
+    m_data_dir_read = true;
+  } catch (const Error& e) {
+    if (&requested == &mnist_dataset()) throw unreadable(requested, e);
+  }
+}
+
+// `dataset`'s test set where `evaluate` looks without --data: $LENET5_DATA, else its own folder.
+RunEvaluations::TestSet RunEvaluations::read_own_folder(const DatasetDescription& dataset) {
+  FoundTestSet found;
+  try {
+    found = find_test_set(dataset, "");
+  } catch (const Error& e) {
+    throw unreadable(dataset, e);
+  }
+  // Scored against another data set's labels, the run's accuracy would measure nothing.
+  if (found.dataset != &dataset)
+    throw BadRequest(503, "the runs view evaluates each run on its data set's test set, but " +
+                              found.dir.string() + " holds " + found.dataset->title + "'s, not " +
+                              dataset.title + "'s: " + dataset.fetch_hint + " with the " +
+                              dataset.title + " folder");
+  return std::make_shared<const Dataset>(std::move(found.test));
 }
 
 }  // namespace lenet5::serve

@@ -5,8 +5,9 @@
 //   GET  /api/runs          the run and sweep folders under the runs folder
 //   GET  /api/runs/NAME     one run's config.toml and metrics; for a sweep, per setting its
 //                           summary and the spread of its models' curves (api.hpp's sweep_json)
-//   GET  /api/runs/NAME/evaluation   its checkpoint on the test set: accuracy, loss, confusion
-//                                    matrix, the misread digits (run_evaluation.hpp)
+//   GET  /api/runs/NAME/evaluation   its checkpoint on its data set's test set: accuracy, loss,
+//                                    confusion matrix, the misread images, the class names
+//                                    (run_evaluation.hpp)
 // Anything else is 404; every error answers {"error": "..."} (api.hpp). The checkpoint is loaded
 // once and only read; each request classifies on one engine (the CPU's unless settings.device says
 // the GPU), one at a time: a forward pass of one image takes well under a millisecond, so a lock
@@ -27,7 +28,8 @@ struct ServeSettings {
   int port = 8080;  // 0: any free port (bind() says which)
   std::filesystem::path runs = "runs";
   Device device = Device::cpu;  // where classify requests run (the engine of engine_for)
-  std::filesystem::path data = "data/mnist";  // MNIST, for the runs' evaluations (resolve_data_dir)
+  // MNIST, or the data set its files are, for the runs' evaluations (run_evaluation.hpp).
+  std::filesystem::path data = "data/mnist";
   int threads = 64;        // concurrent connections served; more wait in the queue
   int read_timeout_s = 5;  // a client that sends nothing for this long is dropped
 };

@@ -147,6 +147,33 @@ try {
   check(all === evaluated.misreads.length, `clicking it again shows every misread (${all})`);
   await page.screenshot({ path: `${dir}/runs.png`, fullPage: true });
 
+  // A Fashion-MNIST run: the heat map's rows are headed by the class names (a wider left margin
+  // than the digits' 32 pixels), the gallery's captions and keys name its classes, not numbers.
+  await page.click('#runs li[data-run="wardrobe"]');
+  await page.waitForFunction(() => !document.querySelector('#eval').hidden &&
+    document.querySelector('#eval-title').textContent.startsWith('wardrobe,'), { timeout: 60000 });
+  const fashion = await page.evaluate(() => fetch('api/runs/wardrobe/evaluation').then((r) => r.json()));
+  const fashionView = await page.evaluate(() => ({
+    width: document.querySelector('#confusion').width,
+    title: document.querySelector('#eval-title').textContent,
+    key: document.querySelector('#confusion-key').textContent,
+    gallery: document.querySelector('#gallery-title').textContent,
+    captions: [...document.querySelectorAll('#gallery figcaption')].map((f) => f.textContent),
+  }));
+  check(fashion.dataset === 'fashion-mnist' && fashion.classes[0] === 'T-shirt/top',
+    `a Fashion-MNIST run's evaluation names its data set and classes (${fashion.dataset_title})`);
+  check(fashionView.width > 372 + 40 && fashionView.title.includes('on the Fashion-MNIST test set'),
+    `its heat map leaves room for the class names (${fashionView.width} px wide): ${fashionView.title}`);
+  check(fashionView.key.startsWith('Rows: the true class; columns: the class read') &&
+        fashionView.gallery === 'Misread images', `its keys speak of classes (${fashionView.gallery})`);
+  const firstWorn = fashion.misreads[0];
+  check(fashionView.captions.length === fashion.misreads.length && fashionView.captions[0] ===
+        `${fashion.classes[firstWorn.truth]} → ${fashion.classes[firstWorn.predicted]} ${
+          Math.round(100 * firstWorn.probability)}%`,
+    `its misreads are captioned by class name (${fashionView.captions[0]})`);
+  await page.$eval('#eval-panel', (p) => p.scrollIntoView());
+  await page.screenshot({ path: `${dir}/runs-fashion.png`, fullPage: true });
+
   // A sweep: one chart, per setting a mean line and a min..max band in the setting's colour (both
   // found among the canvas's pixels: the band's fill over white, the line's own colour), a legend
   // entry naming it, and a row of the summary table; the run's charts and test set are hidden.
@@ -215,5 +242,5 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png, ${dir}/runs-filtered.png, ${dir}/sweep.png`);
+console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png, ${dir}/runs-filtered.png, ${dir}/runs-fashion.png, ${dir}/sweep.png`);
 process.exit(failures.length ? 1 : 0);

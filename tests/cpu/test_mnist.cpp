@@ -18,11 +18,13 @@
 #include "core/error.hpp"
 #include "data/mnist.hpp"
 #include "error_assertions.hpp"
+#include "test_util.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
+using lenet5::testing::DataEnv;
 using lenet5::testing_support::crc_of;
 using lenet5::testing_support::throws_error_mentioning;
 
@@ -197,27 +199,6 @@ TEST_F(MnistTest, MissingDirectoryNamesTheFix) {
       [&] { lenet5::load_mnist(absent); },
       {"MNIST not found in " + absent.string(), "scripts/fetch_mnist.sh", "--data DIR"}));
 }
-
-// Sets or unsets LENET5_DATA for one test and restores the caller's value afterwards.
-class DataEnv {
- public:
-  explicit DataEnv(const char* value) {
-    if (const char* old = std::getenv("LENET5_DATA")) m_old = old;
-    if (value != nullptr)
-      setenv("LENET5_DATA", value, 1);
-    else
-      unsetenv("LENET5_DATA");
-  }
-  ~DataEnv() {
-    if (m_old)
-      setenv("LENET5_DATA", m_old->c_str(), 1);
-    else
-      unsetenv("LENET5_DATA");
-  }
-
- private:
-  std::optional<std::string> m_old;
-};
 
 TEST(ResolveDataDir, FlagBeatsEnvironmentBeatsDefault) {
   {

@@ -401,6 +401,14 @@ TEST_F(Serve, ASweepGivesEachSettingsSpreadPerEpochAndItsSummary) {
   EXPECT_FALSE(testing::mentions(bad["error"].get<std::string>(), "internal")) << bad;
 }
 
+// What the answer calls the classes: `dataset`'s names, noun and title (api.hpp's dataset_json).
+void expect_classes_of(const json& answer, const DatasetDescription& dataset) {
+  EXPECT_EQ(answer["dataset"], dataset.name);
+  EXPECT_EQ(answer["dataset_title"], dataset.title);
+  EXPECT_EQ(answer["class_noun"], dataset.class_noun);
+  EXPECT_EQ(answer["classes"], json(dataset.class_names));
+}
+
 // What the route answers for `checkpoint` is what `evaluate` and a direct evaluation say: the
 // engine's confusion matrix over every test image, and the misreads the engine's probabilities
 // give, the most confident kMaxMisreadsSent of them in order, each with its own test image.
@@ -441,6 +449,7 @@ void expect_evaluation_of(const json& answer, const Checkpoint& checkpoint, cons
 TEST_F(Serve, EvaluationGivesTheConfusionMatrixAndTheMostConfidentMisreads) {
   const json answer = json_of(client().Get("/api/runs/run-b/evaluation"), 200);
   EXPECT_EQ(answer["checkpoint"], "best.safetensors");
+  expect_classes_of(answer, mnist_dataset());
   EXPECT_EQ(answer["epoch"], 1);
   const Dataset test = small_test_set();
   expect_evaluation_of(answer, seeded_checkpoint(5), test);
@@ -502,23 +511,132 @@ TEST_F(Serve, EvaluationWithoutTheTestSetSaysHowToGetIt) {
   json_of(server.client().Get("/api/runs/run-b/evaluation"), 200);
 }
 
-// The runs view evaluates on the MNIST test set: a Fashion-MNIST run is refused, saying why and
-// what evaluates it instead, rather than scored against digits.
-TEST_F(Serve, EvaluationRefusesARunOfAnotherDataSet) {
-  TempDir runs;
+// A data set's first `count` images: a test set told apart from the one it is cut from by its size.
+Dataset first_images(const Dataset& set, int count) {
+  Dataset first;
+  first.count = count;
+  first.images.assign(set.images.begin(),
+                      set.images.begin() + std::ptrdiff_t(std::size_t(count) * kImageBytes));
+  first.labels.assign(set.labels.begin(), set.labels.begin() + count);
+  return first;
+}
+
+Checkpoint fashion_checkpoint() {
   Checkpoint fashion = seeded_checkpoint(5);
   fashion.dataset = "fashion-mnist";
-  write_run(runs / "run", fashion);
+  return fashion;
+}
+
+// A runs folder with one Fashion-MNIST run ("fashion") and one MNIST run ("mnist").
+void write_fashion_and_mnist_runs(const fs::path& runs) {
+  write_run(runs / "fashion", fashion_checkpoint());
+  write_run(runs / "mnist", seeded_checkpoint(5));
+}
+
+// A Fashion-MNIST run is scored on Fashion-MNIST's test set, read where `evaluate` reads it
+// without --data ($LENET5_DATA here; serve's --data holds the MNIST runs' made-up test set, which
+// no checksum names), and its answer names Fashion-MNIST's classes. An MNIST run beside it is
+// scored on the --data folder's test set, in digits, as before.
+TEST_F(Serve, AFashionRunIsEvaluatedOnItsOwnTestSetAndNamedInItsClasses) {
+  TempDir runs, fashion_data;
+  write_fashion_and_mnist_runs(runs.path());
+  const Dataset fashion_test = first_images(small_test_set(), 120);
+  write_test_split(fashion_data.path(), fashion_test);
+  const testing::DataEnv env(fashion_data.path().c_str());
+  serve::ServeSettings with_both = settings(s_data->path());
+  with_both.runs = runs.path();
+  const RunningServer server(seeded_checkpoint(), with_both);
+
+  const json fashion = json_of(server.client().Get("/api/runs/fashion/evaluation"), 200);
+  expect_classes_of(fashion, find_dataset("fashion-mnist"));
+  expect_evaluation_of(fashion, fashion_checkpoint(), fashion_test);
+
+  const json mnist = json_of(server.client().Get("/api/runs/mnist/evaluation"), 200);
+  expect_classes_of(mnist, mnist_dataset());
+  expect_evaluation_of(mnist, seeded_checkpoint(5), small_test_set());
+}
+
+// Without Fashion-MNIST's test set, a Fashion run's answer says which data set is missing, where
+// it was looked for and how to get it; MNIST runs go on, and once the files are there the next
+// request evaluates.
+TEST_F(Serve, AFashionRunWithoutItsTestSetSaysHowToGetIt) {
+  TempDir runs, scratch;
+  write_fashion_and_mnist_runs(runs.path());
+  const fs::path fashion_data = scratch / "fashion-mnist";
+  const testing::DataEnv env(fashion_data.c_str());
   serve::RunEvaluations evaluations(s_data->path());
   try {
-    evaluations.answer(runs / "run");
+    evaluations.answer(runs / "fashion");
+    ADD_FAILURE() << "a Fashion-MNIST run was evaluated without its test set";
+  } catch (const serve::BadRequest& e) {
+    EXPECT_EQ(e.status(), 503);
+    for (const std::string hint :
+         {std::string("Fashion-MNIST not found in ") + fashion_data.string(),
+          std::string("scripts/fetch_mnist.sh --dataset fashion-mnist")})
+      EXPECT_TRUE(testing::mentions(e.what(), hint)) << e.what();
+  }
+  EXPECT_EQ(json::parse(*evaluations.answer(runs / "mnist"))["dataset"], "mnist");
+  write_test_split(fashion_data, first_images(small_test_set(), 120));
+  EXPECT_EQ(json::parse(*evaluations.answer(runs / "fashion"))["images"], 120);
+}
+
+// Each data set's test set is looked for on its own: without the --data folder's (MNIST's) test
+// set, MNIST runs are answered 503 and Fashion-MNIST runs are still evaluated.
+TEST_F(Serve, EachDataSetsTestSetIsLookedForOnItsOwn) {
+  TempDir runs, scratch;
+  write_fashion_and_mnist_runs(runs.path());
+  write_test_split(scratch / "fashion-mnist", first_images(small_test_set(), 120));
+  const testing::DataEnv env((scratch / "fashion-mnist").c_str());
+  serve::RunEvaluations evaluations(scratch / "mnist");
+  EXPECT_EQ(json::parse(*evaluations.answer(runs / "fashion"))["images"], 120);
+  try {
+    evaluations.answer(runs / "mnist");
+    ADD_FAILURE() << "an MNIST run was evaluated without the MNIST test set";
+  } catch (const serve::BadRequest& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_TRUE(testing::mentions(e.what(), "MNIST not found in " + (scratch / "mnist").string()))
+        << e.what();
+  }
+}
+
+// The real MNIST files are recognised by their checksums: a Fashion run whose folder holds them
+// is refused, saying so, rather than scored against digits.
+TEST_F(Serve, AFashionRunIsNotScoredOnMnistsFiles) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST is not in " << testing::mnist_dir();
+  TempDir runs;
+  write_fashion_and_mnist_runs(runs.path());
+  const testing::DataEnv env(testing::mnist_dir().c_str());
+  serve::RunEvaluations evaluations(s_data->path());
+  try {
+    evaluations.answer(runs / "fashion");
     ADD_FAILURE() << "a Fashion-MNIST run was evaluated on MNIST";
   } catch (const serve::BadRequest& e) {
-    EXPECT_EQ(e.status(), 422);
-    EXPECT_TRUE(testing::mentions(e.what(), "was trained on Fashion-MNIST")) << e.what();
-    EXPECT_TRUE(testing::mentions(e.what(), "lenet5 evaluate")) << e.what();
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_TRUE(testing::mentions(e.what(), testing::mnist_dir().string() + " holds MNIST's"))
+        << e.what();
+    EXPECT_TRUE(testing::mentions(e.what(), "scripts/fetch_mnist.sh --dataset fashion-mnist"))
+        << e.what();
   }
   EXPECT_EQ(evaluations.evaluations(), 0);
+}
+
+// A --data folder of the real Fashion-MNIST files, recognised by their checksums, serves the
+// Fashion-MNIST runs; MNIST runs are then read from where `evaluate` reads MNIST without --data.
+TEST_F(Serve, ADataFolderOfFashionMnistsFilesServesTheFashionRuns) {
+  const fs::path fashion_dir = testing::source_dir() / "data" / "fashion-mnist";
+  if (!fs::exists(fashion_dir / find_dataset("fashion-mnist").test_labels.name))
+    GTEST_SKIP() << "Fashion-MNIST is not in " << fashion_dir
+                 << " (scripts/fetch_mnist.sh --dataset fashion-mnist)";
+  TempDir runs;
+  write_fashion_and_mnist_runs(runs.path());
+  const testing::DataEnv env(s_data->path().c_str());
+  serve::RunEvaluations evaluations(fashion_dir);
+  const json fashion = json::parse(*evaluations.answer(runs / "fashion"));
+  EXPECT_EQ(fashion["dataset"], "fashion-mnist");
+  EXPECT_EQ(fashion["images"], 10000);  // Fashion-MNIST's whole test set
+  const json mnist = json::parse(*evaluations.answer(runs / "mnist"));
+  EXPECT_EQ(mnist["dataset"], "mnist");
+  EXPECT_EQ(mnist["images"], kTestImages);  // the made-up set in $LENET5_DATA
 }
 
 // Each checkpoint is evaluated once, however many ask at the same time, until it changes.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -46,6 +47,27 @@ inline std::string read_text(const fs::path& file) {
   buffer << in.rdbuf();
   return buffer.str();
 }
+
+// Sets or unsets LENET5_DATA for one test and restores the caller's value afterwards.
+class DataEnv {
+ public:
+  explicit DataEnv(const char* value) {
+    if (const char* old = std::getenv("LENET5_DATA")) m_old = old;
+    if (value != nullptr)
+      setenv("LENET5_DATA", value, 1);
+    else
+      unsetenv("LENET5_DATA");
+  }
+  ~DataEnv() {
+    if (m_old)
+      setenv("LENET5_DATA", m_old->c_str(), 1);
+    else
+      unsetenv("LENET5_DATA");
+  }
+
+ private:
+  std::optional<std::string> m_old;
+};
 
 struct CommandResult {
   int exit_code = -1;
