@@ -137,19 +137,28 @@ std::string series_svg(const Series& s, const Axes& axes) {
          (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n" + dots;
 }
 
-// Below the plot, one entry per series: a short line in its style, then its name.
-std::string legend_svg(const std::vector<Series>& series) {
+constexpr int kLegendRowHeight = 18;
+
+// Below the plot, one entry per series: a short line in its style, then its name. An entry that
+// would run past the chart's right edge starts a new row below; *rows counts the rows.
+std::string legend_svg(const std::vector<Series>& series, int* rows) {
   std::string out;
-  int x = kPlotLeft;
-  const int y = kPlotBottom + 50;
+  int x = kPlotLeft, y = kPlotBottom + 50;
+  *rows = 1;
   for (const Series& s : series) {
     if (s.x.empty()) continue;  // a series without points (no test evaluation) is left out
+    const int width = 30 + 8 * int(s.name.size());  // about 8 pixels per character at 13 px
+    if (x > kPlotLeft && x + width > kChartWidth) {
+      x = kPlotLeft;
+      y += kLegendRowHeight;
+      ++*rows;
+    }
     out += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(y) + "\" x2=\"" +
            std::to_string(x + 24) + "\" y2=\"" + std::to_string(y) + "\" stroke=\"" + s.colour +
            "\" stroke-width=\"2\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
     out += "<text class=\"legend\" x=\"" + std::to_string(x + 30) + "\" y=\"" + std::to_string(y) +
            "\" dominant-baseline=\"middle\">" + markup_escaped(s.name) + "</text>\n";
-    x += 40 + 8 * int(s.name.size());  // about 8 pixels per character at 13 px sans-serif
+    x += width + 10;
   }
   return out;
 }
@@ -203,22 +212,29 @@ std::vector<double> nice_ticks(double lo, double hi, int wanted, bool integers) 
   return ticks;
 }
 
+// The document is kChartHeight high, plus a row's height for each legend row past the first of
+// the chart whose legend has the most.
 std::string line_charts_svg(const std::vector<LineChart>& charts) {
   const int width = kChartWidth * std::max<int>(1, int(charts.size()));
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
-                    "\" height=\"" + std::to_string(kChartHeight) + "\" viewBox=\"0 0 " +
-                    std::to_string(width) + " " + std::to_string(kChartHeight) +
-                    "\" font-family=\"sans-serif\" font-size=\"13\">\n"
-                    "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string body;
+  int legend_rows = 1;
   for (std::size_t i = 0; i < charts.size(); ++i) {
     const Axes axes = axes_for(charts[i]);
-    out += "<g class=\"chart\" transform=\"translate(" + std::to_string(int(i) * kChartWidth) +
-           ",0)\">\n" + axes_svg(charts[i], axes);
+    body += "<g class=\"chart\" transform=\"translate(" + std::to_string(int(i) * kChartWidth) +
+            ",0)\">\n" + axes_svg(charts[i], axes);
     for (const Series& s : charts[i].series)
-      if (!s.x.empty() || !s.y.empty()) out += series_svg(s, axes);
-    out += legend_svg(charts[i].series) + "</g>\n";
+      if (!s.x.empty() || !s.y.empty()) body += series_svg(s, axes);
+    int rows = 1;
+    body += legend_svg(charts[i].series, &rows) + "</g>\n";
+    legend_rows = std::max(legend_rows, rows);
   }
-  return out + "</svg>\n";
+  const int height = kChartHeight + (legend_rows - 1) * kLegendRowHeight;
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
+         "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) +
+         " " + std::to_string(height) +
+         "\" font-family=\"sans-serif\" font-size=\"13\">\n"
+         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" +
+         body + "</svg>\n";
 }
 
 }  // namespace lenet5::pictures

@@ -30,9 +30,9 @@ inline constexpr int kPlotLeft = 70, kPlotRight = 460, kPlotTop = 40, kPlotBotto
 // `text` with <, >, & and " written as entities, for SVG and HTML text and attributes.
 std::string markup_escaped(const std::string& text);
 
-// Several charts side by side in one SVG document (kChartWidth * n wide); a series without points
-// is left out, legend included. Throws an internal
-// lenet5::Error when a series' x and y differ in length.
+// Several charts side by side in one SVG document (kChartWidth * n wide, kChartHeight high plus
+// 18 px for each legend row that wraps); a series without points is left out, legend included.
+// Throws an internal lenet5::Error when a series' x and y differ in length.
 std::string line_charts_svg(const std::vector<LineChart>& charts);
 
 // Tick values covering [lo, hi] with steps of 1, 2 or 5 times a power of ten (about `wanted` of
