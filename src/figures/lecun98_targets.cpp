@@ -149,9 +149,8 @@ bool read_runs(Block& b, const fs::path& path, std::vector<Run>& runs) {
                  unreadable.empty(), unreadable);
 }
 
-// The checks that the runs make one figure: LeCun 1998 runs, the same passes, each pass of each
-// evaluated on the test set, and errors that are percentages. False when the figure cannot be
-// drawn.
+// The checks that the runs make one figure: LeCun 1998 runs, the same number of passes, each pass
+// of each evaluated on the test set. False when the figure cannot be drawn.
 bool check_runs(Block& b, const std::vector<Run>& runs) {
   std::string others, passes, unevaluated;
   bool same_passes = true, all_evaluated = true;
@@ -184,6 +183,7 @@ bool check_runs(Block& b, const std::vector<Run>& runs) {
   return lecun && same && evaluated;
 }
 
+// Every error a percentage (an accuracy above 100 or below 0 is a damaged or foreign file).
 bool errors_in_range(Block& b, const Errors& errors) {
   std::string outside;
   for (const auto* set : {&errors.training, &errors.test})

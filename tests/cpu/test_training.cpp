@@ -134,6 +134,33 @@ TEST(Training, EvaluatingTheTrainingSetRecordsWhatTheLastCheckpointScoresOnIt) {
             "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s");
 }
 
+// A run resumed with --evaluate-training-set turned on keeps its earlier rows as they were (without
+// the two columns) and adds the new epochs' with them; the file reads, and so resumes again.
+TEST(Training, AResumeThatTurnsTheTrainingSetsEvaluationOnKeepsTheEarlierRows) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  testing::write_tiny_mnist(dir / "data", 128, 32);
+  TrainSettings first = small_run(dir, 0, 1);
+  first.data_dir = (dir / "data").string();
+  first.batch_size = 32;
+  train(first, "[train]\n");
+  TrainSettings second = first;
+  second.epochs = 2;
+  second.evaluate_training_set = true;
+  const std::filesystem::path last = dir / "run" / "last.safetensors";
+  train(second, "[train]\n", load_checkpoint(last), last);
+  const std::vector<std::string> lines =
+      split_text(testing::read_text(dir / "run" / "metrics.csv"), '\n');
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(split_text(lines[0], ',').size(), 10u) << lines[0];
+  EXPECT_EQ(split_text(lines[1], ',').size(), 8u) << lines[1];
+  EXPECT_EQ(split_text(lines[2], ',').size(), 10u) << lines[2];
+  const std::vector<MetricsRow> rows = read_metrics_csv(dir / "run" / "metrics.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].train_eval_accuracy, -1);
+  EXPECT_GE(rows[1].train_eval_accuracy, 0);
+}
+
 // `settings` (two epochs, out in `straight`) run once uninterrupted, then again into split/run as
 // one epoch resumed for the second; returns split/run's last checkpoint. The schedule is constant
 // so that a one-epoch run is exactly the first half of a two-epoch run.
