@@ -61,9 +61,10 @@ DEFAULTS = {
     "augment": "dataset", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
-# Settings of lenet5 alone (which device and how many threads, which kernels, where to write):
-# accepted in a config, not used (the peer takes --device and --threads of its own).
-LENET5_ONLY = {"device", "threads", "out", "evaluate", "kernels", "conv-algo"}
+# Settings of lenet5 alone (which device and how many threads, which kernels, where to write, what
+# to evaluate): accepted in a config, not used (the peer takes --device and --threads of its own).
+LENET5_ONLY = {"device", "threads", "out", "evaluate", "evaluate-training-set", "kernels",
+               "conv-algo"}
 CHOICES = {
     # Both in MNIST's file names and layout (src/data/datasets.cpp); the folder's default differs.
     "dataset": ["mnist", "fashion-mnist"],

@@ -1,5 +1,5 @@
 // lenet5 figures [ID...] [--out DIR] [--device auto|gpu|cpu] [--list]
-//                [--cudnn-table2 paper|convnet-benchmarks]
+//                [--cudnn-table2 paper|convnet-benchmarks] [--lecun98-runs DIR]
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -32,6 +32,10 @@ Command add_figures_command(CLI::App& parent) {
                   "layer 5; D04)")
       ->check(CLI::IsMember(figures::cudnn_row_set_names()))
       ->capture_default_str();
+  cmd->add_option("--lecun98-runs", o->figures.settings.lecun98_runs,
+                  "runs of configs/lecun1998.toml that lecun98.fig5 draws: a run folder, or a "
+                  "folder of run folders such as `lenet5 sweep`'s (without it lecun98.fig5 is "
+                  "skipped)");
   cmd->add_flag("--list", o->list, "list the targets and exit");
   return {cmd, [o]() {
             if (o->list) {

@@ -108,6 +108,13 @@ void Block::png(const std::string& name, const std::vector<double>& matrix, int 
   line("picture: " + path.string());
 }
 
+void Block::svg(const std::string& name, const std::string& document) {
+  std::filesystem::create_directories(m_folder);
+  const std::filesystem::path path = m_folder / (name + ".svg");
+  write_text(path, document);
+  line("picture: " + path.string());
+}
+
 bool Block::check(const std::string& what, bool ok, const std::string& detail) {
   ++m_checks;
   if (!ok) ++m_failures;
@@ -120,7 +127,8 @@ void Block::skip(const std::string& reason) { m_skip_reason = reason; }
 
 std::vector<Target> all_targets() {
   std::vector<Target> all;
-  for (auto part : {chapter_cpu_targets(), paper_cpu_targets(), gpu_targets()})
+  for (auto part : {chapter_cpu_targets(), paper_cpu_targets(), lecun98_cpu_targets(),
+                    gpu_targets()})
     for (auto& target : part) all.push_back(std::move(target));
   return all;
 }
@@ -170,7 +178,9 @@ int run_figures(const FiguresOptions& options, const std::vector<Target>& target
     if (!options.ids.empty() &&
         std::find(options.ids.begin(), options.ids.end(), t.id) == options.ids.end())
       continue;
-    out << "== " << t.id << ": " << t.title << " (textbook-figures.md " << t.section << ")\n";
+    const bool in_spec = t.section.rfind("§", 0) == 0;  // a section of textbook-figures.md
+    out << "== " << t.id << ": " << t.title << " (" << (in_spec ? "textbook-figures.md " : "")
+        << t.section << ")\n";
     Block block(out, options.out / t.id, options.settings);
     if (t.needs_gpu && !no_gpu.empty()) {
       block.skip(no_gpu);

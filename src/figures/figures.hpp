@@ -38,6 +38,9 @@ struct TargetSettings {
   // "convnet-benchmarks" (the cited benchmark's C; §3.4 caveat, D04). paper_math.hpp's
   // cudnn_row_set() resolves the name and lists the accepted ones.
   std::string cudnn_table2 = "paper";
+  // The runs lecun98.fig5 reads (--lecun98-runs): a run folder, or a folder of run folders such
+  // as a sweep's. Empty: the target is skipped, saying how to make them.
+  std::filesystem::path lecun98_runs;
 };
 
 // What a target writes to: the terminal block, its files, and its checks' outcomes; and the run's
@@ -54,6 +57,8 @@ class Block {
   // values mapped linearly from [lo, hi] to black..white; prints the file's path.
   void png(const std::string& name, const std::vector<double>& matrix, int rows, int cols,
            double lo, double hi, int scale = 16);
+  // Writes <folder>/<name>.svg (a pictures/svg_chart.hpp document); prints the file's path.
+  void svg(const std::string& name, const std::string& document);
   // Records one check: prints "check <what>: ok" or "check <what>: FAILED (<detail>)".
   // Returns ok, so that a target can stop after a failure it cannot go on from.
   bool check(const std::string& what, bool ok, const std::string& detail = "");
@@ -79,7 +84,9 @@ class Block {
 struct Target {
   std::string id;       // "fig16.14", "cudnn.tab3", ...
   std::string title;    // one line
-  std::string section;  // where textbook-figures.md specifies it, "§1.13"
+  // Where textbook-figures.md specifies it, "§1.13"; or, not starting with "§", the source
+  // itself ("LeCun et al. 1998 §III.C").
+  std::string section;
   bool needs_gpu;       // run() is not called without a usable GPU; the block says SKIPPED
   std::function<void(Block&)> run;
 };
@@ -87,6 +94,7 @@ struct Target {
 // The targets of each source file, in the order of the specification; all_targets() joins them.
 std::vector<Target> chapter_cpu_targets();  // src/figures/chapter_targets.cpp
 std::vector<Target> paper_cpu_targets();    // src/figures/paper_targets.cpp
+std::vector<Target> lecun98_cpu_targets();  // src/figures/lecun98_targets.cpp (from run folders)
 std::vector<Target> gpu_targets();          // src/figures/gpu_targets.cpp
 // The same targets' ids, titles and sections, each of whose run() throws the UsageError of a build
 // without GPU support: gpu_targets() in such a build (src/figures/gpu_target_list.cpp).

@@ -38,14 +38,36 @@ struct Range {
 struct Axes {
   double x_lo, x_hi, y_lo, y_hi;
   std::vector<double> x_ticks, y_ticks;
+  bool log_y = false;
 
   double px(double x) const {
     return kPlotLeft + (x - x_lo) / (x_hi - x_lo) * (kPlotRight - kPlotLeft);
   }
   double py(double y) const {
+    if (log_y) {  // a value at or below 0 has no logarithm: it sits on the lower end
+      const double t = y <= y_lo ? 0 : std::log10(y / y_lo) / std::log10(y_hi / y_lo);
+      return kPlotBottom - t * (kPlotBottom - kPlotTop);
+    }
     return kPlotBottom - (y - y_lo) / (y_hi - y_lo) * (kPlotBottom - kPlotTop);
   }
 };
+
+// A log axis' range from the positive values (1 to 10 when there are none), its ends the outer
+// ticks unless the chart sets them.
+void log_axis(const LineChart& chart, Axes& axes) {
+  Range y;
+  for (const Series& s : chart.series)
+    for (double v : s.y)
+      if (v > 0) y.include(v);
+  if (chart.y_min && *chart.y_min > 0) y.lo = *chart.y_min;
+  if (chart.y_max && *chart.y_max > 0) y.hi = *chart.y_max;
+  if (!(y.lo <= y.hi)) y = {1, 10};
+  axes.y_ticks = log_ticks(y.lo, y.hi);
+  axes.y_lo = chart.y_min && *chart.y_min > 0 ? *chart.y_min : axes.y_ticks.front();
+  axes.y_hi = chart.y_max && *chart.y_max > 0 ? *chart.y_max : axes.y_ticks.back();
+  if (axes.y_hi <= axes.y_lo) axes.y_hi = axes.y_lo * 10;
+  axes.log_y = true;
+}
 
 void widen_if_flat(Range& r) {
   if (!(r.lo <= r.hi)) r = {0, 1};  // no data
@@ -78,6 +100,7 @@ Axes axes_for(const LineChart& chart) {
   if (!chart.x_max) axes.x_hi = std::max(axes.x_hi, axes.x_ticks.back());
   if (!chart.y_min) axes.y_lo = std::min(axes.y_lo, axes.y_ticks.front());
   if (!chart.y_max) axes.y_hi = std::max(axes.y_hi, axes.y_ticks.back());
+  if (chart.log_y) log_axis(chart, axes);
   const auto inside = [](std::vector<double>& ticks, double lo, double hi) {
     ticks.erase(std::remove_if(ticks.begin(), ticks.end(),
                                [&](double t) { return t < lo - 1e-9 || t > hi + 1e-9; }),
@@ -103,10 +126,13 @@ std::string axes_svg(const LineChart& chart, const Axes& axes) {
   }
   for (double t : axes.y_ticks) {
     const std::string y = number(axes.py(t), 1);
+    // On a log axis each tick has the decimals it needs (0.05, 0.1, 2), not those of a step.
+    const int decimals =
+        axes.log_y ? std::max(0, -int(std::floor(std::log10(t) + 1e-9))) : y_decimals;
     out += "<line class=\"grid\" x1=\"" + std::to_string(kPlotLeft - 5) + "\" y1=\"" + y +
            "\" x2=\"" + std::to_string(kPlotRight) + "\" y2=\"" + y + "\" stroke=\"#ddd\"/>\n";
     out += "<text class=\"y-tick\" x=\"" + std::to_string(kPlotLeft - 8) + "\" y=\"" + y +
-           "\" text-anchor=\"end\" dominant-baseline=\"middle\">" + number(t, y_decimals) +
+           "\" text-anchor=\"end\" dominant-baseline=\"middle\">" + number(t, decimals) +
            "</text>\n";
   }
   out += "<text class=\"title\" x=\"" + std::to_string((kPlotLeft + kPlotRight) / 2) +
@@ -137,19 +163,28 @@ std::string series_svg(const Series& s, const Axes& axes) {
          (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n" + dots;
 }
 
-// Below the plot, one entry per series: a short line in its style, then its name.
-std::string legend_svg(const std::vector<Series>& series) {
+constexpr int kLegendRowHeight = 18;
+
+// Below the plot, one entry per series: a short line in its style, then its name. An entry that
+// would run past the chart's right edge starts a new row below; *rows counts the rows.
+std::string legend_svg(const std::vector<Series>& series, int* rows) {
   std::string out;
-  int x = kPlotLeft;
-  const int y = kPlotBottom + 50;
+  int x = kPlotLeft, y = kPlotBottom + 50;
+  *rows = 1;
   for (const Series& s : series) {
     if (s.x.empty()) continue;  // a series without points (no test evaluation) is left out
+    const int width = 30 + 8 * int(s.name.size());  // about 8 pixels per character at 13 px
+    if (x > kPlotLeft && x + width > kChartWidth) {
+      x = kPlotLeft;
+      y += kLegendRowHeight;
+      ++*rows;
+    }
     out += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(y) + "\" x2=\"" +
            std::to_string(x + 24) + "\" y2=\"" + std::to_string(y) + "\" stroke=\"" + s.colour +
            "\" stroke-width=\"2\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + "/>\n";
     out += "<text class=\"legend\" x=\"" + std::to_string(x + 30) + "\" y=\"" + std::to_string(y) +
            "\" dominant-baseline=\"middle\">" + markup_escaped(s.name) + "</text>\n";
-    x += 40 + 8 * int(s.name.size());  // about 8 pixels per character at 13 px sans-serif
+    x += width + 10;
   }
   return out;
 }
@@ -203,22 +238,46 @@ std::vector<double> nice_ticks(double lo, double hi, int wanted, bool integers) 
   return ticks;
 }
 
+// The document is kChartHeight high, plus a row's height for each legend row past the first of
+// the chart whose legend has the most.
+std::vector<double> log_ticks(double lo, double hi) {
+  const int first = int(std::floor(std::log10(lo) + 1e-9)),
+            last = int(std::ceil(std::log10(hi) - 1e-9));
+  const bool decades_only = last - first > 3;
+  std::vector<double> candidates;
+  for (int exponent = first; exponent <= last; ++exponent)
+    for (double m : {1.0, 2.0, 5.0})
+      if (m == 1.0 || !decades_only)  // one rounding, as nice_ticks: 2e-1 is the double nearest 0.2
+        candidates.push_back(exponent >= 0 ? m * std::pow(10.0, exponent)
+                                           : m / std::pow(10.0, -exponent));
+  // From the largest candidate at or below lo to the smallest at or above hi.
+  std::size_t begin = 0, end = candidates.size();
+  while (begin + 1 < candidates.size() && candidates[begin + 1] <= lo * (1 + 1e-9)) ++begin;
+  while (end > begin + 1 && candidates[end - 2] >= hi * (1 - 1e-9)) --end;
+  return {candidates.begin() + std::ptrdiff_t(begin), candidates.begin() + std::ptrdiff_t(end)};
+}
+
 std::string line_charts_svg(const std::vector<LineChart>& charts) {
   const int width = kChartWidth * std::max<int>(1, int(charts.size()));
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
-                    "\" height=\"" + std::to_string(kChartHeight) + "\" viewBox=\"0 0 " +
-                    std::to_string(width) + " " + std::to_string(kChartHeight) +
-                    "\" font-family=\"sans-serif\" font-size=\"13\">\n"
-                    "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string body;
+  int legend_rows = 1;
   for (std::size_t i = 0; i < charts.size(); ++i) {
     const Axes axes = axes_for(charts[i]);
-    out += "<g class=\"chart\" transform=\"translate(" + std::to_string(int(i) * kChartWidth) +
-           ",0)\">\n" + axes_svg(charts[i], axes);
+    body += "<g class=\"chart\" transform=\"translate(" + std::to_string(int(i) * kChartWidth) +
+            ",0)\">\n" + axes_svg(charts[i], axes);
     for (const Series& s : charts[i].series)
-      if (!s.x.empty() || !s.y.empty()) out += series_svg(s, axes);
-    out += legend_svg(charts[i].series) + "</g>\n";
+      if (!s.x.empty() || !s.y.empty()) body += series_svg(s, axes);
+    int rows = 1;
+    body += legend_svg(charts[i].series, &rows) + "</g>\n";
+    legend_rows = std::max(legend_rows, rows);
   }
-  return out + "</svg>\n";
+  const int height = kChartHeight + (legend_rows - 1) * kLegendRowHeight;
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
+         "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) +
+         " " + std::to_string(height) +
+         "\" font-family=\"sans-serif\" font-size=\"13\">\n"
+         "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" +
+         body + "</svg>\n";
 }
 
 }  // namespace lenet5::pictures

@@ -76,7 +76,10 @@ json metrics_json(const std::vector<MetricsRow>& rows) {
                      {"train_loss", row.train_loss},
                      {"train_accuracy", row.train_accuracy},
                      {"test_loss", absent_as_null(row.test_loss)},
-                     {"test_accuracy", absent_as_null(row.test_accuracy)}});
+                     {"test_accuracy", absent_as_null(row.test_accuracy)},
+                     // null unless the run was trained with --evaluate-training-set
+                     {"train_eval_loss", absent_as_null(row.train_eval_loss)},
+                     {"train_eval_accuracy", absent_as_null(row.train_eval_accuracy)}});
   return array;
 }
 

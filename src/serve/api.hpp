@@ -68,8 +68,9 @@ nlohmann::json model_json(const Checkpoint& checkpoint, const std::string& name)
 // with its epochs so far and last test accuracy, and every sweep folder (one holding sweep.toml),
 // with its models and how many have trained all their epochs; each marked "sweep": false or true.
 nlohmann::json runs_json(const std::filesystem::path& runs);
-// One run: its config.toml text, its metrics.csv rows (test values null where not evaluated) and
-// its checkpoint ({"file", "stamp"} of run_checkpoint, or null): the page fetches the run's
+// One run: its config.toml text, its metrics.csv rows (test values, and the training set's
+// train_eval_loss and train_eval_accuracy of --evaluate-training-set, null where not evaluated)
+// and its checkpoint ({"file", "stamp"} of run_checkpoint, or null): the page fetches the run's
 // evaluation again when the stamp changes. For a sweep folder, sweep_json.
 nlohmann::json run_json(const std::filesystem::path& runs, const std::string& name);
 // One sweep folder as it stands (sweep/summary.hpp's read_sweep_folder): its sweep.toml text, and

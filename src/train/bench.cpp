@@ -154,13 +154,14 @@ nlohmann::json summary_json(const nlohmann::json& machine, const std::vector<std
   return summary;
 }
 
-// The median epoch of a short run with the same settings and --augment none; its evaluation is
-// off (not timed anyway) and it writes into its own folder.
+// The median epoch of a short run with the same settings and --augment none; its evaluations
+// (test set and training set) are off (not timed anyway) and it writes into its own folder.
 double median_epoch_without_augmentation(const TrainSettings& augmented, const fs::path& out) {
   TrainSettings plain = augmented;
   plain.augment = "none";
   plain.epochs = std::min(augmented.epochs, kNoAugmentEpochs);
   plain.evaluate_every_epoch = false;
+  plain.evaluate_training_set = false;
   plain.out = out.string();
   spdlog::info("seed {}: {} epochs with --augment none, to compare the epoch time", plain.seed,
                plain.epochs);

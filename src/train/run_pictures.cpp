@@ -29,11 +29,15 @@ double number_or_absent(const std::string& field) {
   return field.empty() ? -1 : std::stod(field);
 }
 
+// Fields 8 and 9 (from 0), train_eval_loss and train_eval_acc, are read where a row has them.
 MetricsRow parse_row(const std::string& line) {
   const std::vector<std::string> f = csv_fields(line);
   if (f.size() < 7) throw std::invalid_argument("fewer than 7 fields");
-  return {std::stoi(f[0]),        std::stod(f[2]),        std::stod(f[3]),
-          number_or_absent(f[4]), number_or_absent(f[5]), std::stod(f[6])};
+  MetricsRow row{std::stoi(f[0]),        std::stod(f[2]),        std::stod(f[3]),
+                 number_or_absent(f[4]), number_or_absent(f[5]), std::stod(f[6])};
+  if (f.size() > 8) row.train_eval_loss = number_or_absent(f[8]);
+  if (f.size() > 9) row.train_eval_accuracy = number_or_absent(f[9]);
+  return row;
 }
 
 pictures::Series series(const std::string& name, const char* colour, bool dashed,

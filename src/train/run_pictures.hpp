@@ -21,12 +21,17 @@ inline constexpr const char* kFiltersC1File = "filters_c1.png";
 inline constexpr const char* kFiltersC3File = "filters_c3.png";
 
 // One row of metrics.csv as numbers; accuracies in percent, test values absent (-1) when the
-// epoch was not evaluated.
+// epoch was not evaluated. train_accuracy is the running accuracy during the epoch (weights
+// changing, images distorted when augmenting); train_eval_* are the undistorted training set's
+// evaluated after the epoch, present (not -1) only in the rows of runs with
+// --evaluate-training-set, whose metrics.csv has the two trailing columns train_eval_loss and
+// train_eval_acc (older files, and runs without it, have not).
 struct MetricsRow {
   int epoch = 0;
   double train_loss = 0, train_accuracy = 0;
   double test_loss = -1, test_accuracy = -1;
   double seconds = 0;  // the epoch's training time (evaluation excluded)
+  double train_eval_loss = -1, train_eval_accuracy = -1;
 };
 
 // metrics.csv's rows after the header, empty lines left out. A file larger than this (some

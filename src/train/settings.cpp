@@ -159,6 +159,14 @@ std::vector<SettingDeclaration> declare_train_settings() {
           .not_in_config(),
       setting(&S::evaluate_every_epoch, "--evaluate", true,
               "evaluate on the test set after each epoch"),
+      // What a run records, not what it computes: kept out of the checkpoints, so that they stay
+      // byte-identical whether it is on or off.
+      setting(&S::evaluate_training_set, "--evaluate-training-set", false,
+              "also evaluate the undistorted training set after each epoch, recorded in "
+              "metrics.csv as train_eval_loss and train_eval_acc (LeCun 1998's Fig. 5 plots that "
+              "error; train_acc is the running accuracy during the epoch); costs a forward pass "
+              "over the training set per epoch")
+          .not_in_checkpoint(),
 
       setting(&S::activation, "--activation", "relu", "activation function")
           .one_of(activation_names())

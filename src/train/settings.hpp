@@ -68,6 +68,7 @@ struct TrainSettings {
   int threads;      // CPU threads (core/cpu_threads.hpp); the results do not depend on it
   std::string out;  // run folder; empty: runs/<timestamp>
   bool evaluate_every_epoch;
+  bool evaluate_training_set;  // the undistorted training set too, after each epoch (metrics.csv)
 
   NetConfig net_config() const;      // UsageError on unknown names
   Schedule schedule_config() const;  // validated

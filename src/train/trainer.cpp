@@ -104,10 +104,14 @@ class RunLog {
 };
 
 // metrics.csv, rewritten atomically after every epoch; a resumed run keeps the rows up to its
-// checkpoint's epoch.
+// checkpoint's epoch. With --evaluate-training-set the header and each new row end in two more
+// columns, train_eval_loss and train_eval_acc; without it the file is what it always was. Rows kept
+// from before a resume keep their own fields (the readers take rows with or without the two).
 class MetricsFile {
  public:
-  MetricsFile(fs::path file, int keep_epochs) : m_file(std::move(file)) {
+  MetricsFile(fs::path file, int keep_epochs, bool training_set_columns)
+      : m_file(std::move(file)),
+        m_header(std::string(kHeader) + (training_set_columns ? kTrainingSetColumns : "") + "\n") {
     if (keep_epochs == 0 || !fs::exists(m_file)) return;
     const std::vector<std::string> lines = read_metrics_lines(m_file);
     const std::vector<MetricsRow> rows = parse_metrics_lines(lines, m_file);  // refuses damage
@@ -116,13 +120,15 @@ class MetricsFile {
   }
   void add(const std::string& row) {
     m_rows += row + "\n";
-    write_file_atomically(m_file, std::string(kHeader) + m_rows);
+    write_file_atomically(m_file, m_header + m_rows);
   }
 
  private:
   static constexpr const char* kHeader =
-      "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s\n";
+      "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s";
+  static constexpr const char* kTrainingSetColumns = ",train_eval_loss,train_eval_acc";
   fs::path m_file;
+  std::string m_header;
   std::string m_rows;
 };
 
@@ -167,7 +173,7 @@ class Run {
 
   void start_fresh() {
     m_engine.initialise(m_settings.seed);
-    m_metrics.emplace(m_dir / "metrics.csv", 0);
+    m_metrics.emplace(m_dir / "metrics.csv", 0, m_settings.evaluate_training_set);
   }
 
   void resume_from(const Checkpoint& checkpoint) {
@@ -179,7 +185,7 @@ class Run {
           "the checkpoint was trained on different data files than {} (CRC-32 differ)",
           resolve_data_dir(m_settings.data_dir, find_dataset(m_settings.dataset)).string());
     spdlog::info("resuming at epoch {} step {}", m_position.epoch + 1, m_position.step);
-    m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch);
+    m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch, m_settings.evaluate_training_set);
   }
 
   int steps_per_epoch() const {
@@ -258,23 +264,35 @@ class Run {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
+  // The epoch's row: its log line, its metrics.csv row (the two training-set columns only when
+  // they are being recorded), its report; then the checkpoints.
   void finish_epoch(int epoch, const EpochTotals& totals, std::int64_t trained, double seconds) {
-    std::optional<Evaluation> test;
+    std::optional<Evaluation> test, training_set;
     if (m_settings.evaluate_every_epoch) test = m_engine.evaluate(m_data.test);
+    // The images the epoch trained on, as they are: without the epoch's distortions.
+    if (m_settings.evaluate_training_set) training_set = m_engine.evaluate(m_data.train);
     const double images_per_s = seconds > 0 ? double(trained) / seconds : 0;
     const double train_loss = totals.loss_sum / double(std::max<std::int64_t>(totals.seen, 1));
     m_reports.push_back({epoch + 1, m_last_lr, train_loss,
                          double(totals.correct) / double(std::max<std::int64_t>(totals.seen, 1)),
-                         test ? test->mean_loss() : -1, test ? test->accuracy() : -1, seconds,
-                         images_per_s});
+                         test ? test->mean_loss() : -1, test ? test->accuracy() : -1,
+                         training_set ? training_set->mean_loss() : -1,
+                         training_set ? training_set->accuracy() : -1, seconds, images_per_s});
     const std::string train_acc = format_percent(totals.correct, totals.seen);
     const std::string test_acc = test ? format_percent(test->correct, test->count) : "";
-    m_metrics->add(fmt::format(
+    std::string row = fmt::format(
         "{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr, train_loss, train_acc,
-        test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc, seconds, images_per_s));
-    spdlog::info("epoch {}/{} | loss {:.4f} | train {}% | test {} | {:.2f} s | {} img/s",
-                 epoch + 1, m_settings.epochs, train_loss, train_acc,
-                 test ? test_acc + "%" : "-", seconds, format_rate(images_per_s));
+        test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc, seconds, images_per_s);
+    if (training_set)
+      row += fmt::format(",{:.6f},{}", training_set->mean_loss(),
+                         format_percent(training_set->correct, training_set->count));
+    m_metrics->add(row);
+    spdlog::info("epoch {}/{} | loss {:.4f} | train {}% | test {} | {:.2f} s | {} img/s{}",
+                 epoch + 1, m_settings.epochs, train_loss, train_acc, test ? test_acc + "%" : "-",
+                 seconds, format_rate(images_per_s),
+                 training_set ? " | training set " +
+                                    format_percent(training_set->correct, training_set->count) + "%"
+                              : "");
     m_position = {epoch + 1, 0, {}, m_position.best_accuracy};
     const double accuracy = test ? test->accuracy() : -1;
     const bool improved = test && accuracy > m_position.best_accuracy;

@@ -19,6 +19,8 @@ struct EpochReport {
   int epoch = 0;  // 1-based
   double lr = 0, train_loss = 0, train_accuracy = 0;
   double test_loss = -1, test_accuracy = -1;  // -1: not evaluated
+  // The undistorted training set evaluated after the epoch (--evaluate-training-set); -1: not.
+  double train_eval_loss = -1, train_eval_accuracy = -1;
   double seconds = 0, images_per_s = 0;       // training only: evaluation is not timed
 };
 

@@ -23,6 +23,7 @@
 namespace lenet5::pictures {
 namespace {
 
+using testing::mentions;
 using testing::TempDir;
 using testing_support::throws_error_mentioning;
 
@@ -163,6 +164,43 @@ TEST(NiceTicks, StepsOfOneTwoOrFive) {
   EXPECT_EQ(nice_ticks(0, 0.9, 6, false), (std::vector<double>{0, 0.2, 0.4, 0.6, 0.8, 1.0}));
   EXPECT_EQ(nice_ticks(1, 3, 6, true), (std::vector<double>{1, 2, 3}));
   EXPECT_EQ(nice_ticks(62.5, 100, 6, false), (std::vector<double>{60, 70, 80, 90, 100}));
+}
+
+TEST(LogTicks, OneTwoFiveFromBelowTheLowestToAboveTheHighest) {
+  EXPECT_EQ(log_ticks(0.2, 4), (std::vector<double>{0.2, 0.5, 1, 2, 5}));
+  EXPECT_EQ(log_ticks(0.35, 15.4), (std::vector<double>{0.2, 0.5, 1, 2, 5, 10, 20}));
+  EXPECT_EQ(log_ticks(1, 1), (std::vector<double>{1}));
+  // Over more than three decades, the powers of ten alone.
+  EXPECT_EQ(log_ticks(0.05, 200), (std::vector<double>{0.01, 0.1, 1, 10, 100, 1000}));
+}
+
+// A log y axis: equal ratios are equal distances, ticks at 1, 2 and 5 times powers of ten, a value
+// of 0 on the lower end.
+TEST(SvgChart, LogScaledY) {
+  LineChart chart{"Error", "pass", "error (%)", {}, 1.0, 3.0, {}, {}, true};
+  chart.log_y = true;
+  chart.series = {{"test", "#d62728", {1, 2, 3}, {10, 1, 0}, false}};
+  const std::string svg = line_charts_svg({chart});
+  // y 1..10 spans the plot's 260..40: 10 at the top, 1 at the bottom, and 0 there too.
+  EXPECT_TRUE(mentions(svg, "data-name=\"test\" points=\"70.0,40.0 265.0,260.0 460.0,260.0\""))
+      << svg;
+  const std::regex y_tick("class=\"y-tick\"[^>]*>([^<]*)<");
+  std::vector<std::string> y_ticks;
+  for (std::sregex_iterator i(svg.begin(), svg.end(), y_tick), end; i != end; ++i)
+    y_ticks.push_back((*i)[1]);
+  EXPECT_EQ(y_ticks, (std::vector<std::string>{"1", "2", "5", "10"}));
+}
+
+// A legend wider than its chart wraps onto a second row, and the document grows by the row.
+TEST(SvgChart, AWideLegendWrapsAndTheDocumentGrows) {
+  LineChart chart{"Error", "pass", "error (%)", {}, {}, {}, {}, {}, true};
+  for (const char* name : {"a series with a long name", "another long one", "and a third"})
+    chart.series.push_back({name, "#1f77b4", {1, 2}, {1, 2}, false});
+  const std::string svg = line_charts_svg({chart});
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"480\" height=\"338\"", 0),
+            0u)
+      << svg;
+  EXPECT_TRUE(mentions(svg, "<text class=\"legend\" x=\"100\" y=\"328\"")) << svg;
 }
 
 LineChart known_chart() {

@@ -52,6 +52,28 @@ TEST(RunPictures, MetricsRowsBecomeTrainAndTestSeries) {
       throws_error_mentioning([&] { read_metrics_csv(dir / "huge.csv"); }, {"huge.csv", "16 MiB"}));
 }
 
+// metrics.csv of a run with --evaluate-training-set ends each row in train_eval_loss and
+// train_eval_acc; the rows of older files (and of runs without it) have neither, and read as -1.
+TEST(RunPictures, MetricsRowsReadTheTrainingSetColumnsWhereTheyAre) {
+  TempDir dir;
+  std::ofstream(dir / "metrics.csv")
+      << "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,"
+         "train_eval_loss,train_eval_acc\n"
+         "1,0.05,1.5,60.00,0.5,85.00,1.0,100\n"  // kept from before a resume without the setting
+         "2,0.04,0.5,90.00,0.25,95.50,1.0,100,0.125,97.25\n";
+  const std::vector<MetricsRow> rows = read_metrics_csv(dir / "metrics.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].train_eval_loss, -1);
+  EXPECT_EQ(rows[0].train_eval_accuracy, -1);
+  EXPECT_EQ(rows[1].train_eval_loss, 0.125);
+  EXPECT_EQ(rows[1].train_eval_accuracy, 97.25);
+  EXPECT_EQ(rows[1].train_accuracy, 90);  // the running accuracy stays where it was
+  EXPECT_EQ(rows[1].seconds, 1);
+  std::ofstream(dir / "bad.csv") << "epoch,lr\n1,0.1,0.5,90,0.25,95,1.0,100,x,97\n";
+  EXPECT_TRUE(
+      throws_error_mentioning([&] { read_metrics_csv(dir / "bad.csv"); }, {"bad.csv", "line 2"}));
+}
+
 TEST(RunPictures, ReportFolderRulesNeverClobberOtherFiles) {
   TempDir dir;
   EXPECT_NO_THROW(check_report_folder(dir / "new"));

@@ -343,6 +343,9 @@ TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   ASSERT_EQ(run["metrics"].size(), 2u);
   EXPECT_TRUE(run["metrics"][0]["test_accuracy"].is_null());
   EXPECT_EQ(run["metrics"][1]["train_loss"], 0.5);
+  // A metrics.csv without the columns of --evaluate-training-set: the training set's are null.
+  EXPECT_TRUE(run["metrics"][1]["train_eval_accuracy"].is_null());
+  EXPECT_TRUE(run["metrics"][1]["train_eval_loss"].is_null());
   EXPECT_TRUE(run["checkpoint"].is_null());  // no checkpoint yet: nothing to evaluate
   const json run_b = json_of(client().Get("/api/runs/run-b"), 200);
   EXPECT_EQ(run_b["checkpoint"]["file"], "best.safetensors");

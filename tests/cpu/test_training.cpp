@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -13,9 +14,11 @@
 #include "core/layout.hpp"
 #include "io/safetensors.hpp"
 #include "test_util.hpp"
+#include "tiny_mnist.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/report.hpp"
+#include "train/run_pictures.hpp"
 #include "train/trainer.hpp"
 
 namespace lenet5 {
@@ -78,6 +81,84 @@ TEST(Training, EvaluateReportsTheAccuracyRecordedInMetrics) {
   ASSERT_EQ(fields.size(), 8u) << row;
   EXPECT_EQ(fields[5], format_percent(evaluation.correct, evaluation.count));
   EXPECT_DOUBLE_EQ(checkpoint.test_accuracy, evaluation.accuracy());
+}
+
+std::vector<std::string> split_text(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, separator);) parts.push_back(part);
+  return parts;
+}
+
+// --evaluate-training-set: metrics.csv gains train_eval_loss and train_eval_acc, and the last
+// epoch's are what the last checkpoint scores on the same (undistorted) training images, written
+// with the same formats. The run distorts its images (the default elastic augmentation), so that
+// the evaluated accuracy is of the images as they are, not of those the epoch saw.
+TEST(Training, EvaluatingTheTrainingSetRecordsWhatTheLastCheckpointScoresOnIt) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const Mnist tiny = testing::write_tiny_mnist(dir / "data", 256, 64);
+  TrainSettings settings = small_run(dir, 0, 2);
+  settings.data_dir = (dir / "data").string();
+  settings.batch_size = 32;
+  settings.evaluate_training_set = true;
+  const TrainOutcome outcome = train(settings, "[train]\n");
+  const std::string metrics = testing::read_text(dir / "run" / "metrics.csv");
+  const std::vector<std::string> lines = split_text(metrics, '\n');
+  ASSERT_EQ(lines.size(), 3u) << metrics;  // the header and two epochs
+  EXPECT_EQ(lines[0],
+            "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,"
+            "train_eval_loss,train_eval_acc");
+  const std::vector<std::string> last = split_text(lines[2], ',');
+  ASSERT_EQ(last.size(), 10u) << lines[2];
+
+  const Checkpoint checkpoint = load_checkpoint(dir / "run" / "last.safetensors");
+  const Evaluation evaluation = engine_for(checkpoint, Device::cpu)->evaluate(tiny.train);
+  ASSERT_EQ(evaluation.count, 256);
+  char loss[32];
+  std::snprintf(loss, sizeof loss, "%.6f", evaluation.mean_loss());  // the trainer's {:.6f}
+  EXPECT_EQ(last[8], loss);
+  EXPECT_EQ(last[9], format_percent(evaluation.correct, evaluation.count));
+  EXPECT_EQ(outcome.epochs.back().train_eval_accuracy, evaluation.accuracy());
+  EXPECT_EQ(read_metrics_csv(dir / "run" / "metrics.csv").back().train_eval_accuracy,
+            std::stod(last[9]));
+  // What is trained does not depend on the setting: the checkpoint is the one without it.
+  TempDir plain_dir;
+  TrainSettings plain = settings;
+  plain.evaluate_training_set = false;
+  plain.out = (plain_dir / "run").string();
+  train(plain, "[train]\n");
+  EXPECT_EQ(final_parameters(plain_dir / "run"), checkpoint.parameters);
+  const std::string plain_metrics = testing::read_text(plain_dir / "run" / "metrics.csv");
+  EXPECT_EQ(plain_metrics.substr(0, plain_metrics.find('\n')),
+            "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s");
+}
+
+// A run resumed with --evaluate-training-set turned on keeps its earlier rows as they were (without
+// the two columns) and adds the new epochs' with them; the file reads, and so resumes again.
+TEST(Training, AResumeThatTurnsTheTrainingSetsEvaluationOnKeepsTheEarlierRows) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  testing::write_tiny_mnist(dir / "data", 128, 32);
+  TrainSettings first = small_run(dir, 0, 1);
+  first.data_dir = (dir / "data").string();
+  first.batch_size = 32;
+  train(first, "[train]\n");
+  TrainSettings second = first;
+  second.epochs = 2;
+  second.evaluate_training_set = true;
+  const std::filesystem::path last = dir / "run" / "last.safetensors";
+  train(second, "[train]\n", load_checkpoint(last), last);
+  const std::vector<std::string> lines =
+      split_text(testing::read_text(dir / "run" / "metrics.csv"), '\n');
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(split_text(lines[0], ',').size(), 10u) << lines[0];
+  EXPECT_EQ(split_text(lines[1], ',').size(), 8u) << lines[1];
+  EXPECT_EQ(split_text(lines[2], ',').size(), 10u) << lines[2];
+  const std::vector<MetricsRow> rows = read_metrics_csv(dir / "run" / "metrics.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].train_eval_accuracy, -1);
+  EXPECT_GE(rows[1].train_eval_accuracy, 0);
 }
 
 // `settings` (two epochs, out in `straight`) run once uninterrupted, then again into split/run as
