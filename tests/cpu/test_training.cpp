@@ -63,6 +63,9 @@ TEST(Training, ShortCpuRunLearns) {
   for (const char* file : {"config.toml", "metrics.csv", "train.log", "last.safetensors",
                            "best.safetensors"})
     EXPECT_TRUE(std::filesystem::exists(dir / "run" / file)) << file;
+  // The log names the network's size (core/layout.hpp's count for the default network).
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "run" / "train.log"),
+                                ": 61706 trainable parameters, training on 2000 images"));
 }
 
 TEST(Training, EvaluateReportsTheAccuracyRecordedInMetrics) {
