@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -27,7 +28,10 @@ void configure_logging(int verbosity, bool quiet, bool json) {
   if (verbosity == 1) level = spdlog::level::debug;
   if (verbosity >= 2) level = spdlog::level::trace;
   if (quiet || json) level = spdlog::level::warn;  // keep stdout results alone on the terminal
-  spdlog::set_level(level);
+  // --quiet quiets the terminal only: a run's train.log (a sink the trainer adds) still gets the
+  // run's info lines.
+  logger->sinks().front()->set_level(level);
+  spdlog::set_level(std::min(level, spdlog::level::info));
 }
 
 // A settings file holds a few hundred bytes. Anything but a regular file of at most 1 MiB (a

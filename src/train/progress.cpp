@@ -1,5 +1,6 @@
 #include "train/progress.hpp"
 
+#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -7,8 +8,11 @@
 
 namespace lenet5 {
 
+// The default logger's first sink is the terminal's (main.cpp); --quiet raises its level alone.
 bool progress_wanted() {
-  return isatty(STDERR_FILENO) && spdlog::should_log(spdlog::level::info);
+  const std::vector<spdlog::sink_ptr>& sinks = spdlog::default_logger()->sinks();
+  return isatty(STDERR_FILENO) && spdlog::should_log(spdlog::level::info) && !sinks.empty() &&
+         sinks.front()->should_log(spdlog::level::info);
 }
 
 ProgressBar::ProgressBar(bool enabled) : m_enabled(enabled) {}

@@ -319,6 +319,21 @@ TEST(Cli, RuntimeFailuresExitWithOneAndSayHowToFix) {
   EXPECT_TRUE(mentions(junk.err, "junk.safetensors")) << junk.err;
 }
 
+// --quiet quiets the terminal, not the run's record: train.log still has the run's info lines.
+TEST(Cli, QuietTrainingStillWritesItsLog) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const std::string run = (dir / "run").string();
+  const auto trained = run_lenet5("-q train --device cpu --train-limit 64 --epochs 1 --evaluate false"
+                                  " --out '" + run + "' --data '" + testing::mnist_dir().string() + "'",
+                                  dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_FALSE(mentions(trained.err, "info")) << trained.err;
+  const std::string log = testing::read_text(dir / "run" / "train.log");
+  EXPECT_TRUE(mentions(log, "trainable parameters, training on 64 images")) << log;
+  EXPECT_TRUE(mentions(log, "epoch 1/1")) << log;
+}
+
 TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
