@@ -127,8 +127,8 @@ void Block::skip(const std::string& reason) { m_skip_reason = reason; }
 
 std::vector<Target> all_targets() {
   std::vector<Target> all;
-  for (auto part : {chapter_cpu_targets(), paper_cpu_targets(), lecun98_cpu_targets(),
-                    gpu_targets()})
+  for (auto part :
+       {chapter_cpu_targets(), paper_cpu_targets(), lecun98_cpu_targets(), gpu_targets()})
     for (auto& target : part) all.push_back(std::move(target));
   return all;
 }

@@ -1,4 +1,3 @@
-#include "backend/backend.hpp"
 #include "train/bench.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -8,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
@@ -28,7 +28,9 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-bool augments(const TrainSettings& settings) { return settings.augment_kind() != "none"; }
+bool augments(const TrainSettings& settings) {
+  return settings.augment_kind() != "none";
+}
 
 nlohmann::json or_null(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
@@ -64,9 +66,8 @@ std::string heading(const nlohmann::json& machine) {
       "augment {}, {} training images, {} trainable parameters",
       machine["lenet5_version"].get<std::string>(), machine["commit"].get<std::string>(), where,
       int(machine["batch_size"]), int(machine["epochs"]), int(machine["epochs"]) == 1 ? "" : "s",
-      machine["schedule"].get<std::string>(),
-      double(machine["lr"]), double(machine["momentum"]), double(machine["weight_decay"]),
-      machine["augment"].get<std::string>(),
+      machine["schedule"].get<std::string>(), double(machine["lr"]), double(machine["momentum"]),
+      double(machine["weight_decay"]), machine["augment"].get<std::string>(),
       images == 0 ? std::string("all") : "the first " + std::to_string(images),
       machine.value("parameters", std::size_t(0)));
 }

@@ -518,8 +518,8 @@ std::string TrainSettings::augment_kind() const {
   if (augment == "dataset") return described_dataset(dataset).augment;
   const std::vector<std::string> choices = augment_choices();
   if (std::find(choices.begin(), choices.end(), augment) == choices.end())
-    throw UsageError("--augment: unknown augmentation '" + augment + "' (accepted: " +
-                     joined(choices) + ")");
+    throw UsageError("--augment: unknown augmentation '" + augment +
+                     "' (accepted: " + joined(choices) + ")");
   return augment;
 }
 

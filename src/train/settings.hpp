@@ -73,7 +73,7 @@ struct TrainSettings {
   NetConfig net_config() const;      // UsageError on unknown names
   Schedule schedule_config() const;  // validated
   SgdSettings sgd() const;           // validated
-  std::string augment_kind() const;   // none | affine | elastic: "dataset" resolved
+  std::string augment_kind() const;  // none | affine | elastic: "dataset" resolved
   Augmentation augmentation() const;  // validated; keyed by the run's seed
   void validate() const;             // every declared range, the names, and the combinations
 };

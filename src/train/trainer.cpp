@@ -520,12 +520,13 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
     runs.push_back(std::make_unique<Run>(job.settings, job.config_toml, dir, data,
                                          engines->model(i), /*show_progress=*/models == 1));
     const RunLog::Active log(runs.back()->log());
-    spdlog::info("run folder {}: {} trainable parameters, training on {} images for {} epochs, "
-                 "batch {}, on the {}{}{}",
-                 dir.string(), lenet5_layout(job.settings.net_config()).trainable_count,
-                 data.train.count, job.settings.epochs, job.settings.batch_size, to_string(device),
-                 device == Device::cpu ? fmt::format(" ({} threads)", job.settings.threads) : "",
-                 models > 1 ? fmt::format(", packed with {} other models", models - 1) : "");
+    spdlog::info(
+        "run folder {}: {} trainable parameters, training on {} images for {} epochs, "
+        "batch {}, on the {}{}{}",
+        dir.string(), lenet5_layout(job.settings.net_config()).trainable_count, data.train.count,
+        job.settings.epochs, job.settings.batch_size, to_string(device),
+        device == Device::cpu ? fmt::format(" ({} threads)", job.settings.threads) : "",
+        models > 1 ? fmt::format(", packed with {} other models", models - 1) : "");
     if (job.resume)
       runs.back()->resume_from(*job.resume);
     else

@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "test_util.hpp"
 #include "data/datasets.hpp"
+#include "test_util.hpp"
 #include "train/bench.hpp"
 
 namespace lenet5 {
@@ -308,7 +308,8 @@ TEST(Bench, ThePytorchPeersDefaultsAreTheSettingsTables) {
 
 // The peer resolves --augment dataset itself: its table must say what the data sets' table says.
 TEST(Bench, ThePytorchPeerAugmentsEachDataSetAsLenet5Does) {
-  const std::string source = testing::read_text(testing::source_dir() / "scripts" / "pytorch_peer.py");
+  const std::string source =
+      testing::read_text(testing::source_dir() / "scripts" / "pytorch_peer.py");
   const auto peer = python_literal(source, "DATASET_AUGMENTS");
   EXPECT_EQ(peer.size(), datasets().size());
   for (const DatasetDescription& dataset : datasets()) {

@@ -324,9 +324,11 @@ TEST(Cli, QuietTrainingStillWritesItsLog) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
   const std::string run = (dir / "run").string();
-  const auto trained = run_lenet5("-q train --device cpu --train-limit 64 --epochs 1 --evaluate false"
-                                  " --out '" + run + "' --data '" + testing::mnist_dir().string() + "'",
-                                  dir);
+  const auto trained = run_lenet5(
+      "-q train --device cpu --train-limit 64 --epochs 1 --evaluate false"
+      " --out '" +
+          run + "' --data '" + testing::mnist_dir().string() + "'",
+      dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_FALSE(mentions(trained.err, "info")) << trained.err;
   const std::string log = testing::read_text(dir / "run" / "train.log");

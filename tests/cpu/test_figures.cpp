@@ -238,8 +238,7 @@ TEST(FiguresLecun98, TableHoldsThePerPassMeanMinAndMaxAndThePapersValues) {
   const std::string svg = read_text(dir / "f" / "lecun98.fig5" / "fig5.svg");
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   std::size_t polylines = 0;  // the two means and the paper's two values
-  for (std::size_t at = 0; (at = svg.find("<polyline", at)) != std::string::npos; ++at)
-    ++polylines;
+  for (std::size_t at = 0; (at = svg.find("<polyline", at)) != std::string::npos; ++at) ++polylines;
   EXPECT_EQ(polylines, 4u);
   EXPECT_TRUE(mentions(svg, "paper: test 0.95")) << svg;
   EXPECT_TRUE(mentions(svg, "paper: train 0.35")) << svg;
@@ -263,8 +262,9 @@ TEST(FiguresLecun98, WithoutRunsTheTargetIsSkippedSayingHowToMakeThem) {
   TempDir dir;
   const auto [code, out] = run_fig5(dir, "");
   EXPECT_EQ(code, 0) << out;
-  EXPECT_TRUE(mentions(out, "SKIPPED lecun98.fig5: no runs given: give the runs with "
-                            "--lecun98-runs DIR"))
+  EXPECT_TRUE(mentions(out,
+                       "SKIPPED lecun98.fig5: no runs given: give the runs with "
+                       "--lecun98-runs DIR"))
       << out;
   EXPECT_TRUE(mentions(out, "lenet5 --config configs/lecun1998.toml sweep --seeds 1-5")) << out;
 }
@@ -293,15 +293,17 @@ TEST(FiguresLecun98, BadRunFoldersFailNamingTheFile) {
   fails_mentioning(dir / "book", "passes per run: seed=1 3, seed=2 1, seed=3 3");
 
   write_three_lecun_runs(dir / "unevaluated");
-  write_lecun_run(dir / "unevaluated" / "seed=3", "1,0.0005,0.5,90,,,10,6000,0.2,97\n"
-                                                 "2,0.0005,0.4,90,0.2,98,10,6000,0.1,98\n"
-                                                 "3,0.0002,0.3,90,0.1,99,10,6000,0.05,99\n");
+  write_lecun_run(dir / "unevaluated" / "seed=3",
+                  "1,0.0005,0.5,90,,,10,6000,0.2,97\n"
+                  "2,0.0005,0.4,90,0.2,98,10,6000,0.1,98\n"
+                  "3,0.0002,0.3,90,0.1,99,10,6000,0.05,99\n");
   fails_mentioning(dir / "unevaluated", "seed=3/metrics.csv row 1 has no test accuracy");
 
   write_three_lecun_runs(dir / "outside");
-  write_lecun_run(dir / "outside" / "seed=1", "1,0.0005,0.5,90,0.3,96,10,6000,0.2,97\n"
-                                             "2,0.0005,0.4,90,0.2,98,10,6000,0.1,101\n"
-                                             "3,0.0002,0.3,90,0.1,99,10,6000,0.05,99\n");
+  write_lecun_run(dir / "outside" / "seed=1",
+                  "1,0.0005,0.5,90,0.3,96,10,6000,0.2,97\n"
+                  "2,0.0005,0.4,90,0.2,98,10,6000,0.1,101\n"
+                  "3,0.0002,0.3,90,0.1,99,10,6000,0.05,99\n");
   fails_mentioning(dir / "outside", "training error -1 at pass 2");
 }
 

@@ -123,8 +123,8 @@ TEST(TrainOptions, TheDataSetsAugmentationIsWrittenResolved) {
   const ReadSettings fashion = read_arguments({"train", "--dataset", "fashion-mnist"});
   EXPECT_EQ(fashion.settings.augment, "dataset");
   EXPECT_TRUE(testing::mentions(fashion.text, "\naugment=\"none\"\n")) << fashion.text;
-  const ReadSettings named = read_arguments({"train", "--dataset", "fashion-mnist", "--augment",
-                                             "affine"});
+  const ReadSettings named =
+      read_arguments({"train", "--dataset", "fashion-mnist", "--augment", "affine"});
   EXPECT_TRUE(testing::mentions(named.text, "\naugment=\"affine\"\n")) << named.text;
   EXPECT_EQ(read_stored(checkpoint_config(fashion.text)).settings.augment_kind(), "none");
 }
