@@ -16,8 +16,11 @@
 #include "core/error.hpp"
 #include "figures/figure_util.hpp"
 #include "figures/figures.hpp"
+#include "io/atomic_file.hpp"
 #include "pictures/svg_chart.hpp"
+#include "train/bench.hpp"
 #include "train/run_pictures.hpp"
+#include "train/settings.hpp"
 
 namespace lenet5::figures {
 namespace {
@@ -59,48 +62,22 @@ std::vector<fs::path> run_folders(const fs::path& path) {
   return folders;
 }
 
-// A [train] key's value in a run's config.toml ("rbf" from `output="rbf"` or `output = "rbf"`);
-// empty when the file has no such key.
-std::string config_value(const fs::path& config, const std::string& key) {
-  std::ifstream in(config);
-  const auto trimmed = [](std::string text) {
-    const std::string blanks = " \t\r\"";
-    text.erase(0, text.find_first_not_of(blanks));
-    text.erase(text.find_last_not_of(blanks) + 1);
-    return text;
-  };
-  for (std::string line; std::getline(in, line);) {
-    const std::size_t equals = line.find('=');
-    if (equals != std::string::npos && trimmed(line.substr(0, equals)) == key)
-      return trimmed(line.substr(equals + 1));
-  }
-  return "";
-}
-
 // What keeps a run from being one of configs/lecun1998.toml's ("" when nothing does): its
 // config.toml must say output rbf and optimizer sdlm (the paper's output layer and training).
 std::string not_lecun1998(const fs::path& folder) {
   const fs::path config = folder / "config.toml";
   if (!fs::is_regular_file(config)) return config.string() + " is missing";
-  const std::string output = config_value(config, "output"),
-                    optimizer = config_value(config, "optimizer");
+  const std::string text = read_text_file(config);
+  const std::string output = stored_setting(text, "output"),
+                    optimizer = stored_setting(text, "optimizer");
   if (output == "rbf" && optimizer == "sdlm") return "";
   return config.string() + " says output " + (output.empty() ? "(unset)" : output) +
          " and optimizer " + (optimizer.empty() ? "(unset)" : optimizer) + ", not rbf and sdlm";
 }
 
-struct Spread {
-  double mean = 0, min = 0, max = 0;
-};
-
+// Mean, min and max over the runs (bench's spread; every run has a value here, check_runs says).
 Spread spread(const std::vector<double>& values) {
-  Spread s{0, values.front(), values.front()};
-  for (double v : values) {
-    s.mean += v / double(values.size());
-    s.min = std::min(s.min, v);
-    s.max = std::max(s.max, v);
-  }
-  return s;
+  return *spread_of(std::vector<std::optional<double>>(values.begin(), values.end()));
 }
 
 // The per-pass errors of every run: errors[pass - 1][run], in percent.

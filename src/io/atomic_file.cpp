@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -195,6 +196,14 @@ void write_file_atomically(const std::filesystem::path& target,
   if (!content) throw Error("cannot write " + target.string() + ": formatting its content failed");
   const std::string bytes = content.str();
   write_file_atomically(target, std::string_view(bytes));
+}
+
+std::string read_text_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error("cannot read " + file.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace lenet5

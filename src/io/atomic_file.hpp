@@ -6,6 +6,7 @@
 #include <functional>
 #include <initializer_list>
 #include <ostream>
+#include <string>
 #include <string_view>
 
 namespace lenet5 {
@@ -30,5 +31,9 @@ void write_file_atomically(const std::filesystem::path& target,
 // untouched). Removes, from `folder`, every such file whose writing process no longer exists, and
 // returns how many; files it cannot remove are left, silently. The targets are never touched.
 int remove_stale_temporary_files(const std::filesystem::path& folder);
+
+// The whole of a file these functions wrote (a run's config.toml, say): what a reader sees is one
+// complete version. lenet5::Error naming the file when it cannot be read.
+std::string read_text_file(const std::filesystem::path& file);
 
 }  // namespace lenet5

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
+#include "train/settings.hpp"
 
 namespace lenet5 {
 namespace fs = std::filesystem;
@@ -99,29 +99,16 @@ std::vector<EpochSpread> epoch_spreads(const std::vector<const SweepModelResult*
   return spreads;
 }
 
-std::string text_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error("cannot read " + file.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The epochs a model's config.toml sets (its "epochs=N" line, as the effective config writes
-// it); unknown (no file or no line) reads as never finished.
+// The epochs a model's config.toml sets; unknown (no file or no line) reads as never finished.
 int configured_epochs(const fs::path& run_dir) {
   std::error_code ec;
   const fs::path config = run_dir / "config.toml";
   if (!fs::is_regular_file(config, ec)) return std::numeric_limits<int>::max();
-  std::istringstream in(text_of(config));
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("epochs=", 0) == 0) try {
-        return std::stoi(line.substr(7));
-      } catch (const std::exception&) {
-        break;
-      }
-  return std::numeric_limits<int>::max();
+  try {
+    return std::stoi(stored_setting(read_text_file(config), "epochs"));
+  } catch (const std::exception&) {  // no such line, or not a number
+    return std::numeric_limits<int>::max();
+  }
 }
 
 SweepModelResult read_model_result(const fs::path& run_dir, const SweepModel& model, int epochs) {
@@ -143,7 +130,7 @@ std::vector<SweepModelResult> read_sweep_results(const fs::path& sweep_dir,
 
 SweepSpec read_sweep_spec(const fs::path& sweep_dir) {
   const fs::path file = sweep_dir / kSweepFile;
-  return parse_sweep_table_toml(text_of(file), file.string());
+  return parse_sweep_table_toml(read_text_file(file), file.string());
 }
 
 std::vector<SweepModelResult> read_sweep_folder(const fs::path& sweep_dir) {

@@ -546,4 +546,20 @@ void TrainSettings::validate() const {
   described_dataset(dataset);
 }
 
+std::string stored_setting(const std::string& config_toml, const std::string& key) {
+  const auto trimmed = [](std::string text) {
+    const std::string blanks = " \t\r\"";
+    text.erase(0, text.find_first_not_of(blanks));
+    text.erase(text.find_last_not_of(blanks) + 1);
+    return text;
+  };
+  std::istringstream lines(config_toml);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t equals = line.find('=');
+    if (equals != std::string::npos && trimmed(line.substr(0, equals)) == key)
+      return trimmed(line.substr(equals + 1));
+  }
+  return "";
+}
+
 }  // namespace lenet5

@@ -143,4 +143,9 @@ const SettingDeclaration& train_setting_declaration(const std::string& flag);
 // checkpoint stores.
 std::string checkpoint_config(const std::string& config_toml);
 
+// The value of `key` ("epochs", "output") in a config text: its "key=value" line (spaces around
+// the "=" allowed), a name's quotes removed; empty when no line sets it. For reading a run's
+// config.toml without the settings' parser (a run of another build, say).
+std::string stored_setting(const std::string& config_toml, const std::string& key);
+
 }  // namespace lenet5

@@ -371,6 +371,20 @@ TEST_F(AtomicFile, StreamWriterProducesContent) {
   EXPECT_EQ(entries(), std::vector<std::string>{"config.toml"});
 }
 
+// read_text_file gives back what was written, bytes as they are, and names a file it cannot read.
+TEST_F(AtomicFile, ReadTextFileReadsWhatWasWrittenAndNamesAMissingFile) {
+  const fs::path target = m_dir / "config.toml";
+  const std::string bytes("[train]\nepochs=2\n\0binary\r\n", 26);
+  write_file_atomically(target, bytes);
+  EXPECT_EQ(read_text_file(target), bytes);
+  try {
+    read_text_file(m_dir / "absent.toml");
+    ADD_FAILURE() << "a missing file was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("absent.toml"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(AtomicFile, ThrowingStreamWriterLeavesOldFile) {
   const fs::path target = m_dir / "config.toml";
   write_file_atomically(target, std::string_view("old"));

@@ -176,5 +176,15 @@ TEST(TrainSettings, AugmentDatasetIsTheDataSetsOwn) {
       << refusal(settings);
 }
 
+// stored_setting reads a config text as effective_config writes it, or by hand with spaces.
+TEST(TrainSettings, StoredSettingReadsAConfigTextsLine) {
+  const std::string text = "[train]\nepochs=20\noutput=\"rbf\"\n optimizer = \"sdlm\"\r\n";
+  EXPECT_EQ(stored_setting(text, "epochs"), "20");
+  EXPECT_EQ(stored_setting(text, "output"), "rbf");
+  EXPECT_EQ(stored_setting(text, "optimizer"), "sdlm");
+  EXPECT_EQ(stored_setting(text, "lr"), "");
+  EXPECT_EQ(stored_setting(text, "epoch"), "");  // a key, not a prefix of one
+}
+
 }  // namespace
 }  // namespace lenet5
