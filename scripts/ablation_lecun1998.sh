@@ -8,13 +8,14 @@
 #                                 [--rows 1,2,...] [--table-only]
 #                                 [-- flags for every run, e.g. --epochs 1 --train-limit 500]
 #
-# Rows 1-7 start from the book's network with the default training (20 epochs, batch 128, cosine
-# lr 0.05, the data set's augmentation) and add one part of the paper's at a time, then all five;
+# Rows 1-7 and 15 start from the book's network with the default training (20 epochs, batch 128,
+# cosine lr 0.05, the data set's augmentation) and add one part of the paper's at a time, then all
+# six;
 # `lenet5 bench` on the fast kernels, on --device (gpu by default), one seed after another (the
 # whole-step kernels have none of the paper's parts, and one kernel set keeps the epoch times
-# comparable). Rows 8-14 use the paper's training (configs/lecun1998.toml: SDLM, one sample per
-# step, 20 passes): the 1998 network, the book's, then the 1998 network with one of its parts put
-# back to the book's at a time. Each seed is a `lenet5 train` on one CPU thread, all at once
+# comparable). Rows 8-14 and 16 use the paper's training (configs/lecun1998.toml: SDLM, one sample
+# per step, 20 passes): the 1998 network, the book's, then the 1998 network with one of its parts
+# put back to the book's at a time. Each seed is a `lenet5 train` on one CPU thread, all at once
 # (started first, as they take minutes); their run folders stay in DIR/<row>/seed=S, so that
 # `lenet5 figures lecun98.fig5 --lecun98-runs DIR/8-paper` draws the paper's Figure 5 from them.
 # --rows runs only those rows; --table-only trains nothing. Either way the table is made from
@@ -45,9 +46,9 @@ mkdir -p "$out"
 
 # Every row: its number and name (the files' name), its label, then its flags.
 paper_network="--c3-table lecun --activation scaled-tanh --subsampling trainable --output rbf"
-paper_network+=" --input-scaling lecun1998"
+paper_network+=" --input-scaling lecun1998 --conv-units squashed"
 book_network="--c3-table full --activation tanh --subsampling average --output softmax"
-book_network+=" --input-scaling dataset"
+book_network+=" --input-scaling dataset --conv-units linear"
 default_training_rows=(
   "1-book|book network|"
   "2-c3|+ C3 table of Table I|--c3-table lecun"
@@ -55,7 +56,8 @@ default_training_rows=(
   "4-subsampling|+ trainable subsampling|--subsampling trainable"
   "5-rbf|+ RBF output and MAP criterion|--output rbf"
   "6-scaling|+ input scaled to -0.1 / 1.175|--input-scaling lecun1998"
-  "7-paper-network|1998 network (all five)|$paper_network"
+  "15-conv-units|+ C1 and C3 units with their own bias and squashing|--conv-units squashed"
+  "7-paper-network|1998 network (all six)|$paper_network"
 )
 paper_training_rows=(
   "8-paper|1998 network|"
@@ -65,6 +67,7 @@ paper_training_rows=(
   "12-average|1998 network, average subsampling|--subsampling average"
   "13-softmax|1998 network, softmax output|--output softmax"
   "14-mnist-scaling|1998 network, MNIST's input scaling|--input-scaling dataset"
+  "16-linear-conv|1998 network, linear C1 and C3 units|--conv-units linear"
 )
 chosen() { [ -z "$only" ] || [[ "$only" == *",${1%%-*},"* ]]; }
 
@@ -95,9 +98,10 @@ if [ "$table_only" -eq 0 ]; then
   [ "$status" -eq 0 ] || { echo "ablation_lecun1998: an SDLM run failed (its log in $out)" >&2; exit 1; }
 fi
 
-python3 - "$out" "${default_training_rows[@]}" "${paper_training_rows[@]}" <<'EOF'
+python3 - "$out" "${#default_training_rows[@]}" "${default_training_rows[@]}" \
+  "${paper_training_rows[@]}" <<'EOF'
 import csv, glob, json, os, re, statistics, sys
-out, rows = sys.argv[1], sys.argv[2:]
+out, default_rows, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 
 
 def bench_row(name):
@@ -124,16 +128,16 @@ def train_row(name):
 md = ["| network | training | device | test error, mean ± sd | min | max | seeds | parameters | epoch (median) |",
       "|---|---|---|---|---|---|---|---|---|"]
 lines_csv = ["row,label,training,device,mean_error_pct,sd_error_pct,min_error_pct,max_error_pct,seeds,parameters,median_epoch_s"]
-for row in rows:
+for index, row in enumerate(rows):
     name, label, _ = row.split("|", 2)
-    number = int(name.split("-")[0])
-    if number <= 7 and os.path.exists(f"{out}/{name}.jsonl"):
+    default_training = index < default_rows
+    if default_training and os.path.exists(f"{out}/{name}.jsonl"):
         errors, epoch, device, params = bench_row(name)
-    elif number >= 8 and glob.glob(f"{out}/{name}/seed=*/metrics.csv"):
+    elif not default_training and glob.glob(f"{out}/{name}/seed=*/metrics.csv"):
         errors, epoch, device, params = train_row(name)
     else:
         continue  # not run into this folder
-    training = "default" if number <= 7 else "1998 (SDLM, batch 1, 20 passes)"
+    training = "default" if default_training else "1998 (SDLM, batch 1, 20 passes)"
     mean, sd = statistics.mean(errors), statistics.stdev(errors) if len(errors) > 1 else 0.0
     shown = f"{params:,}" if params else "-"
     md.append(f"| {label} | {training} | {device} | {mean:.2f} ± {sd:.2f} % | {min(errors):.2f} % | "

@@ -57,7 +57,8 @@ DEFAULTS = {
     "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
     "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
     "weight-decay": 5e-4, "optimizer": "sgd", "sdlm-mu": 0.02, "sdlm-samples": 500, "seed": 1,
-    "activation": "relu", "subsampling": "max", "c3-table": "full", "output": "softmax", "input-scaling": "dataset",
+    "activation": "relu", "subsampling": "max", "c3-table": "full", "output": "softmax", "conv-units": "linear",
+    "input-scaling": "dataset",
     "augment": "dataset", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
@@ -75,6 +76,7 @@ CHOICES = {
     "subsampling": ["average"],
     "c3-table": ["full"],
     "output": ["softmax"],
+    "conv-units": ["linear"],
     # The peer trains with SGD only (lenet5's sdlm and its lecun1998 schedule are refused).
     "optimizer": ["sgd"],
     "input-scaling": ["dataset", "mnist", "fashion-mnist", "lecun1998"],

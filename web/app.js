@@ -15,9 +15,12 @@ const LAYER_TITLES = {
 };
 let model = null;  // /api/model
 
-// What a layer is in the checkpoint shown: its subsampling and output layer are settings.
+// What a layer is in the checkpoint shown: its C1 and C3 units, subsampling and output layer are
+// settings.
 function layerTitle(name) {
   if (name === 'output' && model?.net?.output === 'rbf') return 'Euclidean RBF units';
+  if ((name === 'c1' || name === 'c3') && model?.net?.conv_units === 'squashed')
+    return 'convolution 5×5, bias, squashed';
   if ((name === 's2' || name === 's4') && model?.net?.subsampling === 'trainable')
     return 'trainable subsampling';
   return LAYER_TITLES[name] || '';
@@ -300,6 +303,7 @@ function showModel() {
       (accuracy != null ? ` · test ${(100 * accuracy).toFixed(2)}%` : '') +
       ` · ${model.net.activation}, ${model.net.subsampling} pooling, ${
                                     model.net.c3_table} C3 table${
+          model.net.conv_units === 'squashed' ? ', squashed C1 and C3 (LeCun 1998)' : ''}${
           model.net.output === 'rbf' ? ', RBF output (LeCun 1998)' : ''}`;
   const c1 = model.c1, c1Range = maxAbs(c1.values), c1Root = $('filters-c1');
   for (let m = 0; m < 6; m++) c1Root.appendChild(filterCanvas(c1.values, m * 25, c1Range, 8));

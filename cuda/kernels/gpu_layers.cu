@@ -222,6 +222,9 @@ std::unique_ptr<Layer<float>> make_fast_layer(const LayerSpec& spec, const NetCo
                                             bias_grad, c3_mask, max_batch);
   if (spec.kind == LayerKind::subsampling)
     return std::make_unique<SubsamplingGpu>(spec, config, weight, weight_grad, bias, bias_grad);
+  // a1, a3 (--conv-units squashed): the convolutions before them fuse no activation.
+  if (spec.kind == LayerKind::activation && !spec.activate)
+    return std::make_unique<ActivationGpu>(spec, config.activation);
   throw Error("internal: no fast GPU layer for " + spec.name);
 }
 

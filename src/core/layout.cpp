@@ -45,10 +45,13 @@ ParamLayout lenet5_layout(const NetConfig& config) {
   ParamLayout layout;
   // Each subsampling map's coefficient multiplies the sum of its 2x2 window: fan-in 4.
   const bool coefficients = config.subsampling == Subsampling::trainable;
+  const bool conv_biases = config.conv_units == ConvUnits::squashed;
   add_tensor(layout, "c1.weight", {6, 1, 5, 5}, 1 * 25, 0);
+  if (conv_biases) add_tensor(layout, "c1.bias", {6}, 0, kOptionalStreams + 2);
   if (coefficients) add_tensor(layout, "s2.weight", {6}, 2 * 2, kOptionalStreams);
   add_tensor(layout, "s2.bias", {6}, 0, 1);
   add_tensor(layout, "c3.weight", {16, 6, 5, 5}, 6 * 25, 2);
+  if (conv_biases) add_tensor(layout, "c3.bias", {16}, 0, kOptionalStreams + 3);
   if (coefficients) add_tensor(layout, "s4.weight", {16}, 2 * 2, kOptionalStreams + 1);
   add_tensor(layout, "s4.bias", {16}, 0, 3);
   add_tensor(layout, "c5.weight", {120, 16, 5, 5}, 16 * 25, 4);

@@ -10,6 +10,10 @@
 //   output.weight (10,84) 840   output.bias (10)
 // With --subsampling trainable (LeCun et al. 1998, section II.B) each subsampling map also has a
 // trainable coefficient, just before its bias: s2.weight (6) and s4.weight (16), 22 more (61,728).
+// With --conv-units squashed (LeCun 1998's C1 and C3 units, core/net_config.hpp) each C1 and C3
+// map has its own bias, just after its weights: c1.bias (6) and c3.bias (16), 22 more. LeCun 1998's
+// network, every part of the paper's chosen (the C3 table, trainable subsampling, the RBF output
+// and these), has 60,000: the paper's count (section II.B).
 // The other settings have no such tensors, so their checkpoints are unchanged.
 // With --output rbf the output layer is LeCun 1998's RBF units, whose prototypes are fixed data
 // (core/rbf_prototypes.hpp), not parameters: the layout, and so the trained buffer, the optimizer's
@@ -34,8 +38,9 @@ struct ParamSpec {
   std::size_t count = 0;            // product of shape
   int fan_in = 0;                   // inputs feeding one output, for initialisation (0: a bias)
   // The random stream initialise_parameters draws this tensor from: its index among the tensors
-  // every setting has, and after those for the subsampling coefficients, so that a network with
-  // trainable subsampling starts from the same other weights as one without.
+  // every setting has, and after those for the tensors only some settings have (the subsampling
+  // coefficients, C1's and C3's biases), so that a network with them starts from the same other
+  // weights as one without.
   std::uint64_t init_stream = 0;
 };
 

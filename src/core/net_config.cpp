@@ -37,6 +37,11 @@ const std::vector<std::string>& output_layer_names() {
   return names;
 }
 
+const std::vector<std::string>& conv_units_names() {
+  static const std::vector<std::string> names{"linear", "squashed"};
+  return names;
+}
+
 const std::vector<GpuKernelSet>& gpu_kernel_sets() {
   static const std::vector<GpuKernelSet> table{
       {GpuKernels::book, "book", "the chapter's kernels, one layer at a time", ConvAlgo::direct,
@@ -110,6 +115,7 @@ const char* to_string(C3Table value) { return c3_table_names()[int(value)].c_str
 const char* to_string(OutputLayer value) {
   return output_layer_names()[int(value)].c_str();
 }
+const char* to_string(ConvUnits value) { return conv_units_names()[int(value)].c_str(); }
 
 Activation parse_activation(const std::string& name) {
   return parse_named<Activation>(name, activation_names(), "activation");
@@ -123,6 +129,10 @@ C3Table parse_c3_table(const std::string& name) {
 
 OutputLayer parse_output_layer(const std::string& name) {
   return parse_named<OutputLayer>(name, output_layer_names(), "output layer");
+}
+
+ConvUnits parse_conv_units(const std::string& name) {
+  return parse_named<ConvUnits>(name, conv_units_names(), "convolution units");
 }
 
 bool lecun_c3_connected(int output_map, int input_map) {

@@ -35,6 +35,13 @@ PixelScaling pixel_scaling(InputScaling scaling);
 // core/rbf_prototypes.hpp, trained with the paper's MAP criterion (its equation (9)); the class
 // is the nearest prototype's.
 enum class OutputLayer { softmax, rbf };
+// What C1 and C3 compute. linear: the book's, a plain convolution whose bias and activation come
+// after the subsampling that follows (Fig 16.5). squashed: LeCun et al. 1998's, where "units in
+// layers up to F6 compute a dot product between their input vector and their weight vector, to
+// which a bias is added" and the sum "is then passed through a sigmoid squashing function"
+// (section II.A): each C1 and C3 map has its own bias and applies the activation before S2 and S4
+// (which then add their own bias and apply it again). 22 more parameters (6 + 16).
+enum class ConvUnits { linear, squashed };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
 // kernels; on the CPU book runs the sequential reference layers and the other two the fast CPU
@@ -74,6 +81,7 @@ struct NetConfig {
   // Part of what the weights mean, like the three above: a checkpoint records it.
   InputScaling input_scaling = InputScaling::mnist;
   OutputLayer output = OutputLayer::softmax;
+  ConvUnits conv_units = ConvUnits::linear;
   // Neither is part of a checkpoint: they do not change what the weights mean.
   GpuKernels kernels = GpuKernels::fast;
   // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
@@ -85,6 +93,7 @@ const char* to_string(Activation value);
 const char* to_string(Subsampling value);
 const char* to_string(C3Table value);
 const char* to_string(OutputLayer value);
+const char* to_string(ConvUnits value);
 const char* to_string(GpuKernels value);
 const char* to_string(InputScaling value);
 // Each throws UsageError listing the accepted names.
@@ -92,6 +101,7 @@ Activation parse_activation(const std::string& name);
 Subsampling parse_subsampling(const std::string& name);
 C3Table parse_c3_table(const std::string& name);
 OutputLayer parse_output_layer(const std::string& name);
+ConvUnits parse_conv_units(const std::string& name);
 GpuKernels parse_gpu_kernels(const std::string& name);
 InputScaling parse_input_scaling(const std::string& name);
 
@@ -99,6 +109,7 @@ const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "sca
 const std::vector<std::string>& subsampling_names();  // "average", "max", "trainable"
 const std::vector<std::string>& c3_table_names();     // "full", "lecun"
 const std::vector<std::string>& output_layer_names();  // "softmax", "rbf"
+const std::vector<std::string>& conv_units_names();    // "linear", "squashed"
 const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
 // "mnist", "fashion-mnist", "lecun1998"
 const std::vector<std::string>& input_scaling_names();

@@ -22,23 +22,46 @@ std::vector<LayerSpec> book_topology() {
   };
 }
 
-std::vector<LayerSpec> rbf_topology() {
+// The book's network with the chosen output layer and C1 and C3 units.
+std::vector<LayerSpec> topology(OutputLayer output, ConvUnits conv_units) {
   std::vector<LayerSpec> layers = book_topology();
-  layers.back() = {LayerKind::rbf, "output", {84, 1, 1}, {kClasses, 1, 1}, 0, "", ""};
+  if (output == OutputLayer::rbf)
+    layers.back() = {LayerKind::rbf, "output", {84, 1, 1}, {kClasses, 1, 1}, 0, "", ""};
+  if (conv_units == ConvUnits::squashed) {
+    std::vector<LayerSpec> squashed;
+    for (LayerSpec& layer : layers) {
+      const bool map_convolution = layer.name == "c1" || layer.name == "c3";
+      if (map_convolution) layer.bias = layer.name + ".bias";
+      squashed.push_back(layer);
+      if (map_convolution)  // a1, a3: C1's and C3's own squashing, before S2 and S4
+        squashed.push_back({LayerKind::activation, "a" + layer.name.substr(1), layer.out,
+                            layer.out, 0, "", ""});
+    }
+    layers = squashed;
+  }
   return layers;
 }
 
 }  // namespace
 
-const std::vector<LayerSpec>& lenet5_topology(OutputLayer output) {
-  static const std::vector<LayerSpec> book = book_topology(), rbf = rbf_topology();
-  return output == OutputLayer::rbf ? rbf : book;
+const std::vector<LayerSpec>& lenet5_topology(const NetConfig& net) {
+  static const std::vector<LayerSpec> table[2][2] = {
+      {topology(OutputLayer::softmax, ConvUnits::linear),
+       topology(OutputLayer::softmax, ConvUnits::squashed)},
+      {topology(OutputLayer::rbf, ConvUnits::linear),
+       topology(OutputLayer::rbf, ConvUnits::squashed)}};
+  return table[int(net.output)][int(net.conv_units)];
+}
+
+bool fuses_activation(const LayerSpec& layer) {
+  return !(layer.kind == LayerKind::convolution && (layer.out.h > 1 || layer.out.w > 1));
 }
 
 std::vector<LayerSpec> fused_topology(const std::vector<LayerSpec>& layers) {
   std::vector<LayerSpec> fused;
   for (const LayerSpec& layer : layers) {
-    if (layer.kind == LayerKind::activation && !fused.empty() && !fused.back().activate) {
+    if (layer.kind == LayerKind::activation && !fused.empty() && !fused.back().activate &&
+        fuses_activation(fused.back())) {
       fused.back().activate = true;
       continue;
     }

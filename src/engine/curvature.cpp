@@ -180,7 +180,7 @@ void output_curvature(const NetConfig& net, const double* outputs, int n, double
 void add_chunk(const NetConfig& net, Network<double>& network,
                const std::vector<double>& squared_params, const double* inputs, int n,
                std::vector<double>& total) {
-  const std::vector<LayerSpec>& specs = lenet5_topology(net.output);
+  const std::vector<LayerSpec>& specs = lenet5_topology(net);
   network.forward(inputs, n);
   std::vector<double> d2_dy(std::size_t(n) * kClasses), d2_dx;
   output_curvature(net, network.logits(), n, d2_dy.data());

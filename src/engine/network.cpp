@@ -55,7 +55,7 @@ Network<T>::Network(const NetConfig& config, Device device, int max_batch)
   // on the CPU); the fast sets run the fused form (same function, activations computed inside the
   // layers before them), by the fast kernels on the GPU and the fast CPU layers on the CPU.
   const bool fused = gpu_kernel_set(config.kernels).fused_layers;
-  const std::vector<LayerSpec>& plain = lenet5_topology(config.output);
+  const std::vector<LayerSpec>& plain = lenet5_topology(config);
   m_specs = fused ? fused_topology(plain) : plain;
   for (const LayerSpec& spec : m_specs) {
     m_layers.push_back(make_layer<T>(device, spec, config, m_layout, m_params.data(),

@@ -76,7 +76,7 @@ CountRow count_layer(const LayerSpec& l) {
 
 std::vector<CountRow> chapter_counts() {
   std::vector<CountRow> rows;
-  for (const LayerSpec& l : lenet5_topology(OutputLayer::softmax))
+  for (const LayerSpec& l : lenet5_topology(NetConfig{}))
     if (l.kind != LayerKind::activation) rows.push_back(count_layer(l));
   return rows;
 }
@@ -100,7 +100,7 @@ void layer_table(Block& b, const std::vector<CountRow>& rows) {
 void check_shape_chain(Block& b) {
   std::string chain = std::to_string(kInputSide);
   bool rule = true;  // convolution: H - K + 1; subsampling: H / K
-  for (const LayerSpec& l : lenet5_topology(OutputLayer::softmax)) {
+  for (const LayerSpec& l : lenet5_topology(NetConfig{})) {
     if (l.kind == LayerKind::convolution) rule &= l.out.h == l.in.h - l.kernel + 1;
     if (l.kind == LayerKind::subsampling) rule &= l.out.h == l.in.h / l.kernel;
     if (l.kind == LayerKind::convolution || l.kind == LayerKind::subsampling)
@@ -519,7 +519,7 @@ std::vector<Target> chapter_cpu_targets() {
 }
 
 const LayerSpec& layer(const std::string& name) {
-  for (const LayerSpec& l : lenet5_topology(OutputLayer::softmax))
+  for (const LayerSpec& l : lenet5_topology(NetConfig{}))
     if (l.name == name) return l;
   throw Error("internal: no layer '" + name + "' in the topology");
 }

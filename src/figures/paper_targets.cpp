@@ -467,7 +467,7 @@ void cutlass_lenet_shapes(Block& b) {
     int m, n, k;
   };
   std::vector<Gemm> gemms;
-  for (const LayerSpec& l : lenet5_topology(OutputLayer::softmax))
+  for (const LayerSpec& l : lenet5_topology(NetConfig{}))
     if (l.kind == LayerKind::convolution)
       gemms.push_back({l.name, l.out.h * l.out.w, l.out.c, l.in.c * l.kernel * l.kernel});
   Table t{{"layer", "m x n x k per sample", "128x32 tiles", "tile use", "k % 8", "m for N=256"},

@@ -265,7 +265,8 @@ std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetCo
                                                   weight_grad, bias, bias_grad);
     case LayerKind::rbf:
       return make_rbf_cpu_layer<T>(spec);
-    case LayerKind::activation:
+    case LayerKind::activation:  // a1, a3: after a convolution, which fuses none
+      if (!spec.activate) return make_activation_cpu_layer<T>(spec, config.activation);
       break;
   }
   throw Error("internal: the fast CPU layers run the fused topology, which has no layer like " +

@@ -236,7 +236,7 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
     c3_table.push_back(row);
   }
   json layers = json::array();
-  for (const LayerSpec& spec : lenet5_topology(checkpoint.net.output))
+  for (const LayerSpec& spec : lenet5_topology(checkpoint.net))
     if (spec.kind != LayerKind::activation)
       layers.push_back({{"name", spec.name}, {"shape", {spec.out.c, spec.out.h, spec.out.w}}});
   const auto fraction_or_null = [](double v) { return v < 0 ? json(nullptr) : json(v); };
@@ -248,7 +248,9 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
                    {"subsampling", to_string(checkpoint.net.subsampling)},
                    {"c3_table", to_string(checkpoint.net.c3_table)},
                    // rbf: the probabilities sum to less than 1, the rest being "none of these".
-                   {"output", to_string(checkpoint.net.output)}}},
+                   {"output", to_string(checkpoint.net.output)},
+                   // squashed: C1 and C3 have a bias and an activation of their own (layers a1, a3).
+                   {"conv_units", to_string(checkpoint.net.conv_units)}}},
                  {"config_toml", checkpoint.config_toml},
                  {"epoch", checkpoint.position.epoch},
                  {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},

@@ -98,6 +98,9 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
     metadata["input_scaling"] = to_string(c.net.input_scaling);
   // Absent means softmax: version 1's files have no such key.
   if (c.net.output != OutputLayer::softmax) metadata["output"] = to_string(c.net.output);
+  // Absent means linear, the only units versions 1 and 2 describe.
+  if (c.net.conv_units != ConvUnits::linear)
+    metadata["conv_units"] = to_string(c.net.conv_units);
   return metadata;
 }
 
@@ -194,12 +197,11 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
     throw Error("not a lenet5 checkpoint (metadata 'format' is not '" +
                 std::string(kCheckpointFormat) + "')");
   const int version = number<int>(m, "format_version");
-  if (version != kCheckpointVersion && version != kCheckpointVersionRbf)
-    throw Error("checkpoint format version " + m.at("format_version") +
-                " is not supported (this "
-                "lenet5 reads versions " +
-                std::to_string(kCheckpointVersion) + " and " +
-                std::to_string(kCheckpointVersionRbf) + ")");
+  if (version < kCheckpointVersion || version > kCheckpointVersionConvUnits)
+    throw Error(fmt::format(
+        "checkpoint format version {} is not supported (this lenet5 reads versions {} to {}): it "
+        "was written by a newer lenet5",
+        m.at("format_version"), kCheckpointVersion, kCheckpointVersionConvUnits));
   Checkpoint c;
   try {
     c.net.activation = parse_activation(required(m, "activation"));
@@ -209,14 +211,17 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
     if (scaling != m.end()) c.net.input_scaling = parse_input_scaling(scaling->second);
     const auto output = m.find("output");
     if (output != m.end()) c.net.output = parse_output_layer(output->second);
+    const auto conv_units = m.find("conv_units");
+    if (conv_units != m.end()) c.net.conv_units = parse_conv_units(conv_units->second);
   } catch (const UsageError& e) {
     throw Error(std::string("network settings: ") + e.what());
   }
   if (version != checkpoint_version(c.net))
     throw Error(
-        fmt::format("format version {} with the output layer {}: this network is written "
-                    "as version {}",
-                    version, to_string(c.net.output), checkpoint_version(c.net)));
+        fmt::format("format version {} with the output layer {} and {} convolution units: this "
+                    "network is written as version {}",
+                    version, to_string(c.net.output), to_string(c.net.conv_units),
+                    checkpoint_version(c.net)));
   c.config_toml = required(m, "config");
   c.position.epoch = number<int>(m, "epoch");
   c.position.step = number<int>(m, "step");
@@ -260,6 +265,7 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
 }  // namespace
 
 int checkpoint_version(const NetConfig& net) {
+  if (net.conv_units != ConvUnits::linear) return kCheckpointVersionConvUnits;
   return net.output == OutputLayer::softmax ? kCheckpointVersion : kCheckpointVersionRbf;
 }
 

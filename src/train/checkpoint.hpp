@@ -27,9 +27,12 @@ constexpr const char* kCheckpointFormat = "lenet5-checkpoint";
 // describe, so that those files stay byte for byte what they were; 2 only where the network needs
 // what version 1 lacks (an RBF output: metadata 'output', the prototypes' tensor and no
 // output.weight), so that a build that predates it refuses the file by its version instead of
-// misreading it. A load accepts both.
+// misreading it; 3 only where the network has C1 and C3 units of LeCun 1998's (metadata
+// 'conv_units', tensors c1.bias and c3.bias), whatever its output layer, for the same reason. A
+// load accepts all three.
 constexpr int kCheckpointVersion = 1;
 constexpr int kCheckpointVersionRbf = 2;
+constexpr int kCheckpointVersionConvUnits = 3;
 constexpr const char* kRbfPrototypesTensor = "output.prototypes";
 int checkpoint_version(const NetConfig& net);
 

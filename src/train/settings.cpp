@@ -191,6 +191,15 @@ std::vector<SettingDeclaration> declare_train_settings() {
           .one_of(output_layer_names())
           .in_checkpoint_unless_default()
           .in_group("Network"),
+      // Stored in checkpoints only as squashed, as --output is only as rbf.
+      setting(&S::conv_units, "--conv-units", "linear",
+              "C1 and C3 units: linear (the book: a plain convolution; the bias and activation "
+              "come after the subsampling) or squashed (LeCun, Bottou, Bengio, Haffner 1998, "
+              "section II.A: each C1 and C3 map adds its own bias and applies the activation "
+              "before S2 and S4, 22 more parameters; not with --kernels whole-step)")
+          .one_of(conv_units_names())
+          .in_checkpoint_unless_default()
+          .in_group("Network"),
       setting(&S::kernels, "--kernels", "whole-step",
               "kernels: " + kernels_help() +
                   "; on the CPU, book runs the sequential reference layers and the others the "
@@ -484,6 +493,10 @@ NetConfig TrainSettings::net_config() const {
     throw UsageError("--subsampling trainable does not apply to --kernels " +
                      std::string(set.name) +
                      ", whose kernels have no trainable subsampling: choose --kernels fast");
+  config.conv_units = parse_conv_units(conv_units);
+  if (set.whole_step && config.conv_units == ConvUnits::squashed)
+    throw UsageError("--conv-units squashed does not apply to --kernels " + std::string(set.name) +
+                     ", whose kernels compute the book's linear C1 and C3: choose --kernels fast");
   return config;
 }
 

@@ -35,6 +35,7 @@ struct TrainSettings {
   std::string subsampling;
   std::string c3_table;
   std::string output;     // output layer: softmax | rbf (LeCun 1998)
+  std::string conv_units;  // C1 and C3 units: linear | squashed (LeCun 1998)
   std::string kernels;    // kernel set: book | fast | whole-step (same function)
   std::string conv_algo;  // a core/conv_algo.hpp name; auto: direct (book), staged (fast)
   std::string input_scaling;  // dataset (the data set's own) or a core/net_config.hpp name

@@ -396,9 +396,9 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
   const NetConfig net = settings.net_config();
   if (net.activation != checkpoint.net.activation ||
       net.subsampling != checkpoint.net.subsampling || net.c3_table != checkpoint.net.c3_table ||
-      net.output != checkpoint.net.output)
+      net.output != checkpoint.net.output || net.conv_units != checkpoint.net.conv_units)
     throw UsageError(
-        "the network settings (activation, subsampling, c3-table, output) differ from "
+        "the network settings (activation, subsampling, c3-table, output, conv-units) differ from "
         "the checkpoint's; a resumed run must use the checkpoint's network");
   if (settings.dataset != checkpoint.dataset)
     throw UsageError("--dataset " + settings.dataset + " differs from the checkpoint's data set, " +

@@ -168,7 +168,7 @@ void expect_exact_gauss_newton_on_top_layers(const Probe& s) {
   const std::vector<double> d2 = loss_curvature(s.net, forward.values.back());
   const ParamLayout& layout = forward.network.layout();
   double* params = forward.network.parameters().data();
-  const std::vector<LayerSpec>& specs = lenet5_topology(s.net.output);
+  const std::vector<LayerSpec>& specs = lenet5_topology(s.net);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].name != "f6" && specs[i].name != "output") continue;
     for (const std::string& tensor : {weight_tensor(specs[i], s.net), specs[i].bias}) {
@@ -190,7 +190,7 @@ void expect_layerwise_recursion(const Probe& s) {
   Forward forward(s);
   const ParamLayout& layout = forward.network.layout();
   double* params = forward.network.parameters().data();
-  const std::vector<LayerSpec>& specs = lenet5_topology(s.net.output);
+  const std::vector<LayerSpec>& specs = lenet5_topology(s.net);
   const std::vector<float> c3_mask = c3_weight_mask(s.net);
   std::vector<double> d2_dy = loss_curvature(s.net, forward.values.back());
   for (std::size_t i = specs.size(); i-- > 0;) {
@@ -234,11 +234,13 @@ NetConfig paper_like() {  // LeCun 1998's choices that exist here: scaled tanh, 
   return net;
 }
 
-// LeCun 1998's network as these settings build it: trainable subsampling and the RBF output too.
+// LeCun 1998's network as these settings build it: trainable subsampling, the RBF output and
+// squashed C1 and C3 units (their biases, and a1 and a3) too.
 NetConfig lecun1998() {
   NetConfig net = paper_like();
   net.subsampling = Subsampling::trainable;
   net.output = OutputLayer::rbf;
+  net.conv_units = ConvUnits::squashed;
   return net;
 }
 
@@ -261,7 +263,7 @@ TEST_F(Curvature, FollowsAppendixCsRecursionThroughEveryLayerWithMaxSubsampling)
   expect_layerwise_recursion(Probe(with_max()));
 }
 
-TEST_F(Curvature, FollowsAppendixCsRecursionThroughTrainableSubsamplingAndRbfUnits) {
+TEST_F(Curvature, FollowsAppendixCsRecursionThroughSquashedConvUnitsTrainableSubsamplingAndRbf) {
   expect_layerwise_recursion(Probe(lecun1998()));
 }
 

@@ -1,7 +1,7 @@
 // The fast CPU layers (src/layers/fast_cpu.hpp) against the sequential reference: the same
 // network built with --kernels book (the reference layers, plain topology) and --kernels fast (the
 // fast layers, fused topology), the same weights and inputs, compared on the logits and on every
-// parameter's gradient, for every option (activation, subsampling, C3 table) and for batches of
+// parameter's gradient, for every option (activation, subsampling, C3 table, C1 and C3 units) and for batches of
 // 1, 64 and 67 (eight full chunks and a ragged one of 3). Then: the fast tanh's accuracy, and the
 // CPU engine's results for 1, 2 and 3 threads, which must be identical to the bit.
 #include <gtest/gtest.h>
@@ -69,7 +69,8 @@ Outputs forward_backward(NetConfig config, GpuKernels kernels, int n) {
 
 std::string describe(const NetConfig& c, int n) {
   return std::string(to_string(c.activation)) + ", " + to_string(c.subsampling) + ", C3 " +
-         to_string(c.c3_table) + ", batch " + std::to_string(n);
+         to_string(c.c3_table) + ", " + to_string(c.conv_units) + " C1 and C3, batch " +
+         std::to_string(n);
 }
 
 template <class T>
@@ -98,6 +99,13 @@ std::vector<NetConfig> every_option() {
         config.subsampling = subsampling;
         config.c3_table = table;
         configs.push_back(config);
+        // LeCun 1998's C1 and C3 units (their biases, and a1 and a3 as layers of their own in the
+        // fused topology) with every activation and subsampling; one table is enough, the table
+        // touching C3's weights only.
+        if (table == C3Table::full) {
+          config.conv_units = ConvUnits::squashed;
+          configs.push_back(config);
+        }
       }
   return configs;
 }
@@ -203,6 +211,13 @@ TEST(FastCpuLayers, TrainingGivesTheSameBitsWithOneTwoOrThreeThreads) {
 TEST(FastCpuLayers, TrainableSubsamplingTrainsToTheSameBitsWithOneOrThreeThreads) {
   NetConfig config;
   config.subsampling = Subsampling::trainable;
+  EXPECT_EQ(parameters_after_training(config, 27, 3), parameters_after_training(config, 27, 1));
+}
+
+// And with LeCun 1998's C1 and C3 units, whose biases' gradients are summed chunk by chunk.
+TEST(FastCpuLayers, SquashedConvUnitsTrainToTheSameBitsWithOneOrThreeThreads) {
+  NetConfig config;
+  config.conv_units = ConvUnits::squashed;
   EXPECT_EQ(parameters_after_training(config, 27, 3), parameters_after_training(config, 27, 1));
 }
 

@@ -333,7 +333,7 @@ double kink_margin(lenet5::NetConfig config, std::uint64_t seed, const Doubles& 
   config.kernels = lenet5::GpuKernels::book;
   lenet5::Network<double> network(config, lenet5::Device::cpu, kBatch);
   network.initialise(seed);
-  const auto& topology = lenet5::lenet5_topology(config.output);
+  const auto& topology = lenet5::lenet5_topology(config);
   double margin = std::numeric_limits<double>::infinity();
   Doubles x = input, y;
   for (std::size_t i = 0; i < topology.size(); ++i) {
@@ -493,12 +493,22 @@ TEST(NetworkGradientCheck, ScaledTanhRbfOutput) {
   check_network_gradients(config, 7);
 }
 
-// The whole of LeCun 1998's network that these settings build: trainable subsampling, scaled tanh,
-// Table I and the RBF output with its MAP criterion.
+// LeCun 1998's C1 and C3 units: c1.bias and c3.bias checked like every other tensor, through a1
+// and a3, which the fast layers run as layers of their own.
+TEST(NetworkGradientCheck, SquashedConvUnitsTanhAverage) {
+  lenet5::NetConfig config =
+      make_config(Activation::tanh, Subsampling::average, lenet5::C3Table::full);
+  config.conv_units = lenet5::ConvUnits::squashed;
+  check_network_gradients(config, 10);
+}
+
+// The whole of LeCun 1998's network that these settings build: squashed C1 and C3 units,
+// trainable subsampling, scaled tanh, Table I and the RBF output with its MAP criterion.
 TEST(NetworkGradientCheck, LeCun1998NetworkWithTrainableSubsamplingAndRbfOutput) {
   lenet5::NetConfig config =
       make_config(Activation::scaled_tanh, Subsampling::trainable, lenet5::C3Table::lecun);
   config.output = lenet5::OutputLayer::rbf;
+  config.conv_units = lenet5::ConvUnits::squashed;
   check_network_gradients(config, 9);
 }
 

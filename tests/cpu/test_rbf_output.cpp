@@ -154,7 +154,7 @@ TEST(RbfNetwork, HasNoOutputWeightOrBiasAndOutputsTheDistances) {
   EXPECT_EQ(layout.tensors.back().name, "f6.bias");
   EXPECT_THROW(layout.find("output.weight"), Error);
   EXPECT_EQ(layout.trainable_count, 61706u - 850u);  // the book's less 10 x 84 + 10
-  EXPECT_EQ(lenet5_topology(OutputLayer::rbf).back().kind, LayerKind::rbf);
+  EXPECT_EQ(lenet5_topology(rbf_config()).back().kind, LayerKind::rbf);
 
   // The book's CPU reference and the fast CPU layers: each output is sum (f6_j - w_ij)^2.
   for (GpuKernels kernels : {GpuKernels::book, GpuKernels::fast}) {

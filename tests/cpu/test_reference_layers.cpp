@@ -716,7 +716,7 @@ TEST(InitialiseParameters, LeCunTableZeroesDisconnectedC3WeightsAndUsesPerMapFan
 // Topology (§1.2).
 
 TEST(Topology, EachLayerFeedsTheNext) {
-  const auto& layers = lenet5::lenet5_topology(lenet5::OutputLayer::softmax);
+  const auto& layers = lenet5::lenet5_topology(lenet5::NetConfig{});
   ASSERT_FALSE(layers.empty());
   EXPECT_EQ(layers.front().in.c, 1);
   EXPECT_EQ(layers.front().in.h, lenet5::kInputSide);
@@ -733,7 +733,7 @@ TEST(Topology, SpatialChainIs32_28_14_10_5_1AndShapesFollowTheKernels) {
   std::vector<int> sides = {lenet5::kInputSide};
   const lenet5::ParamLayout layout = lenet5::lenet5_layout(lenet5::NetConfig{});
   std::vector<std::int64_t> filter_banks;
-  for (const lenet5::LayerSpec& layer : lenet5::lenet5_topology(lenet5::OutputLayer::softmax)) {
+  for (const lenet5::LayerSpec& layer : lenet5::lenet5_topology(lenet5::NetConfig{})) {
     switch (layer.kind) {
       case lenet5::LayerKind::convolution: {
         EXPECT_EQ(layer.out.h, layer.in.h - layer.kernel + 1) << layer.name;

@@ -303,6 +303,27 @@ TEST_F(GpuEngine, TrainableSubsamplingOneStepMatchesCpuReference) {
   }
 }
 
+// LeCun et al. 1998's C1 and C3 units, with the book's and the fast kernels, against the CPU
+// reference layers: c1.bias and c3.bias reach the convolution kernels' bias paths, and a1 and a3
+// run as activation layers of their own in the fast set too. With the rest of the paper's network
+// (trainable subsampling, scaled tanh, its C3 table) and the softmax output, whose step
+// expect_one_step_matches knows; the RBF output has its own GPU tests.
+TEST_F(GpuEngine, SquashedConvUnitsOneStepMatchesCpuReference) {
+  NetConfig net;
+  net.conv_units = ConvUnits::squashed;
+  net.subsampling = Subsampling::trainable;
+  net.activation = Activation::scaled_tanh;
+  net.c3_table = C3Table::lecun;
+  for (const GpuKernels kernels : {GpuKernels::book, GpuKernels::fast}) {
+    SCOPED_TRACE(to_string(kernels));
+    net.kernels = GpuKernels::book;  // the CPU's reference layers
+    auto cpu = make_engine(Device::cpu, net, kMomentum, kBatch);
+    net.kernels = kernels;
+    auto gpu = make_gpu_engine(net, kMomentum, kBatch, true);
+    expect_one_step_matches(*gpu, *cpu, first_images(data->train, 2000));
+  }
+}
+
 // The graph replays exactly the launches it recorded: an epoch replayed from the graph and the
 // same epoch launched kernel by kernel must give bit-identical weights, and a second epoch reuses
 // the graph (same buffers, new permutation and rates uploaded into them).
