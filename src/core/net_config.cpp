@@ -115,7 +115,9 @@ const char* to_string(C3Table value) { return c3_table_names()[int(value)].c_str
 const char* to_string(OutputLayer value) {
   return output_layer_names()[int(value)].c_str();
 }
-const char* to_string(ConvUnits value) { return conv_units_names()[int(value)].c_str(); }
+const char* to_string(ConvUnits value) {
+  return conv_units_names()[int(value)].c_str();
+}
 
 Activation parse_activation(const std::string& name) {
   return parse_named<Activation>(name, activation_names(), "activation");

@@ -34,8 +34,8 @@ std::vector<LayerSpec> topology(OutputLayer output, ConvUnits conv_units) {
       if (map_convolution) layer.bias = layer.name + ".bias";
       squashed.push_back(layer);
       if (map_convolution)  // a1, a3: C1's and C3's own squashing, before S2 and S4
-        squashed.push_back({LayerKind::activation, "a" + layer.name.substr(1), layer.out,
-                            layer.out, 0, "", ""});
+        squashed.push_back(
+            {LayerKind::activation, "a" + layer.name.substr(1), layer.out, layer.out, 0, "", ""});
     }
     layers = squashed;
   }

@@ -242,22 +242,23 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
   const auto fraction_or_null = [](double v) { return v < 0 ? json(nullptr) : json(v); };
   json c3 = filters_json(layout, checkpoint.parameters, "c3.weight");
   c3["table"] = c3_table;
-  json answer = {{"checkpoint", name},
-                 {"net",
-                  {{"activation", to_string(checkpoint.net.activation)},
-                   {"subsampling", to_string(checkpoint.net.subsampling)},
-                   {"c3_table", to_string(checkpoint.net.c3_table)},
-                   // rbf: the probabilities sum to less than 1, the rest being "none of these".
-                   {"output", to_string(checkpoint.net.output)},
-                   // squashed: C1 and C3 have a bias and an activation of their own (layers a1, a3).
-                   {"conv_units", to_string(checkpoint.net.conv_units)}}},
-                 {"config_toml", checkpoint.config_toml},
-                 {"epoch", checkpoint.position.epoch},
-                 {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},
-                 {"best_accuracy", fraction_or_null(checkpoint.position.best_accuracy)},
-                 {"layers", layers},
-                 {"c1", filters_json(layout, checkpoint.parameters, "c1.weight")},
-                 {"c3", c3}};
+  json answer = {
+      {"checkpoint", name},
+      {"net",
+       {{"activation", to_string(checkpoint.net.activation)},
+        {"subsampling", to_string(checkpoint.net.subsampling)},
+        {"c3_table", to_string(checkpoint.net.c3_table)},
+        // rbf: the probabilities sum to less than 1, the rest being "none of these".
+        {"output", to_string(checkpoint.net.output)},
+        // squashed: C1 and C3 have a bias and an activation of their own (layers a1, a3).
+        {"conv_units", to_string(checkpoint.net.conv_units)}}},
+      {"config_toml", checkpoint.config_toml},
+      {"epoch", checkpoint.position.epoch},
+      {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},
+      {"best_accuracy", fraction_or_null(checkpoint.position.best_accuracy)},
+      {"layers", layers},
+      {"c1", filters_json(layout, checkpoint.parameters, "c1.weight")},
+      {"c3", c3}};
   // What the page calls output k: "7", or "Sneaker" for a Fashion-MNIST checkpoint.
   answer.update(dataset_json(find_dataset(checkpoint.dataset)));
   return answer;

@@ -99,8 +99,7 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
   // Absent means softmax: version 1's files have no such key.
   if (c.net.output != OutputLayer::softmax) metadata["output"] = to_string(c.net.output);
   // Absent means linear, the only units versions 1 and 2 describe.
-  if (c.net.conv_units != ConvUnits::linear)
-    metadata["conv_units"] = to_string(c.net.conv_units);
+  if (c.net.conv_units != ConvUnits::linear) metadata["conv_units"] = to_string(c.net.conv_units);
   return metadata;
 }
 
@@ -217,11 +216,10 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
     throw Error(std::string("network settings: ") + e.what());
   }
   if (version != checkpoint_version(c.net))
-    throw Error(
-        fmt::format("format version {} with the output layer {} and {} convolution units: this "
-                    "network is written as version {}",
-                    version, to_string(c.net.output), to_string(c.net.conv_units),
-                    checkpoint_version(c.net)));
+    throw Error(fmt::format(
+        "format version {} with the output layer {} and {} convolution units: this "
+        "network is written as version {}",
+        version, to_string(c.net.output), to_string(c.net.conv_units), checkpoint_version(c.net)));
   c.config_toml = required(m, "config");
   c.position.epoch = number<int>(m, "epoch");
   c.position.step = number<int>(m, "step");

@@ -50,8 +50,8 @@ std::vector<std::string> names(const std::vector<LayerSpec>& layers) {
 
 TEST(ConvUnits, SquashedC1AndC3HaveTheirOwnBiasAndActivation) {
   const std::vector<LayerSpec>& layers = lenet5_topology(squashed());
-  EXPECT_EQ(names(layers), (std::vector<std::string>{"c1", "a1", "s2", "a2", "c3", "a3", "s4",
-                                                     "a4", "c5", "a5", "f6", "a6", "output"}));
+  EXPECT_EQ(names(layers), (std::vector<std::string>{"c1", "a1", "s2", "a2", "c3", "a3", "s4", "a4",
+                                                     "c5", "a5", "f6", "a6", "output"}));
   EXPECT_EQ(layers[0].bias, "c1.bias");
   EXPECT_EQ(layers[4].bias, "c3.bias");
   EXPECT_EQ(layers[1].kind, LayerKind::activation);
@@ -66,11 +66,11 @@ TEST(ConvUnits, SquashedC1AndC3HaveTheirOwnBiasAndActivation) {
 
 TEST(ConvUnits, TheFusedFormKeepsA1AndA3AsLayersOfTheirOwn) {
   const std::vector<LayerSpec> fused = fused_topology(lenet5_topology(squashed()));
-  EXPECT_EQ(names(fused), (std::vector<std::string>{"c1", "a1", "s2", "c3", "a3", "s4", "c5", "f6",
-                                                    "output"}));
+  EXPECT_EQ(names(fused),
+            (std::vector<std::string>{"c1", "a1", "s2", "c3", "a3", "s4", "c5", "f6", "output"}));
   for (const LayerSpec& layer : fused)
-    EXPECT_EQ(layer.activate, layer.name == "s2" || layer.name == "s4" || layer.name == "c5" ||
-                                  layer.name == "f6")
+    EXPECT_EQ(layer.activate,
+              layer.name == "s2" || layer.name == "s4" || layer.name == "c5" || layer.name == "f6")
         << layer.name;
 }
 
@@ -134,8 +134,9 @@ Checkpoint checkpoint_of(const NetConfig& net) {
   return c;
 }
 
-std::string complaint(const TempDir& dir, const SafetensorsFile& original,
-                      const std::function<void(std::map<std::string, Tensor32>&, Metadata&)>& edit) {
+std::string complaint(
+    const TempDir& dir, const SafetensorsFile& original,
+    const std::function<void(std::map<std::string, Tensor32>&, Metadata&)>& edit) {
   auto tensors = original.tensors;
   Metadata metadata = original.metadata;
   metadata.erase("tensors_xxh64");  // the edits change the data the checksum covers

@@ -1,9 +1,10 @@
 // The fast CPU layers (src/layers/fast_cpu.hpp) against the sequential reference: the same
 // network built with --kernels book (the reference layers, plain topology) and --kernels fast (the
 // fast layers, fused topology), the same weights and inputs, compared on the logits and on every
-// parameter's gradient, for every option (activation, subsampling, C3 table, C1 and C3 units) and for batches of
-// 1, 64 and 67 (eight full chunks and a ragged one of 3). Then: the fast tanh's accuracy, and the
-// CPU engine's results for 1, 2 and 3 threads, which must be identical to the bit.
+// parameter's gradient, for every option (activation, subsampling, C3 table, C1 and C3 units) and
+// for batches of 1, 64 and 67 (eight full chunks and a ragged one of 3). Then: the fast tanh's
+// accuracy, and the CPU engine's results for 1, 2 and 3 threads, which must be identical to the
+// bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
