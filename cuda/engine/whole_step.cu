@@ -282,6 +282,10 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
       m_sample_loss(Device::gpu, std::size_t(models) * max_batch),
       m_sample_correct(Device::gpu, std::size_t(models) * max_batch),
       m_c3_mask(Device::gpu, kW3) {
+  // The stages compute the book's linear C1 and C3: c1.bias and c3.bias would be left out.
+  // TrainSettings::net_config refuses --conv-units squashed with --kernels whole-step.
+  if (config.conv_units != ConvUnits::linear)
+    throw Error("internal: the whole-step kernels have no squashed C1 and C3 units");
   const std::vector<float> mask = c3_weight_mask(config);
   m_c3_mask.copy_from_host(mask.data());
   int device = 0, shared_limit = 0;

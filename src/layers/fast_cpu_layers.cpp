@@ -62,7 +62,8 @@ class ChunkGradients {
 };
 
 // C1, C3: unroll + GEMM, one unroll buffer per chunk. No fused activation (the subsampling after
-// them applies it) and no bias (Fig 16.5 puts it in the subsampling), though a bias is honoured.
+// them applies it, or with --conv-units squashed a1 and a3 do) and a bias only with --conv-units
+// squashed (Fig 16.5 puts the book's in the subsampling).
 template <class T>
 class ConvolutionFast final : public Layer<T> {
  public:

@@ -198,9 +198,9 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
   const int version = number<int>(m, "format_version");
   if (version < kCheckpointVersion || version > kCheckpointVersionConvUnits)
     throw Error(fmt::format(
-        "checkpoint format version {} is not supported (this lenet5 reads versions {} to {}): it "
-        "was written by a newer lenet5",
-        m.at("format_version"), kCheckpointVersion, kCheckpointVersionConvUnits));
+        "checkpoint format version {} is not supported (this lenet5 reads versions {} to {}){}",
+        m.at("format_version"), kCheckpointVersion, kCheckpointVersionConvUnits,
+        version > kCheckpointVersionConvUnits ? ": it was written by a newer lenet5" : ""));
   Checkpoint c;
   try {
     c.net.activation = parse_activation(required(m, "activation"));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -188,7 +189,15 @@ TEST(ConvUnitsCheckpoint, RefusesInconsistentFiles) {
   EXPECT_TRUE(testing::mentions(old_version, "squashed convolution units")) << old_version;
   const std::string newer =
       complaint(dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "4"; });
-  EXPECT_TRUE(testing::mentions(newer, "reads versions 1 to 3")) << newer;
+  EXPECT_TRUE(testing::mentions(newer, "reads versions 1 to 3): it was written by a newer"))
+      << newer;
+  const std::string zero =
+      complaint(dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "0"; });
+  EXPECT_TRUE(testing::mentions(zero, "version 0 is not supported")) << zero;
+  EXPECT_FALSE(testing::mentions(zero, "newer")) << zero;
+  const std::string v2 =
+      complaint(dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "2"; });
+  EXPECT_TRUE(testing::mentions(v2, "format version 2")) << v2;
   const std::string unknown =
       complaint(dir, file, [](Tensors&, Metadata& m) { m["conv_units"] = "sigmoidal"; });
   EXPECT_TRUE(testing::mentions(unknown, "unknown convolution units 'sigmoidal'")) << unknown;

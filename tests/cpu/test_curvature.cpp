@@ -33,7 +33,7 @@ namespace {
 // difference quotient is exact but for rounding, about 1e-16 * |y| / kStep = 1e-10 absolute on
 // values near 1; for tanh the truncation error is f''' kStep^2 / 6, about 1e-11 relative.
 constexpr double kStep = 1e-5;
-// Both errors above, squared into h and carried through at most eleven layers, stay below 1e-8
+// Both errors above, squared into h and carried through at most thirteen layers, stay below 1e-8
 // relative; 1e-6 leaves room and still catches a wrong factor (K^2 instead of K^4, f' for f'^2, a
 // weight not squared), each of which is off by far more.
 constexpr double kRelative = 1e-6;

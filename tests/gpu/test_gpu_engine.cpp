@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -88,12 +89,19 @@ EpochTotals train_one_epoch(Engine& engine, const Dataset& train, std::uint64_t 
 
 // Both engines from the weights of `seed` (which must agree), then the first `max_steps` steps of
 // epoch 0 over `train` in each; the epoch totals of each.
-std::pair<EpochTotals, EpochTotals> train_from_same_start(Engine& a, Engine& b,
-                                                          const Dataset& train,
-                                                          std::uint64_t seed, int max_steps) {
+// adjust (may be empty) changes the initial weights of both engines alike before the training.
+std::pair<EpochTotals, EpochTotals> train_from_same_start(
+    Engine& a, Engine& b, const Dataset& train, std::uint64_t seed, int max_steps,
+    const std::function<void(const ParamLayout&, std::vector<float>&)>& adjust = {}) {
   a.initialise(seed);
   b.initialise(seed);
   EXPECT_TRUE(a.parameters() == b.parameters()) << "initialisation differs";
+  if (adjust) {
+    std::vector<float> weights = a.parameters();
+    adjust(a.layout(), weights);
+    a.set_state(weights, {});  // the velocity stays zero: set_state zeroes a buffer it lacks
+    b.set_state(weights, {});
+  }
   return {train_one_epoch(a, train, seed, max_steps), train_one_epoch(b, train, seed, max_steps)};
 }
 
@@ -252,8 +260,10 @@ TEST_F(GpuEngine, ActivationsMatchTheCpuEngineForEveryKernelSet) {
 // 50,176 terms (C1's weights) and ulp-level activation differences gave at most 5e-6 on an H200
 // (C1), so 1e-4 leaves a factor 20, while any indexing error gives O(1). The parameters w - lr*v
 // then differ by at most lr * |dv| plus an ulp or two of w.
-void expect_one_step_matches(Engine& gpu, Engine& cpu, const Dataset& train) {
-  const auto [tg, tc] = train_from_same_start(gpu, cpu, train, 5, 1);
+void expect_one_step_matches(
+    Engine& gpu, Engine& cpu, const Dataset& train,
+    const std::function<void(const ParamLayout&, std::vector<float>&)>& adjust = {}) {
+  const auto [tg, tc] = train_from_same_start(gpu, cpu, train, 5, 1, adjust);
   if (::testing::Test::HasFailure()) return;  // the engines started from different weights
   EXPECT_EQ(tg.seen, kBatch);
   EXPECT_NEAR(tg.loss_sum, tc.loss_sum, 1e-5 * tc.loss_sum);
@@ -307,8 +317,16 @@ TEST_F(GpuEngine, TrainableSubsamplingOneStepMatchesCpuReference) {
 // reference layers: c1.bias and c3.bias reach the convolution kernels' bias paths, and a1 and a3
 // run as activation layers of their own in the fast set too. With the rest of the paper's network
 // (trainable subsampling, scaled tanh, its C3 table) and the softmax output, whose step
-// expect_one_step_matches knows; the RBF output has its own GPU tests.
+// expect_one_step_matches knows; the RBF output has its own GPU tests. The biases, which start at
+// 0, are set to values of either sign first, so that the forward pass adds them too.
 TEST_F(GpuEngine, SquashedConvUnitsOneStepMatchesCpuReference) {
+  const auto nonzero_biases = [](const ParamLayout& layout, std::vector<float>& weights) {
+    for (const char* bias : {"c1.bias", "c3.bias"}) {
+      const ParamSpec& tensor = layout.find(bias);
+      for (std::size_t i = 0; i < tensor.count; ++i)
+        weights[tensor.offset + i] = 0.05f * float(int(i % 5) - 2);
+    }
+  };
   NetConfig net;
   net.conv_units = ConvUnits::squashed;
   net.subsampling = Subsampling::trainable;
@@ -320,7 +338,7 @@ TEST_F(GpuEngine, SquashedConvUnitsOneStepMatchesCpuReference) {
     auto cpu = make_engine(Device::cpu, net, kMomentum, kBatch);
     net.kernels = kernels;
     auto gpu = make_gpu_engine(net, kMomentum, kBatch, true);
-    expect_one_step_matches(*gpu, *cpu, first_images(data->train, 2000));
+    expect_one_step_matches(*gpu, *cpu, first_images(data->train, 2000), nonzero_biases);
   }
 }
 
