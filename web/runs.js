@@ -4,7 +4,7 @@
 // numberedClasses) it shares; /api/ only, no library.
 'use strict';
 
-// ---- runs: list, curves (train solid, test dashed), config; the chosen run polled while shown
+// ---- runs: list, curves (train solid, training set evaluated dotted, test dashed), config; the chosen run polled while shown
 const runsState = {
   chosen: null,
   compared: null,
@@ -81,26 +81,37 @@ async function refreshRuns() {
 }
 
 const RUN_COLOURS = ['#2166ac', '#b2182b'];
+// Each run's curves: the running figures of the training pass, the training set evaluated after
+// the epoch (only in runs with --evaluate-training-set, as LeCun 1998's Fig. 5 plots it), the test
+// set. Told apart by their dashes.
+const SPLITS = [
+  {key: 'train', dash: [], words: 'solid: train'},
+  {key: 'train_eval', dash: [2, 3], words: 'dotted: training set evaluated'},
+  {key: 'test', dash: [6, 4], words: 'dashed: test'},
+];
 function drawCharts(runs) {
-  const series = (key, label) =>
+  const series = (key) =>
       runs.flatMap(
-              (run, r) => ['train', 'test'].map(
+              (run, r) => SPLITS.map(
                   (split) => ({
-                    name: `${run.name} ${split}`,
+                    name: `${run.name} ${split.key}`,
+                    split,
                     colour: RUN_COLOURS[r],
-                    dashed: split === 'test',
-                    points: run.metrics.filter((m) => m[`${split}_${key}`] != null)
-                                .map((m) => [m.epoch, m[`${split}_${key}`]]),
+                    dash: split.dash,
+                    points: run.metrics.filter((m) => m[`${split.key}_${key}`] != null)
+                                .map((m) => [m.epoch, m[`${split.key}_${key}`]]),
                   })))
           .filter((s) => s.points.length);
   drawChart($('chart-loss'), series('loss'));
-  drawChart($('chart-accuracy'), series('accuracy'));
+  const accuracy = series('accuracy');
+  drawChart($('chart-accuracy'), accuracy);
+  const shown = SPLITS.filter((split) => accuracy.some((s) => s.split === split));
   $('chart-key').textContent =
       runs.map((run, r) => `${r ? 'red' : 'blue'}: ${run.name}`).join(' · ') +
-      (runs.length ? ' · solid: train, dashed: test' : '');
+      (runs.length ? ` · ${shown.map((split) => split.words).join(', ')}` : '');
 }
-// Each series: points [[x, y]...], colour, dashed; a series may carry a band [[x, low, high]...],
-// filled in its `fill` colour beneath every line.
+// Each series: points [[x, y]...], colour, dash (a line dash pattern; none: solid); a series may
+// carry a band [[x, low, high]...], filled in its `fill` colour beneath every line.
 function drawChart(canvas, series) {
   const ctx = canvas.getContext('2d'), W = canvas.width, H = canvas.height,
         pad = {l: 50, r: 10, t: 10, b: 28};
@@ -111,6 +122,7 @@ function drawChart(canvas, series) {
       (s) => s.points.concat((s.band || []).flatMap(([x, low, high]) => [[x, low], [x, high]])));
   if (!all.length) {
     canvas.dataset.bands = 0;
+    canvas.dataset.series = 0;
     ctx.fillStyle = '#5b6570';
     ctx.fillText('no epochs yet', W / 2 - 30, H / 2);
     return;
@@ -140,6 +152,7 @@ function drawChart(canvas, series) {
   ctx.fillText(`${x1}`, W - pad.r - 14, H - 8);
   const banded = series.filter((s) => s.band && s.band.length);
   canvas.dataset.bands = banded.length;  // what the page's browser test counts
+  canvas.dataset.series = series.length;
   for (const s of banded) {
     // Upper edge left to right, lower edge back: one closed shape per band. A band of one epoch
     // is a short bar, so that it still shows.
@@ -157,7 +170,7 @@ function drawChart(canvas, series) {
   for (const s of series) {
     ctx.strokeStyle = s.colour;
     ctx.lineWidth = 2;
-    ctx.setLineDash(s.dashed ? [6, 4] : []);
+    ctx.setLineDash(s.dash || []);
     ctx.beginPath();
     s.points.forEach(([x, y], i) => (i ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
     ctx.stroke();

@@ -89,6 +89,12 @@ try {
     return coloured;
   });
   check(curve > 50, `the runs view draws an accuracy curve (${curve} coloured pixels)`);
+  // The run evaluated its training set after each epoch (--evaluate-training-set): a third,
+  // dotted curve beside the running training accuracy and the test accuracy, named in the key.
+  const drawnSeries = await page.$eval('#chart-accuracy', (c) => Number(c.dataset.series));
+  const key = await page.$eval('#chart-key', (e) => e.textContent);
+  check(drawnSeries === 3 && key.includes('dotted: training set evaluated'),
+        `the accuracy chart has the training set's evaluated curve (${drawnSeries} curves; key: ${key})`);
 
   // The run's checkpoint on the test set: the heat map is drawn (cells of several shades of the
   // white-to-red map, not only white), the gallery shows misread digits with their labels, and a

@@ -24,7 +24,7 @@ command -v node >/dev/null || skip "node is not installed (scripts/setup.sh inst
 rm -rf "$work" && mkdir -p "$work/runs"
 # 8,000 images, 2 epochs: about 90% on the test set, enough to read a clearly drawn 7.
 "$lenet5" -q train --device cpu --data "$mnist" --train-limit 8000 --epochs 2 --seed 1 \
-  --out "$work/runs/short" >"$work/train.log" 2>&1 || { cat "$work/train.log"; exit 1; }
+  --evaluate-training-set true --out "$work/runs/short" >"$work/train.log" 2>&1 || { cat "$work/train.log"; exit 1; }
 
 # A sweep of two settings over two seeds: the runs view shows it as one chart, a band per setting.
 "$lenet5" -q sweep --device cpu --data "$mnist" --train-limit 1000 --batch-size 32 --epochs 3 --seeds 1-2 \
