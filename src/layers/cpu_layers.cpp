@@ -134,11 +134,6 @@ std::unique_ptr<Layer<T>> make_rbf_cpu_layer(const LayerSpec& spec) {
 }
 
 template <class T>
-std::unique_ptr<Layer<T>> make_activation_cpu_layer(const LayerSpec& spec, Activation kind) {
-  return std::make_unique<ActivationCpu<T>>(spec, kind);
-}
-
-template <class T>
 std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig& config, T* weight,
                                          T* weight_grad, T* bias, T* bias_grad,
                                          const float* c3_mask) {
@@ -155,7 +150,7 @@ std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig&
       return std::make_unique<SubsamplingCpu<T>>(spec, config.subsampling, weight, weight_grad,
                                                  bias, bias_grad);
     case LayerKind::activation:
-      return make_activation_cpu_layer<T>(spec, config.activation);
+      return std::make_unique<ActivationCpu<T>>(spec, config.activation);
     case LayerKind::fully_connected:
       return std::make_unique<FullyConnectedCpu<T>>(spec, weight, weight_grad, bias, bias_grad);
     case LayerKind::rbf:
@@ -166,10 +161,6 @@ std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig&
 
 template std::unique_ptr<Layer<float>> make_rbf_cpu_layer<float>(const LayerSpec&);
 template std::unique_ptr<Layer<double>> make_rbf_cpu_layer<double>(const LayerSpec&);
-template std::unique_ptr<Layer<float>> make_activation_cpu_layer<float>(const LayerSpec&,
-                                                                        Activation);
-template std::unique_ptr<Layer<double>> make_activation_cpu_layer<double>(const LayerSpec&,
-                                                                          Activation);
 template std::unique_ptr<Layer<float>> make_cpu_layer<float>(const LayerSpec&, const NetConfig&,
                                                              float*, float*, float*, float*,
                                                              const float*);

@@ -24,11 +24,6 @@ std::unique_ptr<Layer<T>> make_cpu_layer(const LayerSpec& spec, const NetConfig&
 template <class T>
 std::unique_ptr<Layer<T>> make_rbf_cpu_layer(const LayerSpec& spec);
 
-// An activation layer of its own, the same in both sets: the fast set's a1 and a3, which no fast
-// convolution fuses (--conv-units squashed; core/topology.hpp's fuses_activation).
-template <class T>
-std::unique_ptr<Layer<T>> make_activation_cpu_layer(const LayerSpec& spec, Activation kind);
-
 // The fast layers alone (fast_cpu_layers.cpp): also what the tests compare with the reference.
 template <class T>
 std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetConfig& config,

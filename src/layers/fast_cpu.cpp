@@ -201,6 +201,12 @@ void subsample_backward_input_fast_cpu(const PoolShape& s, Subsampling kind, con
 }
 
 template <class T>
+void activation_forward_fast_cpu(Activation kind, const T* x, T* y, std::size_t count) {
+  std::copy(x, x + count, y);
+  activate_in_place(FusedActivation{true, kind}, y, count);
+}
+
+template <class T>
 void activation_gradient_fast_cpu(FusedActivation activation, const T* y, const T* dL_dy, T* dL_dz,
                                   std::size_t count) {
   if (!activation.enabled) {
@@ -233,6 +239,7 @@ void sum_chunks_cpu(const T* partials, int chunks, std::size_t count, T* out) {
                                               const T*, const T*, T*, const T*);                  \
   template void subsample_backward_input_fast_cpu<T>(const PoolShape&, Subsampling, const T*,     \
                                                      const T*, T*, const T*);                     \
+  template void activation_forward_fast_cpu<T>(Activation, const T*, T*, std::size_t);            \
   template void activation_gradient_fast_cpu<T>(FusedActivation, const T*, const T*, T*,          \
                                                 std::size_t);                                     \
   template void sum_chunks_cpu<T>(const T*, int, std::size_t, T*);

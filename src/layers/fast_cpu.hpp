@@ -76,6 +76,11 @@ template <class T>
 void subsample_backward_input_fast_cpu(const PoolShape& s, Subsampling kind, const T* x,
                                        const T* dL_dz, T* dL_dx, const T* coef = nullptr);
 
+// y = f(x) over count elements, with the fast layers' tanh: an activation that is a layer of its
+// own (a1, a3 of --conv-units squashed), where no layer before it fuses one.
+template <class T>
+void activation_forward_fast_cpu(Activation kind, const T* x, T* y, std::size_t count);
+
 // dE/dZ = dE/dY * f'(z), through the layer's output y (count elements); a copy when the
 // activation is off.
 template <class T>

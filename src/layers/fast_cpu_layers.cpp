@@ -118,6 +118,33 @@ class ConvolutionFast final : public Layer<T> {
   ChunkGradients<T> m_chunks;
 };
 
+// a1, a3 (--conv-units squashed): the activation of C1's and C3's output, which no fast
+// convolution fuses. Element by element and chunk by chunk, with the fast layers' tanh.
+template <class T>
+class ActivationFast final : public Layer<T> {
+ public:
+  ActivationFast(const LayerSpec& spec, Activation kind)
+      : Layer<T>(spec.name, spec.in, spec.out), m_kind(kind) {}
+
+  void forward(const T* x, T* y, int n) override {
+    const std::size_t size = this->in().size();
+    for_each_chunk(n, [&](int, int first, int count) {
+      activation_forward_fast_cpu(m_kind, x + first * size, y + first * size, count * size);
+    });
+  }
+  void backward_input(const T*, const T* y, const T* dL_dy, T* dL_dx, int n) override {
+    const std::size_t size = this->in().size();
+    for_each_chunk(n, [&](int, int first, int count) {
+      const std::size_t offset = first * size;
+      activation_gradient_fast_cpu(FusedActivation{true, m_kind}, y + offset, dL_dy + offset,
+                                   dL_dx + offset, count * size);
+    });
+  }
+
+ private:
+  Activation m_kind;
+};
+
 // F6, the output layer, and C5: a convolution whose filter covers its whole input (5x5 on 5x5, a
 // 1x1 output) is a fully connected layer, with W[m][c][p][q] already the (out, in) matrix's row
 // m and X[n][c][h][w] the input vector of sample n. One GEMM per chunk instead of one GEMV per
@@ -267,7 +294,7 @@ std::unique_ptr<Layer<T>> make_fast_cpu_layer(const LayerSpec& spec, const NetCo
     case LayerKind::rbf:
       return make_rbf_cpu_layer<T>(spec);
     case LayerKind::activation:  // a1, a3: after a convolution, which fuses none
-      if (!spec.activate) return make_activation_cpu_layer<T>(spec, config.activation);
+      if (!spec.activate) return std::make_unique<ActivationFast<T>>(spec, config.activation);
       break;
   }
   throw Error("internal: the fast CPU layers run the fused topology, which has no layer like " +
