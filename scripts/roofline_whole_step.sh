@@ -7,7 +7,12 @@
 # kernel time and the rest (launch gaps and waits), from `lenet5 bench`'s median epoch.
 #
 #   scripts/roofline_whole_step.sh [--config configs/fast.toml] [--batch-size N] [--out DIR]
-#                                  [--binary PATH]
+#                                  [--binary PATH] [--readme README.md] [--from DIR]
+#
+# --readme FILE writes the tables, with the date, the GPU and the command, into FILE between the
+# lines <!-- roofline_whole_step.sh: begin --> and <!-- roofline_whole_step.sh: end --> (README.md's
+# "Results" holds them), replacing what was there. --from DIR measures nothing: it makes the tables
+# from DIR's ncu.csv and bench.json, written there by an earlier run with --out DIR.
 #
 # Peaks (H200 SXM; override with the environment): FP32_TFLOPS=66.9, DRAM_TBS=4.8. The shared
 # memory peak is 128 bytes per SM per cycle at the SM clock ncu reports.
@@ -20,7 +25,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "roofline_whole_step: $*" >&2; }
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
-config=$root/configs/fast.toml out=$root/roofline binary=$root/build/lenet5 batch=""
+config=$root/configs/fast.toml out=$root/roofline binary=$root/build/lenet5 batch="" readme="" from=""
 [ -n "${LENET5:-}" ] && binary=$(absolute "$LENET5")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,13 +33,26 @@ while [ $# -gt 0 ]; do
     --batch-size) batch=$2; shift 2 ;;
     --out) out=$(absolute "$2"); shift 2 ;;
     --binary) binary=$(absolute "$2"); shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --readme) readme=$(absolute "$2"); shift 2 ;;
+    --from) from=$(absolute "$2"); shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
 done
-command -v ncu >/dev/null 2>&1 || { say "ncu (the Nsight Compute CLI) is not on PATH"; exit 1; }
-[ -x "$binary" ] || { say "no lenet5 binary at '$binary' (scripts/setup.sh, or --binary PATH)"; exit 1; }
-mkdir -p "$out"
+if [ -n "$readme" ]; then
+  [ -f "$readme" ] && grep -qx '<!-- roofline_whole_step.sh: begin -->' "$readme" &&
+    grep -qx '<!-- roofline_whole_step.sh: end -->' "$readme" ||
+    { say "--readme $readme: the file has no <!-- roofline_whole_step.sh: begin --> and end lines"; exit 2; }
+fi
+if [ -n "$from" ]; then
+  [ -f "$from/ncu.csv" ] && [ -f "$from/bench.json" ] ||
+    { say "--from $from: no ncu.csv and bench.json there (an earlier run's --out folder)"; exit 2; }
+  out=$from
+else
+  command -v ncu >/dev/null 2>&1 || { say "ncu (the Nsight Compute CLI) is not on PATH"; exit 1; }
+  [ -x "$binary" ] || { say "no lenet5 binary at '$binary' (scripts/setup.sh, or --binary PATH)"; exit 1; }
+  mkdir -p "$out"
+fi
 batch_flag=()
 [ -n "$batch" ] && batch_flag=(--batch-size "$batch")
 
@@ -48,6 +66,7 @@ metrics+=,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,de
 for s in $stalls; do metrics+=,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio; done
 
 # Steps 20-23 of the epoch (after the first steps): two launches each.
+if [ -z "$from" ]; then
 say "profiling with ncu (about a minute)"
 ncu --csv --page raw --cache-control none --clock-control none --kernel-name regex:whole_step --launch-skip 40 \
     --launch-count 8 --metrics "$metrics" \
@@ -58,10 +77,14 @@ rm -rf "$out/run-ncu"
 say "timing epochs with lenet5 bench"
 "$binary" -q bench --config "$config" "${batch_flag[@]}" --epochs 4 --seeds 1 --evaluate false \
   > "$out/bench.json" 2> "$out/bench.log" || { say "lenet5 bench failed:"; tail -5 "$out/bench.log" >&2; exit 1; }
+fi
 
-python3 - "$out/ncu.csv" "$out/bench.json" "${FP32_TFLOPS:-66.9}" "${DRAM_TBS:-4.8}" "$stalls" <<'EOF'
-import csv, json, re, statistics, sys
-path, bench_path, fp32_peak, dram_peak, stalls = sys.argv[1:6]
+python3 - "$out/ncu.csv" "$out/bench.json" "${FP32_TFLOPS:-66.9}" "${DRAM_TBS:-4.8}" "$stalls" \
+  "$readme" "$(basename "$config")" "$batch" <<'EOF'
+import csv, datetime, json, os, re, statistics, sys
+path, bench_path, fp32_peak, dram_peak, stalls, readme, config, batch = sys.argv[1:9]
+report = []
+def emit(text=""): report.append(text)
 fp32_peak, dram_peak, stalls = float(fp32_peak) * 1e12, float(dram_peak) * 1e12, stalls.split()
 lines = [l for l in open(path) if l.startswith('"')]
 rows = list(csv.DictReader(lines))
@@ -75,8 +98,8 @@ for r in rows:
     name = "sample kernel" if "sample" in r["Kernel Name"] else "update kernel"
     kinds.setdefault(name, []).append(r)
 def median(rs, k): return statistics.median(num(r, k) for r in rs)
-print("| kernel | time per launch | FP32 | of peak | DRAM | of peak | shared memory | of peak | SM busy | registers | occupancy (achieved; limit by registers, shared memory) | main stalls (cycles per issued instruction) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+emit("| kernel | time per launch | FP32 | of peak | DRAM | of peak | shared memory | of peak | SM busy | registers | occupancy (achieved; limit by registers, shared memory) | main stalls (cycles per issued instruction) |")
+emit("|---|---|---|---|---|---|---|---|---|---|---|---|")
 kernel_us = 0.0
 for name in ("sample kernel", "update kernel"):
     rs = kinds.get(name, [])
@@ -93,7 +116,7 @@ for name in ("sample kernel", "update kernel"):
     stall = sorted(((median(rs, f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio"), s)
                     for s in stalls), reverse=True)[:3]
     kernel_us += t * 1e6
-    print(f"| {name} | {t*1e6:.1f} µs | {flop/t/1e12:.2f} TFLOP/s | {100*flop/t/fp32_peak:.0f} % "
+    emit(f"| {name} | {t*1e6:.1f} µs | {flop/t/1e12:.2f} TFLOP/s | {100*flop/t/fp32_peak:.0f} % "
           f"| {dram/t/1e9:.0f} GB/s | {100*dram/t/dram_peak:.1f} % "
           f"| {shared/t/1e12:.2f} TB/s | {100*shared/t/shared_peak:.0f} % "
           f"| {median(rs, 'sm__throughput.avg.pct_of_peak_sustained_elapsed'):.0f} % "
@@ -108,16 +131,36 @@ images = int(setup["train_images"]) or 60000  # 0: the whole training set
 steps = -(-images // int(setup["batch_size"]))
 epoch_ms = 1e3 * seed["median_epoch_s"]
 kernels_ms = kernel_us * steps / 1e3
-print()
-print(f"epoch (lenet5 bench, median of epochs 2-4): {epoch_ms:.1f} ms for {steps} steps of "
+emit()
+emit(f"The epoch (lenet5 bench, median of epochs 2-4): {epoch_ms:.1f} ms for {steps} steps of "
       f"{setup['batch_size']}, {1e3 * epoch_ms / steps:.1f} µs a step; the two kernels run one "
-      f"after the other: {kernel_us:.1f} µs a step, {kernels_ms:.1f} ms an epoch")
+      f"after the other: {kernel_us:.1f} µs a step, {kernels_ms:.1f} ms an epoch.")
 if kernels_ms <= epoch_ms:
-    print(f"the rest of the epoch, {epoch_ms - kernels_ms:.1f} ms "
-          f"({100 * (epoch_ms - kernels_ms) / epoch_ms:.0f} %), is launch gaps and waits")
+    emit(f"The rest of the epoch, {epoch_ms - kernels_ms:.1f} ms "
+          f"({100 * (epoch_ms - kernels_ms) / epoch_ms:.0f} %), is launch gaps and waits.")
 else:
-    print(f"the epoch is {100 * (1 - epoch_ms / kernels_ms):.0f} % shorter than the kernels run "
+    emit(f"The epoch is {100 * (1 - epoch_ms / kernels_ms):.0f} % shorter than the kernels run "
           f"one after the other: programmatic launch starts each kernel while the previous one "
-          f"drains, so the gaps are hidden and the kernels themselves bound the step")
+          f"drains, so the gaps are hidden and the kernels themselves bound the step.")
 
+gpu = setup.get("gpu", setup.get("device", "?")).split(" (")[0]
+commit = os.environ.get("ROOFLINE_COMMIT") or setup.get("commit", "?")
+command = "scripts/roofline_whole_step.sh" + (f" --config configs/{config}" if config != "fast.toml" else "") + \
+    (f" --batch-size {batch}" if batch else "")
+heading = (f"Measured on {datetime.date.today().isoformat()} on the {gpu} at {commit} (`{command}`; "
+           f"peaks {float(sys.argv[3]):g} TFLOP/s FP32, {float(sys.argv[4]):g} TB/s DRAM, 128 bytes of "
+           f"shared memory per SM per cycle; written by the script):")
+print("\n".join(report))
+if readme:
+    begin, end = "<!-- roofline_whole_step.sh: begin -->", "<!-- roofline_whole_step.sh: end -->"
+    text = open(readme).read().split("\n")
+    first, last = text.index(begin), text.index(end)
+    if last < first:
+        sys.exit(f"roofline_whole_step: in {readme} the end line comes before the begin line")
+    block = [heading, ""] + report + [""]
+    text[first + 1:last] = block
+    temporary = readme + ".roofline-tmp"
+    open(temporary, "w").write("\n".join(text))
+    os.replace(temporary, readme)
+    print(f"roofline_whole_step: wrote the tables into {readme}", file=sys.stderr)
 EOF
