@@ -4,7 +4,8 @@
 // numberedClasses) it shares; /api/ only, no library.
 'use strict';
 
-// ---- runs: list, curves (train solid, training set evaluated dotted, test dashed), config; the chosen run polled while shown
+// ---- runs: list, curves (train solid, training set evaluated dotted, test dashed), config; the
+// chosen run polled while shown
 const runsState = {
   chosen: null,
   compared: null,
@@ -89,18 +90,20 @@ const SPLITS = [
   {key: 'train_eval', dash: [2, 3], words: 'dotted: training set evaluated'},
   {key: 'test', dash: [6, 4], words: 'dashed: test'},
 ];
+// One run's curve of one split: the epochs where metrics.csv has the value.
+function runCurve(run, r, split, key) {
+  const column = `${split.key}_${key}`;
+  return {
+    name: `${run.name} ${split.key}`,
+    split,
+    colour: RUN_COLOURS[r],
+    dash: split.dash,
+    points: run.metrics.filter((m) => m[column] != null).map((m) => [m.epoch, m[column]]),
+  };
+}
 function drawCharts(runs) {
   const series = (key) =>
-      runs.flatMap(
-              (run, r) => SPLITS.map(
-                  (split) => ({
-                    name: `${run.name} ${split.key}`,
-                    split,
-                    colour: RUN_COLOURS[r],
-                    dash: split.dash,
-                    points: run.metrics.filter((m) => m[`${split.key}_${key}`] != null)
-                                .map((m) => [m.epoch, m[`${split.key}_${key}`]]),
-                  })))
+      runs.flatMap((run, r) => SPLITS.map((split) => runCurve(run, r, split, key)))
           .filter((s) => s.points.length);
   drawChart($('chart-loss'), series('loss'));
   const accuracy = series('accuracy');

@@ -4,7 +4,6 @@
 // `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number; and
 // scripts/roofline_whole_step.sh --from, which writes its tables into the README's block.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -21,6 +20,15 @@ using testing::TempDir;
 void write(const std::filesystem::path& file, const std::string& text) {
   std::filesystem::create_directories(file.parent_path());
   std::ofstream(file) << text;
+}
+
+// Runs a script of scripts/ with `arguments` (a shell fragment); its exit status, its output in
+// dir/out.txt.
+int run_script(const std::string& script, const std::string& arguments, const TempDir& dir) {
+  const std::string command = "bash '" + (testing::source_dir() / "scripts" / script).string() +
+                              "' " + arguments + " >'" + (dir / "out.txt").string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // What `lenet5 bench` prints for a row of the default training: a setup line, then a seed line
@@ -41,7 +49,8 @@ void write_sdlm_row(const std::filesystem::path& dir, const std::string& name, i
     write(run / "metrics.csv",
           "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s\n"
           "1,0.0005,4.1,95.0,1.6,97.50,10.0,6000\n"
-          "2,0.0005,2.0,97.5,1.4,98.8" + seed + ",12.0,5000\n");
+          "2,0.0005,2.0,97.5,1.4,98.8" +
+              seed + ",12.0,5000\n");
     write(run / "train.log",
           "[info] run folder x: " + std::to_string(parameters) + " trainable parameters, ...\n");
   }
@@ -52,20 +61,20 @@ TEST(AblationScript, EachRowsTrainingComesFromItsListNotItsNumber) {
   write_bench_row(dir.path(), "15-conv-units", 61728);  // default training, numbered after 14
   write_sdlm_row(dir.path(), "16-linear-conv", 59978);  // SDLM, numbered after 15
   write_sdlm_row(dir.path(), "8-paper", 60000);
-  const std::string command = "bash '" + (testing::source_dir() / "scripts/ablation_lecun1998.sh")
-                                             .string() +
-                              "' --table-only --out '" + dir.path().string() + "' >'" +
-                              (dir / "out.txt").string() + "' 2>&1";
-  const int status = std::system(command.c_str());
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::read_text(dir / "out.txt");
+  ASSERT_EQ(
+      run_script("ablation_lecun1998.sh", "--table-only --out '" + dir.path().string() + "'", dir),
+      0)
+      << testing::read_text(dir / "out.txt");
 
   const std::string csv = testing::read_text(dir / "ablation.csv");
   // Errors: 100 - 99.46 and 100 - 99.42 (the bench rows' fractions), 100 - 98.81 and 100 - 98.82.
-  EXPECT_TRUE(testing::mentions(csv, "15-conv-units,\"+ C1 and C3 units with their own bias and "
-                                     "squashing\",\"default\",\"gpu (NVIDIA H200)\",0.5600"))
+  EXPECT_TRUE(testing::mentions(csv,
+                                "15-conv-units,\"+ C1 and C3 units with their own bias and "
+                                "squashing\",\"default\",\"gpu (NVIDIA H200)\",0.5600"))
       << csv;
-  EXPECT_TRUE(testing::mentions(csv, "16-linear-conv,\"1998 network, linear C1 and C3 units\","
-                                     "\"1998 (SDLM, batch 1, 20 passes)\",\"cpu, 1 thread\",1.1850"))
+  EXPECT_TRUE(testing::mentions(csv,
+                                "16-linear-conv,\"1998 network, linear C1 and C3 units\","
+                                "\"1998 (SDLM, batch 1, 20 passes)\",\"cpu, 1 thread\",1.1850"))
       << csv;
   EXPECT_TRUE(testing::mentions(csv, "8-paper,\"1998 network\",\"1998 (SDLM")) << csv;
   // The parameters each row reported, and the median epoch: bench's seconds, SDLM's epochs 2 on.
@@ -79,40 +88,33 @@ TEST(AblationScript, EachRowsTrainingComesFromItsListNotItsNumber) {
   EXPECT_LT(md.find("| 1998 network |"), md.find("linear C1 and C3 units")) << md;
 }
 
-// Runs a script of scripts/ with `arguments` (a shell fragment); its exit status, its output in
-// dir/out.txt.
-int run_script(const std::string& script, const std::string& arguments, const TempDir& dir) {
-  const std::string command = "bash '" + (testing::source_dir() / "scripts" / script).string() +
-                              "' " + arguments + " >'" + (dir / "out.txt").string() + "' 2>&1";
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // What ncu --csv --page raw prints: a header, a units row without an ID, then a row per launch.
 // The sample kernel: 40 us, 300 M FMA + 50 M FADD + 10 M FMUL (660 MFLOP: 16.5 TFLOP/s); the
 // update kernel: 10 us, 1 M FMA (2 MFLOP: 0.2 TFLOP/s).
 void write_ncu_csv(const std::filesystem::path& file) {
-  const std::string stalls[] = {"barrier",    "long_scoreboard", "short_scoreboard",
+  const std::string stalls[] = {"barrier",      "long_scoreboard",    "short_scoreboard",
                                 "mio_throttle", "math_pipe_throttle", "wait",
                                 "not_selected", "lg_throttle"};
-  std::string header = "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
-                       "\"sm__cycles_elapsed.avg.per_second\","
-                       "\"sm__sass_thread_inst_executed_op_ffma_pred_on.sum\","
-                       "\"sm__sass_thread_inst_executed_op_fadd_pred_on.sum\","
-                       "\"sm__sass_thread_inst_executed_op_fmul_pred_on.sum\",\"dram__bytes.sum\","
-                       "\"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum\","
-                       "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
-                       "\"launch__registers_per_thread\",\"launch__occupancy_limit_registers\","
-                       "\"launch__occupancy_limit_shared_mem\","
-                       "\"sm__warps_active.avg.pct_of_peak_sustained_active\","
-                       "\"device__attribute_multiprocessor_count\"";
+  std::string header =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+      "\"sm__cycles_elapsed.avg.per_second\","
+      "\"sm__sass_thread_inst_executed_op_ffma_pred_on.sum\","
+      "\"sm__sass_thread_inst_executed_op_fadd_pred_on.sum\","
+      "\"sm__sass_thread_inst_executed_op_fmul_pred_on.sum\",\"dram__bytes.sum\","
+      "\"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum\","
+      "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+      "\"launch__registers_per_thread\",\"launch__occupancy_limit_registers\","
+      "\"launch__occupancy_limit_shared_mem\","
+      "\"sm__warps_active.avg.pct_of_peak_sustained_active\","
+      "\"device__attribute_multiprocessor_count\"";
   for (const std::string& stall : stalls)
     header += ",\"smsp__average_warps_issue_stalled_" + stall + "_per_issue_active.ratio\"";
   const std::string stall_values = ",\"2.5\",\"1\",\"0.5\",\"0.1\",\"0.2\",\"1.5\",\"1.2\",\"0\"";
   write(file, header + "\n\"\",\"\",\"ns\"\n" +
                   "\"0\",\"whole_step_sample_kernel\",\"40000\",\"1.98e9\",\"300000000\","
                   "\"50000000\",\"10000000\",\"200000\",\"2000000\",\"35\",\"82\",\"1\",\"1\","
-                  "\"25\",\"132\"" + stall_values + "\n" +
+                  "\"25\",\"132\"" +
+                  stall_values + "\n" +
                   "\"1\",\"whole_step_update_kernel\",\"10000\",\"1.98e9\",\"1000000\",\"0\","
                   "\"0\",\"1000000\",\"0\",\"19\",\"44\",\"5\",\"16\",\"48\",\"132\"" +
                   stall_values + "\n");
@@ -134,14 +136,17 @@ TEST(RooflineScript, WritesItsTablesIntoTheReadmeBlockAndNothingElse) {
       << testing::read_text(dir / "out.txt");
 
   const std::string readme = testing::read_text(dir / "README.md");
-  EXPECT_TRUE(testing::mentions(readme, "# Results\nbefore\n<!-- roofline_whole_step.sh: begin -->\n"
-                                        "Measured on "))
+  EXPECT_TRUE(testing::mentions(readme,
+                                "# Results\nbefore\n<!-- roofline_whole_step.sh: begin -->\n"
+                                "Measured on "))
       << readme;
-  EXPECT_TRUE(testing::mentions(readme, "on the NVIDIA H200 at abc1234 "
-                                        "(`scripts/roofline_whole_step.sh --batch-size 128`"))
+  EXPECT_TRUE(testing::mentions(readme,
+                                "on the NVIDIA H200 at abc1234 "
+                                "(`scripts/roofline_whole_step.sh --batch-size 128`"))
       << readme;
   EXPECT_FALSE(testing::mentions(readme, "an old table")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "\n<!-- roofline_whole_step.sh: end -->\nafter\n")) << readme;
+  EXPECT_TRUE(testing::mentions(readme, "\n<!-- roofline_whole_step.sh: end -->\nafter\n"))
+      << readme;
   // 660 MFLOP in 40 us; 60k images at 128 a step are 469 steps; 50 us of kernels a step.
   EXPECT_TRUE(testing::mentions(readme, "| sample kernel | 40.0 µs | 16.50 TFLOP/s |")) << readme;
   EXPECT_TRUE(testing::mentions(readme, "| update kernel | 10.0 µs | 0.20 TFLOP/s |")) << readme;
@@ -160,10 +165,11 @@ TEST(RooflineScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
                            (dir / "README.md").string() + "'",
                        dir),
             2);
-  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "roofline_whole_step.sh: begin"));
+  EXPECT_TRUE(
+      testing::mentions(testing::read_text(dir / "out.txt"), "roofline_whole_step.sh: begin"));
   EXPECT_EQ(testing::read_text(dir / "README.md"), "# Results\nno block here\n");
-  EXPECT_EQ(run_script("roofline_whole_step.sh", "--from '" + (dir / "measured").string() + "'", dir),
-            2);
+  EXPECT_EQ(
+      run_script("roofline_whole_step.sh", "--from '" + (dir / "measured").string() + "'", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no ncu.csv and bench.json"));
 }
 
