@@ -48,10 +48,6 @@ class GpuEngine final : public NetworkEngine {
       throw Error(
           "internal: the whole-step kernels compute only the softmax output (the settings "
           "refuse --output rbf with them)");
-    if (gpu_kernel_set(net.kernels).whole_step && net.conv_units != ConvUnits::linear)
-      throw Error(
-          "internal: the whole-step kernels compute only linear C1 and C3 units (the settings "
-          "refuse --conv-units squashed with them)");
     if (gpu_kernel_set(net.kernels).whole_step) {
       // The whole-step kernels fold SGD's update into their own last kernel.
       if (m_optimizer.description.name != kSgdName)

@@ -2,6 +2,7 @@
 // checkpoint is refused with the file and the problem named.
 #include <gtest/gtest.h>
 
+#include "checkpoint_edit.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/sgd.hpp"
@@ -35,28 +36,8 @@ Checkpoint sample_checkpoint(bool with_momentum) {
   return c;
 }
 
-std::string error_of(const std::filesystem::path& file) {
-  try {
-    load_checkpoint(file);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-using Tensors = std::map<std::string, Tensor32>;
-
-// Writes `original` with one change to dir/bad.safetensors and returns the loader's complaint.
-std::string complaint(const TempDir& dir, const SafetensorsFile& original,
-                      const std::function<void(Tensors&, Metadata&)>& edit) {
-  Tensors tensors = original.tensors;
-  Metadata metadata = original.metadata;
-  edit(tensors, metadata);
-  std::vector<TensorView> views;
-  for (const auto& [name, t] : tensors) views.push_back({name, t.shape, t.values.data()});
-  write_safetensors(dir / "bad.safetensors", views, metadata);
-  return error_of(dir / "bad.safetensors");
-}
+using testing::complaint;
+using testing::Tensors;
 
 TEST(Checkpoint, RoundTripKeepsEverything) {
   TempDir dir;
@@ -181,7 +162,7 @@ TEST(Checkpoint, RefusesFilesThatAreNotCompleteCheckpoints) {
 
   // Rewrites the good file with one change and returns the loader's complaint.
   auto complaint = [&](const std::function<void(Tensors&, Metadata&)>& edit) {
-    return lenet5::complaint(dir, original, edit);
+    return testing::complaint(dir, original, edit);
   };
   EXPECT_NE(complaint([](Tensors& t, Metadata&) { t.erase("f6.bias"); }).find("'f6.bias' is missing"),
             std::string::npos);
@@ -213,7 +194,7 @@ TEST(Checkpoint, RefusesIncompleteOrMisshapenOptimizerState) {
   save_checkpoint(dir / "good.safetensors", sample_checkpoint(true));
   const SafetensorsFile original = read_safetensors(dir / "good.safetensors");
   auto complaint = [&](const std::function<void(Tensors&)>& edit) {
-    return lenet5::complaint(dir, original, [&](Tensors& tensors, Metadata&) { edit(tensors); });
+    return testing::complaint(dir, original, [&](Tensors& tensors, Metadata&) { edit(tensors); });
   };
   EXPECT_PRED2(testing::mentions, complaint([](Tensors& t) { t.erase("c3.weight.momentum"); }),
                "tensor 'c3.weight.momentum' is missing");
@@ -247,7 +228,7 @@ TEST(Checkpoint, ContentChecksumRefusesDataThatIsNotTheSavedData) {
   std::string bytes = testing::read_text(dir / "good.safetensors");
   bytes.back() = char(bytes.back() ^ 0x01);
   { std::ofstream(dir / "flipped.safetensors", std::ios::binary) << bytes; }
-  EXPECT_PRED2(testing::mentions, error_of(dir / "flipped.safetensors"), "XXH64");
+  EXPECT_PRED2(testing::mentions, testing::load_error(dir / "flipped.safetensors"), "XXH64");
 }
 
 TEST(Checkpoint, TruncatedFileIsRefusedAndTheOldFileSurvivesAFailedSave) {
@@ -258,7 +239,8 @@ TEST(Checkpoint, TruncatedFileIsRefusedAndTheOldFileSurvivesAFailedSave) {
     std::ofstream out(dir / "cut.safetensors", std::ios::binary);
     out.write(bytes.data(), std::streamsize(bytes.size() / 2));
   }
-  EXPECT_NE(error_of(dir / "cut.safetensors").find("cut.safetensors"), std::string::npos);
+  EXPECT_NE(testing::load_error(dir / "cut.safetensors").find("cut.safetensors"),
+            std::string::npos);
   // Saving into a folder that does not exist fails cleanly and leaves nothing behind.
   EXPECT_THROW(save_checkpoint(dir / "missing" / "c.safetensors", sample_checkpoint(false)), Error);
   EXPECT_FALSE(std::filesystem::exists(dir / "missing"));

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_edit.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/topology.hpp"
 #include "engine/network.hpp"
+#include "io/atomic_file.hpp"
 #include "io/safetensors.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
@@ -25,22 +27,27 @@
 namespace lenet5 {
 namespace {
 
+using testing::complaint_without_checksum;
 using testing::TempDir;
+using testing::Tensors;
 
 NetConfig squashed(NetConfig config = {}) {
   config.conv_units = ConvUnits::squashed;
   return config;
 }
 
-// Every part of the paper's network that lenet5 has, as configs/lecun1998.toml sets it.
+// The network configs/lecun1998.toml sets (every part of the paper's that lenet5 has), read from
+// the file itself.
 NetConfig lecun1998() {
-  NetConfig config;
-  config.activation = Activation::scaled_tanh;
-  config.subsampling = Subsampling::trainable;
-  config.c3_table = C3Table::lecun;
-  config.output = OutputLayer::rbf;
-  config.input_scaling = InputScaling::lecun1998;
-  return squashed(config);
+  const std::string config = read_text_file(testing::source_dir() / "configs" / "lecun1998.toml");
+  NetConfig net;
+  net.activation = parse_activation(stored_setting(config, "activation"));
+  net.subsampling = parse_subsampling(stored_setting(config, "subsampling"));
+  net.c3_table = parse_c3_table(stored_setting(config, "c3-table"));
+  net.output = parse_output_layer(stored_setting(config, "output"));
+  net.input_scaling = parse_input_scaling(stored_setting(config, "input-scaling"));
+  net.conv_units = parse_conv_units(stored_setting(config, "conv-units"));
+  return net;
 }
 
 std::vector<std::string> names(const std::vector<LayerSpec>& layers) {
@@ -135,24 +142,6 @@ Checkpoint checkpoint_of(const NetConfig& net) {
   return c;
 }
 
-std::string complaint(
-    const TempDir& dir, const SafetensorsFile& original,
-    const std::function<void(std::map<std::string, Tensor32>&, Metadata&)>& edit) {
-  auto tensors = original.tensors;
-  Metadata metadata = original.metadata;
-  metadata.erase("tensors_xxh64");  // the edits change the data the checksum covers
-  edit(tensors, metadata);
-  std::vector<TensorView> views;
-  for (const auto& [name, t] : tensors) views.push_back({name, t.shape, t.values.data()});
-  write_safetensors(dir / "bad.safetensors", views, metadata);
-  try {
-    load_checkpoint(dir / "bad.safetensors");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(ConvUnitsCheckpoint, IsVersionThreeAndRoundTrips) {
   TempDir dir;
   for (const NetConfig& net : {squashed(), lecun1998()}) {
@@ -182,27 +171,26 @@ TEST(ConvUnitsCheckpoint, RefusesInconsistentFiles) {
   TempDir dir;
   save_checkpoint(dir / "squashed.safetensors", checkpoint_of(squashed()));
   const SafetensorsFile file = read_safetensors(dir / "squashed.safetensors");
-  using Tensors = std::map<std::string, Tensor32>;
-  EXPECT_EQ(complaint(dir, file, [](Tensors&, Metadata&) {}), "");
-  const std::string old_version =
-      complaint(dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "1"; });
+  EXPECT_EQ(complaint_without_checksum(dir, file, [](Tensors&, Metadata&) {}), "");
+  const std::string old_version = complaint_without_checksum(
+      dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "1"; });
   EXPECT_TRUE(testing::mentions(old_version, "squashed convolution units")) << old_version;
-  const std::string newer =
-      complaint(dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "4"; });
+  const std::string newer = complaint_without_checksum(
+      dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "4"; });
   EXPECT_TRUE(testing::mentions(newer, "reads versions 1 to 3): it was written by a newer"))
       << newer;
-  const std::string zero =
-      complaint(dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "0"; });
+  const std::string zero = complaint_without_checksum(
+      dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "0"; });
   EXPECT_TRUE(testing::mentions(zero, "version 0 is not supported")) << zero;
   EXPECT_FALSE(testing::mentions(zero, "newer")) << zero;
-  const std::string v2 =
-      complaint(dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "2"; });
+  const std::string v2 = complaint_without_checksum(
+      dir, file, [](Tensors&, Metadata& m) { m["format_version"] = "2"; });
   EXPECT_TRUE(testing::mentions(v2, "format version 2")) << v2;
-  const std::string unknown =
-      complaint(dir, file, [](Tensors&, Metadata& m) { m["conv_units"] = "sigmoidal"; });
+  const std::string unknown = complaint_without_checksum(
+      dir, file, [](Tensors&, Metadata& m) { m["conv_units"] = "sigmoidal"; });
   EXPECT_TRUE(testing::mentions(unknown, "unknown convolution units 'sigmoidal'")) << unknown;
   // Without the key the file describes linear units, whose layout has no c1.bias.
-  const std::string unkeyed = complaint(dir, file, [](Tensors&, Metadata& m) {
+  const std::string unkeyed = complaint_without_checksum(dir, file, [](Tensors&, Metadata& m) {
     m.erase("conv_units");
     m["format_version"] = "1";
   });
