@@ -10,6 +10,7 @@
 // loads, not multiply-adds, bound a block that works alone on one sample.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/topology.hpp"
@@ -24,8 +25,9 @@ namespace lenet5::cuda {
 
 // ---- the kernels -----------------------------------------------------------------------------
 
+// One sample's step, every stage of it: the body of both sample kernels below.
 template <Activation A, Subsampling P>
-__global__ void __launch_bounds__(kThreads) whole_step_sample_kernel(SampleArgs group_args) {
+__device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const SampleArgs args = args_of_model(group_args, int(blockIdx.y));
   extern __shared__ float4 shared_storage[];
   SampleShared& s = *reinterpret_cast<SampleShared*>(shared_storage);
@@ -83,6 +85,30 @@ __global__ void __launch_bounds__(kThreads) whole_step_sample_kernel(SampleArgs 
   c3_weight_gradient(s, record + record::g3, int(threadIdx.x) - kThreads / 2);
   __syncthreads();
   c1_weight_gradient_sum(s, record + record::g1);
+}
+
+// The sample kernel in two versions of the same stages, and run_samples picks one by the grid's
+// size:
+//   1. one sample per SM, for grids that fit the SMs (a lone model at batch 64 or 128): the block
+//      keeps every register it wants (82-92 a thread) and the driver's own shared-memory carveout,
+//      whose rest is L1 that holds some of the dense layers' weights: the shortest step;
+//   2. two per SM (kSampleBlocksPerSm), for larger grids (batch 256, packed sweeps): 64 registers
+//      a thread and the largest carveout, so that a second sample's warps issue while the first's
+//      wait at barriers or on L2. Measured on the H200 against version 1 alone: batch-256 epochs
+//      19.5 -> 16.0 ms, packed sweeps 3.3 -> 4.0 M images/s; but run on grids that fit the SMs, it
+//      made batch-64 and batch-128 epochs half as long again.
+// Both compile the same arithmetic in the same order, so they give the same bits (a test checks
+// it for every activation, subsampling kind and C3 table): which one ran never shows in the
+// weights.
+template <Activation A, Subsampling P>
+__global__ void __launch_bounds__(kThreads) whole_step_sample_kernel1(SampleArgs group_args) {
+  sample_step<A, P>(group_args);
+}
+
+template <Activation A, Subsampling P>
+__global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
+    whole_step_sample_kernel2(SampleArgs group_args) {
+  sample_step<A, P>(group_args);
 }
 
 namespace {
@@ -162,8 +188,9 @@ __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(Updat
   }
   const int first = part * args.n / kUpdateSplit, end = (part + 1) * args.n / kUpdateSplit;
   float sum = 0.0f;
-  const bool is_parameter = p < args.at.buffer_floats &&
-                            batch_gradient(args.at, p, args.records, first, end, args.c3_mask, &sum);
+  const bool is_parameter =
+      p < args.at.buffer_floats &&
+      batch_gradient(args.at, p, args.records, first, end, args.c3_mask, &sum);
   partial[part][column] = sum;
   __syncthreads();
   if (part != 0 || !is_parameter) return;
@@ -180,31 +207,43 @@ namespace {
 
 using SampleKernel = void (*)(SampleArgs);
 
-template <Activation A>
+template <Activation A, int Version>
 SampleKernel sample_kernel_for(Subsampling pooling) {
+  const auto kernel = [](auto pooled) -> SampleKernel {
+    constexpr Subsampling kP = decltype(pooled)::value;
+    if constexpr (Version == 1) return whole_step_sample_kernel1<A, kP>;
+    return whole_step_sample_kernel2<A, kP>;
+  };
   switch (pooling) {
     case Subsampling::average:
-      return whole_step_sample_kernel<A, Subsampling::average>;
+      return kernel(std::integral_constant<Subsampling, Subsampling::average>{});
     case Subsampling::max:
-      return whole_step_sample_kernel<A, Subsampling::max>;
+      return kernel(std::integral_constant<Subsampling, Subsampling::max>{});
     case Subsampling::trainable:
       break;  // TrainSettings::net_config refuses it with --kernels whole-step
   }
   throw Error("internal: the whole-step kernels have no trainable subsampling");
 }
 
+template <int Version>
 SampleKernel sample_kernel_for(const NetConfig& config) {
   switch (config.activation) {
     case Activation::tanh:
-      return sample_kernel_for<Activation::tanh>(config.subsampling);
+      return sample_kernel_for<Activation::tanh, Version>(config.subsampling);
     case Activation::sigmoid:
-      return sample_kernel_for<Activation::sigmoid>(config.subsampling);
+      return sample_kernel_for<Activation::sigmoid, Version>(config.subsampling);
     case Activation::scaled_tanh:
-      return sample_kernel_for<Activation::scaled_tanh>(config.subsampling);
+      return sample_kernel_for<Activation::scaled_tanh, Version>(config.subsampling);
     case Activation::relu:
-      return sample_kernel_for<Activation::relu>(config.subsampling);
+      return sample_kernel_for<Activation::relu, Version>(config.subsampling);
   }
   throw Error("internal: unknown activation");
+}
+
+// whole_step_sample_kernel1 runs one sample per SM, whole_step_sample_kernel2 two.
+SampleKernel sample_kernel_for(const NetConfig& config, SampleBuild build) {
+  return build == SampleBuild::two_per_sm ? sample_kernel_for<2>(config)
+                                          : sample_kernel_for<1>(config);
 }
 
 // Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels
@@ -297,18 +336,41 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
                      std::to_string(sizeof(SampleShared) / 1024) +
                      " KB of shared memory per block; this GPU allows " +
                      std::to_string(shared_limit / 1024) + " KB: use --kernels fast");
-  m_programmatic = has_programmatic_launch(sample_kernel_for(config)) &&
+  const SampleKernel one = sample_kernel_for(config, SampleBuild::one_per_sm);
+  const SampleKernel two = sample_kernel_for(config, SampleBuild::two_per_sm);
+  m_programmatic = has_programmatic_launch(one) && has_programmatic_launch(two) &&
                    has_programmatic_launch(whole_step_update_kernel);
   // Opt in to the working set's shared memory (above the default 48 KB), once per kernel used.
-  CUDA_CHECK(cudaFuncSetAttribute(sample_kernel_for(config),
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(sizeof(SampleShared))));
+  // Version 2 also asks for the SM's largest shared-memory carveout: left to itself, the driver
+  // may size it for one working set.
+  for (const SampleKernel kernel : {one, two})
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(sizeof(SampleShared))));
+  CUDA_CHECK(cudaFuncSetAttribute(two, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  int(cudaSharedmemCarveoutMaxShared)));
+  CUDA_CHECK(cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, device));
+  // Where an SM cannot hold two working sets (less shared memory than sm_90's), version 2 would
+  // only run with fewer registers: every grid gets version 1 there.
+  m_two_fit = samples_per_sm(SampleBuild::two_per_sm) >= kSampleBlocksPerSm;
+}
+
+int WholeStep::samples_per_sm(SampleBuild build) const {
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, sample_kernel_for(m_config, build), kThreads, sizeof(SampleShared)));
+  return blocks;
+}
+
+SampleBuild WholeStep::build_for(int n, const ModelGroup& group, SampleBuild asked) const {
+  if (asked != SampleBuild::by_grid) return asked;
+  const bool grid_exceeds_sms = std::int64_t(n) * group.models > std::int64_t(m_sms);
+  return m_two_fit && grid_exceeds_sms ? SampleBuild::two_per_sm : SampleBuild::one_per_sm;
 }
 
 void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labels,
                             const std::int32_t* indices, int n,
                             const DeviceAugmentation& augmentation, const float* params,
-                            const ModelGroup& group, cudaStream_t stream) {
+                            const ModelGroup& group, SampleBuild build, cudaStream_t stream) {
   if (group.models < 1 || group.models > m_models)
     throw Error("internal: whole-step group of " + std::to_string(group.models) +
                 " models, room for " + std::to_string(m_models));
@@ -330,7 +392,7 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
                   m_sample_correct.data(),
                   group,
                   std::size_t(m_max_batch)};
-  launch_after_previous(m_programmatic, sample_kernel_for(m_config),
+  launch_after_previous(m_programmatic, sample_kernel_for(m_config, build_for(n, group, build)),
                         dim3(unsigned(n), unsigned(group.models)), kThreads, sizeof(SampleShared),
                         stream, args);
 }
@@ -371,15 +433,17 @@ void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* label
                            cudaStream_t stream, const ModelGroup& group) {
   if (sgd.momentum != 0 && !velocity)
     throw Error("internal: a whole-step update with momentum needs a velocity buffer");
-  run_samples(images, labels, indices, n, augmentation, params, group, stream);
+  run_samples(images, labels, indices, n, augmentation, params, group, SampleBuild::by_grid,
+              stream);
   launch_update(n, group, &sgd, lr, params, velocity, nullptr, stats, stream);
 }
 
 void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels,
                           const std::int32_t* indices, int n,
                           const DeviceAugmentation& augmentation, const float* params,
-                          float* gradients, StepStats* stats, cudaStream_t stream) {
-  run_samples(images, labels, indices, n, augmentation, params, ModelGroup{}, stream);
+                          float* gradients, StepStats* stats, cudaStream_t stream,
+                          SampleBuild build) {
+  run_samples(images, labels, indices, n, augmentation, params, ModelGroup{}, build, stream);
   launch_update(n, ModelGroup{}, nullptr, nullptr, nullptr, nullptr, gradients, stats, stream);
 }
 

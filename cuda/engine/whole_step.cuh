@@ -6,10 +6,11 @@
 // more than its work. This set keeps a sample's whole forward and backward pass inside one thread
 // block, in shared memory, so the only step-wide dependency left is the weight-gradient sum.
 //
-//   1. whole_step_sample_kernel: one block per sample. It gathers its image through the epoch's
-//      permutation, runs C1-S2-C3-S4-C5-F6-output, the softmax cross-entropy and its gradient,
-//      and back-propagates to C1. It writes the sample's dense-layer activations and output
-//      gradients, and its own C1/C3/bias gradient contributions, to a per-sample record.
+//   1. whole_step_sample_kernel1 and 2: one block per sample. It gathers its image through the
+//      epoch's permutation, runs C1-S2-C3-S4-C5-F6-output, the softmax cross-entropy and its
+//      gradient, and back-propagates to C1. It writes the sample's dense-layer activations and
+//      output gradients, and its own C1/C3/bias gradient contributions, to a per-sample record.
+//      Version 1 runs one sample per SM, version 2 two; the grid's size picks one (whole_step.cu).
 //   2. whole_step_update_kernel: four threads per parameter. Each sums the parameter's gradient
 //      over a quarter of the batch's records in sample order, and the quarters are added in a
 //      fixed order (deterministic: no atomics); then it applies the SGD update
@@ -60,6 +61,10 @@ struct ModelGroup {
   const std::uint64_t* augment_seeds = nullptr;
 };
 
+// Which version of the sample kernel a step runs (whole_step.cu): the one the grid's size picks,
+// or one forced, for the test that proves the two compute the same bits.
+enum class SampleBuild { by_grid, one_per_sm, two_per_sm };
+
 class WholeStep {
  public:
   // Room for `models` models of at most max_batch samples each per step.
@@ -80,12 +85,20 @@ class WholeStep {
   // reference. stats may be null.
   void gradients(const std::uint8_t* images, const std::uint8_t* labels,
                  const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
-                 const float* params, float* gradients, StepStats* stats, cudaStream_t stream);
+                 const float* params, float* gradients, StepStats* stats, cudaStream_t stream,
+                 SampleBuild build = SampleBuild::by_grid);
+
+  // How many samples (blocks) of a version of the sample kernel one SM runs at once on this
+  // device, as the occupancy calculator counts them: on sm_90, one and two.
+  int samples_per_sm(SampleBuild build) const;
 
  private:
   void run_samples(const std::uint8_t* images, const std::uint8_t* labels,
                    const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
-                   const float* params, const ModelGroup& group, cudaStream_t stream);
+                   const float* params, const ModelGroup& group, SampleBuild build,
+                   cudaStream_t stream);
+  // The version that runs a grid of n samples for each of the group's models.
+  SampleBuild build_for(int n, const ModelGroup& group, SampleBuild asked) const;
   // The update kernel over the records of the last run_samples: sgd and lr null compute the
   // gradient only.
   void launch_update(int n, const ModelGroup& group, const SgdSettings* sgd, const float* lr,
@@ -101,6 +114,8 @@ class WholeStep {
   Buffer<std::int32_t> m_sample_correct;
   Buffer<float> m_c3_mask;      // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
   bool m_programmatic = false;  // the kernels were built with griddepcontrol (sm_90 and newer)
+  int m_sms = 0;                // the device's SMs
+  bool m_two_fit = false;       // an SM holds two samples of whole_step_sample_kernel2
 };
 
 }  // namespace lenet5::cuda

@@ -22,8 +22,15 @@ namespace {
 // gradients run side by side), and 4 warps per scheduler hide shared-memory and L2 latency.
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
+// whole_step_sample_kernel2, for grids larger than the GPU's SMs, puts two sample blocks on an SM:
+// while one waits at a barrier (the first stall of a lone block, whose stages keep only some of
+// its warps busy) or on L2, the other's warps issue. That asks for at most 64 registers a thread
+// (65,536 / (2 x 512)) and two working sets in one SM's shared memory (228 KB on sm_90, 1 KB of
+// it reserved per block). whole_step.cu says when each version runs.
+constexpr int kSampleBlocksPerSm = 2;
 constexpr int kUpdateThreads = 256;
-constexpr int kUpdateSplit = 4;  // threads per parameter in the update kernel: quarters of the batch
+constexpr int kUpdateSplit =
+    4;  // threads per parameter in the update kernel: quarters of the batch
 
 constexpr int kField = 32, kImage = 28, kK = 5;
 constexpr int kMaps1 = 6, kSide1 = 28, kSide2 = 14;  // C1 output, S2 output
@@ -89,6 +96,8 @@ struct SampleShared {
   alignas(16) float scratch[kWarps * kFlat4];
 };
 static_assert(kW1 * kSide1 <= kWarps * kFlat4, "C1's column partials fit the scratch");
+static_assert(kSampleBlocksPerSm * (sizeof(SampleShared) + 1024) <= 228 * 1024,
+              "two working sets fit an sm_90 SM's shared memory");
 static_assert(sizeof(AugmentScratch) <= sizeof(float) * kWarps * kFlat4,
               "the augmentation's working set fits the scratch");
 

@@ -1,5 +1,5 @@
-// The whole-step kernels (cuda/engine/whole_step.cuh) against the CPU reference: the batch gradient of
-// every parameter tensor, for every activation, subsampling kind and C3 table, through the
+// The whole-step kernels (cuda/engine/whole_step.cuh) against the CPU reference: the batch gradient
+// of every parameter tensor, for every activation, subsampling kind and C3 table, through the
 // permutation gather and with a short last batch; and the SGD update they apply. (The engine
 // launches on cudaStreamPerThread, cuda/kernels/dense.cuh's kDefaultStream; so do these tests.)
 #include <cuda_runtime.h>
@@ -185,7 +185,8 @@ struct GpuStep {
 };
 GpuStep gpu_gradients(const NetConfig& config, const std::vector<float>& params, const Batch& batch,
                       int max_batch = 64,
-                      const cuda::DeviceAugmentation& augmentation = cuda::DeviceAugmentation{}) {
+                      const cuda::DeviceAugmentation& augmentation = cuda::DeviceAugmentation{},
+                      cuda::SampleBuild build = cuda::SampleBuild::by_grid) {
   const ParamLayout layout = lenet5_layout(config);
   const int n = int(batch.indices.size());
   DeviceBatch device(batch);
@@ -196,7 +197,7 @@ GpuStep gpu_gradients(const NetConfig& config, const std::vector<float>& params,
   Buffer<cuda::StepStats> stats(Device::gpu, 1);
   stats.zero();
   step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n, augmentation,
-                 device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread);
+                 device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread, build);
   return {test::download(gradients), stats.to_vector()[0]};
 }
 
@@ -230,6 +231,17 @@ TEST_P(WholeStepGradients, MatchTheCpuReference) {
     const std::size_t c3 = layout.find("c3.weight").offset;
     for (std::size_t i = 0; i < mask.size(); ++i)
       if (mask[i] == 0.0f) ASSERT_EQ(got[c3 + i], 0.0f) << "c3.weight[" << i << "]";
+    // The sample kernel's two versions (one and two samples per SM; the grid's size picks one, so a
+    // lone model and a packed one, or an epoch's full and short batches, may run different ones)
+    // give the same bits: which one ran must never show in the weights.
+    const GpuStep one = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::one_per_sm);
+    const GpuStep two = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::two_per_sm);
+    for (const ParamSpec& spec : layout.tensors)
+      for (std::size_t i = 0; i < spec.count; ++i)
+        ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
+            << describe(config) << " n=" << n << " " << spec.name << "[" << i << "]";
+    EXPECT_EQ(one.stats.loss_sum, two.stats.loss_sum);
+    EXPECT_EQ(one.stats.correct, two.stats.correct);
   }
 }
 
@@ -275,6 +287,30 @@ TEST(WholeStep, RefusesTrainableSubsampling) {
   EXPECT_THROW(cuda::WholeStep(config, lenet5_layout(config), 64), Error);
 }
 
+// On sm_90 the sample kernel's two versions hold one and two samples per SM, for every activation
+// and subsampling kind: the registers and the working set of version 2 leave room for
+// both. A change that grows either past that takes back what large batches and packed sweeps
+// gain from the second sample without changing a single result, so no other test would notice.
+TEST(WholeStep, TwoSamplesShareAnSmOnHopper) {
+  LENET5_REQUIRE_GPU();
+  int device = 0, major = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  if (major != 9) GTEST_SKIP() << "the two-sample fit is sized for sm_90; this GPU is sm_" << major;
+  for (const Activation activation :
+       {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu})
+    for (const Subsampling subsampling : {Subsampling::average, Subsampling::max}) {
+      NetConfig config;
+      config.kernels = GpuKernels::whole_step;
+      config.activation = activation;
+      config.subsampling = subsampling;
+      const cuda::WholeStep step(config, lenet5_layout(config), 64);
+      const std::string what = std::string(to_string(activation)) + "/" + to_string(subsampling);
+      EXPECT_EQ(step.samples_per_sm(cuda::SampleBuild::one_per_sm), 1) << what;
+      EXPECT_EQ(step.samples_per_sm(cuda::SampleBuild::two_per_sm), 2) << what;
+    }
+}
+
 TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
   LENET5_REQUIRE_GPU();
   NetConfig config;
@@ -289,8 +325,9 @@ TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
     Buffer<float> device_params = test::upload(params);
     Buffer<float> gradients(Device::gpu, layout.buffer_floats);
     gradients.zero();
-    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64, cuda::DeviceAugmentation{},
-                   device_params.data(), gradients.data(), nullptr, cudaStreamPerThread);
+    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64,
+                   cuda::DeviceAugmentation{}, device_params.data(), gradients.data(), nullptr,
+                   cudaStreamPerThread);
     // A non-zero velocity in every tensor (the padding between tensors stays zero, as in training).
     std::vector<float> velocity(layout.buffer_floats, 0.0f);
     for (const ParamSpec& spec : layout.tensors)
@@ -298,9 +335,9 @@ TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
     Buffer<float> device_velocity = test::upload(velocity);
     const float lr = 0.05f;
     Buffer<float> device_lr = test::upload({lr});
-    step.train_step(device.images.data(), device.labels.data(), device.indices.data(), 64, cuda::DeviceAugmentation{}, sgd,
-                    device_lr.data(), device_params.data(), device_velocity.data(), nullptr,
-                    cudaStreamPerThread);
+    step.train_step(device.images.data(), device.labels.data(), device.indices.data(), 64,
+                    cuda::DeviceAugmentation{}, sgd, device_lr.data(), device_params.data(),
+                    device_velocity.data(), nullptr, cudaStreamPerThread);
     std::vector<float> want_params = params, want_velocity = velocity;
     const std::vector<float> g = test::download(gradients);
     // The padding between tensors has no gradient: the update leaves it alone, as the CPU's
@@ -336,9 +373,9 @@ TEST(WholeStep, ConsecutiveStepsSeeEachOthersUpdates) {
   Buffer<float> device_params = test::upload(params), device_velocity = test::upload(velocity),
                 device_rates = test::upload(rates);
   for (std::size_t k = 0; k < rates.size(); ++k)
-    step.train_step(device.images.data(), device.labels.data(), nullptr, n, cuda::DeviceAugmentation{}, sgd,
-                    device_rates.data() + k, device_params.data(), device_velocity.data(), nullptr,
-                    cudaStreamPerThread);
+    step.train_step(device.images.data(), device.labels.data(), nullptr, n,
+                    cuda::DeviceAugmentation{}, sgd, device_rates.data() + k, device_params.data(),
+                    device_velocity.data(), nullptr, cudaStreamPerThread);
   const std::vector<float> got = test::download(device_params);
   const std::vector<float> got_velocity = test::download(device_velocity);
 
@@ -347,8 +384,9 @@ TEST(WholeStep, ConsecutiveStepsSeeEachOthersUpdates) {
   for (const float rate : rates) {
     Buffer<float> current = test::upload(want);
     gradients.zero();
-    step.gradients(device.images.data(), device.labels.data(), nullptr, n, cuda::DeviceAugmentation{}, current.data(),
-                   gradients.data(), nullptr, cudaStreamPerThread);
+    step.gradients(device.images.data(), device.labels.data(), nullptr, n,
+                   cuda::DeviceAugmentation{}, current.data(), gradients.data(), nullptr,
+                   cudaStreamPerThread);
     const std::vector<float> g = test::download(gradients);
     sgd_step_cpu(sgd, rate, g.data(), want.data(), want_velocity.data(), g.size());
   }
