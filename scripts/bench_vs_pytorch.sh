@@ -9,28 +9,41 @@
 #
 #   scripts/bench_vs_pytorch.sh [--config F] [--epochs N] [--seeds 1,2,3] [--batch-size B]
 #                               [--augment none|affine|elastic] [--modes LIST]
+#                               [--out DIR] [--readme README.md] [--from DIR]
 #
 # --config (default configs/lenet5.toml) sets both sides; --epochs, --batch-size and --augment
 # override it on both sides. --modes picks what runs (default whole-step,fast,book,eager,graph):
 # whole-step, fast and book are lenet5's kernel sets, eager and graph PyTorch's. With several seeds
 # every program trains once per seed (the same seeds on both sides) and the table shows mean and
 # minimum accuracy over them.
+# --out DIR keeps every program's JSON lines in DIR (and in DIR/run.txt the command, the config
+# and the reference kernel set).
+# --readme FILE writes the table, with the date, the GPU, the commit and the command, into FILE
+# between the lines <!-- bench_vs_pytorch.sh: begin --> and <!-- bench_vs_pytorch.sh: end -->
+# (README.md's "Results" holds them; scripts/readme_block.py). --from DIR measures nothing: it
+# makes the table from DIR, an earlier run's --out. BENCH_COMMIT overrides the commit named.
 # Environment: LENET5 (default build/lenet5), PYTHON (default python3), LENET5_DATA (MNIST folder).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-config=configs/lenet5.toml seeds=1 modes=whole-step,fast,book,eager,graph
+config=configs/lenet5.toml seeds=1 modes=whole-step,fast,book,eager,graph keep="" readme="" from=""
 overrides=()  # flags both sides take, over the config
+shown=()      # the measuring arguments, for the table's heading
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --config) config=$2; shift 2 ;;
-    --epochs|--batch-size|--augment) overrides+=("$1" "$2"); shift 2 ;;
-    --seed|--seeds) seeds=$2; shift 2 ;;
-    --modes) modes=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --config) config=$2; shown+=("$1" "$2"); shift 2 ;;
+    --epochs|--batch-size|--augment) overrides+=("$1" "$2"); shown+=("$1" "$2"); shift 2 ;;
+    --seed|--seeds) seeds=$2; shown+=("$1" "$2"); shift 2 ;;
+    --modes) modes=$2; shown+=("$1" "$2"); shift 2 ;;
+    --out) keep=$(absolute "$2"); shift 2 ;;
+    --readme) readme=$(absolute "$2"); shift 2 ;;
+    --from) from=$(absolute "$2"); shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_vs_pytorch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+command="scripts/bench_vs_pytorch.sh${shown[*]:+ ${shown[*]}}"
 reference=""  # the first lenet5 kernel set in --modes: the row the others are compared with
 for mode in ${modes//,/ }; do
   case "$mode" in
@@ -40,21 +53,42 @@ for mode in ${modes//,/ }; do
   esac
 done
 [ -n "$reference" ] || { echo "bench_vs_pytorch: --modes needs a lenet5 kernel set (whole-step, fast or book)" >&2; exit 2; }
+if [ -n "$readme" ]; then
+  [ -f "$readme" ] && grep -qx '<!-- bench_vs_pytorch.sh: begin -->' "$readme" &&
+    grep -qx '<!-- bench_vs_pytorch.sh: end -->' "$readme" ||
+    { echo "bench_vs_pytorch: --readme $readme: the file has no <!-- bench_vs_pytorch.sh: begin --> and end lines" >&2; exit 2; }
+fi
 lenet5=${LENET5:-build/lenet5}
 python=${PYTHON:-python3}
 data=${LENET5_DATA:-data/mnist}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
 wants() { case ",$modes," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+block=$(mktemp)  # the table and its heading, for readme_block.py
+trap 'rm -f "$block"' EXIT
+if [ -n "$from" ]; then
+  [ -f "$from/run.txt" ] && ls "$from"/lenet5-*.jsonl >/dev/null 2>&1 ||
+    { echo "bench_vs_pytorch: --from $from: no run.txt and lenet5-*.jsonl there (an earlier run's --out folder)" >&2; exit 2; }
+  out=$from
+  command=$(sed -n 1p "$from/run.txt") config=$(sed -n 2p "$from/run.txt") reference=$(sed -n 3p "$from/run.txt")
+elif [ -n "$keep" ]; then
+  out=$keep
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out" "$block"' EXIT
+fi
 
-[ -f "$config" ] || { echo "bench_vs_pytorch: no config file '$config' (see --help)" >&2; exit 2; }
+[ -n "$from" ] || [ -f "$config" ] || { echo "bench_vs_pytorch: no config file '$config' (see --help)" >&2; exit 2; }
+[ -n "$from" ] || printf '%s\n' "$command" "$config" "$reference" >"$out/run.txt"
 for kernels in whole-step fast book; do
+  [ -z "$from" ] || break
   wants "$kernels" || continue
   "$lenet5" -q --config "$config" bench --device gpu --data "$data" ${overrides[@]+"${overrides[@]}"} \
     --seeds "$seeds" --kernels "$kernels" |
     sed "s/^{/{\"framework\":\"lenet5\",\"mode\":\"$kernels\",/" | tee "$out/lenet5-$kernels.jsonl"
 done
-if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [ -n "$from" ]; then
+  :
+elif "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   for mode in eager graph; do
     wants "$mode" || continue
     for seed in ${seeds//,/ }; do
@@ -66,8 +100,8 @@ else
   echo "bench_vs_pytorch: PyTorch with CUDA not found: lenet5 only" >&2
 fi
 
-"$python" - "$out" "$config" "$reference" <<'PY'
-import glob, json, os, statistics, sys
+"$python" - "$out" "$config" "$reference" "$block" "$command" <<'PY'
+import datetime, glob, json, os, statistics, sys
 rows, setup = [], None
 def mean_of_reached(values):
     reached = [v for v in values if v is not None]
@@ -93,16 +127,28 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
                      peak=max(peaks) if peaks else None, seeds=len(per_seed)))
     steady = [e for e in epochs if e.get("epoch", 1) > 1] or epochs
     rows[-1]["ips"] = statistics.median(e["images_per_s"] for e in steady)
-ref = next(r for r in rows if (r["framework"], r["mode"]) == ("lenet5", sys.argv[3]))
-print(f"\n{sys.argv[2]}: batch {setup['batch_size']}, {setup['epochs']} epochs, augment "
-      f"{setup['augment']}; {ref['seeds']} seed(s) per program")
-print(f"| program | kernels / mode | epoch (median, epochs 2+) | images/s | test accuracy (mean, min) | time to 99 % (mean) | time to 99.2 % (mean) | peak memory | lenet5 {sys.argv[3]} is faster by |")
-print("|---|---|---|---|---|---|---|---|---|")
+reference = sys.argv[3]
+ref = next((r for r in rows if (r["framework"], r["mode"]) == ("lenet5", reference)), None)
+if ref is None:
+    sys.exit(f"bench_vs_pytorch: no results of lenet5 {reference} in {sys.argv[1]}")
+table = [f"{sys.argv[2]}: batch "
+         f"{setup['batch_size']}, {setup['epochs']} epochs, augment {setup['augment']}; "
+         f"{ref['seeds']} seed(s) per program", "",
+         f"| program | kernels / mode | epoch (median, epochs 2+) | images/s | test accuracy (mean, min) | time to 99 % (mean) | time to 99.2 % (mean) | peak memory | lenet5 {reference} is faster by |",
+         "|---|---|---|---|---|---|---|---|---|"]
 def time_to(r, key):
     return f"{r[key]:.3f} s" if r[key] is not None else f"reached by {r['reached' + key[1:]]} of {r['seeds']} seeds"
 for r in rows:
     acc = f"{100*statistics.mean(r['accs']):.2f} %, {100*min(r['accs']):.2f} %"
     peak = f"{r['peak']:.0f} MB" if r["peak"] is not None else "-"
-    print(f"| {r['framework']} | {r['mode']} | {r['epoch']*1000:.1f} ms | {r['ips']/1000:.0f}k | {acc} | "
-          f"{time_to(r, 't99')} | {time_to(r, 't992')} | {peak} | {r['epoch']/ref['epoch']:.1f}x |")
+    table.append(f"| {r['framework']} | {r['mode']} | {r['epoch']*1000:.1f} ms | {r['ips']/1000:.0f}k | {acc} | "
+                 f"{time_to(r, 't99')} | {time_to(r, 't992')} | {peak} | {r['epoch']/ref['epoch']:.1f}x |")
+print("\n" + "\n".join(table))
+gpu = setup.get("gpu", setup.get("device", "?")).split(" (")[0]
+commit = os.environ.get("BENCH_COMMIT") or setup.get("commit", "?")
+heading = (f"Measured on {datetime.date.today().isoformat()} on the {gpu} at {commit} "
+           f"(`{sys.argv[5]}`; written by the script):")
+with open(sys.argv[4], "w") as block:
+    block.write("\n".join([heading, ""] + table) + "\n")
 PY
+[ -z "$readme" ] || "$python" "$root/scripts/readme_block.py" "$readme" bench_vs_pytorch.sh <"$block"

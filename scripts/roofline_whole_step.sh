@@ -79,10 +79,13 @@ say "timing epochs with lenet5 bench"
   > "$out/bench.json" 2> "$out/bench.log" || { say "lenet5 bench failed:"; tail -5 "$out/bench.log" >&2; exit 1; }
 fi
 
+# The block for --readme: the heading and the tables, written by readme_block.py.
+block=$(mktemp)
+trap 'rm -f "$block"' EXIT
 python3 - "$out/ncu.csv" "$out/bench.json" "${FP32_TFLOPS:-66.9}" "${DRAM_TBS:-4.8}" "$stalls" \
-  "$readme" "$(basename "$config")" "$batch" <<'EOF'
+  "$block" "$(basename "$config")" "$batch" <<'EOF'
 import csv, datetime, json, os, re, statistics, sys
-path, bench_path, fp32_peak, dram_peak, stalls, readme, config, batch = sys.argv[1:9]
+path, bench_path, fp32_peak, dram_peak, stalls, block_path, config, batch = sys.argv[1:9]
 report = []
 def emit(text=""): report.append(text)
 fp32_peak, dram_peak, stalls = float(fp32_peak) * 1e12, float(dram_peak) * 1e12, stalls.split()
@@ -151,16 +154,7 @@ heading = (f"Measured on {datetime.date.today().isoformat()} on the {gpu} at {co
            f"peaks {float(sys.argv[3]):g} TFLOP/s FP32, {float(sys.argv[4]):g} TB/s DRAM, 128 bytes of "
            f"shared memory per SM per cycle; written by the script):")
 print("\n".join(report))
-if readme:
-    begin, end = "<!-- roofline_whole_step.sh: begin -->", "<!-- roofline_whole_step.sh: end -->"
-    text = open(readme).read().split("\n")
-    first, last = text.index(begin), text.index(end)
-    if last < first:
-        sys.exit(f"roofline_whole_step: in {readme} the end line comes before the begin line")
-    block = [heading, ""] + report + [""]
-    text[first + 1:last] = block
-    temporary = readme + ".roofline-tmp"
-    open(temporary, "w").write("\n".join(text))
-    os.replace(temporary, readme)
-    print(f"roofline_whole_step: wrote the tables into {readme}", file=sys.stderr)
+with open(block_path, "w") as block:
+    block.write("\n".join([heading, ""] + report) + "\n")
 EOF
+[ -z "$readme" ] || python3 "$root/scripts/readme_block.py" "$readme" roofline_whole_step.sh <"$block"

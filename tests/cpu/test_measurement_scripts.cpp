@@ -1,8 +1,9 @@
 // The measurement scripts' tables, made from hand-made result files (the measuring itself needs a
 // GPU, Nsight Compute or hours): scripts/ablation_lecun1998.sh --table-only, where each row's
 // training comes from the list it is declared in (rows 1-7 and 15 the default training through
-// `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number; and
-// scripts/roofline_whole_step.sh --from, which writes its tables into the README's block.
+// `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number;
+// scripts/roofline_whole_step.sh --from and scripts/bench_vs_pytorch.sh --from, which write their
+// tables into the README's blocks (through scripts/readme_block.py).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -171,6 +172,89 @@ TEST(RooflineScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
   EXPECT_EQ(
       run_script("roofline_whole_step.sh", "--from '" + (dir / "measured").string() + "'", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no ncu.csv and bench.json"));
+}
+
+// What scripts/bench_vs_pytorch.sh --out keeps: lenet5's JSON lines per kernel set (a setup line,
+// epoch lines, a seed line per seed), the PyTorch peer's (epoch lines, a summary line per seed),
+// and run.txt (the command, the config, the reference kernel set).
+void write_comparison_run(const std::filesystem::path& dir) {
+  const std::string lenet5 = "{\"framework\":\"lenet5\",\"mode\":\"whole-step\",";
+  write(dir / "lenet5-whole-step.jsonl",
+        lenet5 +
+            "\"event\":\"setup\",\"batch_size\":128,\"epochs\":8,\"augment\":\"elastic\","
+            "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\"}\n" +
+            lenet5 + "\"event\":\"epoch\",\"epoch\":2,\"images_per_s\":3000000}\n" + lenet5 +
+            "\"event\":\"seed\",\"median_epoch_s\":0.0200,\"final_test_accuracy\":0.9910,"
+            "\"time_to_99_s\":0.14,\"time_to_99_2_s\":null,\"peak_allocated_mb\":74.0}\n" +
+            lenet5 +
+            "\"event\":\"seed\",\"median_epoch_s\":0.0196,\"final_test_accuracy\":0.9920,"
+            "\"time_to_99_s\":0.16,\"time_to_99_2_s\":0.30,\"peak_allocated_mb\":74.0}\n");
+  const std::string graph = "{\"framework\":\"pytorch\",\"mode\":\"graph\",";
+  write(dir / "pytorch-graph.jsonl",
+        graph + "\"event\":\"epoch\",\"epoch\":2,\"images_per_s\":250000}\n" + graph +
+            "\"event\":\"summary\",\"median_epoch_s\":0.2400,\"final_test_accuracy\":0.9930,"
+            "\"time_to_99_s\":1.6,\"time_to_99_2_s\":2.0,\"peak_memory_mb\":450}\n" +
+            graph +
+            "\"event\":\"summary\",\"median_epoch_s\":0.2420,\"final_test_accuracy\":0.9916,"
+            "\"time_to_99_s\":1.7,\"time_to_99_2_s\":null,\"peak_memory_mb\":455}\n");
+  write(dir / "run.txt",
+        "scripts/bench_vs_pytorch.sh --config configs/fast.toml --seeds 1,2 --modes "
+        "whole-step,graph\nconfigs/fast.toml\nwhole-step\n");
+}
+
+TEST(ComparisonScript, WritesItsTableIntoTheReadmeBlockAndNothingElse) {
+  TempDir dir;
+  write_comparison_run(dir / "measured");
+  write(dir / "README.md",
+        "# Results\nbefore\n<!-- bench_vs_pytorch.sh: begin -->\nan old table\n"
+        "<!-- bench_vs_pytorch.sh: end -->\nafter\n");
+  const std::string arguments = "--from '" + (dir / "measured").string() + "' --readme '" +
+                                (dir / "README.md").string() + "'";
+  ASSERT_EQ(run_script("bench_vs_pytorch.sh", arguments, dir), 0)
+      << testing::read_text(dir / "out.txt");
+  const std::string readme = testing::read_text(dir / "README.md");
+  EXPECT_TRUE(testing::mentions(readme,
+                                "# Results\nbefore\n<!-- bench_vs_pytorch.sh: begin -->\n"
+                                "Measured on "))
+      << readme;
+  EXPECT_TRUE(testing::mentions(
+      readme,
+      "on the NVIDIA H200 at abc1234 (`scripts/bench_vs_pytorch.sh --config configs/fast.toml "
+      "--seeds 1,2 --modes whole-step,graph`; written by the script):"))
+      << readme;
+  EXPECT_FALSE(testing::mentions(readme, "an old table")) << readme;
+  EXPECT_TRUE(testing::mentions(readme, "\n<!-- bench_vs_pytorch.sh: end -->\nafter\n")) << readme;
+  EXPECT_TRUE(testing::mentions(readme,
+                                "configs/fast.toml: batch 128, 8 epochs, augment elastic; 2 "
+                                "seed(s) per program"))
+      << readme;
+  // Medians of the seeds' median epochs (19.8 and 241.0 ms), mean and minimum accuracy, the mean
+  // time to 99 % where every seed reached it, and how many did where not.
+  EXPECT_TRUE(testing::mentions(readme,
+                                "| lenet5 | whole-step | 19.8 ms | 3000k | 99.15 %, 99.10 % | "
+                                "0.150 s | reached by 1 of 2 seeds | 74 MB | 1.0x |"))
+      << readme;
+  EXPECT_TRUE(
+      testing::mentions(readme,
+                        "| pytorch | graph | 241.0 ms | 250k | 99.23 %, 99.16 % | 1.650 s | "
+                        "reached by 1 of 2 seeds | 455 MB | 12.2x |"))
+      << readme;
+}
+
+TEST(ComparisonScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
+  TempDir dir;
+  write_comparison_run(dir / "measured");
+  write(dir / "README.md", "# Results\nno block here\n");
+  EXPECT_EQ(run_script("bench_vs_pytorch.sh",
+                       "--from '" + (dir / "measured").string() + "' --readme '" +
+                           (dir / "README.md").string() + "'",
+                       dir),
+            2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "bench_vs_pytorch.sh: begin"));
+  EXPECT_EQ(testing::read_text(dir / "README.md"), "# Results\nno block here\n");
+  EXPECT_EQ(run_script("bench_vs_pytorch.sh", "--from '" + (dir / "README.md").string() + "'", dir),
+            2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no run.txt and lenet5-"));
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Replaces a measurement script's block in a Markdown file with the text on standard input.
+
+    readme_block.py FILE NAME < text
+
+The block is every line between "<!-- NAME: begin -->" and "<!-- NAME: end -->" (the marker lines
+stay). The file is rewritten through a temporary file beside it and a rename, so a failure leaves
+it as it was. The measurement scripts that write their tables into README.md's "Results"
+(roofline_whole_step.sh, bench_vs_pytorch.sh) all go through here. Exit 2 when FILE has no such
+block, naming the lines it needs.
+"""
+import os
+import sys
+
+
+def main() -> int:
+    if len(sys.argv) != 3:
+        print(__doc__.strip().split("\n")[2].strip(), file=sys.stderr)
+        return 2
+    path, name = sys.argv[1], sys.argv[2]
+    begin, end = f"<!-- {name}: begin -->", f"<!-- {name}: end -->"
+    try:
+        lines = open(path, encoding="utf-8").read().split("\n")
+    except OSError as error:
+        print(f"{name}: cannot read {path}: {error.strerror}", file=sys.stderr)
+        return 2
+    if begin not in lines or end not in lines:
+        print(f"{name}: {path} has no block to write into: it needs the lines {begin} and {end}",
+              file=sys.stderr)
+        return 2
+    first, last = lines.index(begin), lines.index(end)
+    if last < first:
+        print(f"{name}: in {path} the line {end} comes before {begin}", file=sys.stderr)
+        return 2
+    lines[first + 1:last] = sys.stdin.read().rstrip("\n").split("\n") + [""]
+    temporary = f"{path}.{name}-tmp"
+    with open(temporary, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines))
+    os.replace(temporary, path)
+    print(f"{name}: wrote its tables into {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
