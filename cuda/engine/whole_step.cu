@@ -91,12 +91,13 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
 // size:
 //   1. one sample per SM, for grids that fit the SMs (a lone model at batch 64 or 128): the block
 //      keeps every register it wants (82-92 a thread) and the driver's own shared-memory carveout,
-//      whose rest is L1 that holds some of the dense layers' weights: the shortest step;
+//      whose rest is L1: the shortest step;
 //   2. two per SM (kSampleBlocksPerSm), for larger grids (batch 256, packed sweeps): 64 registers
 //      a thread and the largest carveout, so that a second sample's warps issue while the first's
 //      wait at barriers or on L2. Measured on the H200 against version 1 alone: batch-256 epochs
 //      19.5 -> 16.0 ms, packed sweeps 3.3 -> 4.0 M images/s; but run on grids that fit the SMs, it
-//      made batch-64 and batch-128 epochs half as long again.
+//      made batch-64 and batch-128 epochs half as long again (fewer registers and 28 KB of L1
+//      beside the largest carveout; which of the two costs more was not measured apart).
 // Both compile the same arithmetic in the same order, so they give the same bits (a test checks
 // it for every activation, subsampling kind and C3 table): which one ran never shows in the
 // weights.
