@@ -1,6 +1,7 @@
 // What the GPU engine and its packed group (gpu_engine.cu, gpu_engine_group.cu) share: the data
-// set's device copy, the epoch's checks, the sum of the statistics slots, and an instantiated CUDA
-// graph. The Dataset type comes with the Engine contract (engine/engine.hpp) these serve.
+// set's device copy, the epoch's checks, the sum of the statistics slots, an instantiated CUDA
+// graph, and the evaluation of whole-step models. The Dataset type comes with the Engine contract
+// (engine/engine.hpp) these serve.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +12,8 @@
 
 #include "core/error.hpp"
 #include "core/shapes.hpp"
+#include "cuda/engine/whole_step.cuh"
+#include "cuda/kernels/dense.cuh"
 #include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
@@ -46,6 +49,15 @@ struct DeviceDataset {
   }
 };
 
+// The device copy of an evaluated set: the training set's own copy when that is what is evaluated,
+// else `eval`, uploaded the first time the set is seen and kept for later epochs.
+inline const DeviceDataset& evaluation_copy(const Dataset& data, const DeviceDataset& train,
+                                            DeviceDataset& eval) {
+  if (train.holds(data)) return train;
+  if (!eval.holds(data)) eval.upload(data);
+  return eval;
+}
+
 // An epoch's permutation and rates, checked against the training set's `count` images and the
 // batch size: the number of steps (an internal Error for an index outside the set or a rate count
 // that is not one per step).
@@ -74,6 +86,65 @@ inline EpochTotals sum_slots(const Buffer<cuda::StepStats>& slots) {
 }
 
 // An instantiated CUDA graph, destroyed with its owner.
+// Per-sample results of whole-step evaluations (WholeStep::evaluate), kept from one evaluation to
+// the next and grown when a larger set or group comes.
+class EvaluationSlots {
+ public:
+  void reserve(std::size_t samples) {
+    if (m_loss.size() >= samples) return;
+    m_loss = Buffer<double>(Device::gpu, samples);
+    m_predicted = Buffer<std::int32_t>(Device::gpu, samples);
+    m_correct = Buffer<std::int32_t>(Device::gpu, samples);
+  }
+  double* loss() { return m_loss.data(); }
+  std::int32_t* predicted() { return m_predicted.data(); }
+  std::int32_t* correct() { return m_correct.data(); }
+
+ private:
+  Buffer<double> m_loss;
+  Buffer<std::int32_t> m_predicted, m_correct;
+};
+
+// The evaluations of `models` whole-step models on `data` (set: its device copy), whose parameters
+// start at `params`, `stride` floats apart: one launch of WholeStep::evaluate, then per model the
+// loss summed in sample order on the host (the same double every run, however many models shared
+// the launch), the correct count and the confusion matrix of the predictions.
+inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep& step,
+                                                          const DeviceDataset& set,
+                                                          const Dataset& data, const float* params,
+                                                          std::size_t stride, int models,
+                                                          EvaluationSlots& slots) {
+  std::vector<Evaluation> results(static_cast<std::size_t>(models));
+  for (Evaluation& result : results) result.count = data.count;
+  if (data.count == 0) return results;
+  const std::size_t n = std::size_t(data.count), samples = n * std::size_t(models);
+  slots.reserve(samples);
+  cuda::ModelGroup group;
+  group.models = models;
+  group.params_stride = stride;
+  step.evaluate(set.images.data(), set.labels.data(), data.count, params, group, slots.loss(),
+                slots.predicted(), slots.correct(), cuda::kDefaultStream);
+  std::vector<double> loss(samples);
+  std::vector<std::int32_t> predicted(samples);
+  // Synchronous copies on the legacy default stream, which waits for kDefaultStream's launch (the
+  // per-thread default stream is a blocking stream).
+  CUDA_CHECK(
+      cudaMemcpy(loss.data(), slots.loss(), samples * sizeof(double), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(predicted.data(), slots.predicted(), samples * sizeof(std::int32_t),
+                        cudaMemcpyDeviceToHost));
+  for (int m = 0; m < models; ++m) {
+    Evaluation& result = results[std::size_t(m)];
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t at = std::size_t(m) * n + i;
+      const int truth = data.labels[i], guess = predicted[at];
+      result.loss_sum += loss[at];
+      result.correct += truth == guess;
+      ++result.confusion[std::size_t(truth)][std::size_t(guess)];
+    }
+  }
+  return results;
+}
+
 class GraphExec {
  public:
   GraphExec() = default;

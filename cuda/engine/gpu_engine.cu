@@ -10,8 +10,9 @@
 // are uploaded into the same buffers at the start of each epoch, and each step's rate is read
 // from memory by the update kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
 //
-// With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the gather,
-// forward, loss, backward and SGD all happen inside them. Evaluation runs the fast layers either way.
+// With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
+// gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
+// stages.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -64,8 +65,8 @@ class GpuEngine final : public NetworkEngine {
     m_epoch_graph.reset();  // its launches point into the buffers replaced here
     m_train.upload(train);
     curvature_data(train, augmentation);
-    m_augmentation = cuda::DeviceAugmentation{augmentation.settings, augmentation.seed,
-                                              m_epoch.data()};
+    m_augmentation =
+        cuda::DeviceAugmentation{augmentation.settings, augmentation.seed, m_epoch.data()};
   }
 
   // The epoch's uploads: its number, the permutation and the rates; and fresh statistics slots,
@@ -122,11 +123,10 @@ class GpuEngine final : public NetworkEngine {
     for (int step = first_step; step < end_step; ++step) {
       const int first = step * m_batch, count = std::min(m_batch, n - first);
       if (m_whole_step) {
-        m_whole_step->train_step(m_train.images.data(), m_train.labels.data(),
-                                 m_permutation.data() + first, count, m_augmentation, m_sgd,
-                                 m_learning_rates.data() + step, m_network.parameters().data(),
-                                 m_state.find(kMomentumState), m_step_stats.data() + step,
-                                 cuda::kDefaultStream);
+        m_whole_step->train_step(
+            m_train.images.data(), m_train.labels.data(), m_permutation.data() + first, count,
+            m_augmentation, m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
+            m_state.find(kMomentumState), m_step_stats.data() + step, cuda::kDefaultStream);
         continue;
       }
       mark(EnginePhase::forward);
@@ -190,13 +190,14 @@ class GpuEngine final : public NetworkEngine {
   std::unique_ptr<cuda::WholeStep> m_whole_step;  // the whole-step kernel set only
   DeviceDataset m_train;
   Buffer<std::uint32_t> m_epoch{Device::gpu, 1};  // the current epoch, read by the augmentation
-  cuda::DeviceAugmentation m_augmentation;         // kind none unless the run augments
+  cuda::DeviceAugmentation m_augmentation;        // kind none unless the run augments
   Buffer<std::int32_t> m_permutation;
   Buffer<float> m_learning_rates;  // (steps per epoch)
   GraphExec m_epoch_graph;
   Buffer<cuda::StepStats> m_step_stats;  // (steps per epoch)
   std::int64_t m_seen = 0;
-  DeviceDataset m_eval;  // the last evaluated data set (the test set, in practice)
+  DeviceDataset m_eval;                // the last evaluated data set (the test set, in practice)
+  EvaluationSlots m_evaluation_slots;  // the whole-step kernel set's evaluation only
 };
 
 // Uploads an evaluation set the first time it is seen; later epochs reuse the device copy (the
@@ -204,15 +205,19 @@ class GpuEngine final : public NetworkEngine {
 // its storage and size, so a different set that happens to reuse an address is not mistaken for
 // the cached one.
 const DeviceDataset& GpuEngine::device_copy(const Dataset& data) {
-  if (m_train.holds(data)) return m_train;
-  if (!m_eval.holds(data)) m_eval.upload(data);
-  return m_eval;
+  return evaluation_copy(data, m_train, m_eval);
 }
 
 // Forward in batches of 256 on the device; one StepStats slot per batch (summed on the host in
 // order, so the loss is the same every time) and the predictions come back in one copy for the
 // confusion matrix. Evaluation is outside the timed epoch, so its synchronisation is harmless.
 Evaluation GpuEngine::evaluate(const Dataset& data) {
+  // The whole-step kernel set evaluates with its own forward stages, as a packed group of its
+  // models does (gpu_engine_group.cu): a model's figures are then the same bits alone or packed.
+  if (m_whole_step)
+    return evaluate_whole_step_models(*m_whole_step, device_copy(data), data,
+                                      m_network.parameters().data(), 0, 1, m_evaluation_slots)
+        .front();
   Evaluation result;
   result.count = data.count;
   result.output = m_network.config().output;

@@ -6,12 +6,15 @@
 // velocity, the epoch's permutations, learning rates and statistics slots, and the augmentation
 // seeds. The training data is uploaded once. Each model is an Engine (GroupMember) whose steps are
 // queued once every member asked for the same range (engine.hpp's EngineGroup); a whole epoch is
-// captured once into a CUDA graph and replayed, as the lone engine does. Evaluation, probabilities
-// and activations of a member run on one shared lone engine that is handed the member's weights
-// first: they are outside the timed epoch and cost a copy of 62k floats each.
+// captured once into a CUDA graph and replayed, as the lone engine does. Evaluation is packed too:
+// the first member to ask for its evaluation at an epoch's end gets every member evaluated in one
+// launch (WholeStep::evaluate), and the others' results wait for them, each until its weights
+// change. Probabilities and activations of a member run on one shared lone engine that is handed
+// the member's weights first: a copy of 62k floats each, for single images.
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -177,6 +180,36 @@ class GpuEngineGroup final : public EngineGroup {
     return totals;
   }
 
+  // Model i's evaluation on `data`. The models are evaluated together, in one launch, and each
+  // result is kept until that model's weights change: the trainer asks for them one model after
+  // the other at each epoch's end, and only the first ask launches. A model that alone has new
+  // weights (a best checkpoint loaded by set_state) is evaluated alone.
+  Evaluation evaluate(int i, const Dataset& data) {
+    require_no_pending("evaluation");
+    KeptEvaluations& kept = kept_for(data);
+    if (!kept.results[std::size_t(i)]) {
+      const auto stale = std::count_if(kept.results.begin(), kept.results.end(),
+                                       [](const std::optional<Evaluation>& r) { return !r; });
+      const DeviceDataset& set = evaluation_copy(data, m_train, m_eval);
+      if (stale == 1) {
+        kept.results[std::size_t(i)] = evaluate_whole_step_models(
+            m_whole_step, set, data, params_of(i), 0, 1, m_evaluation_slots)[0];
+      } else {
+        std::vector<Evaluation> all = evaluate_whole_step_models(
+            m_whole_step, set, data, m_params.data(), m_stride, m_models, m_evaluation_slots);
+        for (int m = 0; m < m_models; ++m) kept.results[std::size_t(m)] = all[std::size_t(m)];
+      }
+    }
+    return *kept.results[std::size_t(i)];
+  }
+
+  // Model i's weights changed (every model's, i < 0): its kept evaluations no longer hold.
+  void forget_evaluations(int i) {
+    for (KeptEvaluations& kept : m_kept)
+      for (int m = 0; m < m_models; ++m)
+        if (i < 0 || m == i) kept.results[std::size_t(m)].reset();
+  }
+
   void require_no_pending(const char* what) const {
     if (std::any_of(m_pending.begin(), m_pending.end(), [](const Range& r) { return r.asked; }))
       throw Error(std::string("internal: a packed model's ") + what +
@@ -188,6 +221,28 @@ class GpuEngineGroup final : public EngineGroup {
     bool asked = false;
     int first = 0, end = 0;
   };
+
+  // The models' evaluations on one data set, per model (none: not evaluated since its weights
+  // last changed). The key is DeviceDataset's: the Dataset's address, storage and size.
+  struct KeptEvaluations {
+    const Dataset* source = nullptr;
+    const std::uint8_t* images = nullptr;
+    int count = 0;
+    std::vector<std::optional<Evaluation>> results;
+  };
+
+  // The kept evaluations on `data`, made empty the first time it is seen. A run evaluates the
+  // test set and, with --evaluate-training-set, the training set: a few sets at most.
+  KeptEvaluations& kept_for(const Dataset& data) {
+    for (KeptEvaluations& kept : m_kept)
+      if (kept.source == &data && kept.images == data.images.data() && kept.count == data.count)
+        return kept;
+    constexpr std::size_t kSets = 4;
+    if (m_kept.size() == kSets) m_kept.erase(m_kept.begin());
+    m_kept.push_back(KeptEvaluations{&data, data.images.data(), data.count,
+                                     std::vector<std::optional<Evaluation>>(m_models)});
+    return m_kept.back();
+  }
 
   // Each model's slice starts 128-byte aligned, as a lone buffer does: the kernels read the
   // parameter tensors as float4, and the layout aligns them relative to the slice's start.
@@ -208,6 +263,7 @@ class GpuEngineGroup final : public EngineGroup {
   // A whole epoch is replayed as one graph (captured the first time), as the lone engine does;
   // a partial one (a group resumed mid-epoch) is launched step by step.
   void run_steps(int first, int end) {
+    forget_evaluations(-1);
     if (first == 0 && std::size_t(end) == m_steps) {
       if (!m_epoch_graph)
         m_epoch_graph.capture(cuda::kDefaultStream, [&] { enqueue_steps(0, end); });
@@ -261,6 +317,9 @@ class GpuEngineGroup final : public EngineGroup {
   GraphExec m_epoch_graph;
   std::vector<Range> m_pending;
   std::vector<std::int64_t> m_seen;
+  DeviceDataset m_eval;  // the last evaluated set that is not the training set (the test set)
+  EvaluationSlots m_evaluation_slots;
+  std::vector<KeptEvaluations> m_kept;
 };
 
 // ---- GroupMember --------------------------------------------------------------------------------
@@ -296,6 +355,7 @@ OptimizerState GroupMember::optimizer_state() const {
 
 void GroupMember::set_state(const std::vector<float>& parameters, const OptimizerState& state) {
   check_parameter_count(m_group.layout(), parameters);
+  m_group.forget_evaluations(m_index);
   CUDA_CHECK(cudaMemcpy(m_group.params_of(m_index), parameters.data(),
                         parameters.size() * sizeof(float), cudaMemcpyHostToDevice));
   float* velocity = m_group.velocity_of(m_index);
@@ -335,7 +395,7 @@ Engine& GroupMember::evaluator_with_my_weights() const {
 }
 
 Evaluation GroupMember::evaluate(const Dataset& data) {
-  return evaluator_with_my_weights().evaluate(data);
+  return m_group.evaluate(m_index, data);
 }
 
 std::vector<float> GroupMember::classify(const std::uint8_t* images, int n,

@@ -25,8 +25,10 @@ namespace lenet5::cuda {
 
 // ---- the kernels -----------------------------------------------------------------------------
 
-// One sample's step, every stage of it: the body of both sample kernels below.
-template <Activation A, Subsampling P>
+// One sample's step, every stage of it: the body of both sample kernels below. Without Train, the
+// forward pass and the loss only, the evaluation kernel's body: the same stages, so a sample's
+// logits are those its training step computes from the same weights, and no record is written.
+template <Activation A, Subsampling P, bool Train = true>
 __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const SampleArgs args = args_of_model(group_args, int(blockIdx.y));
   extern __shared__ float4 shared_storage[];
@@ -34,7 +36,10 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const int sample = blockIdx.x;
   const WholeStepOffsets& at = args.at;
   const float* params = args.params;
-  float* record = args.records + std::size_t(sample) * record::floats;
+  float* record = Train ? args.records + std::size_t(sample) * record::floats : nullptr;
+  const auto in_record = [record](int at_in_record) {
+    return Train ? record + at_in_record : nullptr;
+  };
   // Where this block starts in a dense layer's rows (see dense_forward): spread over the rows.
   const auto row_shift = [sample](int rows) { return sample * 13 % rows; };
 
@@ -51,17 +56,19 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   __syncthreads();
   pool_forward<A, P>(s.c3, kMaps3, kSide4, params + at.s4_bias, s.a4);
   __syncthreads();
-  for (int i = threadIdx.x; i < kFlat4; i += kThreads) record[record::a4 + i] = s.a4[i];
+  if constexpr (Train)
+    for (int i = threadIdx.x; i < kFlat4; i += kThreads) record[record::a4 + i] = s.a4[i];
   dense_forward<A, true, kFlat4, kC5, 4>(params + at.c5_weight, params + at.c5_bias, s.a4, s.a5,
-                                         record + record::a5, row_shift(kC5));
+                                         in_record(record::a5), row_shift(kC5));
   __syncthreads();
   dense_forward<A, true, kC5, kF6, 6>(params + at.f6_weight, params + at.f6_bias, s.a5, s.a6,
-                                      record + record::a6, row_shift(kF6));
+                                      in_record(record::a6), row_shift(kF6));
   __syncthreads();
   dense_forward<A, false, kF6, kOut, 1>(params + at.output_weight, params + at.output_bias, s.a6,
                                         s.z, nullptr, 0);
   __syncthreads();
-  loss_and_gradient(s, args, sample, record + record::d7);
+  loss_and_gradient(s, args, sample, in_record(record::d7));
+  if constexpr (!Train) return;
   __syncthreads();
   dense_backward_columns<A, kF6, kOut>(params + at.output_weight, s.d7, s.a6, s.d6,
                                        record + record::d6);
@@ -110,6 +117,15 @@ template <Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
     whole_step_sample_kernel2(SampleArgs group_args) {
   sample_step<A, P>(group_args);
+}
+
+// The forward pass and the loss of a test set, one block per sample and model
+// (WholeStep::evaluate): a set of 10,000 images is a grid far larger than the SMs, hence version
+// 2's two samples per SM.
+template <Activation A, Subsampling P>
+__global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
+    whole_step_evaluation_kernel(SampleArgs group_args) {
+  sample_step<A, P, /*Train=*/false>(group_args);
 }
 
 namespace {
@@ -208,12 +224,17 @@ namespace {
 
 using SampleKernel = void (*)(SampleArgs);
 
-template <Activation A, int Version>
+// Which of the kernels with a sample per block: the two versions of the training step, or the
+// evaluation.
+enum class SampleKernelKind { step1, step2, evaluation };
+
+template <Activation A, SampleKernelKind Kind>
 SampleKernel sample_kernel_for(Subsampling pooling) {
   const auto kernel = [](auto pooled) -> SampleKernel {
     constexpr Subsampling kP = decltype(pooled)::value;
-    if constexpr (Version == 1) return whole_step_sample_kernel1<A, kP>;
-    return whole_step_sample_kernel2<A, kP>;
+    if constexpr (Kind == SampleKernelKind::step1) return whole_step_sample_kernel1<A, kP>;
+    if constexpr (Kind == SampleKernelKind::step2) return whole_step_sample_kernel2<A, kP>;
+    return whole_step_evaluation_kernel<A, kP>;
   };
   switch (pooling) {
     case Subsampling::average:
@@ -226,25 +247,29 @@ SampleKernel sample_kernel_for(Subsampling pooling) {
   throw Error("internal: the whole-step kernels have no trainable subsampling");
 }
 
-template <int Version>
+template <SampleKernelKind Kind>
 SampleKernel sample_kernel_for(const NetConfig& config) {
   switch (config.activation) {
     case Activation::tanh:
-      return sample_kernel_for<Activation::tanh, Version>(config.subsampling);
+      return sample_kernel_for<Activation::tanh, Kind>(config.subsampling);
     case Activation::sigmoid:
-      return sample_kernel_for<Activation::sigmoid, Version>(config.subsampling);
+      return sample_kernel_for<Activation::sigmoid, Kind>(config.subsampling);
     case Activation::scaled_tanh:
-      return sample_kernel_for<Activation::scaled_tanh, Version>(config.subsampling);
+      return sample_kernel_for<Activation::scaled_tanh, Kind>(config.subsampling);
     case Activation::relu:
-      return sample_kernel_for<Activation::relu, Version>(config.subsampling);
+      return sample_kernel_for<Activation::relu, Kind>(config.subsampling);
   }
   throw Error("internal: unknown activation");
 }
 
 // whole_step_sample_kernel1 runs one sample per SM, whole_step_sample_kernel2 two.
 SampleKernel sample_kernel_for(const NetConfig& config, SampleBuild build) {
-  return build == SampleBuild::two_per_sm ? sample_kernel_for<2>(config)
-                                          : sample_kernel_for<1>(config);
+  return build == SampleBuild::two_per_sm ? sample_kernel_for<SampleKernelKind::step2>(config)
+                                          : sample_kernel_for<SampleKernelKind::step1>(config);
+}
+
+SampleKernel evaluation_kernel_for(const NetConfig& config) {
+  return sample_kernel_for<SampleKernelKind::evaluation>(config);
 }
 
 // Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels
@@ -339,16 +364,28 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
                      std::to_string(shared_limit / 1024) + " KB: use --kernels fast");
   const SampleKernel one = sample_kernel_for(config, SampleBuild::one_per_sm);
   const SampleKernel two = sample_kernel_for(config, SampleBuild::two_per_sm);
+  const SampleKernel evaluation = evaluation_kernel_for(config);
   m_programmatic = has_programmatic_launch(one) && has_programmatic_launch(two) &&
                    has_programmatic_launch(whole_step_update_kernel);
+  // Version 1 keeps one sample per SM by asking for more than half an SM's shared memory: its
+  // registers alone do not (ptxas gives some activations' builds 64 a thread, which would let two
+  // blocks share an SM and take each other's issue slots in a grid that fits the SMs).
+  int shared_per_sm = 0;
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&shared_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  m_one_per_sm_shared = std::min(std::max(sizeof(SampleShared), std::size_t(shared_per_sm) / 2),
+                                 std::size_t(shared_limit));
   // Opt in to the working set's shared memory (above the default 48 KB), once per kernel used.
-  // Version 2 also asks for the SM's largest shared-memory carveout: left to itself, the driver
-  // may size it for one working set.
-  for (const SampleKernel kernel : {one, two})
+  // Those with two samples per SM also ask for the SM's largest shared-memory carveout: left to
+  // itself, the driver may size it for one working set.
+  CUDA_CHECK(cudaFuncSetAttribute(one, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(m_one_per_sm_shared)));
+  for (const SampleKernel kernel : {two, evaluation})
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(sizeof(SampleShared))));
-  CUDA_CHECK(cudaFuncSetAttribute(two, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                  int(cudaSharedmemCarveoutMaxShared)));
+  for (const SampleKernel kernel : {two, evaluation})
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    int(cudaSharedmemCarveoutMaxShared)));
   CUDA_CHECK(cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, device));
   // Where an SM cannot hold two working sets (less shared memory than sm_90's), version 2 would
   // only run with fewer registers: every grid gets version 1 there.
@@ -358,8 +395,12 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
 int WholeStep::samples_per_sm(SampleBuild build) const {
   int blocks = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, sample_kernel_for(m_config, build), kThreads, sizeof(SampleShared)));
+      &blocks, sample_kernel_for(m_config, build), kThreads, shared_bytes(build)));
   return blocks;
+}
+
+std::size_t WholeStep::shared_bytes(SampleBuild build) const {
+  return build == SampleBuild::two_per_sm ? sizeof(SampleShared) : m_one_per_sm_shared;
 }
 
 SampleBuild WholeStep::build_for(int n, const ModelGroup& group, SampleBuild asked) const {
@@ -392,9 +433,11 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
                   m_sample_loss.data(),
                   m_sample_correct.data(),
                   group,
-                  std::size_t(m_max_batch)};
-  launch_after_previous(m_programmatic, sample_kernel_for(m_config, build_for(n, group, build)),
-                        dim3(unsigned(n), unsigned(group.models)), kThreads, sizeof(SampleShared),
+                  std::size_t(m_max_batch),
+                  /*predicted=*/nullptr};
+  const SampleBuild chosen = build_for(n, group, build);
+  launch_after_previous(m_programmatic, sample_kernel_for(m_config, chosen),
+                        dim3(unsigned(n), unsigned(group.models)), kThreads, shared_bytes(chosen),
                         stream, args);
 }
 
@@ -437,6 +480,36 @@ void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* label
   run_samples(images, labels, indices, n, augmentation, params, group, SampleBuild::by_grid,
               stream);
   launch_update(n, group, &sgd, lr, params, velocity, nullptr, stats, stream);
+}
+
+void WholeStep::evaluate(const std::uint8_t* images, const std::uint8_t* labels, int n,
+                         const float* params, const ModelGroup& group, double* loss,
+                         std::int32_t* predicted, std::int32_t* correct,
+                         cudaStream_t stream) const {
+  if (group.models < 1 || group.models > 65535)
+    throw Error("internal: a whole-step evaluation of " + std::to_string(group.models) + " models");
+  if (n < 1) throw Error("internal: a whole-step evaluation of no images");
+  ModelGroup models = group;
+  models.augment_seeds = nullptr;  // evaluated as they are
+  const SampleArgs args{images,
+                        labels,
+                        /*indices=*/nullptr,
+                        n,
+                        DeviceAugmentation{},
+                        pixel_scaling(m_config.input_scaling),
+                        params,
+                        m_offsets,
+                        /*records=*/nullptr,
+                        loss,
+                        correct,
+                        models,
+                        std::size_t(n),
+                        predicted};
+  // A plain launch: the kernel's wait for the previous grid returns at once, and the stream's
+  // order alone puts it after the training steps queued before it.
+  launch_after_previous(false, evaluation_kernel_for(m_config),
+                        dim3(unsigned(n), unsigned(group.models)), kThreads, sizeof(SampleShared),
+                        stream, args);
 }
 
 void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels,

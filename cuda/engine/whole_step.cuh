@@ -88,6 +88,17 @@ class WholeStep {
                  const float* params, float* gradients, StepStats* stats, cudaStream_t stream,
                  SampleBuild build = SampleBuild::by_grid);
 
+  // The forward pass and the softmax cross-entropy of images[0..n) as they are (no permutation,
+  // no augmentation) for every model of `group` (params: the first model's, the others
+  // group.params_stride floats apart): model m's sample i writes its loss to loss[m * n + i], its
+  // predicted class (the first largest logit) to predicted[m * n + i] and whether that is its
+  // label to correct[m * n + i]. One launch, with the training step's forward stages: the
+  // logits are those a training step computes from the same weights, and a model's results are
+  // the same bits however many models share the launch. Nothing waits for the device.
+  void evaluate(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
+                const ModelGroup& group, double* loss, std::int32_t* predicted,
+                std::int32_t* correct, cudaStream_t stream) const;
+
   // How many samples (blocks) of a version of the sample kernel one SM runs at once on this
   // device, as the occupancy calculator counts them: on sm_90, one and two.
   int samples_per_sm(SampleBuild build) const;
@@ -99,6 +110,8 @@ class WholeStep {
                    cudaStream_t stream);
   // The version that runs a grid of n samples for each of the group's models.
   SampleBuild build_for(int n, const ModelGroup& group, SampleBuild asked) const;
+  // The dynamic shared memory a launch of that version asks for.
+  std::size_t shared_bytes(SampleBuild build) const;
   // The update kernel over the records of the last run_samples: sgd and lr null compute the
   // gradient only.
   void launch_update(int n, const ModelGroup& group, const SgdSettings* sgd, const float* lr,
@@ -116,6 +129,7 @@ class WholeStep {
   bool m_programmatic = false;  // the kernels were built with griddepcontrol (sm_90 and newer)
   int m_sms = 0;                // the device's SMs
   bool m_two_fit = false;       // an SM holds two samples of whole_step_sample_kernel2
+  std::size_t m_one_per_sm_shared = 0;  // whole_step_sample_kernel1's: over half an SM's
 };
 
 }  // namespace lenet5::cuda

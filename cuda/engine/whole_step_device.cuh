@@ -115,15 +115,17 @@ struct SampleArgs {
   std::int32_t* sample_correct;
   ModelGroup group;
   std::size_t samples_stride;  // records and sample slots per model: the step's max_batch
+  std::int32_t* predicted;     // (models, samples_stride) predicted classes; null: not written
 };
 
 // The arguments as model m of the group sees them (whole_step.cuh's ModelGroup).
 __device__ inline SampleArgs args_of_model(SampleArgs args, int m) {
   if (args.indices) args.indices += m * args.group.indices_stride;
   args.params += m * args.group.params_stride;
-  args.records += m * args.samples_stride * record::floats;
+  if (args.records) args.records += m * args.samples_stride * record::floats;
   args.sample_loss += m * args.samples_stride;
   args.sample_correct += m * args.samples_stride;
+  if (args.predicted) args.predicted += m * args.samples_stride;
   if (args.group.augment_seeds) args.augment.seed = args.group.augment_seeds[m];
   return args;
 }

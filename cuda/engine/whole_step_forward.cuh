@@ -199,7 +199,7 @@ __device__ void dense_forward(const float* weight, const float* bias, const floa
 // sample, one lane per class, the first maximum as the prediction, dL/dz = (p - onehot) / n; in
 // float, not in double as there: this stage is on the step's critical path (about 1,800 cycles
 // with the double exp, log and divide), and float's relative error (~1e-7) is far below what
-// training notices.
+// training notices. record_d7 null: the gradient stays in shared memory (an evaluation).
 __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int sample,
                                   float* record_d7) {
   if (threadIdx.x >= 32) return;
@@ -217,11 +217,12 @@ __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int s
     const float p = term / sum;
     const float d = (p - float(lane == label)) / float(args.n);
     s.d7[lane] = d;
-    record_d7[lane] = d;
+    if (record_d7) record_d7[lane] = d;
   }
   if (lane == 0) {
     args.sample_loss[sample] = double(log_sum - s.z[label]);
     args.sample_correct[sample] = best == label;
+    if (args.predicted) args.predicted[sample] = best;
   }
 }
 

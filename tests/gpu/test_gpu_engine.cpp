@@ -212,6 +212,75 @@ TEST_F(GpuEngine, EvaluationMatchesCpuEngineFromTheSameWeights) {
   EXPECT_LE(largest, 1e-4f);
 }
 
+// The whole-step kernel set evaluates with its own forward stages (WholeStep::evaluate): from the
+// same weights it must agree with the CPU engine as the fast layers do, with the tolerances of
+// EvaluationMatchesCpuEngineFromTheSameWeights and for the same reasons (the loss in float there,
+// in double here: ~1e-7 relative more, far below 1e-4).
+TEST_F(GpuEngine, WholeStepEvaluationMatchesTheCpuEngine) {
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  const std::vector<float> weights = trained_parameters(config, first_images(data->train, 2000), 3);
+  auto gpu = make_gpu_engine(config, kMomentum, kBatch);
+  auto cpu = cpu_engine();
+  gpu->set_state(weights, {});
+  cpu->set_state(weights, {});
+  const Dataset test = first_images(data->test, 1000);
+  const Evaluation g = gpu->evaluate(test), c = cpu->evaluate(test);
+  EXPECT_EQ(g.count, 1000);
+  EXPECT_GT(c.accuracy(), 0.70) << "the weights did not learn: a weak comparison";
+  EXPECT_LE(std::llabs(g.correct - c.correct), 2) << "gpu " << g.correct << ", cpu " << c.correct;
+  EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * c.loss_sum);
+  std::int64_t moved = 0, total = 0;
+  for (int t = 0; t < 10; ++t)
+    for (int p = 0; p < 10; ++p) {
+      moved += std::llabs(g.confusion[t][p] - c.confusion[t][p]);
+      total += g.confusion[t][p];
+    }
+  EXPECT_LE(moved, 2 * 2);
+  EXPECT_EQ(total, 1000);
+  const Evaluation again = gpu->evaluate(test);
+  EXPECT_EQ(again.loss_sum, g.loss_sum) << "evaluation is not reproducible";
+}
+
+// A packed group evaluates its models together (one launch for all, gpu_engine_group.cu), and
+// each model's evaluation must be, bit for bit, the one a lone whole-step engine gives with its
+// weights: the packed sweep's metrics and best checkpoints are then those of `lenet5 train`. A
+// model given new weights is evaluated anew, the others keep theirs, and another set is
+// evaluated on its own.
+TEST_F(GpuEngine, PackedEvaluationIsEachModelsLoneEvaluationBitForBit) {
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  const Dataset train = first_images(data->train, 640), test = first_images(data->test, 1000);
+  std::vector<std::vector<float>> weights;
+  for (const std::uint64_t seed : {1, 2, 3})
+    weights.push_back(trained_parameters(config, train, seed));
+  const std::unique_ptr<EngineGroup> group = make_gpu_engine_group(config, kMomentum, kBatch, 3);
+  auto lone = make_gpu_engine(config, kMomentum, kBatch);
+  const auto lone_evaluation = [&](const std::vector<float>& w, const Dataset& set) {
+    lone->set_state(w, {});
+    return lone->evaluate(set);
+  };
+  const auto expect_same = [](const Evaluation& a, const Evaluation& b, const std::string& what) {
+    EXPECT_EQ(a.loss_sum, b.loss_sum) << what;
+    EXPECT_EQ(a.correct, b.correct) << what;
+    EXPECT_EQ(a.count, b.count) << what;
+    EXPECT_TRUE(a.confusion == b.confusion) << what;
+  };
+  for (int i = 0; i < 3; ++i) group->model(i).set_state(weights[std::size_t(i)], {});
+  std::vector<Evaluation> packed;
+  for (int i = 0; i < 3; ++i) packed.push_back(group->model(i).evaluate(test));
+  for (int i = 0; i < 3; ++i)
+    expect_same(packed[std::size_t(i)], lone_evaluation(weights[std::size_t(i)], test),
+                "model " + std::to_string(i));
+  EXPECT_NE(packed[0].loss_sum, packed[1].loss_sum) << "the models should differ";
+  group->model(1).set_state(weights[0], {});
+  expect_same(group->model(1).evaluate(test), packed[0], "model 1 given model 0's weights");
+  expect_same(group->model(2).evaluate(test), packed[2], "model 2, unchanged");
+  expect_same(group->model(2).evaluate(train), lone_evaluation(weights[2], train),
+              "model 2 on the training images");
+  expect_same(group->model(0).evaluate(test), packed[0], "model 0 after another set");
+}
+
 // What the page shows for a drawing, computed on the GPU: every layer's output read back from the
 // device must be the CPU engine's from the same weights, for each kernel set (the book's plain
 // layers with separate activation layers, the fused fast ones, and the whole-step engine, whose
