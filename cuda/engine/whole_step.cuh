@@ -16,6 +16,9 @@
 //      fixed order (deterministic: no atomics); then it applies the SGD update
 //      of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The step's loss
 //      and correct count are summed in sample order into its statistics slot.
+// Evaluation is a third kernel, whole_step_evaluation_kernel: the forward stages and the loss
+// alone, one block per test image and model (WholeStep::evaluate), how the whole-step engines,
+// lone or packed, evaluate.
 //
 // A packed group of models (lenet5 sweep) runs in the same two launches, the model index as the
 // grid's second dimension: each model reads its own parameters, permutation and rates and writes
