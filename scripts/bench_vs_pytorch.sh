@@ -16,8 +16,8 @@
 # whole-step, fast and book are lenet5's kernel sets, eager and graph PyTorch's. With several seeds
 # every program trains once per seed (the same seeds on both sides) and the table shows mean and
 # minimum accuracy over them.
-# --out DIR keeps every program's JSON lines in DIR (and in DIR/run.txt the command, the config
-# and the reference kernel set).
+# --out DIR (new or empty) keeps every program's JSON lines in DIR, and in DIR/run.txt the command,
+# the config, the reference kernel set and the date.
 # --readme FILE writes the table, with the date, the GPU, the commit and the command, into FILE
 # between the lines <!-- bench_vs_pytorch.sh: begin --> and <!-- bench_vs_pytorch.sh: end -->
 # (README.md's "Results" holds them; scripts/readme_block.py). --from DIR measures nothing: it
@@ -67,10 +67,16 @@ trap 'rm -f "$block"' EXIT
 if [ -n "$from" ]; then
   [ -f "$from/run.txt" ] && ls "$from"/lenet5-*.jsonl >/dev/null 2>&1 ||
     { echo "bench_vs_pytorch: --from $from: no run.txt and lenet5-*.jsonl there (an earlier run's --out folder)" >&2; exit 2; }
+  [ ${#shown[@]} -eq 0 ] && [ -z "$keep" ] ||
+    { echo "bench_vs_pytorch: --from remakes an earlier run's table: it takes only --readme" >&2; exit 2; }
   out=$from
-  command=$(sed -n 1p "$from/run.txt") config=$(sed -n 2p "$from/run.txt") reference=$(sed -n 3p "$from/run.txt")
+  command=$(sed -n 1p "$from/run.txt") config=$(sed -n 2p "$from/run.txt")
+  reference=$(sed -n 3p "$from/run.txt") measured_on=$(sed -n 4p "$from/run.txt")
 elif [ -n "$keep" ]; then
   out=$keep
+  # Results appended to an earlier run's would mix the two in one table.
+  [ ! -e "$out" ] || [ -z "$(ls -A "$out")" ] ||
+    { echo "bench_vs_pytorch: --out $out already holds files: give a new or empty folder" >&2; exit 2; }
   mkdir -p "$out"
 else
   out=$(mktemp -d)
@@ -78,7 +84,8 @@ else
 fi
 
 [ -n "$from" ] || [ -f "$config" ] || { echo "bench_vs_pytorch: no config file '$config' (see --help)" >&2; exit 2; }
-[ -n "$from" ] || printf '%s\n' "$command" "$config" "$reference" >"$out/run.txt"
+[ -n "$from" ] || measured_on=$(date +%F)
+[ -n "$from" ] || printf '%s\n' "$command" "$config" "$reference" "$measured_on" >"$out/run.txt"
 for kernels in whole-step fast book; do
   [ -z "$from" ] || break
   wants "$kernels" || continue
@@ -100,7 +107,7 @@ else
   echo "bench_vs_pytorch: PyTorch with CUDA not found: lenet5 only" >&2
 fi
 
-"$python" - "$out" "$config" "$reference" "$block" "$command" <<'PY'
+"$python" - "$out" "$config" "$reference" "$block" "$command" "$measured_on" <<'PY'
 import datetime, glob, json, os, statistics, sys
 rows, setup = [], None
 def mean_of_reached(values):
@@ -108,6 +115,9 @@ def mean_of_reached(values):
     return (statistics.mean(reached) if len(reached) == len(values) else None), len(reached)
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
     lines = [json.loads(l) for l in open(path) if l.startswith("{")]
+    if not lines:
+        print(f"bench_vs_pytorch: {path} holds no results (its run failed?): left out", file=sys.stderr)
+        continue
     epochs = [l for l in lines if l.get("event") == "epoch"]
     first = lines[0]
     if first["framework"] == "lenet5" and first.get("event") == "setup":
@@ -130,7 +140,8 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
 reference = sys.argv[3]
 ref = next((r for r in rows if (r["framework"], r["mode"]) == ("lenet5", reference)), None)
 if ref is None:
-    sys.exit(f"bench_vs_pytorch: no results of lenet5 {reference} in {sys.argv[1]}")
+    print(f"bench_vs_pytorch: no results of lenet5 {reference} in {sys.argv[1]}", file=sys.stderr)
+    sys.exit(2)
 table = [f"{sys.argv[2]}: batch "
          f"{setup['batch_size']}, {setup['epochs']} epochs, augment {setup['augment']}; "
          f"{ref['seeds']} seed(s) per program", "",
@@ -146,7 +157,7 @@ for r in rows:
 print("\n" + "\n".join(table))
 gpu = setup.get("gpu", setup.get("device", "?")).split(" (")[0]
 commit = os.environ.get("BENCH_COMMIT") or setup.get("commit", "?")
-heading = (f"Measured on {datetime.date.today().isoformat()} on the {gpu} at {commit} "
+heading = (f"Measured on {sys.argv[6] or datetime.date.today().isoformat()} on the {gpu} at {commit} "
            f"(`{sys.argv[5]}`; written by the script):")
 with open(sys.argv[4], "w") as block:
     block.write("\n".join([heading, ""] + table) + "\n")

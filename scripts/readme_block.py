@@ -34,9 +34,16 @@ def main() -> int:
         return 2
     lines[first + 1:last] = sys.stdin.read().rstrip("\n").split("\n") + [""]
     temporary = f"{path}.{name}-tmp"
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.write("\n".join(lines))
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.write("\n".join(lines))
+        os.chmod(temporary, os.stat(path).st_mode & 0o7777)  # the file keeps its permissions
+        os.replace(temporary, path)
+    except OSError as error:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        print(f"{name}: cannot write {path}: {error.strerror}", file=sys.stderr)
+        return 1
     print(f"{name}: wrote its tables into {path}", file=sys.stderr)
     return 0
 

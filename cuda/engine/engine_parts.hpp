@@ -21,18 +21,27 @@
 
 namespace lenet5 {
 
-// A Dataset's images and labels in device memory, uploaded once.
-struct DeviceDataset {
+// Which Dataset something was made from: its address, storage and size (a different set that
+// happens to reuse an address is not mistaken for it).
+struct DatasetKey {
   const Dataset* source = nullptr;
   const std::uint8_t* host_images = nullptr;
   int count = 0;
-  Buffer<std::uint8_t> images, labels;
 
-  // Whether this is the copy of `data`: the same address, storage and size (a different set that
-  // happens to reuse an address is not mistaken for it).
-  bool holds(const Dataset& data) const {
+  static DatasetKey of(const Dataset& data) { return {&data, data.images.data(), data.count}; }
+  bool is(const Dataset& data) const {
     return source == &data && host_images == data.images.data() && count == data.count;
   }
+};
+
+// A Dataset's images and labels in device memory, uploaded once.
+struct DeviceDataset {
+  DatasetKey key;
+  int count = 0;
+  Buffer<std::uint8_t> images, labels;
+
+  // Whether this is the copy of `data`.
+  bool holds(const Dataset& data) const { return key.is(data); }
 
   void upload(const Dataset& data) {
     if (data.count < 0 || data.images.size() < std::size_t(data.count) * kImageBytes ||
@@ -43,8 +52,7 @@ struct DeviceDataset {
     images.copy_from_host(data.images.data());
     labels = Buffer<std::uint8_t>(Device::gpu, std::size_t(data.count));
     labels.copy_from_host(data.labels.data());
-    source = &data;
-    host_images = data.images.data();
+    key = DatasetKey::of(data);
     count = data.count;
   }
 };
@@ -85,7 +93,6 @@ inline EpochTotals sum_slots(const Buffer<cuda::StepStats>& slots) {
   return totals;
 }
 
-// An instantiated CUDA graph, destroyed with its owner.
 // Per-sample results of whole-step evaluations (WholeStep::evaluate), kept from one evaluation to
 // the next and grown when a larger set or group comes.
 class EvaluationSlots {
@@ -94,15 +101,13 @@ class EvaluationSlots {
     if (m_loss.size() >= samples) return;
     m_loss = Buffer<double>(Device::gpu, samples);
     m_predicted = Buffer<std::int32_t>(Device::gpu, samples);
-    m_correct = Buffer<std::int32_t>(Device::gpu, samples);
   }
   double* loss() { return m_loss.data(); }
   std::int32_t* predicted() { return m_predicted.data(); }
-  std::int32_t* correct() { return m_correct.data(); }
 
  private:
   Buffer<double> m_loss;
-  Buffer<std::int32_t> m_predicted, m_correct;
+  Buffer<std::int32_t> m_predicted;
 };
 
 // The evaluations of `models` whole-step models on `data` (set: its device copy), whose parameters
@@ -123,7 +128,7 @@ inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep&
   group.models = models;
   group.params_stride = stride;
   step.evaluate(set.images.data(), set.labels.data(), data.count, params, group, slots.loss(),
-                slots.predicted(), slots.correct(), cuda::kDefaultStream);
+                slots.predicted(), cuda::kDefaultStream);
   std::vector<double> loss(samples);
   std::vector<std::int32_t> predicted(samples);
   // Synchronous copies on the legacy default stream, which waits for kDefaultStream's launch (the
@@ -145,6 +150,7 @@ inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep&
   return results;
 }
 
+// An instantiated CUDA graph, destroyed with its owner.
 class GraphExec {
  public:
   GraphExec() = default;

@@ -223,11 +223,9 @@ class GpuEngineGroup final : public EngineGroup {
   };
 
   // The models' evaluations on one data set, per model (none: not evaluated since its weights
-  // last changed). The key is DeviceDataset's: the Dataset's address, storage and size.
+  // last changed).
   struct KeptEvaluations {
-    const Dataset* source = nullptr;
-    const std::uint8_t* images = nullptr;
-    int count = 0;
+    DatasetKey set;
     std::vector<std::optional<Evaluation>> results;
   };
 
@@ -235,12 +233,11 @@ class GpuEngineGroup final : public EngineGroup {
   // test set and, with --evaluate-training-set, the training set: a few sets at most.
   KeptEvaluations& kept_for(const Dataset& data) {
     for (KeptEvaluations& kept : m_kept)
-      if (kept.source == &data && kept.images == data.images.data() && kept.count == data.count)
-        return kept;
+      if (kept.set.is(data)) return kept;
     constexpr std::size_t kSets = 4;
     if (m_kept.size() == kSets) m_kept.erase(m_kept.begin());
-    m_kept.push_back(KeptEvaluations{&data, data.images.data(), data.count,
-                                     std::vector<std::optional<Evaluation>>(m_models)});
+    m_kept.push_back(
+        KeptEvaluations{DatasetKey::of(data), std::vector<std::optional<Evaluation>>(m_models)});
     return m_kept.back();
   }
 
@@ -295,7 +292,8 @@ class GpuEngineGroup final : public EngineGroup {
   SgdSettings m_sgd;
   int m_batch;
   int m_models;
-  std::unique_ptr<Engine> m_evaluator;  // a lone engine, handed a member's weights to evaluate
+  // A lone engine, handed a member's weights for its probabilities and activations.
+  std::unique_ptr<Engine> m_evaluator;
   ParamLayout m_layout;
   std::size_t m_floats;
   std::size_t m_stride;  // floats from one model's parameters (or velocity) to the next's

@@ -96,9 +96,9 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
 
 // The sample kernel in two versions of the same stages, and run_samples picks one by the grid's
 // size:
-//   1. one sample per SM, for grids that fit the SMs (a lone model at batch 64 or 128): the block
-//      keeps every register it wants (82-92 a thread) and the driver's own shared-memory carveout,
-//      whose rest is L1: the shortest step;
+//   1. one sample per SM, for grids that fit the SMs (on the H200's 132 SMs, a lone model at batch
+//      64 or 128): the block keeps the registers ptxas gives it (80-92 a thread for most networks)
+//      and asks for over half an SM's shared memory, the rest of which is L1: the shortest step;
 //   2. two per SM (kSampleBlocksPerSm), for larger grids (batch 256, packed sweeps): 64 registers
 //      a thread and the largest carveout, so that a second sample's warps issue while the first's
 //      wait at barriers or on L2. Measured on the H200 against version 1 alone: batch-256 epochs
@@ -121,7 +121,8 @@ __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
 
 // The forward pass and the loss of a test set, one block per sample and model
 // (WholeStep::evaluate): a set of 10,000 images is a grid far larger than the SMs, hence version
-// 2's two samples per SM.
+// 2's two samples per SM (where an SM holds only one working set, it runs one at a time, with the
+// same 64 registers).
 template <Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
     whole_step_evaluation_kernel(SampleArgs group_args) {
@@ -484,10 +485,8 @@ void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* label
 
 void WholeStep::evaluate(const std::uint8_t* images, const std::uint8_t* labels, int n,
                          const float* params, const ModelGroup& group, double* loss,
-                         std::int32_t* predicted, std::int32_t* correct,
-                         cudaStream_t stream) const {
-  if (group.models < 1 || group.models > 65535)
-    throw Error("internal: a whole-step evaluation of " + std::to_string(group.models) + " models");
+                         std::int32_t* predicted, cudaStream_t stream) const {
+  checked_models(group.models);
   if (n < 1) throw Error("internal: a whole-step evaluation of no images");
   ModelGroup models = group;
   models.augment_seeds = nullptr;  // evaluated as they are
@@ -501,7 +500,7 @@ void WholeStep::evaluate(const std::uint8_t* images, const std::uint8_t* labels,
                         m_offsets,
                         /*records=*/nullptr,
                         loss,
-                        correct,
+                        /*sample_correct=*/nullptr,
                         models,
                         std::size_t(n),
                         predicted};

@@ -93,14 +93,14 @@ class WholeStep {
 
   // The forward pass and the softmax cross-entropy of images[0..n) as they are (no permutation,
   // no augmentation) for every model of `group` (params: the first model's, the others
-  // group.params_stride floats apart): model m's sample i writes its loss to loss[m * n + i], its
-  // predicted class (the first largest logit) to predicted[m * n + i] and whether that is its
-  // label to correct[m * n + i]. One launch, with the training step's forward stages: the
-  // logits are those a training step computes from the same weights, and a model's results are
-  // the same bits however many models share the launch. Nothing waits for the device.
+  // group.params_stride floats apart): model m's sample i writes its loss to loss[m * n + i] and
+  // its predicted class (the first largest logit) to predicted[m * n + i]. One launch, with the
+  // training step's forward stages: the losses are those a training step computes from the same
+  // weights (tested), and a model's results are the same bits however many models share the
+  // launch. Nothing waits for the device.
   void evaluate(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
                 const ModelGroup& group, double* loss, std::int32_t* predicted,
-                std::int32_t* correct, cudaStream_t stream) const;
+                cudaStream_t stream) const;
 
   // How many samples (blocks) of a version of the sample kernel one SM runs at once on this
   // device, as the occupancy calculator counts them: on sm_90, one and two.

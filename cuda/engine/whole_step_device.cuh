@@ -112,7 +112,7 @@ struct SampleArgs {
   WholeStepOffsets at;
   float* records;
   double* sample_loss;
-  std::int32_t* sample_correct;
+  std::int32_t* sample_correct;  // null: not written (an evaluation reads `predicted`)
   ModelGroup group;
   std::size_t samples_stride;  // records and sample slots per model: max_batch, or the n evaluated
   std::int32_t* predicted;     // (models, samples_stride) predicted classes; null: not written
@@ -124,7 +124,7 @@ __device__ inline SampleArgs args_of_model(SampleArgs args, int m) {
   args.params += m * args.group.params_stride;
   if (args.records) args.records += m * args.samples_stride * record::floats;
   args.sample_loss += m * args.samples_stride;
-  args.sample_correct += m * args.samples_stride;
+  if (args.sample_correct) args.sample_correct += m * args.samples_stride;
   if (args.predicted) args.predicted += m * args.samples_stride;
   if (args.group.augment_seeds) args.augment.seed = args.group.augment_seeds[m];
   return args;

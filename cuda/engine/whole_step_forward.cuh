@@ -221,7 +221,7 @@ __device__ void loss_and_gradient(SampleShared& s, const SampleArgs& args, int s
   }
   if (lane == 0) {
     args.sample_loss[sample] = double(log_sum - s.z[label]);
-    args.sample_correct[sample] = best == label;
+    if (args.sample_correct) args.sample_correct[sample] = best == label;
     if (args.predicted) args.predicted[sample] = best;
   }
 }

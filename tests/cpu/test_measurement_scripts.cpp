@@ -176,7 +176,7 @@ TEST(RooflineScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
 
 // What scripts/bench_vs_pytorch.sh --out keeps: lenet5's JSON lines per kernel set (a setup line,
 // epoch lines, a seed line per seed), the PyTorch peer's (epoch lines, a summary line per seed),
-// and run.txt (the command, the config, the reference kernel set).
+// and run.txt (the command, the config, the reference kernel set, the date it was measured).
 void write_comparison_run(const std::filesystem::path& dir) {
   const std::string lenet5 = "{\"framework\":\"lenet5\",\"mode\":\"whole-step\",";
   write(dir / "lenet5-whole-step.jsonl",
@@ -199,7 +199,7 @@ void write_comparison_run(const std::filesystem::path& dir) {
             "\"time_to_99_s\":1.7,\"time_to_99_2_s\":null,\"peak_memory_mb\":455}\n");
   write(dir / "run.txt",
         "scripts/bench_vs_pytorch.sh --config configs/fast.toml --seeds 1,2 --modes "
-        "whole-step,graph\nconfigs/fast.toml\nwhole-step\n");
+        "whole-step,graph\nconfigs/fast.toml\nwhole-step\n2026-01-02\n");
 }
 
 TEST(ComparisonScript, WritesItsTableIntoTheReadmeBlockAndNothingElse) {
@@ -219,7 +219,8 @@ TEST(ComparisonScript, WritesItsTableIntoTheReadmeBlockAndNothingElse) {
       << readme;
   EXPECT_TRUE(testing::mentions(
       readme,
-      "on the NVIDIA H200 at abc1234 (`scripts/bench_vs_pytorch.sh --config configs/fast.toml "
+      "Measured on 2026-01-02 on the NVIDIA H200 at abc1234 (`scripts/bench_vs_pytorch.sh "
+      "--config configs/fast.toml "
       "--seeds 1,2 --modes whole-step,graph`; written by the script):"))
       << readme;
   EXPECT_FALSE(testing::mentions(readme, "an old table")) << readme;
@@ -255,6 +256,22 @@ TEST(ComparisonScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
   EXPECT_EQ(run_script("bench_vs_pytorch.sh", "--from '" + (dir / "README.md").string() + "'", dir),
             2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no run.txt and lenet5-"));
+  // --from measures nothing, so it takes no measuring flags; --out must not mix two runs.
+  EXPECT_EQ(run_script("bench_vs_pytorch.sh",
+                       "--from '" + (dir / "measured").string() + "' --seeds 1,2", dir),
+            2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "it takes only --readme"));
+  EXPECT_EQ(run_script("bench_vs_pytorch.sh", "--out '" + (dir / "measured").string() + "'", dir),
+            2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "already holds files"));
+  // A program whose run failed left an empty file: the table leaves it out and says so.
+  write(dir / "measured" / "pytorch-eager.jsonl", "");
+  ASSERT_EQ(run_script("bench_vs_pytorch.sh", "--from '" + (dir / "measured").string() + "'", dir),
+            0);
+  const std::string out = testing::read_text(dir / "out.txt");
+  EXPECT_TRUE(testing::mentions(out, "pytorch-eager.jsonl holds no results")) << out;
+  EXPECT_TRUE(testing::mentions(out, "| pytorch | graph |")) << out;
+  EXPECT_FALSE(testing::mentions(out, "| pytorch | eager |")) << out;
 }
 
 }  // namespace

@@ -214,8 +214,9 @@ TEST_F(GpuEngine, EvaluationMatchesCpuEngineFromTheSameWeights) {
 
 // The whole-step kernel set evaluates with its own forward stages (WholeStep::evaluate): from the
 // same weights it must agree with the CPU engine as the fast layers do, with the tolerances of
-// EvaluationMatchesCpuEngineFromTheSameWeights and for the same reasons (the loss in float there,
-// in double here: ~1e-7 relative more, far below 1e-4).
+// EvaluationMatchesCpuEngineFromTheSameWeights and for the same reasons (the whole-step kernels
+// form each image's loss in float, the fast layers in double: ~1e-7 relative more, far below
+// 1e-4).
 TEST_F(GpuEngine, WholeStepEvaluationMatchesTheCpuEngine) {
   NetConfig config;
   config.kernels = GpuKernels::whole_step;

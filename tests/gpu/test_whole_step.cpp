@@ -311,6 +311,66 @@ TEST(WholeStep, TwoSamplesShareAnSmOnHopper) {
     }
 }
 
+// WholeStep::evaluate runs the training step's forward stages: from the same weights and images
+// its per-sample losses, summed in sample order, are bit for bit the step's loss statistics (both
+// doubles summed in that order from the same floats), and its predictions give the step's correct
+// count; for every activation and subsampling kind, and for each model of a group as alone.
+TEST(WholeStep, EvaluationSeesTheTrainingStepsLosses) {
+  LENET5_REQUIRE_GPU();
+  constexpr int n = 50;
+  for (const Activation activation :
+       {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu})
+    for (const Subsampling subsampling : {Subsampling::average, Subsampling::max}) {
+      NetConfig config;
+      config.kernels = GpuKernels::whole_step;
+      config.activation = activation;
+      config.subsampling = subsampling;
+      const std::string what = std::string(to_string(activation)) + "/" + to_string(subsampling);
+      const ParamLayout layout = lenet5_layout(config);
+      const Batch batch = make_batch(n, n, 5);
+      DeviceBatch device(batch);
+      cuda::WholeStep step(config, layout, n);
+      // Two models' weights side by side, as a packed group keeps them.
+      const std::size_t stride = (layout.buffer_floats + 31) / 32 * 32;
+      std::vector<float> both(2 * stride, 0.0f);
+      for (int m = 0; m < 2; ++m) {
+        const std::vector<float> params = initial_parameters(config, 13 + std::uint64_t(m));
+        std::copy(params.begin(), params.end(), both.begin() + std::ptrdiff_t(m * stride));
+      }
+      Buffer<float> device_params = test::upload(both);
+      Buffer<double> loss(Device::gpu, 2 * n);
+      Buffer<std::int32_t> predicted(Device::gpu, 2 * n);
+      cuda::ModelGroup group;
+      group.models = 2;
+      group.params_stride = stride;
+      step.evaluate(device.images.data(), device.labels.data(), n, device_params.data(), group,
+                    loss.data(), predicted.data(), cudaStreamPerThread);
+      cuda::synchronize();
+      const std::vector<double> losses = loss.to_vector();
+      const std::vector<std::int32_t> classes = predicted.to_vector();
+      for (int m = 0; m < 2; ++m) {
+        Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+        Buffer<cuda::StepStats> stats(Device::gpu, 1);
+        stats.zero();
+        // indices null: the first n images, in order, as evaluate reads them.
+        step.gradients(device.images.data(), device.labels.data(), nullptr, n,
+                       cuda::DeviceAugmentation{}, device_params.data() + m * stride,
+                       gradients.data(), stats.data(), cudaStreamPerThread);
+        cuda::synchronize();
+        const cuda::StepStats trained = stats.to_vector()[0];
+        double sum = 0;
+        std::int64_t correct = 0;
+        for (int i = 0; i < n; ++i) {
+          sum += losses[std::size_t(m * n + i)];
+          correct += classes[std::size_t(m * n + i)] == batch.labels[std::size_t(i)];
+        }
+        EXPECT_EQ(sum, trained.loss_sum) << what << " model " << m;
+        EXPECT_EQ(correct, trained.correct) << what << " model " << m;
+      }
+      EXPECT_NE(losses[0], losses[std::size_t(n)]) << what << ": the two models should differ";
+    }
+}
+
 TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
   LENET5_REQUIRE_GPU();
   NetConfig config;
