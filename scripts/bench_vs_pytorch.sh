@@ -53,13 +53,9 @@ for mode in ${modes//,/ }; do
   esac
 done
 [ -n "$reference" ] || { echo "bench_vs_pytorch: --modes needs a lenet5 kernel set (whole-step, fast or book)" >&2; exit 2; }
-if [ -n "$readme" ]; then
-  [ -f "$readme" ] && grep -qx '<!-- bench_vs_pytorch.sh: begin -->' "$readme" &&
-    grep -qx '<!-- bench_vs_pytorch.sh: end -->' "$readme" ||
-    { echo "bench_vs_pytorch: --readme $readme: the file has no <!-- bench_vs_pytorch.sh: begin --> and end lines" >&2; exit 2; }
-fi
 lenet5=${LENET5:-build/lenet5}
 python=${PYTHON:-python3}
+[ -z "$readme" ] || "$python" "$root/scripts/readme_block.py" --check "$readme" bench_vs_pytorch.sh || exit 2
 data=${LENET5_DATA:-data/mnist}
 wants() { case ",$modes," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 block=$(mktemp)  # the table and its heading, for readme_block.py
@@ -83,28 +79,27 @@ else
   trap 'rm -rf "$out" "$block"' EXIT
 fi
 
-[ -n "$from" ] || [ -f "$config" ] || { echo "bench_vs_pytorch: no config file '$config' (see --help)" >&2; exit 2; }
-[ -n "$from" ] || measured_on=$(date +%F)
-[ -n "$from" ] || printf '%s\n' "$command" "$config" "$reference" "$measured_on" >"$out/run.txt"
-for kernels in whole-step fast book; do
-  [ -z "$from" ] || break
-  wants "$kernels" || continue
-  "$lenet5" -q --config "$config" bench --device gpu --data "$data" ${overrides[@]+"${overrides[@]}"} \
-    --seeds "$seeds" --kernels "$kernels" |
-    sed "s/^{/{\"framework\":\"lenet5\",\"mode\":\"$kernels\",/" | tee "$out/lenet5-$kernels.jsonl"
-done
-if [ -n "$from" ]; then
-  :
-elif "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  for mode in eager graph; do
-    wants "$mode" || continue
-    for seed in ${seeds//,/ }; do
-      "$python" scripts/pytorch_peer.py --config "$config" --mode "$mode" --seed "$seed" \
-        --data "$data" ${overrides[@]+"${overrides[@]}"} | tee -a "$out/pytorch-$mode.jsonl"
-    done
+if [ -z "$from" ]; then  # the measuring; --from reads what an earlier run kept
+  [ -f "$config" ] || { echo "bench_vs_pytorch: no config file '$config' (see --help)" >&2; exit 2; }
+  measured_on=$(date +%F)
+  printf '%s\n' "$command" "$config" "$reference" "$measured_on" >"$out/run.txt"
+  for kernels in whole-step fast book; do
+    wants "$kernels" || continue
+    "$lenet5" -q --config "$config" bench --device gpu --data "$data" ${overrides[@]+"${overrides[@]}"} \
+      --seeds "$seeds" --kernels "$kernels" |
+      sed "s/^{/{\"framework\":\"lenet5\",\"mode\":\"$kernels\",/" | tee "$out/lenet5-$kernels.jsonl"
   done
-else
-  echo "bench_vs_pytorch: PyTorch with CUDA not found: lenet5 only" >&2
+  if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    for mode in eager graph; do
+      wants "$mode" || continue
+      for seed in ${seeds//,/ }; do
+        "$python" scripts/pytorch_peer.py --config "$config" --mode "$mode" --seed "$seed" \
+          --data "$data" ${overrides[@]+"${overrides[@]}"} | tee -a "$out/pytorch-$mode.jsonl"
+      done
+    done
+  else
+    echo "bench_vs_pytorch: PyTorch with CUDA not found: lenet5 only" >&2
+  fi
 fi
 
 "$python" - "$out" "$config" "$reference" "$block" "$command" "$measured_on" <<'PY'

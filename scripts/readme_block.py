@@ -2,9 +2,11 @@
 """Replaces a measurement script's block in a Markdown file with the text on standard input.
 
     readme_block.py FILE NAME < text
+    readme_block.py --check FILE NAME
 
 The block is every line between "<!-- NAME: begin -->" and "<!-- NAME: end -->" (the marker lines
-stay). The file is rewritten through a temporary file beside it and a rename, so a failure leaves
+stay). --check only says whether FILE has the block, so that a script can refuse before it
+measures. The file is rewritten through a temporary file beside it and a rename, so a failure leaves
 it as it was. The measurement scripts that write their tables into README.md's "Results"
 (roofline_whole_step.sh, bench_vs_pytorch.sh) all go through here. Exit 2 when FILE has no such
 block, naming the lines it needs.
@@ -14,10 +16,14 @@ import sys
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
-        print(__doc__.strip().split("\n")[2].strip(), file=sys.stderr)
+    arguments = sys.argv[1:]
+    check_only = arguments[:1] == ["--check"]
+    if check_only:
+        arguments = arguments[1:]
+    if len(arguments) != 2:
+        print("\n".join(__doc__.strip().split("\n")[2:4]), file=sys.stderr)
         return 2
-    path, name = sys.argv[1], sys.argv[2]
+    path, name = arguments
     begin, end = f"<!-- {name}: begin -->", f"<!-- {name}: end -->"
     try:
         lines = open(path, encoding="utf-8").read().split("\n")
@@ -32,6 +38,8 @@ def main() -> int:
     if last < first:
         print(f"{name}: in {path} the line {end} comes before {begin}", file=sys.stderr)
         return 2
+    if check_only:
+        return 0
     lines[first + 1:last] = sys.stdin.read().rstrip("\n").split("\n") + [""]
     temporary = f"{path}.{name}-tmp"
     try:

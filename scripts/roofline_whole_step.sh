@@ -39,11 +39,7 @@ while [ $# -gt 0 ]; do
     *) say "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
 done
-if [ -n "$readme" ]; then
-  [ -f "$readme" ] && grep -qx '<!-- roofline_whole_step.sh: begin -->' "$readme" &&
-    grep -qx '<!-- roofline_whole_step.sh: end -->' "$readme" ||
-    { say "--readme $readme: the file has no <!-- roofline_whole_step.sh: begin --> and end lines"; exit 2; }
-fi
+[ -z "$readme" ] || python3 "$root/scripts/readme_block.py" --check "$readme" roofline_whole_step.sh || exit 2
 if [ -n "$from" ]; then
   [ -f "$from/ncu.csv" ] && [ -f "$from/bench.json" ] ||
     { say "--from $from: no ncu.csv and bench.json there (an earlier run's --out folder)"; exit 2; }

@@ -381,12 +381,12 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   // itself, the driver may size it for one working set.
   CUDA_CHECK(cudaFuncSetAttribute(one, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   int(m_one_per_sm_shared)));
-  for (const SampleKernel kernel : {two, evaluation})
+  for (const SampleKernel kernel : {two, evaluation}) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     int(sizeof(SampleShared))));
-  for (const SampleKernel kernel : {two, evaluation})
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                     int(cudaSharedmemCarveoutMaxShared)));
+  }
   CUDA_CHECK(cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, device));
   // Where an SM cannot hold two working sets (less shared memory than sm_90's), version 2 would
   // only run with fewer registers: every grid gets version 1 there.

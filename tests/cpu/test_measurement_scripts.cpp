@@ -121,6 +121,28 @@ void write_ncu_csv(const std::filesystem::path& file) {
                   stall_values + "\n");
 }
 
+// A README.md in dir whose block for `script` holds an old table between lines of its own: what
+// scripts/readme_block.py must replace, and all it may replace.
+void write_readme_with_block(const TempDir& dir, const std::string& script) {
+  write(dir / "README.md", "# Results\nbefore\n<!-- " + script +
+                               ": begin -->\nan old table\n<!-- " + script + ": end -->\nafter\n");
+}
+
+// The script's block in dir's README.md holds new text, its heading first, and nothing around the
+// block changed; returns the README.
+std::string expect_block_rewritten(const TempDir& dir, const std::string& script) {
+  const std::string readme = testing::read_text(dir / "README.md");
+  EXPECT_TRUE(
+      testing::mentions(readme, "# Results\nbefore\n<!-- " + script + ": begin -->\nMeasured on "))
+      << readme;
+  EXPECT_FALSE(testing::mentions(readme, "an old table")) << readme;
+  EXPECT_TRUE(testing::mentions(readme, "\n<!-- " + script + ": end -->\nafter\n")) << readme;
+  return readme;
+}
+
+// A README.md without any block: the scripts refuse it and leave it as it is.
+constexpr const char* kReadmeWithoutBlock = "# Results\nno block here\n";
+
 TEST(RooflineScript, WritesItsTablesIntoTheReadmeBlockAndNothingElse) {
   TempDir dir;
   write_ncu_csv(dir / "measured" / "ncu.csv");
@@ -128,25 +150,16 @@ TEST(RooflineScript, WritesItsTablesIntoTheReadmeBlockAndNothingElse) {
         "{\"event\":\"setup\",\"batch_size\":128,\"train_images\":0,\"device\":\"gpu\","
         "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\"}\n"
         "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.0196}\n");
-  write(dir / "README.md",
-        "# Results\nbefore\n<!-- roofline_whole_step.sh: begin -->\nan old table\n"
-        "<!-- roofline_whole_step.sh: end -->\nafter\n");
+  write_readme_with_block(dir, "roofline_whole_step.sh");
   const std::string arguments = "--batch-size 128 --from '" + (dir / "measured").string() +
                                 "' --readme '" + (dir / "README.md").string() + "'";
   ASSERT_EQ(run_script("roofline_whole_step.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
 
-  const std::string readme = testing::read_text(dir / "README.md");
-  EXPECT_TRUE(testing::mentions(readme,
-                                "# Results\nbefore\n<!-- roofline_whole_step.sh: begin -->\n"
-                                "Measured on "))
-      << readme;
+  const std::string readme = expect_block_rewritten(dir, "roofline_whole_step.sh");
   EXPECT_TRUE(testing::mentions(readme,
                                 "on the NVIDIA H200 at abc1234 "
                                 "(`scripts/roofline_whole_step.sh --batch-size 128`"))
-      << readme;
-  EXPECT_FALSE(testing::mentions(readme, "an old table")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "\n<!-- roofline_whole_step.sh: end -->\nafter\n"))
       << readme;
   // 660 MFLOP in 40 us; 60k images at 128 a step are 469 steps; 50 us of kernels a step.
   EXPECT_TRUE(testing::mentions(readme, "| sample kernel | 40.0 µs | 16.50 TFLOP/s |")) << readme;
@@ -159,7 +172,7 @@ TEST(RooflineScript, WritesItsTablesIntoTheReadmeBlockAndNothingElse) {
 
 TEST(RooflineScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
   TempDir dir;
-  write(dir / "README.md", "# Results\nno block here\n");
+  write(dir / "README.md", kReadmeWithoutBlock);
   write(dir / "measured" / "bench.json", "{}\n");
   EXPECT_EQ(run_script("roofline_whole_step.sh",
                        "--from '" + (dir / "measured").string() + "' --readme '" +
@@ -168,7 +181,7 @@ TEST(RooflineScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
             2);
   EXPECT_TRUE(
       testing::mentions(testing::read_text(dir / "out.txt"), "roofline_whole_step.sh: begin"));
-  EXPECT_EQ(testing::read_text(dir / "README.md"), "# Results\nno block here\n");
+  EXPECT_EQ(testing::read_text(dir / "README.md"), kReadmeWithoutBlock);
   EXPECT_EQ(
       run_script("roofline_whole_step.sh", "--from '" + (dir / "measured").string() + "'", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no ncu.csv and bench.json"));
@@ -205,26 +218,18 @@ void write_comparison_run(const std::filesystem::path& dir) {
 TEST(ComparisonScript, WritesItsTableIntoTheReadmeBlockAndNothingElse) {
   TempDir dir;
   write_comparison_run(dir / "measured");
-  write(dir / "README.md",
-        "# Results\nbefore\n<!-- bench_vs_pytorch.sh: begin -->\nan old table\n"
-        "<!-- bench_vs_pytorch.sh: end -->\nafter\n");
+  write_readme_with_block(dir, "bench_vs_pytorch.sh");
   const std::string arguments = "--from '" + (dir / "measured").string() + "' --readme '" +
                                 (dir / "README.md").string() + "'";
   ASSERT_EQ(run_script("bench_vs_pytorch.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
-  const std::string readme = testing::read_text(dir / "README.md");
-  EXPECT_TRUE(testing::mentions(readme,
-                                "# Results\nbefore\n<!-- bench_vs_pytorch.sh: begin -->\n"
-                                "Measured on "))
-      << readme;
+  const std::string readme = expect_block_rewritten(dir, "bench_vs_pytorch.sh");
   EXPECT_TRUE(testing::mentions(
       readme,
       "Measured on 2026-01-02 on the NVIDIA H200 at abc1234 (`scripts/bench_vs_pytorch.sh "
       "--config configs/fast.toml "
       "--seeds 1,2 --modes whole-step,graph`; written by the script):"))
       << readme;
-  EXPECT_FALSE(testing::mentions(readme, "an old table")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "\n<!-- bench_vs_pytorch.sh: end -->\nafter\n")) << readme;
   EXPECT_TRUE(testing::mentions(readme,
                                 "configs/fast.toml: batch 128, 8 epochs, augment elastic; 2 "
                                 "seed(s) per program"))
@@ -245,14 +250,14 @@ TEST(ComparisonScript, WritesItsTableIntoTheReadmeBlockAndNothingElse) {
 TEST(ComparisonScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
   TempDir dir;
   write_comparison_run(dir / "measured");
-  write(dir / "README.md", "# Results\nno block here\n");
+  write(dir / "README.md", kReadmeWithoutBlock);
   EXPECT_EQ(run_script("bench_vs_pytorch.sh",
                        "--from '" + (dir / "measured").string() + "' --readme '" +
                            (dir / "README.md").string() + "'",
                        dir),
             2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "bench_vs_pytorch.sh: begin"));
-  EXPECT_EQ(testing::read_text(dir / "README.md"), "# Results\nno block here\n");
+  EXPECT_EQ(testing::read_text(dir / "README.md"), kReadmeWithoutBlock);
   EXPECT_EQ(run_script("bench_vs_pytorch.sh", "--from '" + (dir / "README.md").string() + "'", dir),
             2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no run.txt and lenet5-"));

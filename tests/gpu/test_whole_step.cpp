@@ -287,6 +287,22 @@ TEST(WholeStep, RefusesTrainableSubsampling) {
   EXPECT_THROW(cuda::WholeStep(config, lenet5_layout(config), 64), Error);
 }
 
+// Every network the whole-step kernels compute, as far as their code paths go: each activation
+// with each subsampling kind (the C3 table only masks weights). `check` gets the network and its
+// name for the failure messages.
+template <class Check>
+void for_each_whole_step_network(Check check) {
+  for (const Activation activation :
+       {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu})
+    for (const Subsampling subsampling : {Subsampling::average, Subsampling::max}) {
+      NetConfig config;
+      config.kernels = GpuKernels::whole_step;
+      config.activation = activation;
+      config.subsampling = subsampling;
+      check(config, std::string(to_string(activation)) + "/" + to_string(subsampling));
+    }
+}
+
 // On sm_90 the sample kernel's two versions hold one and two samples per SM, for every activation
 // and subsampling kind: the registers and the working set of version 2 leave room for
 // both. A change that grows either past that takes back what large batches and packed sweeps
@@ -297,18 +313,11 @@ TEST(WholeStep, TwoSamplesShareAnSmOnHopper) {
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
   if (major != 9) GTEST_SKIP() << "the two-sample fit is sized for sm_90; this GPU is sm_" << major;
-  for (const Activation activation :
-       {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu})
-    for (const Subsampling subsampling : {Subsampling::average, Subsampling::max}) {
-      NetConfig config;
-      config.kernels = GpuKernels::whole_step;
-      config.activation = activation;
-      config.subsampling = subsampling;
-      const cuda::WholeStep step(config, lenet5_layout(config), 64);
-      const std::string what = std::string(to_string(activation)) + "/" + to_string(subsampling);
-      EXPECT_EQ(step.samples_per_sm(cuda::SampleBuild::one_per_sm), 1) << what;
-      EXPECT_EQ(step.samples_per_sm(cuda::SampleBuild::two_per_sm), 2) << what;
-    }
+  for_each_whole_step_network([](const NetConfig& config, const std::string& what) {
+    const cuda::WholeStep step(config, lenet5_layout(config), 64);
+    EXPECT_EQ(step.samples_per_sm(cuda::SampleBuild::one_per_sm), 1) << what;
+    EXPECT_EQ(step.samples_per_sm(cuda::SampleBuild::two_per_sm), 2) << what;
+  });
 }
 
 // WholeStep::evaluate runs the training step's forward stages: from the same weights and images
@@ -318,57 +327,50 @@ TEST(WholeStep, TwoSamplesShareAnSmOnHopper) {
 TEST(WholeStep, EvaluationSeesTheTrainingStepsLosses) {
   LENET5_REQUIRE_GPU();
   constexpr int n = 50;
-  for (const Activation activation :
-       {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu})
-    for (const Subsampling subsampling : {Subsampling::average, Subsampling::max}) {
-      NetConfig config;
-      config.kernels = GpuKernels::whole_step;
-      config.activation = activation;
-      config.subsampling = subsampling;
-      const std::string what = std::string(to_string(activation)) + "/" + to_string(subsampling);
-      const ParamLayout layout = lenet5_layout(config);
-      const Batch batch = make_batch(n, n, 5);
-      DeviceBatch device(batch);
-      cuda::WholeStep step(config, layout, n);
-      // Two models' weights side by side, as a packed group keeps them.
-      const std::size_t stride = (layout.buffer_floats + 31) / 32 * 32;
-      std::vector<float> both(2 * stride, 0.0f);
-      for (int m = 0; m < 2; ++m) {
-        const std::vector<float> params = initial_parameters(config, 13 + std::uint64_t(m));
-        std::copy(params.begin(), params.end(), both.begin() + std::ptrdiff_t(m * stride));
-      }
-      Buffer<float> device_params = test::upload(both);
-      Buffer<double> loss(Device::gpu, 2 * n);
-      Buffer<std::int32_t> predicted(Device::gpu, 2 * n);
-      cuda::ModelGroup group;
-      group.models = 2;
-      group.params_stride = stride;
-      step.evaluate(device.images.data(), device.labels.data(), n, device_params.data(), group,
-                    loss.data(), predicted.data(), cudaStreamPerThread);
-      cuda::synchronize();
-      const std::vector<double> losses = loss.to_vector();
-      const std::vector<std::int32_t> classes = predicted.to_vector();
-      for (int m = 0; m < 2; ++m) {
-        Buffer<float> gradients(Device::gpu, layout.buffer_floats);
-        Buffer<cuda::StepStats> stats(Device::gpu, 1);
-        stats.zero();
-        // indices null: the first n images, in order, as evaluate reads them.
-        step.gradients(device.images.data(), device.labels.data(), nullptr, n,
-                       cuda::DeviceAugmentation{}, device_params.data() + m * stride,
-                       gradients.data(), stats.data(), cudaStreamPerThread);
-        cuda::synchronize();
-        const cuda::StepStats trained = stats.to_vector()[0];
-        double sum = 0;
-        std::int64_t correct = 0;
-        for (int i = 0; i < n; ++i) {
-          sum += losses[std::size_t(m * n + i)];
-          correct += classes[std::size_t(m * n + i)] == batch.labels[std::size_t(i)];
-        }
-        EXPECT_EQ(sum, trained.loss_sum) << what << " model " << m;
-        EXPECT_EQ(correct, trained.correct) << what << " model " << m;
-      }
-      EXPECT_NE(losses[0], losses[std::size_t(n)]) << what << ": the two models should differ";
+  for_each_whole_step_network([](const NetConfig& config, const std::string& what) {
+    const ParamLayout layout = lenet5_layout(config);
+    const Batch batch = make_batch(n, n, 5);
+    DeviceBatch device(batch);
+    cuda::WholeStep step(config, layout, n);
+    // Two models' weights side by side, as a packed group keeps them.
+    const std::size_t stride = (layout.buffer_floats + 31) / 32 * 32;
+    std::vector<float> both(2 * stride, 0.0f);
+    for (int m = 0; m < 2; ++m) {
+      const std::vector<float> params = initial_parameters(config, 13 + std::uint64_t(m));
+      std::copy(params.begin(), params.end(), both.begin() + std::ptrdiff_t(m * stride));
     }
+    Buffer<float> device_params = test::upload(both);
+    Buffer<double> loss(Device::gpu, 2 * n);
+    Buffer<std::int32_t> predicted(Device::gpu, 2 * n);
+    cuda::ModelGroup group;
+    group.models = 2;
+    group.params_stride = stride;
+    step.evaluate(device.images.data(), device.labels.data(), n, device_params.data(), group,
+                  loss.data(), predicted.data(), cudaStreamPerThread);
+    cuda::synchronize();
+    const std::vector<double> losses = loss.to_vector();
+    const std::vector<std::int32_t> classes = predicted.to_vector();
+    for (int m = 0; m < 2; ++m) {
+      Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+      Buffer<cuda::StepStats> stats(Device::gpu, 1);
+      stats.zero();
+      // indices null: the first n images, in order, as evaluate reads them.
+      step.gradients(device.images.data(), device.labels.data(), nullptr, n,
+                     cuda::DeviceAugmentation{}, device_params.data() + m * stride,
+                     gradients.data(), stats.data(), cudaStreamPerThread);
+      cuda::synchronize();
+      const cuda::StepStats trained = stats.to_vector()[0];
+      double sum = 0;
+      std::int64_t correct = 0;
+      for (int i = 0; i < n; ++i) {
+        sum += losses[std::size_t(m * n + i)];
+        correct += classes[std::size_t(m * n + i)] == batch.labels[std::size_t(i)];
+      }
+      EXPECT_EQ(sum, trained.loss_sum) << what << " model " << m;
+      EXPECT_EQ(correct, trained.correct) << what << " model " << m;
+    }
+    EXPECT_NE(losses[0], losses[std::size_t(n)]) << what << ": the two models should differ";
+  });
 }
 
 TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
