@@ -204,7 +204,7 @@ TEST(TrainOptions, AConfigFileSetsWhatItNames) {
   const ReadSettings fast = read_arguments(
       {"--config", (testing::source_dir() / "configs" / "fast.toml").string(), "train"});
   EXPECT_EQ(fast.settings.kernels, "whole-step");
-  EXPECT_EQ(fast.settings.batch_size, 128);
+  EXPECT_EQ(fast.settings.batch_size, 256);
   EXPECT_EQ(fast.settings.schedule, "one-cycle");
   EXPECT_NE(fast.text.find("kernels=\"whole-step\"\n"), std::string::npos) << fast.text;
 }
