@@ -301,47 +301,27 @@ __device__ void update_dense_weights(const UpdateArgs& args, int tile) {
                                record::a6);
 }
 
-// The step's statistics into args.stats: the samples' losses added in sample order in double (the
-// order of the CPU engine's sum), and the correct predictions counted. All threads of the block
-// call it: each chunk of the batch's values is staged in shared memory by the whole block, and
-// thread 0 adds them from there. Its serial sum had waited on a global load per sample: at batch
-// 256 that alone was most of the kernel's time.
-__device__ void add_step_statistics(const UpdateArgs& args) {
-  __shared__ double losses[kUpdateThreads];
-  __shared__ std::int32_t correct[kUpdateThreads];
-  double loss_sum = 0;
-  int correct_sum = 0;
-  for (int first = 0; first < args.n; first += kUpdateThreads) {
-    const int s = first + int(threadIdx.x), count = min(kUpdateThreads, args.n - first);
-    if (s < args.n) {
-      losses[threadIdx.x] = args.sample_loss[s];
-      correct[threadIdx.x] = args.sample_correct[s];
-    }
-    __syncthreads();
-    if (threadIdx.x == 0)
-      for (int k = 0; k < count; ++k) {
-        loss_sum += losses[k];
-        correct_sum += correct[k];
-      }
-    __syncthreads();
-  }
-  if (threadIdx.x != 0) return;
-  // Stream order makes this read-modify-write safe, as in softmax_cross_entropy_kernel1.
-  args.stats->loss_sum += loss_sum;
-  args.stats->correct += correct_sum;
-}
-
 }  // namespace
 
 // The batch gradient of every parameter of model blockIdx.y, then the SGD update: blocks
 // [0, flat_blocks) the flat parameters, the rest the dense weights' tiles (see above). Every
-// parameter's sum runs in a fixed order, so every run gives the same bits. Block 0 first adds the
-// step's statistics.
+// parameter's sum runs in a fixed order, so every run gives the same bits. Thread 0 of block 0
+// adds the step's statistics.
 __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(UpdateArgs group_args) {
   allow_next_grid();
   wait_for_previous_grid();
   const UpdateArgs args = args_of_model(group_args, int(blockIdx.y));
-  if (blockIdx.x == 0 && args.stats) add_step_statistics(args);
+  if (blockIdx.x == 0 && threadIdx.x == 0 && args.stats) {
+    double loss = 0;
+    int correct = 0;
+    for (int s = 0; s < args.n; ++s) {
+      loss += args.sample_loss[s];
+      correct += args.sample_correct[s];
+    }
+    // Stream order makes this read-modify-write safe, as in softmax_cross_entropy_kernel1.
+    args.stats->loss_sum += loss;
+    args.stats->correct += correct;
+  }
   const int flat = flat_blocks(args.at);
   if (int(blockIdx.x) < flat)
     update_flat_parameters(args, int(blockIdx.x));
