@@ -11,11 +11,12 @@
 //      gradient, and back-propagates to C1. It writes the sample's dense-layer activations and
 //      output gradients, and its own C1/C3/bias gradient contributions, to a per-sample record.
 //      Version 1 runs one sample per SM, version 2 two; the grid's size picks one (whole_step.cu).
-//   2. whole_step_update_kernel: four threads per parameter. Each sums the parameter's gradient
-//      over a quarter of the batch's records in sample order, and the quarters are added in a
-//      fixed order (deterministic: no atomics); then it applies the SGD update
-//      of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The step's loss
-//      and correct count are summed in sample order into its statistics slot.
+//   2. whole_step_update_kernel: each parameter's gradient summed over the batch's records in
+//      four parts, each in sample order, and the parts added in a fixed order (deterministic: no
+//      atomics); a thread per part and parameter for the per-sample tensors and biases, a thread
+//      per part and four adjacent weights for the dense layers (whole_step_update.cuh). Then the
+//      SGD update of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The
+//      step's loss and correct count are summed in sample order into its statistics slot.
 // Evaluation is a third kernel, whole_step_evaluation_kernel: the forward stages and the loss
 // alone, one block per test image and model (WholeStep::evaluate), how the whole-step engines,
 // lone or packed, evaluate.

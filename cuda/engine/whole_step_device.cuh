@@ -29,7 +29,8 @@ constexpr int kWarps = kThreads / 32;
 // it reserved per block). whole_step.cu says when each version runs.
 constexpr int kSampleBlocksPerSm = 2;
 constexpr int kUpdateThreads = 256;
-// Threads per parameter in the update kernel: quarters of the batch (eighths measured slower).
+// The parts of the batch each of the update kernel's gradient sums is split into
+// (whole_step_update.cuh): quarters (eighths measured slower, 2026-11-27, before the dense tiles).
 constexpr int kUpdateSplit = 4;
 
 constexpr int kField = 32, kImage = 28, kK = 5;

@@ -457,10 +457,11 @@ TEST(WholeStep, ConsecutiveStepsSeeEachOthersUpdates) {
 }
 
 // The batch sizes the command line is tried with (--batch-size 1 to 60,000): one sample, the
-// default, the powers of two around it and 1,000. The WholeStep is sized for exactly n samples,
-// as the engine sizes it for its batch, so that a record or statistics buffer one sample short
-// shows. A batch above 100 samples repeats the 100 images of the set, each up to ceil(n / 100)
-// times (the reference runs each distinct image once and weights it by its copies).
+// default, the powers of two around it and 1,000, and 7 and 130, which the update kernel sums in
+// quarters of unequal length (1, 2, 2, 2 and 32, 33, 32, 33 samples). The WholeStep is sized for
+// exactly n samples, as the engine sizes it for its batch, so that a record or statistics buffer
+// one sample short shows. A batch above 100 samples repeats the 100 images of the set, each up to
+// ceil(n / 100) times (the reference runs each distinct image once and weights it by its copies).
 // The tolerance is expect_gradients_match's 1e-4 at every n: what grows with n is the update
 // kernel's float sum of the n records in sample order, and emulating that sum on these images
 // (each sample's double gradient rounded to float, added in order) left 2e-6 relative at
@@ -488,7 +489,7 @@ TEST_P(WholeStepBatchSizes, GradientsMatchTheCpuReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CommandLineBatchSizes, WholeStepBatchSizes,
-                         ::testing::Values(1, 64, 128, 256, 1000));
+                         ::testing::Values(1, 7, 64, 128, 130, 256, 1000));
 
 // WholeStep with augmentation: each sample's image is augmented inside the sample kernel
 // (load_image -> augment_sample), keyed by (seed, the epoch in device memory, the sample's index).

@@ -1,0 +1,197 @@
+// The update kernel's work (whole_step_update_kernel, whole_step.cu): the batch gradient of every
+// parameter from the samples' records, in a fixed order, then the SGD update.
+//
+// Each gradient is summed in kUpdateSplit parts of the batch, each part in sample order, and the
+// parts are added in order: a fixed order, so every run gives the same bits, with the parts on
+// different threads (one thread per parameter summing the whole batch had waited on memory with a
+// quarter of the SM's warps: roofline_whole_step.sh). Two kinds of blocks do it, below.
+//
+// Included by whole_step.cu alone, the one translation unit that compiles the kernels (device
+// code is not linked across files here): the unnamed namespace gives every definition internal
+// linkage, as when all of it sat in that one file.
+#pragma once
+
+#include <cstddef>
+
+#include "cuda/engine/whole_step_device.cuh"
+#include "cuda/kernels/sgd_element.cuh"
+
+namespace lenet5::cuda {
+namespace {
+
+// The update kernel's blocks come in two kinds (whole_step_update_kernel): first the flat
+// parameters, kUpdateSplit threads each, then the dense layers' weights in tiles.
+//
+// The flat parameters are the tensors between the dense weights: C1's and C3's weights, the
+// subsampling biases and the dense biases, whose gradients are sums of one record value per
+// sample. flat_segments lists them as [begin, end) ranges of the buffer, each covered by whole
+// blocks of kFlatPerBlock parameters.
+constexpr int kFlatPerBlock = kUpdateThreads / kUpdateSplit;
+constexpr int kFlatSegments = 4;
+struct FlatSegments {
+  int begin[kFlatSegments], end[kFlatSegments];
+};
+__host__ __device__ inline FlatSegments flat_segments(const WholeStepOffsets& at) {
+  return {{0, at.c5_weight + kFlat4 * kC5, at.f6_weight + kC5 * kF6, at.output_weight + kF6 * kOut},
+          {at.c5_weight, at.f6_weight, at.output_weight, at.buffer_floats}};
+}
+__host__ __device__ inline int segment_blocks(const FlatSegments& segments, int k) {
+  return (segments.end[k] - segments.begin[k] + kFlatPerBlock - 1) / kFlatPerBlock;
+}
+__host__ __device__ inline int flat_blocks(const WholeStepOffsets& at) {
+  const FlatSegments segments = flat_segments(at);
+  int blocks = 0;
+  for (int k = 0; k < kFlatSegments; ++k) blocks += segment_blocks(segments, k);
+  return blocks;
+}
+// The flat parameter that column `column` of flat block `block` sums, or -1 past its segment.
+__device__ int flat_parameter(const WholeStepOffsets& at, int block, int column) {
+  const FlatSegments segments = flat_segments(at);
+  for (int k = 0; k < kFlatSegments; ++k) {
+    const int blocks = segment_blocks(segments, k);
+    if (block < blocks) {
+      const int p = segments.begin[k] + block * kFlatPerBlock + column;
+      return p < segments.end[k] ? p : -1;
+    }
+    block -= blocks;
+  }
+  return -1;
+}
+
+// A dense weight tile: kTileRows rows of kTileColumns weights, four adjacent weights per lane, so
+// that each record value a thread loads serves four parameters (the flat kind loads two values
+// per multiply-add, and waited on L2 for most of its time). A warp per row and part of the batch.
+constexpr int kTileRows = kUpdateThreads / 32 / kUpdateSplit;  // 2
+constexpr int kTileColumns = 4 * 32;                           // 128
+static_assert(kUpdateThreads % (32 * kUpdateSplit) == 0 && kTileRows >= 1,
+              "a block holds whole warps per part of the batch, and whole parts");
+static_assert(record::a4 % 4 == 0 && record::a5 % 4 == 0 && record::a6 % 4 == 0,
+              "a dense tile reads its layer's inputs from the records as float4");
+template <int In, int Out>
+constexpr int dense_tiles() {
+  return (Out + kTileRows - 1) / kTileRows * ((In + kTileColumns - 1) / kTileColumns);
+}
+constexpr int kDenseTiles =
+    dense_tiles<kFlat4, kC5>() + dense_tiles<kC5, kF6>() + dense_tiles<kF6, kOut>();
+
+// The flat parameter p's gradient summed over samples [first, end) of the batch in sample order:
+// sum_s record[s][at_in_record + k] for the k-th value of the tensor the record keeps at
+// at_in_record.
+__device__ float flat_gradient(const WholeStepOffsets& at, int p, const float* records, int first,
+                               int end, const float* c3_mask) {
+  const auto summed = [&](int offset, int at_in_record) {
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int s = first; s < end; ++s)
+      acc += records[std::size_t(s) * record::floats + at_in_record + p - offset];
+    return acc;
+  };
+  if (p < at.s2_bias) return summed(at.c1_weight, record::g1);
+  if (p < at.c3_weight) return summed(at.s2_bias, record::gb2);
+  // Disconnected C3 weights get no gradient.
+  if (p < at.s4_bias) return summed(at.c3_weight, record::g3) * c3_mask[p - at.c3_weight];
+  if (p < at.c5_weight) return summed(at.s4_bias, record::gb4);
+  if (p < at.f6_weight) return summed(at.c5_bias, record::d5);
+  if (p < at.output_weight) return summed(at.f6_bias, record::d6);
+  return summed(at.output_bias, record::d7);
+}
+
+// Whether flat index p is a parameter of a tensor rather than the alignment padding between
+// tensors (never read, never updated).
+__device__ bool is_flat_parameter(const WholeStepOffsets& at, int p) {
+  const auto inside = [p](int offset, int count) { return p >= offset && p < offset + count; };
+  return inside(at.c1_weight, kW1) || inside(at.s2_bias, kMaps1) || inside(at.c3_weight, kW3) ||
+         inside(at.s4_bias, kMaps3) || inside(at.c5_bias, kC5) || inside(at.f6_bias, kF6) ||
+         inside(at.output_bias, kOut);
+}
+
+// Parameter p's batch gradient is known: the SGD update (lr not null), or the gradient itself
+// (gradients_out not null).
+__device__ void apply_gradient(const UpdateArgs& args, int p, float gradient) {
+  if (args.gradients_out) args.gradients_out[p] = gradient;
+  if (args.lr)
+    sgd_update_element(args.mu, args.nesterov, args.decay, *args.lr, gradient, args.params + p,
+                       args.velocity ? args.velocity + p : nullptr);
+}
+
+// Where part c of the batch starts: part c sums samples
+// [c * n / kUpdateSplit, (c + 1) * n / kUpdateSplit).
+__device__ int first_of_part(int part, int n) {
+  return part * n / kUpdateSplit;
+}
+
+// The flat kind: kUpdateSplit threads per parameter, thread c summing the c-th part of the batch
+// in sample order, and the first adding the parts in order (((q0 + q1) + q2) + q3).
+__device__ void update_flat_parameters(const UpdateArgs& args, int block) {
+  __shared__ float partial[kUpdateSplit][kFlatPerBlock];
+  const int column = threadIdx.x % kFlatPerBlock, part = threadIdx.x / kFlatPerBlock;
+  const int p = flat_parameter(args.at, block, column);
+  const bool is_parameter = p >= 0 && is_flat_parameter(args.at, p);
+  partial[part][column] = is_parameter
+                              ? flat_gradient(args.at, p, args.records, first_of_part(part, args.n),
+                                              first_of_part(part + 1, args.n), args.c3_mask)
+                              : 0.0f;
+  __syncthreads();
+  if (part != 0 || !is_parameter) return;
+  float gradient = partial[0][column];
+#pragma unroll
+  for (int q = 1; q < kUpdateSplit; ++q) gradient += partial[q][column];
+  apply_gradient(args, p, gradient);
+}
+
+// A dense weight (o, i) of a layer with In inputs: sum_s dy[s][o] * x[s][i], summed in the same
+// parts and order as the flat kind, so a weight gets the same bits whichever kind sums it.
+template <int In, int Out>
+__device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_at, int dy_at,
+                                  int x_at) {
+  static_assert(In % 4 == 0, "four adjacent weights of a row are read as one float4");
+  constexpr int kColumnTiles = (In + kTileColumns - 1) / kTileColumns;
+  __shared__ float4 partial[kUpdateSplit - 1][kTileRows][32];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int part = warp / kTileRows, row = warp % kTileRows;
+  const int o = tile / kColumnTiles * kTileRows + row;
+  const int i = tile % kColumnTiles * kTileColumns + 4 * lane;
+  const bool inside = o < Out && i < In;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (inside) {
+#pragma unroll 8
+    for (int s = first_of_part(part, args.n); s < first_of_part(part + 1, args.n); ++s) {
+      const float* r = args.records + std::size_t(s) * record::floats;
+      const float dy = r[dy_at + o];
+      const float4 x = *reinterpret_cast<const float4*>(r + x_at + i);
+      acc.x += dy * x.x;
+      acc.y += dy * x.y;
+      acc.z += dy * x.z;
+      acc.w += dy * x.w;
+    }
+  }
+  if (part > 0) partial[part - 1][row][lane] = acc;
+  __syncthreads();
+  if (part > 0 || !inside) return;
+  float gradient[4] = {acc.x, acc.y, acc.z, acc.w};
+#pragma unroll
+  for (int q = 1; q < kUpdateSplit; ++q) {
+    const float4 other = partial[q - 1][row][lane];
+    gradient[0] += other.x;
+    gradient[1] += other.y;
+    gradient[2] += other.z;
+    gradient[3] += other.w;
+  }
+#pragma unroll
+  for (int k = 0; k < 4; ++k) apply_gradient(args, weight_at + o * In + i + k, gradient[k]);
+}
+
+// Dense weight tile `tile` of the three layers' kDenseTiles, in layer order.
+__device__ void update_dense_weights(const UpdateArgs& args, int tile) {
+  constexpr int kC5Tiles = dense_tiles<kFlat4, kC5>(), kF6Tiles = dense_tiles<kC5, kF6>();
+  if (tile < kC5Tiles)
+    return update_dense_tile<kFlat4, kC5>(args, tile, args.at.c5_weight, record::d5, record::a4);
+  tile -= kC5Tiles;
+  if (tile < kF6Tiles)
+    return update_dense_tile<kC5, kF6>(args, tile, args.at.f6_weight, record::d6, record::a5);
+  update_dense_tile<kF6, kOut>(args, tile - kF6Tiles, args.at.output_weight, record::d7,
+                               record::a6);
+}
+
+}  // namespace
+}  // namespace lenet5::cuda
