@@ -12,7 +12,8 @@
 # --readme FILE writes the tables, with the date, the GPU and the command, into FILE between the
 # lines <!-- roofline_whole_step.sh: begin --> and <!-- roofline_whole_step.sh: end --> (README.md's
 # "Results" holds them), replacing what was there. --from DIR measures nothing: it makes the tables
-# from DIR's ncu.csv and bench.json, written there by an earlier run with --out DIR.
+# from DIR's ncu.csv and bench.json, written there by an earlier run with --out DIR, headed with
+# that run's command and date (DIR/run.txt).
 #
 # Peaks (H200 SXM; override with the environment): FP32_TFLOPS=66.9, DRAM_TBS=4.8. The shared
 # memory peak is 128 bytes per SM per cycle at the SM clock ncu reports.
@@ -40,14 +41,23 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -z "$readme" ] || python3 "$root/scripts/readme_block.py" --check "$readme" roofline_whole_step.sh || exit 2
+# The command and the date the tables are headed with: the measuring run's, kept in its --out
+# folder's run.txt, so that --from heads them as measured.
+command="scripts/roofline_whole_step.sh"
+[ "$(basename "$config")" = fast.toml ] || command+=" --config configs/$(basename "$config")"
+[ -z "$batch" ] || command+=" --batch-size $batch"
+measured_on=$(date +%F)
 if [ -n "$from" ]; then
   [ -f "$from/ncu.csv" ] && [ -f "$from/bench.json" ] ||
     { say "--from $from: no ncu.csv and bench.json there (an earlier run's --out folder)"; exit 2; }
   out=$from
+  # A folder from before run.txt was kept: the command as given here, and today.
+  [ ! -f "$from/run.txt" ] || { command=$(sed -n 1p "$from/run.txt"); measured_on=$(sed -n 2p "$from/run.txt"); }
 else
   command -v ncu >/dev/null 2>&1 || { say "ncu (the Nsight Compute CLI) is not on PATH"; exit 1; }
   [ -x "$binary" ] || { say "no lenet5 binary at '$binary' (scripts/setup.sh, or --binary PATH)"; exit 1; }
   mkdir -p "$out"
+  printf '%s\n' "$command" "$measured_on" >"$out/run.txt"
 fi
 batch_flag=()
 [ -n "$batch" ] && batch_flag=(--batch-size "$batch")
@@ -79,9 +89,9 @@ fi
 block=$(mktemp)
 trap 'rm -f "$block"' EXIT
 python3 - "$out/ncu.csv" "$out/bench.json" "${FP32_TFLOPS:-66.9}" "${DRAM_TBS:-4.8}" "$stalls" \
-  "$block" "$(basename "$config")" "$batch" <<'EOF'
-import csv, datetime, json, os, re, statistics, sys
-path, bench_path, fp32_peak, dram_peak, stalls, block_path, config, batch = sys.argv[1:9]
+  "$block" "$command" "$measured_on" <<'EOF'
+import csv, json, os, re, statistics, sys
+path, bench_path, fp32_peak, dram_peak, stalls, block_path, command, measured_on = sys.argv[1:9]
 report = []
 def emit(text=""): report.append(text)
 fp32_peak, dram_peak, stalls = float(fp32_peak) * 1e12, float(dram_peak) * 1e12, stalls.split()
@@ -144,9 +154,7 @@ else:
 
 gpu = setup.get("gpu", setup.get("device", "?")).split(" (")[0]
 commit = os.environ.get("ROOFLINE_COMMIT") or setup.get("commit", "?")
-command = "scripts/roofline_whole_step.sh" + (f" --config configs/{config}" if config != "fast.toml" else "") + \
-    (f" --batch-size {batch}" if batch else "")
-heading = (f"Measured on {datetime.date.today().isoformat()} on the {gpu} at {commit} (`{command}`; "
+heading = (f"Measured on {measured_on} on the {gpu} at {commit} (`{command}`; "
            f"peaks {float(sys.argv[3]):g} TFLOP/s FP32, {float(sys.argv[4]):g} TB/s DRAM, 128 bytes of "
            f"shared memory per SM per cycle; written by the script):")
 print("\n".join(report))

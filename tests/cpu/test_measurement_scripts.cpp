@@ -170,6 +170,31 @@ TEST(RooflineScript, WritesItsTablesIntoTheReadmeBlockAndNothingElse) {
   EXPECT_TRUE(testing::mentions(readme, "The epoch is 16 % shorter")) << readme;
 }
 
+// A measuring run keeps its command and date in run.txt beside its results: --from heads the
+// tables with those, not with its own arguments or today's date.
+TEST(RooflineScript, HeadsTablesMadeFromAnEarlierRunWithThatRunsCommandAndDate) {
+  TempDir dir;
+  write_ncu_csv(dir / "measured" / "ncu.csv");
+  write(dir / "measured" / "bench.json",
+        "{\"event\":\"setup\",\"batch_size\":256,\"train_images\":0,\"device\":\"gpu\","
+        "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\"}\n"
+        "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.0154}\n");
+  write(dir / "measured" / "run.txt",
+        "scripts/roofline_whole_step.sh --batch-size 256\n2026-01-02\n");
+  write_readme_with_block(dir, "roofline_whole_step.sh");
+  ASSERT_EQ(run_script("roofline_whole_step.sh",
+                       "--from '" + (dir / "measured").string() + "' --readme '" +
+                           (dir / "README.md").string() + "'",
+                       dir),
+            0)
+      << testing::read_text(dir / "out.txt");
+  const std::string readme = expect_block_rewritten(dir, "roofline_whole_step.sh");
+  EXPECT_TRUE(testing::mentions(readme,
+                                "Measured on 2026-01-02 on the NVIDIA H200 at abc1234 "
+                                "(`scripts/roofline_whole_step.sh --batch-size 256`"))
+      << readme;
+}
+
 TEST(RooflineScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
   TempDir dir;
   write(dir / "README.md", kReadmeWithoutBlock);
