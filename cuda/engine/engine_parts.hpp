@@ -37,11 +37,11 @@ struct DatasetKey {
 // A Dataset's images and labels in device memory, uploaded once.
 struct DeviceDataset {
   DatasetKey key;
-  int count = 0;
   Buffer<std::uint8_t> images, labels;
 
   // Whether this is the copy of `data`.
   bool holds(const Dataset& data) const { return key.is(data); }
+  int count() const { return key.count; }
 
   void upload(const Dataset& data) {
     if (data.count < 0 || data.images.size() < std::size_t(data.count) * kImageBytes ||
@@ -53,7 +53,6 @@ struct DeviceDataset {
     labels = Buffer<std::uint8_t>(Device::gpu, std::size_t(data.count));
     labels.copy_from_host(data.labels.data());
     key = DatasetKey::of(data);
-    count = data.count;
   }
 };
 

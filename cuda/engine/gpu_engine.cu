@@ -74,7 +74,7 @@ class GpuEngine final : public NetworkEngine {
   void begin_epoch(int epoch, const std::vector<std::int32_t>& permutation,
                    const std::vector<float>& learning_rates) override {
     const std::size_t steps =
-        checked_epoch_steps(permutation, learning_rates, m_train.count, m_batch);
+        checked_epoch_steps(permutation, learning_rates, m_train.count(), m_batch);
     if (m_permutation.size() != permutation.size() || m_step_stats.size() != steps) {
       m_epoch_graph.reset();  // its launches point into the buffers replaced here
       m_permutation = Buffer<std::int32_t>(Device::gpu, permutation.size());

@@ -120,12 +120,12 @@ class GpuEngineGroup final : public EngineGroup {
 
   void begin_epoch(int i, int epoch, const std::vector<std::int32_t>& permutation,
                    const std::vector<float>& learning_rates) {
-    if (permutation.size() != std::size_t(m_train.count))
+    if (permutation.size() != std::size_t(m_train.count()))
       throw Error("internal: a packed model's permutation of " +
                   std::to_string(permutation.size()) + " indices for " +
-                  std::to_string(m_train.count) + " training images");
+                  std::to_string(m_train.count()) + " training images");
     const std::size_t steps =
-        checked_epoch_steps(permutation, learning_rates, m_train.count, m_batch);
+        checked_epoch_steps(permutation, learning_rates, m_train.count(), m_batch);
     if (m_steps != steps) {
       m_epoch_graph.reset();  // its launches point into the buffers replaced here
       m_steps = steps;
@@ -153,7 +153,7 @@ class GpuEngineGroup final : public EngineGroup {
       if (pending.asked && (pending.first != first || pending.end != end))
         throw Error("internal: the models of a packed group asked for different steps");
     m_pending[std::size_t(i)] = Range{true, first, end};
-    const int n = m_train.count;
+    const int n = m_train.count();
     m_seen[std::size_t(i)] += std::min(n, end * m_batch) - first * m_batch;
     if (std::all_of(m_pending.begin(), m_pending.end(), [](const Range& r) { return r.asked; })) {
       // The augmentation reads one epoch number for all (uploaded by each begin_epoch).
@@ -271,7 +271,7 @@ class GpuEngineGroup final : public EngineGroup {
   }
 
   void enqueue_steps(int first_step, int end_step) {
-    const int n = m_train.count;
+    const int n = m_train.count();
     cuda::ModelGroup group;
     group.models = m_models;
     group.indices_stride = std::size_t(n);

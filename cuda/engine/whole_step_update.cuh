@@ -139,8 +139,9 @@ __device__ void update_flat_parameters(const UpdateArgs& args, int block) {
   apply_gradient(args, p, gradient);
 }
 
-// A dense weight (o, i) of a layer with In inputs: sum_s dy[s][o] * x[s][i], summed in the same
-// parts and order as the flat kind, so a weight gets the same bits whichever kind sums it.
+// A dense weight (o, i) of a layer with In inputs: sum_s dy[s][o] * x[s][i], in the flat kind's
+// parts and order (the order in which the update kernel summed the dense weights before their
+// tiles, so the tiles changed no bit).
 template <int In, int Out>
 __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_at, int dy_at,
                                   int x_at) {
