@@ -13,7 +13,8 @@
 #
 # --config (default configs/lenet5.toml) sets both sides; --epochs, --batch-size and --augment
 # override it on both sides. --modes picks what runs (default whole-step,fast,book,eager,graph):
-# whole-step, fast and book are lenet5's kernel sets, eager and graph PyTorch's. With several seeds
+# whole-step, fast and book are lenet5's kernel sets, whole-step-tf32 the first with
+# --precision tf32 (C3 on the tensor cores), eager and graph PyTorch's. With several seeds
 # every program trains once per seed (the same seeds on both sides) and the table shows mean and
 # minimum accuracy over them.
 # --out DIR (new or empty) keeps every program's JSON lines in DIR, and in DIR/run.txt the command,
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
     --out) keep=$(absolute "$2"); shift 2 ;;
     --readme) readme=$(absolute "$2"); shift 2 ;;
     --from) from=$(absolute "$2"); shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_vs_pytorch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,12 +48,12 @@ command="scripts/bench_vs_pytorch.sh${shown[*]:+ ${shown[*]}}"
 reference=""  # the first lenet5 kernel set in --modes: the row the others are compared with
 for mode in ${modes//,/ }; do
   case "$mode" in
-    whole-step|fast|book) [ -n "$reference" ] || reference=$mode ;;
+    whole-step|whole-step-tf32|fast|book) [ -n "$reference" ] || reference=$mode ;;
     eager|graph) ;;
-    *) echo "bench_vs_pytorch: unknown mode '$mode' (whole-step, fast, book, eager, graph)" >&2; exit 2 ;;
+    *) echo "bench_vs_pytorch: unknown mode '$mode' (whole-step, whole-step-tf32, fast, book, eager, graph)" >&2; exit 2 ;;
   esac
 done
-[ -n "$reference" ] || { echo "bench_vs_pytorch: --modes needs a lenet5 kernel set (whole-step, fast or book)" >&2; exit 2; }
+[ -n "$reference" ] || { echo "bench_vs_pytorch: --modes needs a lenet5 kernel set (whole-step, whole-step-tf32, fast or book)" >&2; exit 2; }
 lenet5=${LENET5:-build/lenet5}
 python=${PYTHON:-python3}
 [ -z "$readme" ] || "$python" "$root/scripts/readme_block.py" --check "$readme" bench_vs_pytorch.sh || exit 2
@@ -83,11 +84,15 @@ if [ -z "$from" ]; then  # the measuring; --from reads what an earlier run kept
   [ -f "$config" ] || { echo "bench_vs_pytorch: no config file '$config' (see --help)" >&2; exit 2; }
   measured_on=$(date +%F)
   printf '%s\n' "$command" "$config" "$reference" "$measured_on" >"$out/run.txt"
-  for kernels in whole-step fast book; do
-    wants "$kernels" || continue
+  for mode in whole-step whole-step-tf32 fast book; do
+    wants "$mode" || continue
+    case "$mode" in
+      whole-step-tf32) flags=(--kernels whole-step --precision tf32) ;;
+      *) flags=(--kernels "$mode") ;;
+    esac
     "$lenet5" -q --config "$config" bench --device gpu --data "$data" ${overrides[@]+"${overrides[@]}"} \
-      --seeds "$seeds" --kernels "$kernels" |
-      sed "s/^{/{\"framework\":\"lenet5\",\"mode\":\"$kernels\",/" | tee "$out/lenet5-$kernels.jsonl"
+      --seeds "$seeds" "${flags[@]}" |
+      sed "s/^{/{\"framework\":\"lenet5\",\"mode\":\"$mode\",/" | tee "$out/lenet5-$mode.jsonl"
   done
   if "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     for mode in eager graph; do

@@ -19,6 +19,7 @@
 #include "cuda/engine/whole_step_backward.cuh"
 #include "cuda/engine/whole_step_device.cuh"
 #include "cuda/engine/whole_step_forward.cuh"
+#include "cuda/engine/whole_step_tf32.cuh"
 #include "cuda/engine/whole_step_update.cuh"
 #include "cuda/runtime/check.hpp"
 
@@ -29,7 +30,8 @@ namespace lenet5::cuda {
 // One sample's step, every stage of it: the body of both sample kernels below. Without Train, the
 // forward pass and the loss only, the evaluation kernel's body: the same stages, so a sample's
 // logits are those its training step computes from the same weights, and no record is written.
-template <Activation A, Subsampling P, bool Train = true>
+// R picks C3's stages: the float ones, or the tensor cores' (whole_step_tf32.cuh).
+template <Activation A, Subsampling P, Precision R, bool Train = true>
 __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const SampleArgs args = args_of_model(group_args, int(blockIdx.y));
   extern __shared__ float4 shared_storage[];
@@ -53,7 +55,10 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   __syncthreads();
   pool_forward<A, P>(s.c1, kMaps1, kSide2, params + at.s2_bias, s.a2);
   __syncthreads();
-  c3_forward(s);
+  if constexpr (R == Precision::tf32)
+    c3_forward_tf32(s);
+  else
+    c3_forward(s);
   __syncthreads();
   pool_forward<A, P>(s.c3, kMaps3, kSide4, params + at.s4_bias, s.a4);
   __syncthreads();
@@ -82,15 +87,22 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
       [&s](int i, float dz) { s4_backward_window<P>(s, i, dz); });
   __syncthreads();
   bias_gradient(s.d4, kMaps3, kSide4 * kSide4, record + record::gb4);
-  c3_input_gradient<A, P>(s);
+  if constexpr (R == Precision::tf32)
+    c3_input_gradient_tf32<A, P>(s);
+  else
+    c3_input_gradient<A, P>(s);
   __syncthreads();
   bias_gradient(s.d2, kMaps1, kSide2 * kSide2, record + record::gb2);
   // Side by side: warps 0-5 C1's weight-gradient partials, warps 8-15 C3's weight gradient.
-  static_assert(
-      kC1WeightGradientThreads <= kThreads / 2 && kC3WeightGradientThreads <= kThreads / 2,
-      "each half of the block has room");
+  static_assert(kC1WeightGradientThreads <= kThreads / 2 &&
+                    kC3WeightGradientThreads <= kThreads / 2 &&
+                    kC3WeightGradientTf32Threads <= kThreads / 2,
+                "each half of the block has room");
   c1_weight_gradient_partials(s, int(threadIdx.x));
-  c3_weight_gradient(s, record + record::g3, int(threadIdx.x) - kThreads / 2);
+  if constexpr (R == Precision::tf32)
+    c3_weight_gradient_tf32(s, record + record::g3, int(threadIdx.x) - kThreads / 2);
+  else
+    c3_weight_gradient(s, record + record::g3, int(threadIdx.x) - kThreads / 2);
   __syncthreads();
   c1_weight_gradient_sum(s, record + record::g1);
 }
@@ -109,25 +121,25 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
 // Both compile the same arithmetic in the same order, so they give the same bits (a test checks
 // it for every activation, subsampling kind and C3 table): which one ran never shows in the
 // weights.
-template <Activation A, Subsampling P>
+template <Activation A, Subsampling P, Precision R>
 __global__ void __launch_bounds__(kThreads) whole_step_sample_kernel1(SampleArgs group_args) {
-  sample_step<A, P>(group_args);
+  sample_step<A, P, R>(group_args);
 }
 
-template <Activation A, Subsampling P>
+template <Activation A, Subsampling P, Precision R>
 __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
     whole_step_sample_kernel2(SampleArgs group_args) {
-  sample_step<A, P>(group_args);
+  sample_step<A, P, R>(group_args);
 }
 
 // The forward pass and the loss of a test set, one block per sample and model
 // (WholeStep::evaluate): a set of 10,000 images is a grid far larger than the SMs, hence version
 // 2's two samples per SM (where an SM holds only one working set, it runs one at a time, with the
 // same 64 registers).
-template <Activation A, Subsampling P>
+template <Activation A, Subsampling P, Precision R>
 __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
     whole_step_evaluation_kernel(SampleArgs group_args) {
-  sample_step<A, P, /*Train=*/false>(group_args);
+  sample_step<A, P, R, /*Train=*/false>(group_args);
 }
 
 // The batch gradient of every parameter of model blockIdx.y, then the SGD update: blocks
@@ -165,18 +177,24 @@ using SampleKernel = void (*)(SampleArgs);
 enum class SampleKernelKind { step1, step2, evaluation };
 
 template <Activation A, SampleKernelKind Kind>
-SampleKernel sample_kernel_for(Subsampling pooling) {
-  const auto kernel = [](auto pooled) -> SampleKernel {
+SampleKernel sample_kernel_for(Subsampling pooling, Precision precision) {
+  const auto kernel = [](auto pooled, auto precise) -> SampleKernel {
     constexpr Subsampling kP = decltype(pooled)::value;
-    if constexpr (Kind == SampleKernelKind::step1) return whole_step_sample_kernel1<A, kP>;
-    if constexpr (Kind == SampleKernelKind::step2) return whole_step_sample_kernel2<A, kP>;
-    return whole_step_evaluation_kernel<A, kP>;
+    constexpr Precision kR = decltype(precise)::value;
+    if constexpr (Kind == SampleKernelKind::step1) return whole_step_sample_kernel1<A, kP, kR>;
+    if constexpr (Kind == SampleKernelKind::step2) return whole_step_sample_kernel2<A, kP, kR>;
+    return whole_step_evaluation_kernel<A, kP, kR>;
+  };
+  const auto in_precision = [&](auto pooled) -> SampleKernel {
+    if (precision == Precision::tf32)
+      return kernel(pooled, std::integral_constant<Precision, Precision::tf32>{});
+    return kernel(pooled, std::integral_constant<Precision, Precision::fp32>{});
   };
   switch (pooling) {
     case Subsampling::average:
-      return kernel(std::integral_constant<Subsampling, Subsampling::average>{});
+      return in_precision(std::integral_constant<Subsampling, Subsampling::average>{});
     case Subsampling::max:
-      return kernel(std::integral_constant<Subsampling, Subsampling::max>{});
+      return in_precision(std::integral_constant<Subsampling, Subsampling::max>{});
     case Subsampling::trainable:
       break;  // TrainSettings::net_config refuses it with --kernels whole-step
   }
@@ -187,13 +205,13 @@ template <SampleKernelKind Kind>
 SampleKernel sample_kernel_for(const NetConfig& config) {
   switch (config.activation) {
     case Activation::tanh:
-      return sample_kernel_for<Activation::tanh, Kind>(config.subsampling);
+      return sample_kernel_for<Activation::tanh, Kind>(config.subsampling, config.precision);
     case Activation::sigmoid:
-      return sample_kernel_for<Activation::sigmoid, Kind>(config.subsampling);
+      return sample_kernel_for<Activation::sigmoid, Kind>(config.subsampling, config.precision);
     case Activation::scaled_tanh:
-      return sample_kernel_for<Activation::scaled_tanh, Kind>(config.subsampling);
+      return sample_kernel_for<Activation::scaled_tanh, Kind>(config.subsampling, config.precision);
     case Activation::relu:
-      return sample_kernel_for<Activation::relu, Kind>(config.subsampling);
+      return sample_kernel_for<Activation::relu, Kind>(config.subsampling, config.precision);
   }
   throw Error("internal: unknown activation");
 }
@@ -234,6 +252,15 @@ bool has_programmatic_launch(Kernel kernel) {
   cudaFuncAttributes attributes{};
   CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   return attributes.ptxVersion >= 90;
+}
+
+// Whether `kernel` as loaded on this device contains the tensor cores' TF32 instructions (it was
+// compiled for sm_80 or newer), which --precision tf32 needs (whole_step_tf32.cuh).
+template <class Kernel>
+bool has_tensor_float32(Kernel kernel) {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  return attributes.ptxVersion >= 80;
 }
 
 // The batch size, checked before anything is sized by it.
@@ -309,6 +336,16 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   const SampleKernel evaluation = evaluation_kernel_for(config);
   m_programmatic = has_programmatic_launch(one) && has_programmatic_launch(two) &&
                    has_programmatic_launch(whole_step_update_kernel);
+  if (config.precision == Precision::tf32 &&
+      !(has_tensor_float32(one) && has_tensor_float32(two) && has_tensor_float32(evaluation))) {
+    int major = 0, minor = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    throw UsageError("--precision tf32 needs the tensor cores of compute capability 8.0 or newer, "
+                     "and kernels built for them; this GPU is " + std::to_string(major) + "." +
+                     std::to_string(minor) + " and runs kernels built for an older one: use "
+                     "--precision fp32, or rebuild with CMAKE_CUDA_ARCHITECTURES naming it");
+  }
   // Version 1 keeps one sample per SM by asking for more than half an SM's shared memory: its
   // registers alone do not (ptxas gives some activations' builds 64 a thread, which would let two
   // blocks share an SM and take each other's issue slots in a grid that fits the SMs).

@@ -42,6 +42,11 @@ const std::vector<std::string>& conv_units_names() {
   return names;
 }
 
+const std::vector<std::string>& precision_names() {
+  static const std::vector<std::string> names{"fp32", "tf32"};
+  return names;
+}
+
 const std::vector<GpuKernelSet>& gpu_kernel_sets() {
   static const std::vector<GpuKernelSet> table{
       {GpuKernels::book, "book", "the chapter's kernels, one layer at a time", ConvAlgo::direct,
@@ -118,6 +123,7 @@ const char* to_string(OutputLayer value) {
 const char* to_string(ConvUnits value) {
   return conv_units_names()[int(value)].c_str();
 }
+const char* to_string(Precision value) { return precision_names()[int(value)].c_str(); }
 
 Activation parse_activation(const std::string& name) {
   return parse_named<Activation>(name, activation_names(), "activation");
@@ -135,6 +141,10 @@ OutputLayer parse_output_layer(const std::string& name) {
 
 ConvUnits parse_conv_units(const std::string& name) {
   return parse_named<ConvUnits>(name, conv_units_names(), "convolution units");
+}
+
+Precision parse_precision(const std::string& name) {
+  return parse_named<Precision>(name, precision_names(), "precision");
 }
 
 bool lecun_c3_connected(int output_map, int input_map) {

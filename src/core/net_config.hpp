@@ -42,6 +42,12 @@ enum class OutputLayer { softmax, rbf };
 // (section II.A): each C1 and C3 map has its own bias and applies the activation before S2 and S4
 // (which then add their own bias and apply it again). 22 more parameters (6 + 16).
 enum class ConvUnits { linear, squashed };
+// The arithmetic of C3's three stages in the whole-step kernels. fp32: every multiply-add in float
+// (the default, and the only precision of the other kernel sets and of the CPU). tf32: C3's
+// forward pass, input gradient and weight gradient as matrix products on the tensor cores
+// (mma.sync, compute capability 8.0 and newer), each operand rounded to TensorFloat-32's 10-bit
+// mantissa and the products added in float; deterministic as fp32 is, but other bits.
+enum class Precision { fp32, tf32 };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
 // kernels; on the CPU book runs the sequential reference layers and the other two the fast CPU
@@ -87,6 +93,8 @@ struct NetConfig {
   // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
   // output is 1x1, as a dense layer).
   ConvAlgo conv_algo = ConvAlgo::staged;
+  // Not part of a checkpoint either: the weights mean the same whichever computed them.
+  Precision precision = Precision::fp32;
 };
 
 const char* to_string(Activation value);
@@ -96,6 +104,7 @@ const char* to_string(OutputLayer value);
 const char* to_string(ConvUnits value);
 const char* to_string(GpuKernels value);
 const char* to_string(InputScaling value);
+const char* to_string(Precision value);
 // Each throws UsageError listing the accepted names.
 Activation parse_activation(const std::string& name);
 Subsampling parse_subsampling(const std::string& name);
@@ -104,6 +113,7 @@ OutputLayer parse_output_layer(const std::string& name);
 ConvUnits parse_conv_units(const std::string& name);
 GpuKernels parse_gpu_kernels(const std::string& name);
 InputScaling parse_input_scaling(const std::string& name);
+Precision parse_precision(const std::string& name);
 
 const std::vector<std::string>& activation_names();   // "tanh", "sigmoid", "scaled-tanh", "relu"
 const std::vector<std::string>& subsampling_names();  // "average", "max", "trainable"
@@ -111,6 +121,7 @@ const std::vector<std::string>& c3_table_names();     // "full", "lecun"
 const std::vector<std::string>& output_layer_names();  // "softmax", "rbf"
 const std::vector<std::string>& conv_units_names();    // "linear", "squashed"
 const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
+const std::vector<std::string>& precision_names();    // "fp32", "tf32"
 // "mnist", "fashion-mnist", "lecun1998"
 const std::vector<std::string>& input_scaling_names();
 

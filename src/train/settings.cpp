@@ -211,6 +211,15 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "stages and takes only auto), " +
                   conv_algo_help())
           .in_group("Network"),
+      // How a run is computed, not what its weights mean, as --kernels: out of the checkpoints.
+      setting(&S::precision, "--precision", "fp32",
+              "arithmetic of C3's forward pass and gradients: fp32 (float multiply-adds) or tf32 "
+              "(matrix products on the tensor cores, operands rounded to TensorFloat-32, sums in "
+              "float; --kernels whole-step on a GPU of compute capability 8.0 or newer; faster, "
+              "other bits, the same accuracy as measured in the README)")
+          .one_of(precision_names())
+          .not_in_checkpoint()
+          .in_group("Network"),
       // Added after checkpoints were written without it, all of them under MNIST's scaling: the
       // checkpoints record the resolved scaling in their metadata instead (train/checkpoint.cpp).
       setting(&S::input_scaling, "--input-scaling", "dataset",
@@ -290,6 +299,12 @@ void check_combinations(const TrainSettings& s) {
         "--optimizer sdlm takes no momentum (LeCun 1998's method has none), not "
         "--momentum " +
         number_text(s.momentum) + ": add --momentum 0");
+  // Caught here for --device cpu, before any data is read; backend.cpp's make_engine catches a
+  // run that --device auto puts on the CPU.
+  if (s.precision == "tf32" && s.device == "cpu")
+    throw UsageError(
+        "--precision tf32 runs on a GPU's tensor cores, not with --device cpu, which computes in "
+        "fp32: use --precision fp32, or --device gpu");
   if (s.optimizer == kSdlmName && parse_gpu_kernels(s.kernels) == GpuKernels::whole_step)
     throw UsageError(
         "--optimizer sdlm does not run in --kernels whole-step, whose kernels apply "
@@ -493,6 +508,11 @@ NetConfig TrainSettings::net_config() const {
     throw UsageError("--subsampling trainable does not apply to --kernels " +
                      std::string(set.name) +
                      ", whose kernels have no trainable subsampling: choose --kernels fast");
+  config.precision = parse_precision(precision);
+  if (config.precision == Precision::tf32 && !set.whole_step)
+    throw UsageError("--precision tf32 runs in the whole-step kernels only (C3's stages on the "
+                     "tensor cores), not in --kernels " + std::string(set.name) +
+                     ": choose --kernels whole-step, or --precision fp32");
   config.conv_units = parse_conv_units(conv_units);
   if (set.whole_step && config.conv_units == ConvUnits::squashed)
     throw UsageError("--conv-units squashed does not apply to --kernels " + std::string(set.name) +

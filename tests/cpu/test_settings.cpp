@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "settings_test_util.hpp"
+#include "test_util.hpp"
 #include "train/settings.hpp"
 
 namespace lenet5 {
@@ -185,6 +186,28 @@ TEST(TrainSettings, StoredSettingReadsAConfigTextsLine) {
   EXPECT_EQ(stored_setting(text, "optimizer"), "sdlm");
   EXPECT_EQ(stored_setting(text, "lr"), "");
   EXPECT_EQ(stored_setting(text, "epoch"), "");  // a key, not a prefix of one
+}
+
+// --precision: fp32 by default; tf32 reaches the network's config (what the whole-step engine is
+// built from) with the whole-step kernels only, and never for a run on the CPU, each refusal
+// naming the way out; unknown names are refused.
+TEST(TrainSettings, PrecisionTf32IsTheWholeStepKernelsOnAGpu) {
+  TrainSettings settings;
+  EXPECT_EQ(settings.net_config().precision, Precision::fp32);
+  settings.precision = "tf32";
+  settings.device = "gpu";
+  EXPECT_EQ(refusal(settings), "");
+  EXPECT_EQ(settings.net_config().precision, Precision::tf32);
+  settings.kernels = "fast";
+  EXPECT_TRUE(testing::mentions(refusal(settings), "--kernels whole-step")) << refusal(settings);
+  settings.kernels = "whole-step";
+  settings.device = "cpu";
+  EXPECT_TRUE(testing::mentions(refusal(settings), "--precision fp32")) << refusal(settings);
+  settings.device = "gpu";
+  settings.precision = "fp16";
+  EXPECT_TRUE(testing::mentions(refusal(settings), "fp32, tf32")) << refusal(settings);
+  // Not in the checkpoints: the weights mean the same whichever precision computed them.
+  EXPECT_FALSE(train_setting_declaration("--precision").in_checkpoint);
 }
 
 }  // namespace

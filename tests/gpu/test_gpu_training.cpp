@@ -60,6 +60,31 @@ TEST(GpuTraining, SameSeedRunsWriteByteIdenticalCheckpoints) {
             bytes_of(second / "run" / "last.safetensors"));
 }
 
+// --precision tf32 reaches the engine from the settings: a tf32 run is deterministic as fp32's is
+// (same-seed runs write byte-identical checkpoints, and a resumed run ends on the uninterrupted
+// run's weights), and its weights are not fp32's (C3 ran on the tensor cores).
+TEST(GpuTraining, Tf32RunsAreDeterministicResumeExactlyAndAreNotFp32Runs) {
+  REQUIRE_GPU_AND_MNIST();
+  ScratchDir first("tf32-first"), second("tf32-second"), split("tf32-split"), floats("fp32");
+  const auto tf32_run = [](const fs::path& out, int epochs) {
+    TrainSettings s = gpu_run(out, epochs);
+    s.precision = "tf32";
+    return s;
+  };
+  train(tf32_run(first / "run", 2), "[train]\n");
+  train(tf32_run(second / "run", 2), "[train]\n");
+  EXPECT_EQ(bytes_of(first / "run" / "last.safetensors"),
+            bytes_of(second / "run" / "last.safetensors"));
+  train(tf32_run(split / "run", 1), "[train]\n");
+  const fs::path file = split / "run" / "last.safetensors";
+  train(tf32_run(split / "run", 2), "[train]\n", load_checkpoint(file), file);
+  EXPECT_EQ(load_checkpoint(first / "run" / "last.safetensors").parameters,
+            load_checkpoint(file).parameters);
+  train(gpu_run(floats / "run", 2), "[train]\n");
+  EXPECT_NE(load_checkpoint(first / "run" / "last.safetensors").parameters,
+            load_checkpoint(floats / "run" / "last.safetensors").parameters);
+}
+
 // ---- resuming with augmentation ---------------------------------------------------------------
 
 // gpu_run with elastic augmentation (the defaults' ranges) on the given kernel set.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -260,6 +261,87 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// ---- --precision tf32: C3's stages on the tensor cores (whole_step_tf32.cuh) ------------------
+
+// A tensor's ||got - want|| / ||want|| (L2 norms over the tensor).
+double relative_l2(const ParamSpec& spec, const std::vector<float>& got,
+                   const std::vector<double>& want) {
+  double difference = 0, norm = 0;
+  for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i) {
+    difference += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(difference / norm);
+}
+
+class WholeStepTf32 : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {
+};
+
+// The gradients against the same double CPU reference as WholeStepGradients. C3's operands are
+// rounded to TF32's 10-bit mantissa (a relative error of up to 2^-11 = 4.9e-4 each), in the
+// forward pass as in both gradients, and every tensor downstream or upstream of C3 inherits it:
+// each tensor is compared in the L2 norm, relative to the reference's, within kTolerance, 10x
+// the 1e-3 that such rounding gives, and far below the O(1) of a wrong index, a missing term or
+// a wrong 1/n (the L2 norm, not the largest element: with max subsampling a rounding may move a
+// window's maximum to its neighbour, one element's gradient to another). Also: the tensor cores
+// ran (C3's weight gradient is not fp32's, bit for bit), the LeCun table's disconnected weights
+// get exactly no gradient, and the two versions of the sample kernel give the same bits.
+TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
+  LENET5_REQUIRE_GPU();
+  constexpr double kTolerance = 1e-2;
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  std::tie(config.activation, config.subsampling, config.c3_table) = GetParam();
+  NetConfig fp32 = config;
+  config.precision = Precision::tf32;
+  const ParamLayout layout = lenet5_layout(config);
+  const std::vector<float> params = initial_parameters(config, 11);
+  for (const int n : {64, 37}) {
+    const Batch batch = make_batch(100, n, 3 + n);
+    const std::string what = describe(config) + " n=" + std::to_string(n);
+    const GpuStep result = gpu_gradients(config, params, batch);
+    const std::vector<double> want = reference_step(config, params, batch).gradients;
+    double worst = 0;
+    for (const ParamSpec& spec : layout.tensors) {
+      const double difference = relative_l2(spec, result.gradients, want);
+      worst = std::max(worst, difference);
+      EXPECT_LE(difference, kTolerance) << what << " " << spec.name;
+    }
+    std::printf("[ tf32 ] %s: largest relative L2 difference %.2e\n", what.c_str(), worst);
+    const std::vector<float> floats = gpu_gradients(fp32, params, batch).gradients;
+    const ParamSpec& c3 = layout.find("c3.weight");
+    EXPECT_FALSE(std::equal(floats.begin() + std::ptrdiff_t(c3.offset),
+                            floats.begin() + std::ptrdiff_t(c3.offset + c3.count),
+                            result.gradients.begin() + std::ptrdiff_t(c3.offset)))
+        << what << ": C3's weight gradient is fp32's to the bit; did the tensor cores run?";
+    const std::vector<float> mask = c3_weight_mask(config);
+    for (std::size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] == 0.0f) ASSERT_EQ(result.gradients[c3.offset + i], 0.0f) << what << " " << i;
+    const GpuStep one = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::one_per_sm);
+    const GpuStep two = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::two_per_sm);
+    for (const ParamSpec& spec : layout.tensors)
+      for (std::size_t i = 0; i < spec.count; ++i)
+        ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
+            << what << " " << spec.name << "[" << i << "]";
+    EXPECT_EQ(one.stats.loss_sum, two.stats.loss_sum) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryOption, WholeStepTf32,
+    ::testing::Combine(::testing::Values(Activation::tanh, Activation::sigmoid,
+                                         Activation::scaled_tanh, Activation::relu),
+                       ::testing::Values(Subsampling::average, Subsampling::max),
+                       ::testing::Values(C3Table::full, C3Table::lecun)),
+    [](const auto& info) {
+      NetConfig config;
+      std::tie(config.activation, config.subsampling, config.c3_table) = info.param;
+      std::string name = describe(config);
+      for (char& c : name)
+        if (c == '/' || c == '-') c = '_';
+      return name;
+    });
+
 // The loss statistics are the reference's: the batch's loss sum and correct count.
 TEST(WholeStep, StatisticsMatchTheCpuReference) {
   LENET5_REQUIRE_GPU();
@@ -288,19 +370,22 @@ TEST(WholeStep, RefusesTrainableSubsampling) {
 }
 
 // Every network the whole-step kernels compute, as far as their code paths go: each activation
-// with each subsampling kind (the C3 table only masks weights). `check` gets the network and its
-// name for the failure messages.
+// with each subsampling kind (the C3 table only masks weights), in each precision. `check` gets
+// the network and its name for the failure messages.
 template <class Check>
 void for_each_whole_step_network(Check check) {
   for (const Activation activation :
        {Activation::tanh, Activation::sigmoid, Activation::scaled_tanh, Activation::relu})
-    for (const Subsampling subsampling : {Subsampling::average, Subsampling::max}) {
-      NetConfig config;
-      config.kernels = GpuKernels::whole_step;
-      config.activation = activation;
-      config.subsampling = subsampling;
-      check(config, std::string(to_string(activation)) + "/" + to_string(subsampling));
-    }
+    for (const Subsampling subsampling : {Subsampling::average, Subsampling::max})
+      for (const Precision precision : {Precision::fp32, Precision::tf32}) {
+        NetConfig config;
+        config.kernels = GpuKernels::whole_step;
+        config.activation = activation;
+        config.subsampling = subsampling;
+        config.precision = precision;
+        check(config, std::string(to_string(activation)) + "/" + to_string(subsampling) + "/" +
+                          to_string(precision));
+      }
 }
 
 // On sm_90 the sample kernel's two versions hold one and two samples per SM, for every activation
