@@ -49,7 +49,10 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   allow_next_grid();
   load_image(s, args, sample);
   wait_for_previous_grid();
-  load_weights(s, args);
+  if constexpr (R == Precision::tf32)
+    load_weights_tf32(s, args);
+  else
+    load_weights(s, args);
   __syncthreads();
   c1_forward(s);
   __syncthreads();

@@ -2,9 +2,15 @@
 // and this sample's weight gradient as matrix products, each split into the m16n8k8 TF32 tiles of
 // mma.sync (compute capability 8.0 and newer). A warp owns a tile of the product; its lanes gather
 // the tile's operands straight from the shared working set (an implicit im2col: no matrix is
-// built), round them to TensorFloat-32 (10-bit mantissa, round to nearest) and the tensor core adds
-// the products in float. The stages read and write what their fp32 versions in
-// whole_step_forward.cuh and whole_step_backward.cuh do, so the rest of the step is the same.
+// built), round them to TensorFloat-32 (10-bit mantissa, round to nearest; c3.weight once, when
+// loaded) and the tensor core adds the products in float. The stages read and write what their
+// fp32 versions in whole_step_forward.cuh and whole_step_backward.cuh do, but c3.weight, which
+// they keep in a layout of their own (w3_tf32_index).
+//
+// Cheap gathers are what make this pay: a block works on one sample, so each product is small
+// (16 x 100 x 150 for the forward pass) and a step's loads, not its mma, cost the time. Every
+// step's offsets are constants of the unrolled loops plus a per-lane value (taps in steps of 8
+// per map, kTapSteps), and every fragment load hits 32 different banks where it can.
 //
 // Deterministic as the fp32 stages are: a tile's sums run in the same order every time, and every
 // output is written by one lane. Not the same bits as fp32 (the operands are rounded), which is
@@ -58,115 +64,160 @@ __device__ inline void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4],
   }
 }
 
-constexpr int kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 8;  // m16n8k8
+constexpr int kC3Positions = kSide3 * kSide3;  // 100 outputs per C3 map
+constexpr int kS2Positions = kSide2 * kSide2;  // 196 values per S2 map
+constexpr int kTaps = kK * kK;                 // 25 taps k = 5 p + q per filter
+// The K dimension of every product here runs over the taps of one map at a time in four steps of
+// 8 (taps 0-31, of which 25-31 are zeros): a step's offsets are then constants of the unrolled
+// loop plus one per-lane value, where taps packed end to end would need a division per load.
+constexpr int kTapSteps = 4;
 
-// Runs step(i, acc) for i in 0 .. steps - 1, the even steps into acc[0] and the odd ones into
-// acc[1], so that each mma waits less for the one before; the caller adds acc[0] + acc[1], always
-// in that order. Two steps a round and no more: unrolled further, the loads of many steps are
-// hoisted and the two-samples-per-SM build (64 registers a thread) spills.
-template <int Steps, class Step>
-__device__ __forceinline__ void alternating_steps(float (&acc)[2][4], Step step) {
-#pragma unroll 1
-  for (int i = 0; i + 1 < Steps; i += 2) {
-    step(i, acc[0]);
-    step(i + 1, acc[1]);
-  }
-  if constexpr (Steps % 2 == 1) step(Steps - 1, acc[0]);
-}
-constexpr int kC3Positions = kSide3 * kSide3;                    // 100 outputs per C3 map
-constexpr int kC3Taps = kMaps1 * kK * kK;                        // 150 weights per C3 map
-constexpr int kS2Positions = kSide2 * kSide2;                    // 196 values per S2 map
+// c3.weight as these stages keep it in SampleShared::w3 (instead of w3_index's layout):
+// [m][c][k] (k = 5 p + q), rows of kTapRow floats and maps kTapMap apart, rounded to TF32 once
+// when loaded (load_weights_tf32). Both stages read it as an mma operand, the forward pass with
+// lanes (m = g, k = t) and the input gradient with lanes (c = g, k = t): 172 = 12 and 28 = -4
+// (mod 32) put each load's 32 lanes in 32 different banks.
+constexpr int kTapRow = 28, kTapMap = kMaps1 * kTapRow + 4;
+constexpr int w3_tf32_index(int m, int c, int k) { return m * kTapMap + c * kTapRow + k; }
+// The farthest a lane reads (map 15, row 7 of the input gradient's lanes, tap 31) stays inside w3;
+// what it reads past the taps is never used (the stages select zero for taps 25-31).
+static_assert(w3_tf32_index(kMaps3 - 1, 7, 8 * kTapSteps - 1) < kMaps3 * kMaps1 * kK * kW3Q,
+              "the layout fits SampleShared::w3");
 
-// A tap k = (c, p, q) of a C3 filter, as an offset in S2's maps (relative to the window's corner).
-__device__ inline int s2_tap_offset(int k) {
-  const int c = k / (kK * kK), p = k / kK % kK, q = k % kK;
-  return c * kS2Positions + p * kSide2 + q;
-}
+__device__ inline float rounded_to_tf32(float value) { return __uint_as_float(to_tf32(value)); }
 
-// C3 forward: c3[m][pos] = sum_k A[pos][k] B[k][m], pos = 10 y + x (100 rows, 7 tiles of 16), k =
-// (c, p, q) (150, 19 steps of 8), A[pos][k] = a2[c][y + p][x + q], B[k][m] = c3.weight[m][c][p][q].
-// Warp w < 14 computes row tile w / 2 and maps 8 (w % 2) .. + 7.
-__device__ void c3_forward_tf32(SampleShared& s) {
-  constexpr int kRowTiles = (kC3Positions + kMmaRows - 1) / kMmaRows;  // 7
-  constexpr int kSteps = (kC3Taps + kMmaDepth - 1) / kMmaDepth;       // 19
-  static_assert(2 * kRowTiles <= kWarps, "a warp per tile");
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp >= 2 * kRowTiles) return;
-  const int tile = warp / 2, maps = warp % 2, g = lane / 4, t = lane % 4;
-  // The two rows this lane reads; rows past the last position read the last (their sums are not
-  // written).
-  const auto corner = [](int pos) {
-    pos = pos < kC3Positions ? pos : kC3Positions - 1;
-    return pos / kSide3 * kSide2 + pos % kSide3;
-  };
-  const int top = corner(tile * kMmaRows + g), bottom = corner(tile * kMmaRows + g + 8);
-  const int m = maps * kMmaColumns + g;
-  float acc[2][4] = {};
-  alternating_steps<kSteps>(acc, [&](int step, float(&d)[4]) {
-    std::uint32_t a[4], b[2];
+// load_weights for --precision tf32: c1.weight as there, c3.weight rounded and in w3_tf32_index's
+// layout.
+__device__ void load_weights_tf32(SampleShared& s, const SampleArgs& args) {
+  for (int i = threadIdx.x; i < kW1; i += kThreads) s.w1[i] = args.params[args.at.c1_weight + i];
+  const float4* w3 = reinterpret_cast<const float4*>(args.params + args.at.c3_weight);
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {  // taps t and t + 4 of the step
-      const int k = step * kMmaDepth + t + 4 * half;
-      const bool inside = k < kC3Taps;  // the last step's taps 150 and 151 are zeros
-      const int tap = inside ? k : 0, c = tap / (kK * kK), p = tap / kK % kK, q = tap % kK;
-      const int offset = s2_tap_offset(tap);
-      a[2 * half] = to_tf32(inside ? s.a2[top + offset] : 0.0f);
-      a[2 * half + 1] = to_tf32(inside ? s.a2[bottom + offset] : 0.0f);
-      b[half] = to_tf32(inside ? s.w3[w3_index(m, c, q) + p] : 0.0f);
+  for (int k = 0; k < (kW3 / 4 + kThreads - 1) / kThreads; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i >= kW3 / 4) continue;
+    const float4 v = w3[i];
+    const float values[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int flat = 4 * i + j;  // (m * 6 + c) * 25 + k
+      const int m = flat / (kMaps1 * kTaps), c = flat / kTaps % kMaps1, tap = flat % kTaps;
+      s.w3[w3_tf32_index(m, c, tap)] = rounded_to_tf32(values[j]);
     }
-    mma_tf32(d, a, b);
-  });
+  }
+}
+
+// Where tap k = 8 j + t + 4 h (the taps a lane reads in step j, h = 0 and 1) sits relative to the
+// window's corner in a buffer of rows `row` floats apart: p row + q; 0 for taps 25-31, which the
+// stages multiply by zero.
+__device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) {
+#pragma unroll
+  for (int j = 0; j < kTapSteps; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = 8 * j + t + 4 * h;
+      offset[j][h] = k < kTaps ? k / kK * row + k % kK : 0;
+    }
+}
+
+// C3 forward, transposed: c3[m][pos] = sum_k W[m][k] X[k][pos], the 16 maps one row tile, pos =
+// 10 y + x (100 columns, 13 tiles of 8), k = (c, p, q) in 6 x 4 steps, X[k][pos] = a2[c][y + p][x +
+// q]. Warp w < 13 computes column tile w: per step one W fragment (4 loads) and one X fragment (2).
+__device__ void c3_forward_tf32(SampleShared& s) {
+  constexpr int kColumnTiles = (kC3Positions + 7) / 8;  // 13
+  static_assert(kColumnTiles <= kWarps && kMaps3 == 16, "a warp per tile; the maps one row tile");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp >= kColumnTiles) return;
+  const int g = lane / 4, t = lane % 4;
+  // X's column g of the tile: a position past the last reads the last (its sums are not written).
+  const int pos = min(warp * 8 + g, kC3Positions - 1);
+  const float* window = s.a2 + pos / kSide3 * kSide2 + pos % kSide3;
+  int tap[kTapSteps][2];
+  tap_offsets(t, kSide2, tap);
+  const float* w = s.w3 + w3_tf32_index(g, 0, t);  // W's rows g and g + 8, column t
+  constexpr int kRowsApart = 8 * kTapMap;
+  float acc[2][4] = {};
+#pragma unroll
+  for (int c = 0; c < kMaps1; ++c)
+#pragma unroll
+    for (int j = 0; j < kTapSteps; ++j) {
+      const int at = c * kTapRow + 8 * j;
+      const float* x = window + c * kS2Positions;
+      std::uint32_t a[4], b[2];
+      if (j < kTapSteps - 1) {
+        a[0] = __float_as_uint(w[at]);
+        a[1] = __float_as_uint(w[kRowsApart + at]);
+        a[2] = __float_as_uint(w[at + 4]);
+        a[3] = __float_as_uint(w[kRowsApart + at + 4]);
+        b[0] = to_tf32(x[tap[j][0]]);
+        b[1] = to_tf32(x[tap[j][1]]);
+      } else {  // taps 24-31: only tap 24 (t = 0, h = 0) is one
+        const bool real = t == 0;
+        a[0] = real ? __float_as_uint(w[at]) : 0u;
+        a[1] = real ? __float_as_uint(w[kRowsApart + at]) : 0u;
+        a[2] = a[3] = 0u;
+        b[0] = real ? to_tf32(x[tap[j][0]]) : 0u;
+        b[1] = 0u;
+      }
+      mma_tf32(acc[j % 2], a, b);
+    }
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int pos = tile * kMmaRows + g + 8 * (r / 2);
-    const int map = maps * kMmaColumns + 2 * t + r % 2;
-    if (pos < kC3Positions) s.c3[map * kC3Positions + pos] = acc[0][r] + acc[1][r];
+    const int m = g + 8 * (r / 2), out = warp * 8 + 2 * t + r % 2;
+    if (out < kC3Positions) s.c3[m * kC3Positions + out] = acc[0][r] + acc[1][r];
   }
 }
 
-// C3's input gradient: dS2[c][pos] = sum_k A[pos][k] B[k][c], pos = 14 u + v (196 rows, 13
-// tiles), k = (m, p, q) (400, 50 steps), A[pos][k] = dC3[m][u - p][v - q] (zero outside the map),
-// B[k][c] = c3.weight[m][c][p][q] (c < 6; columns 6 and 7 of the tile are zeros). Then, as in
+// C3's input gradient: dS2[c][pos] = sum_k D[pos][k] W[k][c], pos = 14 u + v (196 rows, 13 tiles
+// of 16), k = (m, p, q) in 16 x 4 steps, D[pos][k] = dC3[m][u - p][v - q] (zero outside the map),
+// W[k][c] = c3.weight[m][c][p][q] (columns 6 and 7 of the tile are zeros). Then, as in
 // c3_input_gradient, dL/d(S2 pre-activation) = sum * f'(a2) and S2's backward for its window, by
 // the lane that forms it. Warp w < 13 computes row tile w. Reading dC3 outside the map needs no
 // test: the padded buffer's zero rows cover rows -4 .. 13; columns 10 .. 15 of every row, and the
 // 8 floats after every map, are zeros, so a column -4 .. -1 reads the row above's last four; the
 // one read before the buffer (map 0, padded row 0, a column below 0) is moved to its first float,
-// a zero too.
+// a zero too. (Taps 25-31 read finite values the zero weights cancel.)
 template <Activation A, Subsampling P>
 __device__ void c3_input_gradient_tf32(SampleShared& s) {
-  constexpr int kRowTiles = (kS2Positions + kMmaRows - 1) / kMmaRows;  // 13
-  constexpr int kSteps = kMaps3 * kK * kK / kMmaDepth;                 // 50
-  static_assert(kMaps3 * kK * kK % kMmaDepth == 0, "whole steps");
-  static_assert(kRowTiles <= kWarps && kMaps1 <= kMmaColumns, "a warp per tile");
+  constexpr int kRowTiles = (kS2Positions + 15) / 16;  // 13
+  static_assert(kRowTiles <= kWarps && kMaps1 <= 8, "a warp per tile; the maps one column tile");
   static_assert(kD3Row >= kSide3 + kK - 1, "columns past the map are zero padding");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp >= kRowTiles) return;
   const int g = lane / 4, t = lane % 4;
-  // Where output row pos's dC3 window starts (tap p = q = 0) in the padded buffer.
+  // Where output row pos's dC3 window starts (tap p = q = 0) in the padded buffer; a position
+  // past the last reads the last (its sums are not written).
   const auto corner = [](int pos) {
-    pos = pos < kS2Positions ? pos : kS2Positions - 1;
+    pos = min(pos, kS2Positions - 1);
     return (pos / kSide2 + kPadRows) * kD3Row + pos % kSide2;
   };
-  const int top = corner(warp * kMmaRows + g), bottom = corner(warp * kMmaRows + g + 8);
-  const bool column_inside = g < kMaps1;
+  const int top = corner(warp * 16 + g), bottom = corner(warp * 16 + g + 8);
+  int tap[kTapSteps][2];
+  tap_offsets(t, kD3Row, tap);
+  const float* w = s.w3 + w3_tf32_index(0, g, t);  // W's column c = g, row t
+  const bool column_real = g < kMaps1;
   float acc[2][4] = {};
-  alternating_steps<kSteps>(acc, [&](int step, float(&d)[4]) {
-    std::uint32_t a[4], b[2];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int k = step * kMmaDepth + t + 4 * half;
-      const int m = k / (kK * kK), p = k / kK % kK, q = k % kK;
-      const int offset = m * kD3Map - p * kD3Row - q;
-      a[2 * half] = to_tf32(s.d3[max(top + offset, 0)]);
-      a[2 * half + 1] = to_tf32(s.d3[max(bottom + offset, 0)]);
-      b[half] = to_tf32(column_inside ? s.w3[w3_index(m, g, q) + p] : 0.0f);
+  for (int m = 0; m < kMaps3; ++m)
+#pragma unroll
+    for (int j = 0; j < kTapSteps; ++j) {
+      const auto d3 = [&](int corner_at, int h) {
+        const int at = corner_at + m * kD3Map - tap[j][h];
+        return to_tf32(s.d3[m == 0 ? max(at, 0) : at]);
+      };
+      const int at = w3_tf32_index(m, 0, 8 * j);
+      const bool last = j == kTapSteps - 1;  // taps 24-31: only tap 24 (t = 0, h = 0) is one
+      std::uint32_t a[4], b[2];
+      a[0] = d3(top, 0);
+      a[1] = d3(bottom, 0);
+      a[2] = d3(top, 1);
+      a[3] = d3(bottom, 1);
+      b[0] = column_real && (!last || t == 0) ? __float_as_uint(w[at]) : 0u;
+      b[1] = column_real && !last ? __float_as_uint(w[at + 4]) : 0u;
+      mma_tf32(acc[j % 2], a, b);
     }
-    mma_tf32(d, a, b);
-  });
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int pos = warp * kMmaRows + g + 8 * (r / 2), c = 2 * t + r % 2;
+    const int pos = warp * 16 + g + 8 * (r / 2), c = 2 * t + r % 2;
     if (pos >= kS2Positions || c >= kMaps1) continue;
     const int at = c * kS2Positions + pos;
     const float dz = (acc[0][r] + acc[1][r]) * activation_slope(A, s.a2[at]);
@@ -175,42 +226,53 @@ __device__ void c3_input_gradient_tf32(SampleShared& s) {
   }
 }
 
-// This sample's dL/dc3.weight: G[m][k] = sum_pos A[m][pos] B[pos][k], m (16, one row tile), k =
-// (c, p, q) (150, 19 column tiles), pos = 10 y + x (100, 13 steps, the last half empty),
-// A[m][pos] = dC3[m][y][x], B[pos][k] = a2[c][y + p][x + q]. Thread t of kC3WeightGradientThreads
-// as c3_weight_gradient's (the caller's half of the block): its warp w takes column tiles w,
-// w + 8, w + 16.
+// This sample's dL/dc3.weight: G[m][k] = sum_pos D[m][pos] X[pos][k], the 16 maps one row tile,
+// k = (c, p, q) in 6 x 4 column tiles of 8 (taps 25-31 computed and dropped), pos = (y, x) with x
+// padded to 16, in 10 x 2 steps, D[m][pos] = dC3[m][y][x] (columns 10-15 of the padded buffer are
+// zeros), X[pos][k] = a2[c][y + p][x + q]. Thread `thread` of kC3WeightGradientTf32Threads (the
+// caller's half of the block): warp w computes column tiles 3 w .. 3 w + 2, loading each step's D
+// fragment once for the three.
 constexpr int kC3WeightGradientTf32Threads = 8 * 32;
 __device__ void c3_weight_gradient_tf32(const SampleShared& s, float* record_g3, int thread) {
-  constexpr int kColumnTiles = (kC3Taps + kMmaColumns - 1) / kMmaColumns;  // 19
-  constexpr int kWarpsHere = kC3WeightGradientTf32Threads / 32;
-  constexpr int kSteps = (kC3Positions + kMmaDepth - 1) / kMmaDepth;  // 13
-  static_assert(kMaps3 == kMmaRows, "C3's maps are one row tile");
+  constexpr int kTilesPerWarp = kMaps1 * kTapSteps / (kC3WeightGradientTf32Threads / 32);  // 3
+  static_assert(kTilesPerWarp * kC3WeightGradientTf32Threads / 32 == kMaps1 * kTapSteps,
+                "the column tiles share out evenly");
+  static_assert(kD3Row == 16, "x runs over the padded row's 16 columns");
   if (thread < 0 || thread >= kC3WeightGradientTf32Threads) return;
   const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
-  for (int tile = warp; tile < kColumnTiles; tile += kWarpsHere) {
-    const int k = tile * kMmaColumns + g;  // the filter tap this lane reads B for
-    const bool tap_inside = k < kC3Taps;
-    const int tap = s2_tap_offset(tap_inside ? k : 0);
-    float acc[2][4] = {};
-    alternating_steps<kSteps>(acc, [&](int step, float(&d)[4]) {
-      std::uint32_t a[4], b[2];
+  // X's column g of each of the warp's tiles: tap k = 8 j + g of input map c, as an offset in S2.
+  int column[kTilesPerWarp];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int pos = step * kMmaDepth + t + 4 * half;
-        const bool inside = pos < kC3Positions;  // the last step's positions 100-103 are zeros
-        const int y = inside ? pos / kSide3 : 0, x = inside ? pos % kSide3 : 0;
-        const float* dy = s.d3 + (kPadRows + y) * kD3Row + x;
-        a[2 * half] = to_tf32(inside ? dy[g * kD3Map] : 0.0f);
-        a[2 * half + 1] = to_tf32(inside ? dy[(g + 8) * kD3Map] : 0.0f);
-        b[half] = to_tf32(inside && tap_inside ? s.a2[y * kSide2 + x + tap] : 0.0f);
+  for (int i = 0; i < kTilesPerWarp; ++i) {
+    const int tile = warp * kTilesPerWarp + i, c = tile / kTapSteps, k = 8 * (tile % kTapSteps) + g;
+    // Taps 25-31 read in-bounds values (S2's and dS2's) whose sums are dropped.
+    column[i] = c * kS2Positions + (k < kTaps ? k / kK * kSide2 + k % kK : 0);
+  }
+  const float* d = s.d3 + g * kD3Map + kPadRows * kD3Row + t;  // D's rows g and g + 8, column t
+  float acc[kTilesPerWarp][4] = {};
+#pragma unroll
+  for (int y = 0; y < kSide3; ++y)
+#pragma unroll
+    for (int half_row = 0; half_row < 2; ++half_row) {
+      const int at = y * kD3Row + 8 * half_row, x = y * kSide2 + 8 * half_row + t;
+      std::uint32_t a[4];
+      a[0] = to_tf32(d[at]);
+      a[1] = to_tf32(d[8 * kD3Map + at]);
+      a[2] = to_tf32(d[at + 4]);
+      a[3] = to_tf32(d[8 * kD3Map + at + 4]);
+#pragma unroll
+      for (int i = 0; i < kTilesPerWarp; ++i) {
+        const std::uint32_t b[2] = {to_tf32(s.a2[column[i] + x]), to_tf32(s.a2[column[i] + x + 4])};
+        mma_tf32(acc[i], a, b);
       }
-      mma_tf32(d, a, b);
-    });
+    }
+#pragma unroll
+  for (int i = 0; i < kTilesPerWarp; ++i) {
+    const int tile = warp * kTilesPerWarp + i, c = tile / kTapSteps;
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int m = g + 8 * (r / 2), column = tile * kMmaColumns + 2 * t + r % 2;
-      if (column < kC3Taps) record_g3[m * kC3Taps + column] = acc[0][r] + acc[1][r];
+      const int m = g + 8 * (r / 2), k = 8 * (tile % kTapSteps) + 2 * t + r % 2;
+      if (k < kTaps) record_g3[(m * kMaps1 + c) * kTaps + k] = acc[i][r];
     }
   }
 }
