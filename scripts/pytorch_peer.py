@@ -62,10 +62,11 @@ DEFAULTS = {
     "augment": "dataset", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
 }
-# Settings of lenet5 alone (which device and how many threads, which kernels, where to write, what
-# to evaluate): accepted in a config, not used (the peer takes --device and --threads of its own).
+# Settings of lenet5 alone (which device and how many threads, which kernels in which precision,
+# where to write, what to evaluate): accepted in a config, not used (the peer takes --device and
+# --threads of its own, and computes in float32).
 LENET5_ONLY = {"device", "threads", "out", "evaluate", "evaluate-training-set", "kernels",
-               "conv-algo"}
+               "conv-algo", "precision"}
 CHOICES = {
     # Both in MNIST's file names and layout (src/data/datasets.cpp); the folder's default differs.
     "dataset": ["mnist", "fashion-mnist"],
