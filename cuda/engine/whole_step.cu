@@ -344,10 +344,12 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
     int major = 0, minor = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    throw UsageError("--precision tf32 needs the tensor cores of compute capability 8.0 or newer, "
-                     "and kernels built for them; this GPU is " + std::to_string(major) + "." +
-                     std::to_string(minor) + " and runs kernels built for an older one: use "
-                     "--precision fp32, or rebuild with CMAKE_CUDA_ARCHITECTURES naming it");
+    throw UsageError(
+        "--precision tf32 needs the tensor cores of compute capability 8.0 or newer, "
+        "and kernels built for them; this GPU is " +
+        std::to_string(major) + "." + std::to_string(minor) +
+        " and runs kernels built for an older one: use "
+        "--precision fp32, or rebuild with CMAKE_CUDA_ARCHITECTURES naming it");
   }
   // Version 1 keeps one sample per SM by asking for more than half an SM's shared memory: its
   // registers alone do not (ptxas gives some activations' builds 64 a thread, which would let two

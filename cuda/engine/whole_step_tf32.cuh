@@ -46,8 +46,7 @@ constexpr bool kTensorFloat32 = false;
 
 __device__ inline std::uint32_t to_tf32(float value) {
   std::uint32_t rounded = 0;
-  if constexpr (kTensorFloat32)
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(value));
+  if constexpr (kTensorFloat32) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(value));
   return rounded;
 }
 
@@ -78,13 +77,17 @@ constexpr int kTapSteps = 4;
 // lanes (m = g, k = t) and the input gradient with lanes (c = g, k = t): 172 = 12 and 28 = -4
 // (mod 32) put each load's 32 lanes in 32 different banks.
 constexpr int kTapRow = 28, kTapMap = kMaps1 * kTapRow + 4;
-constexpr int w3_tf32_index(int m, int c, int k) { return m * kTapMap + c * kTapRow + k; }
+constexpr int w3_tf32_index(int m, int c, int k) {
+  return m * kTapMap + c * kTapRow + k;
+}
 // The farthest a lane reads (map 15, row 7 of the input gradient's lanes, tap 31) stays inside w3;
 // what it reads past the taps is never used (the stages select zero for taps 25-31).
 static_assert(w3_tf32_index(kMaps3 - 1, 7, 8 * kTapSteps - 1) < kMaps3 * kMaps1 * kK * kW3Q,
               "the layout fits SampleShared::w3");
 
-__device__ inline float rounded_to_tf32(float value) { return __uint_as_float(to_tf32(value)); }
+__device__ inline float rounded_to_tf32(float value) {
+  return __uint_as_float(to_tf32(value));
+}
 
 // load_weights for --precision tf32: c1.weight as there, c3.weight rounded and in w3_tf32_index's
 // layout.

@@ -123,7 +123,9 @@ const char* to_string(OutputLayer value) {
 const char* to_string(ConvUnits value) {
   return conv_units_names()[int(value)].c_str();
 }
-const char* to_string(Precision value) { return precision_names()[int(value)].c_str(); }
+const char* to_string(Precision value) {
+  return precision_names()[int(value)].c_str();
+}
 
 Activation parse_activation(const std::string& name) {
   return parse_named<Activation>(name, activation_names(), "activation");

@@ -510,9 +510,10 @@ NetConfig TrainSettings::net_config() const {
                      ", whose kernels have no trainable subsampling: choose --kernels fast");
   config.precision = parse_precision(precision);
   if (config.precision == Precision::tf32 && !set.whole_step)
-    throw UsageError("--precision tf32 runs in the whole-step kernels only (C3's stages on the "
-                     "tensor cores), not in --kernels " + std::string(set.name) +
-                     ": choose --kernels whole-step, or --precision fp32");
+    throw UsageError(
+        "--precision tf32 runs in the whole-step kernels only (C3's stages on the "
+        "tensor cores), not in --kernels " +
+        std::string(set.name) + ": choose --kernels whole-step, or --precision fp32");
   config.conv_units = parse_conv_units(conv_units);
   if (set.whole_step && config.conv_units == ConvUnits::squashed)
     throw UsageError("--conv-units squashed does not apply to --kernels " + std::string(set.name) +

@@ -274,8 +274,8 @@ double relative_l2(const ParamSpec& spec, const std::vector<float>& got,
   return std::sqrt(difference / norm);
 }
 
-class WholeStepTf32 : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {
-};
+class WholeStepTf32
+    : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {};
 
 // The gradients against the same double CPU reference as WholeStepGradients, each tensor in the
 // L2 norm relative to the reference's. C3's operands are rounded to TF32's 10-bit mantissa (a
@@ -287,8 +287,8 @@ class WholeStepTf32 : public ::testing::TestWithParam<std::tuple<Activation, Sub
 // moves that element's gradient whole: 3e-3 to 0.11 measured on these small random batches, so
 // kKinked, 0.25, only catches what is grossly wrong there; the stages are the same code in every
 // network, which the smooth ones check closely. Also, in every network: the tensor cores ran (C3's
-// weight gradient is not fp32's, bit for bit), the LeCun table's disconnected weights get exactly no
-// gradient, and the two versions of the sample kernel give the same bits.
+// weight gradient is not fp32's, bit for bit), the LeCun table's disconnected weights get exactly
+// no gradient, and the two versions of the sample kernel give the same bits.
 TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
   LENET5_REQUIRE_GPU();
   constexpr double kSmooth = 2e-3, kKinked = 0.25;
