@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side training benchmark on one GPU, in one run: lenet5 (its kernel sets: "whole-step",
-# the default "fast", and the chapter's "book") and the same LeNet-5 in PyTorch (eager, and the
+# Side-by-side training benchmark on one GPU, in one run: lenet5 (its kernel sets: the default
+# "whole-step", "fast", and the chapter's "book") and the same LeNet-5 in PyTorch (eager, and the
 # whole step in a CUDA graph; scripts/pytorch_peer.py), both reading one config file's [train]
 # section (hyper-parameters, schedule and augmentation), with the same data.
 # Prints JSON lines, then a table with each one's epoch time, images/s, accuracy, time to 99 %

@@ -2,8 +2,9 @@
 //
 // Shapes (core/topology.hpp): input 32x32 -> C1 6@28x28 -> S2 6@14x14 -> C3 16@10x10 -> S4 16@5x5
 // -> C5 120 -> F6 84 -> output 10. One block of kThreads threads per sample; every stage
-// (whole_step_forward.cuh, whole_step_backward.cuh) is a short function that all threads of the
-// block call, separated by __syncthreads().
+// (whole_step_forward.cuh, whole_step_backward.cuh, and whole_step_tf32.cuh's C3 stages with
+// --precision tf32) is a short function that all threads of the block call, separated by
+// __syncthreads().
 //
 // The convolution stages are register-blocked: a thread keeps a strip of outputs in registers and
 // reuses every shared-memory value it loads for several multiply-adds, because shared-memory

@@ -1,5 +1,5 @@
 // What the whole-step stages and kernels share (whole_step_forward.cuh, whole_step_backward.cuh,
-// whole_step.cu): the network's sizes as constants, the per-sample record in global memory, a
+// whole_step_tf32.cuh, whole_step_update.cuh, whole_step.cu): the network's sizes as constants, the per-sample record in global memory, a
 // block's shared working set, the sample kernel's arguments, programmatic dependent launch and
 // the warp sum.
 //
@@ -76,7 +76,8 @@ constexpr int floats = (gb4 + kMaps3 + 31) / 32 * 32;  // each record starts 128
 struct SampleShared {
   float x[kField * kField];                           // the normalised, padded input
   float w1[kW1];                                      // c1.weight
-  alignas(16) float w3[kMaps3 * kMaps1 * kK * kW3Q];  // c3.weight, transposed: w3_index
+  // c3.weight, transposed: w3_index (--precision tf32: rounded, w3_tf32_index's layout)
+  alignas(16) float w3[kMaps3 * kMaps1 * kK * kW3Q];
   float c1[kMaps1 * kSide1 * kSide1];                 // C1's output; later dL/dC1
   float a2[kMaps1 * kSide2 * kSide2];                 // S2's activation
   float d2[kMaps1 * kSide2 * kSide2];                 // dL/d(S2 pre-activation)

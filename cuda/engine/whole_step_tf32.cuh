@@ -10,7 +10,8 @@
 // Cheap gathers are what make this pay: a block works on one sample, so each product is small
 // (16 x 100 x 150 for the forward pass) and a step's loads, not its mma, cost the time. Every
 // step's offsets are constants of the unrolled loops plus a per-lane value (taps in steps of 8
-// per map, kTapSteps), and every fragment load hits 32 different banks where it can.
+// per map, kTapSteps), and c3.weight's fragment loads hit 32 different banks (the weight
+// gradient's dC3 loads share banks two by two: its maps are 296 = 8 mod 32 floats apart).
 //
 // Deterministic as the fp32 stages are: a tile's sums run in the same order every time, and every
 // output is written by one lane. Not the same bits as fp32 (the operands are rounded), which is
@@ -26,6 +27,7 @@
 // linkage, as when all of it sat in that one file.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/activation_math.hpp"
@@ -80,8 +82,8 @@ constexpr int kTapRow = 28, kTapMap = kMaps1 * kTapRow + 4;
 constexpr int w3_tf32_index(int m, int c, int k) {
   return m * kTapMap + c * kTapRow + k;
 }
-// The farthest a lane reads (map 15, row 7 of the input gradient's lanes, tap 31) stays inside w3;
-// what it reads past the taps is never used (the stages select zero for taps 25-31).
+// The farthest address a lane forms (map 15, row 7 of the input gradient's lanes, tap 31) stays
+// inside w3; the stages select zero instead of loading taps 25-31 (and rows 6 and 7).
 static_assert(w3_tf32_index(kMaps3 - 1, 7, 8 * kTapSteps - 1) < kMaps3 * kMaps1 * kK * kW3Q,
               "the layout fits SampleShared::w3");
 
@@ -232,15 +234,19 @@ __device__ void c3_input_gradient_tf32(SampleShared& s) {
 // This sample's dL/dc3.weight: G[m][k] = sum_pos D[m][pos] X[pos][k], the 16 maps one row tile,
 // k = (c, p, q) in 6 x 4 column tiles of 8 (taps 25-31 computed and dropped), pos = (y, x) with x
 // padded to 16, in 10 x 2 steps, D[m][pos] = dC3[m][y][x] (columns 10-15 of the padded buffer are
-// zeros), X[pos][k] = a2[c][y + p][x + q]. Thread `thread` of kC3WeightGradientTf32Threads (the
-// caller's half of the block): warp w computes column tiles 3 w .. 3 w + 2, loading each step's D
-// fragment once for the three.
+// zeros), X[pos][k] = a2[c][y + p][x + q]. The padding columns x = 10-15 read X past each row,
+// and for map 5's last rows past S2's maps into dS2 (d2, which follows a2 in SampleShared and which
+// the input-gradient stage has just written in full): finite values, multiplied by dC3's zero
+// columns. Thread `thread` of kC3WeightGradientTf32Threads (the caller's half of the block): warp
+// w computes column tiles 3 w .. 3 w + 2, loading each step's D fragment once for the three.
 constexpr int kC3WeightGradientTf32Threads = 8 * 32;
 __device__ void c3_weight_gradient_tf32(const SampleShared& s, float* record_g3, int thread) {
   constexpr int kTilesPerWarp = kMaps1 * kTapSteps / (kC3WeightGradientTf32Threads / 32);  // 3
   static_assert(kTilesPerWarp * kC3WeightGradientTf32Threads / 32 == kMaps1 * kTapSteps,
                 "the column tiles share out evenly");
   static_assert(kD3Row == 16, "x runs over the padded row's 16 columns");
+  static_assert(offsetof(SampleShared, d2) == offsetof(SampleShared, a2) + sizeof(SampleShared::a2),
+                "X's reads past S2's last row land in dS2, which is finite here");
   if (thread < 0 || thread >= kC3WeightGradientTf32Threads) return;
   const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   // X's column g of each of the warp's tiles: tap k = 8 j + g of input map c, as an offset in S2.
@@ -248,7 +254,7 @@ __device__ void c3_weight_gradient_tf32(const SampleShared& s, float* record_g3,
 #pragma unroll
   for (int i = 0; i < kTilesPerWarp; ++i) {
     const int tile = warp * kTilesPerWarp + i, c = tile / kTapSteps, k = 8 * (tile % kTapSteps) + g;
-    // Taps 25-31 read in-bounds values (S2's and dS2's) whose sums are dropped.
+    // Taps 25-31 read S2 at the window's corner; their sums are dropped.
     column[i] = c * kS2Positions + (k < kTaps ? k / kK * kSide2 + k % kK : 0);
   }
   const float* d = s.d3 + g * kD3Map + kPadRows * kD3Row + t;  // D's rows g and g + 8, column t

@@ -74,8 +74,8 @@ struct GpuKernelSet {
 
 // book: the chapter's direct convolution kernel (Fig 16.12) and cuBLAS for the fully connected
 // layers, every layer on its own; fast: each activation fused into the layer before it, the faster
-// convolution and dense kernels; whole-step: trains in two kernels per step, evaluates with the
-// fast set. On the CPU, book is the sequential reference and fast and whole-step are the fast CPU
+// convolution and dense kernels; whole-step: trains in two kernels per step and evaluates with
+// the same forward stages (a checkpoint read later, by evaluate, runs the fast set). On the CPU, book is the sequential reference and fast and whole-step are the fast CPU
 // layers. In --kernels' order.
 const std::vector<GpuKernelSet>& gpu_kernel_sets();
 const GpuKernelSet& gpu_kernel_set(GpuKernels kernels);
@@ -93,7 +93,8 @@ struct NetConfig {
   // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
   // output is 1x1, as a dense layer).
   ConvAlgo conv_algo = ConvAlgo::staged;
-  // Not part of a checkpoint either: the weights mean the same whichever computed them.
+  // Nor does this one (a checkpoint's stored settings name it only as tf32, so that a resumed run
+  // goes on computing as it began).
   Precision precision = Precision::fp32;
 };
 

@@ -48,6 +48,7 @@ nlohmann::json machine_description(const TrainSettings& settings) {
   json["momentum"] = settings.momentum;
   json["weight_decay"] = settings.weight_decay;
   json["kernels"] = settings.kernels;
+  json["precision"] = settings.precision;
   json["augment"] = settings.augment_kind();
   json["parameters"] = lenet5_layout(settings.net_config()).trainable_count;
   json["train_images"] = settings.train_limit;
@@ -57,8 +58,11 @@ nlohmann::json machine_description(const TrainSettings& settings) {
 // The table's first line: what ran, where, with which settings.
 std::string heading(const nlohmann::json& machine) {
   const bool gpu = machine.contains("gpu");  // the kernel set matters on the GPU only
+  // fp32, the default, goes without saying (and keeps the headings of earlier tables).
+  const std::string precision = machine.value("precision", std::string("fp32"));
   const std::string where = gpu ? "the GPU, " + machine["gpu"].get<std::string>() + ", kernels " +
-                                      machine["kernels"].get<std::string>()
+                                      machine["kernels"].get<std::string>() +
+                                      (precision == "fp32" ? "" : " in " + precision)
                                 : "the " + machine["device"].get<std::string>();
   const int images = machine["train_images"];
   return fmt::format(
@@ -380,6 +384,13 @@ void run_layer_benchmark(const TrainSettings& settings, int repetitions, const J
     throw UsageError(std::string("bench --layers times CUDA kernels: ") + cuda::kBuiltWithoutGpu);
   if (resolve_device(settings.device) != Device::gpu)
     throw UsageError("bench --layers times CUDA kernels: it needs a GPU");
+  // The layer kernels compute in fp32 only: timing them under tf32's name would mislead.
+  if (settings.net_config().precision != Precision::fp32)
+    throw UsageError(
+        "bench --layers times the layer-by-layer kernels, which compute in fp32 only: drop "
+        "--precision " +
+        settings.precision + " (the whole-step kernels' tf32 stages are timed by bench without "
+        "--layers)");
   const int n = settings.batch_size;
   Network<float> network(settings.net_config(), Device::gpu, n);
   network.initialise(settings.seed);

@@ -211,14 +211,16 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "stages and takes only auto), " +
                   conv_algo_help())
           .in_group("Network"),
-      // How a run is computed, not what its weights mean, as --kernels: out of the checkpoints.
+      // Stored in checkpoints only as tf32, as --output only as rbf: a resumed tf32 run goes on
+      // in tf32 (its bits are its own), and every fp32 checkpoint keeps its bytes.
       setting(&S::precision, "--precision", "fp32",
               "arithmetic of C3's forward pass and gradients: fp32 (float multiply-adds) or tf32 "
               "(matrix products on the tensor cores, operands rounded to TensorFloat-32, sums in "
-              "float; --kernels whole-step on a GPU of compute capability 8.0 or newer; faster, "
-              "other bits, the same accuracy as measured in the README)")
+              "float; --kernels whole-step only, on a GPU the build has tensor-core kernels for: "
+              "the default build's sm_90, the H100 and H200; deterministic, other bits than "
+              "fp32, the same accuracy: README, \"On the GPU\")")
           .one_of(precision_names())
-          .not_in_checkpoint()
+          .in_checkpoint_unless_default()
           .in_group("Network"),
       // Added after checkpoints were written without it, all of them under MNIST's scaling: the
       // checkpoints record the resolved scaling in their metadata instead (train/checkpoint.cpp).

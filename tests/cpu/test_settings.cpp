@@ -206,8 +206,9 @@ TEST(TrainSettings, PrecisionTf32IsTheWholeStepKernelsOnAGpu) {
   settings.device = "gpu";
   settings.precision = "fp16";
   EXPECT_TRUE(testing::mentions(refusal(settings), "fp32, tf32")) << refusal(settings);
-  // Not in the checkpoints: the weights mean the same whichever precision computed them.
-  EXPECT_FALSE(train_setting_declaration("--precision").in_checkpoint);
+  // In the checkpoints as tf32 only (test_train_options.cpp reads one back).
+  EXPECT_TRUE(train_setting_declaration("--precision").in_checkpoint);
+  EXPECT_FALSE(train_setting_declaration("--precision").in_checkpoint_at_default);
 }
 
 }  // namespace

@@ -129,6 +129,21 @@ TEST(TrainOptions, TheDataSetsAugmentationIsWrittenResolved) {
   EXPECT_EQ(read_stored(checkpoint_config(fashion.text)).settings.augment_kind(), "none");
 }
 
+// --precision likewise: only tf32 is stored in checkpoints, so that a resumed tf32 run (whose
+// settings are read back from its checkpoint) goes on in tf32, and every fp32 checkpoint keeps the
+// text it had before the setting existed.
+TEST(TrainOptions, ThePrecisionIsStoredOnlyWhenItIsTf32) {
+  const ReadSettings defaults = read_arguments({"train"});
+  EXPECT_TRUE(testing::mentions(defaults.text, "\nprecision=\"fp32\"\n")) << "config.toml has it";
+  EXPECT_FALSE(testing::mentions(checkpoint_config(defaults.text), "precision="));
+  EXPECT_EQ(read_stored(kDefaultText).settings.precision, "fp32");
+
+  const ReadSettings tf32 = read_arguments({"train", "--precision", "tf32"});
+  const std::string stored = checkpoint_config(tf32.text);
+  EXPECT_TRUE(testing::mentions(stored, "\nprecision=\"tf32\"\n")) << stored;
+  EXPECT_EQ(read_stored(stored).settings.net_config().precision, Precision::tf32);
+}
+
 // --output likewise: only rbf is stored in checkpoints, so that the text of every softmax run is
 // what it was before the setting existed. config.toml and a TOML file carry it either way.
 TEST(TrainOptions, TheOutputLayerIsStoredOnlyWhenItIsRbf) {

@@ -14,6 +14,10 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
+#include "cuda/engine/whole_step.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 #include "cuda/runtime/runtime.hpp"
@@ -32,6 +36,35 @@ inline std::string gpu_absence_reason() {
 }
 
 }  // namespace lenet5::test
+
+namespace lenet5::test {
+
+// Whether this GPU runs the whole-step kernels' tf32 stages: only where the build holds kernels
+// with the tensor-core instructions for it (the default build's sm_90); elsewhere WholeStep
+// refuses --precision tf32 with a usage error, which the tests of tf32 report as a skip.
+inline bool tf32_runs_here() {
+  static const bool runs = [] {
+    NetConfig config;
+    config.kernels = GpuKernels::whole_step;
+    config.precision = Precision::tf32;
+    try {
+      const cuda::WholeStep step(config, lenet5_layout(config), 1);
+      return true;
+    } catch (const UsageError&) {
+      return false;
+    }
+  }();
+  return runs;
+}
+
+}  // namespace lenet5::test
+
+#define LENET5_REQUIRE_TF32()                                                                  \
+  do {                                                                                         \
+    if (!::lenet5::test::tf32_runs_here())                                                     \
+      GTEST_SKIP() << "this build has no tensor-core (tf32) kernels for this GPU: --precision " \
+                      "tf32 is refused here (rebuild with CMAKE_CUDA_ARCHITECTURES naming it)"; \
+  } while (0)
 
 // First statement of every GPU test: without a device the test is reported as skipped, with the
 // reason, instead of failing (CTest treats "[  SKIPPED ]" as a skip, see tests/CMakeLists.txt).

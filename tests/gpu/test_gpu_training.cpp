@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "core/rng.hpp"
 #include "cuda/runtime/runtime.hpp"
+#include "gpu_test_util.hpp"
 #include "data/mnist.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
@@ -65,6 +66,7 @@ TEST(GpuTraining, SameSeedRunsWriteByteIdenticalCheckpoints) {
 // run's weights), and its weights are not fp32's (C3 ran on the tensor cores).
 TEST(GpuTraining, Tf32RunsAreDeterministicResumeExactlyAndAreNotFp32Runs) {
   REQUIRE_GPU_AND_MNIST();
+  LENET5_REQUIRE_TF32();
   ScratchDir first("tf32-first"), second("tf32-second"), split("tf32-split"), floats("fp32");
   const auto tf32_run = [](const fs::path& out, int epochs) {
     TrainSettings s = gpu_run(out, epochs);
