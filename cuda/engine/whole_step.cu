@@ -150,6 +150,8 @@ __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
 // [0, flat_blocks) the flat parameters, the rest the dense weights' tiles (whole_step_update.cuh).
 // Every parameter's sum runs in a fixed order, so every run gives the same bits. Thread 0 of block
 // 0 adds the step's statistics.
+// With --precision tf32 (R) the dense weights' tiles are the tensor cores' (whole_step_update.cuh).
+template <Precision R>
 __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(UpdateArgs group_args) {
   allow_next_grid();
   wait_for_previous_grid();
@@ -168,6 +170,8 @@ __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(Updat
   const int flat = flat_blocks(args.at);
   if (int(blockIdx.x) < flat)
     update_flat_parameters(args, int(blockIdx.x));
+  else if constexpr (R == Precision::tf32)
+    update_dense_weights_tf32(args, int(blockIdx.x) - flat);
   else
     update_dense_weights(args, int(blockIdx.x) - flat);
 }
@@ -228,6 +232,13 @@ SampleKernel sample_kernel_for(const NetConfig& config, SampleBuild build) {
 
 SampleKernel evaluation_kernel_for(const NetConfig& config) {
   return sample_kernel_for<SampleKernelKind::evaluation>(config);
+}
+
+using UpdateKernel = void (*)(UpdateArgs);
+
+UpdateKernel update_kernel_for(Precision precision) {
+  return precision == Precision::tf32 ? whole_step_update_kernel<Precision::tf32>
+                                      : whole_step_update_kernel<Precision::fp32>;
 }
 
 // Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels
@@ -339,9 +350,10 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   const SampleKernel two = sample_kernel_for(config, SampleBuild::two_per_sm);
   const SampleKernel evaluation = evaluation_kernel_for(config);
   m_programmatic = has_programmatic_launch(one) && has_programmatic_launch(two) &&
-                   has_programmatic_launch(whole_step_update_kernel);
+                   has_programmatic_launch(update_kernel_for(config.precision));
   if (config.precision == Precision::tf32 &&
-      !(has_tensor_float32(one) && has_tensor_float32(two) && has_tensor_float32(evaluation))) {
+      !(has_tensor_float32(one) && has_tensor_float32(two) && has_tensor_float32(evaluation) &&
+        has_tensor_float32(update_kernel_for(Precision::tf32)))) {
     int major = 0, minor = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
@@ -448,8 +460,9 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   args.stats = stats;
   args.group = group;
   args.samples_stride = std::size_t(m_max_batch);
-  const int blocks = flat_blocks(m_offsets) + kDenseTiles;
-  launch_after_previous(m_programmatic, whole_step_update_kernel,
+  const bool tf32 = m_config.precision == Precision::tf32;
+  const int blocks = flat_blocks(m_offsets) + (tf32 ? kDenseMmaTiles : kDenseTiles);
+  launch_after_previous(m_programmatic, update_kernel_for(m_config.precision),
                         dim3(unsigned(blocks), unsigned(group.models)), kUpdateThreads, 0, stream,
                         args);
 }

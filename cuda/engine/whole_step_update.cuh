@@ -182,6 +182,87 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
   for (int k = 0; k < 4; ++k) apply_gradient(args, weight_at + o * In + i + k, gradient[k]);
 }
 
+// --precision tf32: the dense weights' gradients as matrix products on the tensor cores,
+// G[o][i] = sum_s dy[s][o] x[s][i] in m16n8k8 TF32 tiles (fragments as whole_step_tf32.cuh gives
+// them), M = o, N = i, K = the batch's samples. A block takes kMmaTileRows rows and
+// kMmaTileColumns columns of a layer; its 8 warps each sum an eighth of the batch in sample order,
+// 8 samples a step, loading the fragments straight from the records (a sample's dy and x values,
+// rounded to TF32), and the eighths are added in warp order through shared memory. Each x value is
+// then read by one block per 16 rows, where the fp32 tiles read it once per row pair.
+// Deterministic (a fixed order throughout); other bits than fp32's, as the tf32 stages are.
+constexpr int kMmaTileRows = 16, kMmaTileColumns = 32;
+constexpr int kMmaParts = kUpdateThreads / 32;  // a warp per part of the batch
+static_assert(kMmaTileRows * kMmaTileColumns % kUpdateThreads == 0, "whole outputs per thread");
+template <int In, int Out>
+constexpr int dense_mma_tiles() {
+  return (Out + kMmaTileRows - 1) / kMmaTileRows * ((In + kMmaTileColumns - 1) / kMmaTileColumns);
+}
+constexpr int kDenseMmaTiles =
+    dense_mma_tiles<kFlat4, kC5>() + dense_mma_tiles<kC5, kF6>() + dense_mma_tiles<kF6, kOut>();
+
+using MmaPartials = float[kMmaParts][kMmaTileRows][kMmaTileColumns];
+template <int In, int Out>
+__device__ void update_dense_tile_tf32(const UpdateArgs& args, int tile, int weight_at, int dy_at,
+                                       int x_at, MmaPartials& partial) {
+  constexpr int kColumnTiles = (In + kMmaTileColumns - 1) / kMmaTileColumns;
+  constexpr int kNTiles = kMmaTileColumns / 8;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, g = lane / 4, t = lane % 4;
+  const int o0 = tile / kColumnTiles * kMmaTileRows, i0 = tile % kColumnTiles * kMmaTileColumns;
+  const int first = warp * args.n / kMmaParts, end = (warp + 1) * args.n / kMmaParts;
+  // The rows and columns this lane reads; past the layer's, zeros.
+  const int top = o0 + g, bottom = o0 + g + 8;
+  float acc[kNTiles][4] = {};
+  for (int s0 = first; s0 < end; s0 += 8) {
+    const auto record = [&](int k) { return args.records + std::size_t(s0 + k) * record::floats; };
+    const bool near = s0 + t < end, far = s0 + t + 4 < end;  // samples t and t + 4 of the step
+    const float* r_near = record(near ? t : 0);
+    const float* r_far = record(far ? t + 4 : 0);
+    std::uint32_t a[4];
+    a[0] = near && top < Out ? to_tf32(r_near[dy_at + top]) : 0u;
+    a[1] = near && bottom < Out ? to_tf32(r_near[dy_at + bottom]) : 0u;
+    a[2] = far && top < Out ? to_tf32(r_far[dy_at + top]) : 0u;
+    a[3] = far && bottom < Out ? to_tf32(r_far[dy_at + bottom]) : 0u;
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j) {
+      const int i = i0 + 8 * j + g;
+      const std::uint32_t b[2] = {near && i < In ? to_tf32(r_near[x_at + i]) : 0u,
+                                  far && i < In ? to_tf32(r_far[x_at + i]) : 0u};
+      mma_tf32(acc[j], a, b);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) partial[warp][g + 8 * (r / 2)][8 * j + 2 * t + r % 2] = acc[j][r];
+  __syncthreads();
+  for (int k = threadIdx.x; k < kMmaTileRows * kMmaTileColumns; k += kUpdateThreads) {
+    const int row = k / kMmaTileColumns, column = k % kMmaTileColumns;
+    const int o = o0 + row, i = i0 + column;
+    if (o >= Out || i >= In) continue;
+    float gradient = partial[0][row][column];
+#pragma unroll
+    for (int w = 1; w < kMmaParts; ++w) gradient += partial[w][row][column];
+    apply_gradient(args, weight_at + o * In + i, gradient);
+  }
+}
+
+// Dense weight tile `tile` of the three layers' kDenseMmaTiles, in layer order (--precision tf32).
+// The three layers' tiles share one array of partial sums (16 KB: one each would pass the 48 KB
+// of static shared memory a kernel may have).
+__device__ void update_dense_weights_tf32(const UpdateArgs& args, int tile) {
+  __shared__ MmaPartials partial;
+  constexpr int kC5Tiles = dense_mma_tiles<kFlat4, kC5>(), kF6Tiles = dense_mma_tiles<kC5, kF6>();
+  if (tile < kC5Tiles)
+    return update_dense_tile_tf32<kFlat4, kC5>(args, tile, args.at.c5_weight, record::d5,
+                                               record::a4, partial);
+  tile -= kC5Tiles;
+  if (tile < kF6Tiles)
+    return update_dense_tile_tf32<kC5, kF6>(args, tile, args.at.f6_weight, record::d6,
+                                            record::a5, partial);
+  update_dense_tile_tf32<kF6, kOut>(args, tile - kF6Tiles, args.at.output_weight, record::d7,
+                                    record::a6, partial);
+}
+
 // Dense weight tile `tile` of the three layers' kDenseTiles, in layer order.
 __device__ void update_dense_weights(const UpdateArgs& args, int tile) {
   constexpr int kC5Tiles = dense_tiles<kFlat4, kC5>(), kF6Tiles = dense_tiles<kC5, kF6>();

@@ -42,11 +42,12 @@ enum class OutputLayer { softmax, rbf };
 // (section II.A): each C1 and C3 map has its own bias and applies the activation before S2 and S4
 // (which then add their own bias and apply it again). 22 more parameters (6 + 16).
 enum class ConvUnits { linear, squashed };
-// The arithmetic of C3's three stages in the whole-step kernels. fp32: every multiply-add in float
-// (the default, and the only precision of the other kernel sets and of the CPU). tf32: C3's
-// forward pass, input gradient and weight gradient as matrix products on the tensor cores
-// (mma.sync, compute capability 8.0 and newer), each operand rounded to TensorFloat-32's 10-bit
-// mantissa and the products added in float; deterministic as fp32 is, but other bits.
+// The arithmetic of the whole-step kernels' matrix products. fp32: every multiply-add in float (the
+// default, and the only precision of the other kernel sets and of the CPU). tf32: C3's forward
+// pass, input gradient and weight gradient, and the dense layers' weight gradients summed over the
+// batch, as matrix products on the tensor cores (mma.sync, compute capability 8.0 and newer), each
+// operand rounded to TensorFloat-32's 10-bit mantissa and the products added in float;
+// deterministic as fp32 is, but other bits.
 enum class Precision { fp32, tf32 };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
