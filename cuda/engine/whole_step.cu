@@ -150,7 +150,8 @@ __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
 // [0, flat_blocks) the flat parameters, the rest the dense weights' tiles (whole_step_update.cuh).
 // Every parameter's sum runs in a fixed order, so every run gives the same bits. Thread 0 of block
 // 0 adds the step's statistics.
-// With --precision tf32 (R) the dense weights' tiles are the tensor cores' (whole_step_update.cuh).
+// With R = tf32 the dense weights' tiles are the tensor cores' (whole_step_update.cuh), which
+// launch_update picks for --precision tf32 and batches of kMmaMinBatch and more.
 template <Precision R>
 __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(UpdateArgs group_args) {
   allow_next_grid();
@@ -350,6 +351,7 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   const SampleKernel two = sample_kernel_for(config, SampleBuild::two_per_sm);
   const SampleKernel evaluation = evaluation_kernel_for(config);
   m_programmatic = has_programmatic_launch(one) && has_programmatic_launch(two) &&
+                   has_programmatic_launch(update_kernel_for(Precision::fp32)) &&
                    has_programmatic_launch(update_kernel_for(config.precision));
   if (config.precision == Precision::tf32 &&
       !(has_tensor_float32(one) && has_tensor_float32(two) && has_tensor_float32(evaluation) &&
@@ -460,9 +462,12 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   args.stats = stats;
   args.group = group;
   args.samples_stride = std::size_t(m_max_batch);
-  const bool tf32 = m_config.precision == Precision::tf32;
-  const int blocks = flat_blocks(m_offsets) + (tf32 ? kDenseMmaTiles : kDenseTiles);
-  launch_after_previous(m_programmatic, update_kernel_for(m_config.precision),
+  const Precision dense = m_config.precision == Precision::tf32 && n >= kMmaMinBatch
+                              ? Precision::tf32
+                              : Precision::fp32;
+  const int blocks =
+      flat_blocks(m_offsets) + (dense == Precision::tf32 ? kDenseMmaTiles : kDenseTiles);
+  launch_after_previous(m_programmatic, update_kernel_for(dense),
                         dim3(unsigned(blocks), unsigned(group.models)), kUpdateThreads, 0, stream,
                         args);
 }

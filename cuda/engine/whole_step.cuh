@@ -30,9 +30,10 @@
 // The function is the same network as the other kernel sets (core/topology.hpp), every option
 // included (the four activations, average and max subsampling, both C3 tables, SGD with momentum,
 // Nesterov and weight decay); only summation orders differ, so results agree up to rounding.
-// With --precision tf32 (NetConfig::precision) C3's three stages, and the update kernel's sums of
-// the dense weights' gradients, run on the tensor cores instead (whole_step_tf32.cuh,
-// whole_step_update.cuh): the same work otherwise, its operands rounded to TensorFloat-32.
+// With --precision tf32 (NetConfig::precision) C3's three stages, and for batches of 256 and more
+// the update kernel's sums of the dense weights' gradients, run on the tensor cores instead
+// (whole_step_tf32.cuh, whole_step_update.cuh): the same work otherwise, its operands rounded to
+// TensorFloat-32.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -44,8 +44,8 @@ enum class OutputLayer { softmax, rbf };
 enum class ConvUnits { linear, squashed };
 // The arithmetic of the whole-step kernels' matrix products. fp32: every multiply-add in float (the
 // default, and the only precision of the other kernel sets and of the CPU). tf32: C3's forward
-// pass, input gradient and weight gradient, and the dense layers' weight gradients summed over the
-// batch, as matrix products on the tensor cores (mma.sync, compute capability 8.0 and newer), each
+// pass, input gradient and weight gradient, and the dense layers' weight gradients summed over
+// batches of 256 and more, as matrix products on the tensor cores (mma.sync, compute capability 8.0 and newer), each
 // operand rounded to TensorFloat-32's 10-bit mantissa and the products added in float;
 // deterministic as fp32 is, but other bits.
 enum class Precision { fp32, tf32 };

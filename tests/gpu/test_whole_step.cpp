@@ -305,10 +305,12 @@ TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
   const double tolerance = kinked ? kKinked : kSmooth;
   const ParamLayout layout = lenet5_layout(config);
   const std::vector<float> params = initial_parameters(config, 11);
-  for (const int n : {64, 37}) {
+  // 256: the dense weights' sums on the tensor cores too (kMmaMinBatch); 64 and 37 (a short last
+  // batch): C3's stages only.
+  for (const int n : {256, 64, 37}) {
     const Batch batch = make_batch(100, n, 3 + n);
     const std::string what = describe(config) + " n=" + std::to_string(n);
-    const GpuStep result = gpu_gradients(config, params, batch);
+    const GpuStep result = gpu_gradients(config, params, batch, n);
     const std::vector<double> want = reference_step(config, params, batch).gradients;
     double largest = 0;
     for (const ParamSpec& spec : layout.tensors) {
@@ -320,8 +322,10 @@ TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2e", largest);
     RecordProperty("largest_relative_l2_n" + std::to_string(n), text);
-    const std::vector<float> floats = gpu_gradients(fp32, params, batch).gradients;
-    for (const char* name : {"c3.weight", "c5.weight", "f6.weight", "output.weight"}) {
+    const std::vector<float> floats = gpu_gradients(fp32, params, batch, n).gradients;
+    std::vector<const char*> on_tensor_cores{"c3.weight"};
+    if (n >= 256) on_tensor_cores.insert(on_tensor_cores.end(), {"c5.weight", "f6.weight"});
+    for (const char* name : on_tensor_cores) {
       const ParamSpec& spec = layout.find(name);
       EXPECT_FALSE(std::equal(floats.begin() + std::ptrdiff_t(spec.offset),
                               floats.begin() + std::ptrdiff_t(spec.offset + spec.count),
@@ -332,8 +336,8 @@ TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
     const std::vector<float> mask = c3_weight_mask(config);
     for (std::size_t i = 0; i < mask.size(); ++i)
       if (mask[i] == 0.0f) ASSERT_EQ(result.gradients[c3.offset + i], 0.0f) << what << " " << i;
-    const GpuStep one = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::one_per_sm);
-    const GpuStep two = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::two_per_sm);
+    const GpuStep one = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::one_per_sm);
+    const GpuStep two = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::two_per_sm);
     for (const ParamSpec& spec : layout.tensors)
       for (std::size_t i = 0; i < spec.count; ++i)
         ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
@@ -371,8 +375,6 @@ TEST(WholeStep, StatisticsMatchTheCpuReference) {
   EXPECT_EQ(got.correct, want.correct);
 }
 
-// train_step applies exactly sgd_step_cpu to the gradient that gradients() computes: the update
-// is the same formula, so the result must be bit for bit the CPU update of that gradient.
 // The whole-step kernels have no trainable subsampling (LeCun et al. 1998): TrainSettings refuses
 // the combination for users (tests/cpu/test_cli.cpp); should anything construct it anyway, it is
 // an error, never a silent run of average subsampling.
@@ -474,42 +476,54 @@ TEST(WholeStep, EvaluationSeesTheTrainingStepsLosses) {
   });
 }
 
-TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
-  LENET5_REQUIRE_GPU();
+// train_step applies exactly sgd_step_cpu to the gradient that gradients() computes: the update
+// is the same formula, so the result must be bit for bit the CPU update of that gradient (with
+// --precision tf32 at a batch of 256 too, where the tensor cores' dense tiles apply it).
+void check_train_step_update(Precision precision, const SgdSettings& sgd) {
   NetConfig config;
   config.kernels = GpuKernels::whole_step;
+  config.precision = precision;
+  const int n = precision == Precision::tf32 ? 256 : 64;
+  const std::string what =
+      std::string(to_string(precision)) + ", momentum " + std::to_string(sgd.momentum);
   const ParamLayout layout = lenet5_layout(config);
   const std::vector<float> params = initial_parameters(config, 21);
-  const Batch batch = make_batch(64, 64, 2);
+  const Batch batch = make_batch(n, n, 2);
   DeviceBatch device(batch);
-  for (const SgdSettings sgd :
-       {SgdSettings{0, false, 0}, SgdSettings{0.9, false, 0}, SgdSettings{0.9, true, 5e-4}}) {
-    cuda::WholeStep step(config, layout, 64);
-    Buffer<float> device_params = test::upload(params);
-    Buffer<float> gradients(Device::gpu, layout.buffer_floats);
-    gradients.zero();
-    step.gradients(device.images.data(), device.labels.data(), device.indices.data(), 64,
-                   cuda::DeviceAugmentation{}, device_params.data(), gradients.data(), nullptr,
-                   cudaStreamPerThread);
-    // A non-zero velocity in every tensor (the padding between tensors stays zero, as in training).
-    std::vector<float> velocity(layout.buffer_floats, 0.0f);
-    for (const ParamSpec& spec : layout.tensors)
-      for (std::size_t i = 0; i < spec.count; ++i) velocity[spec.offset + i] = 1e-3f * float(i % 5);
-    Buffer<float> device_velocity = test::upload(velocity);
-    const float lr = 0.05f;
-    Buffer<float> device_lr = test::upload({lr});
-    step.train_step(device.images.data(), device.labels.data(), device.indices.data(), 64,
-                    cuda::DeviceAugmentation{}, sgd, device_lr.data(), device_params.data(),
-                    device_velocity.data(), nullptr, cudaStreamPerThread);
-    std::vector<float> want_params = params, want_velocity = velocity;
-    const std::vector<float> g = test::download(gradients);
-    // The padding between tensors has no gradient: the update leaves it alone, as the CPU's
-    // update of a zero gradient on zero weights does.
-    sgd_step_cpu(sgd, lr, g.data(), want_params.data(), want_velocity.data(), g.size());
-    EXPECT_EQ(test::download(device_params), want_params) << "momentum " << sgd.momentum;
-    if (sgd.momentum != 0)
-      EXPECT_EQ(test::download(device_velocity), want_velocity) << "momentum " << sgd.momentum;
-  }
+  cuda::WholeStep step(config, layout, n);
+  Buffer<float> device_params = test::upload(params);
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+  gradients.zero();
+  step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n,
+                 cuda::DeviceAugmentation{}, device_params.data(), gradients.data(), nullptr,
+                 cudaStreamPerThread);
+  // A non-zero velocity in every tensor (the padding between tensors stays zero, as in training).
+  std::vector<float> velocity(layout.buffer_floats, 0.0f);
+  for (const ParamSpec& spec : layout.tensors)
+    for (std::size_t i = 0; i < spec.count; ++i) velocity[spec.offset + i] = 1e-3f * float(i % 5);
+  Buffer<float> device_velocity = test::upload(velocity);
+  const float lr = 0.05f;
+  Buffer<float> device_lr = test::upload({lr});
+  step.train_step(device.images.data(), device.labels.data(), device.indices.data(), n,
+                  cuda::DeviceAugmentation{}, sgd, device_lr.data(), device_params.data(),
+                  device_velocity.data(), nullptr, cudaStreamPerThread);
+  std::vector<float> want_params = params, want_velocity = velocity;
+  const std::vector<float> g = test::download(gradients);
+  // The padding between tensors has no gradient: the update leaves it alone, as the CPU's
+  // update of a zero gradient on zero weights does.
+  sgd_step_cpu(sgd, lr, g.data(), want_params.data(), want_velocity.data(), g.size());
+  EXPECT_EQ(test::download(device_params), want_params) << what;
+  if (sgd.momentum != 0) EXPECT_EQ(test::download(device_velocity), want_velocity) << what;
+}
+
+TEST(WholeStep, TrainStepAppliesTheSgdUpdateToItsGradient) {
+  LENET5_REQUIRE_GPU();
+  for (const Precision precision : {Precision::fp32, Precision::tf32})
+    for (const SgdSettings sgd :
+         {SgdSettings{0, false, 0}, SgdSettings{0.9, false, 0}, SgdSettings{0.9, true, 5e-4}}) {
+      if (precision == Precision::tf32 && !test::tf32_runs_here()) continue;
+      check_train_step_update(precision, sgd);
+    }
 }
 
 // Consecutive train_steps on one stream, as in training (with programmatic launches each kernel
