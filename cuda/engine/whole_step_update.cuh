@@ -194,7 +194,8 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
 // tiles (H200, configs/fast.toml: batch 256 15.16 -> 14.87 ms an epoch, 16 and 64 packed models at
 // batch 256 +6 % images/s); at batch 64 and 128, with one or two steps of 8 samples per warp, the
 // reduction through shared memory costs more than the sums (33.0 -> 34.0 and 19.9 -> 20.2 ms), and
-// a tf32 run's smaller batches (its epoch's last one too) sum the dense weights with the fp32 tiles.
+// a tf32 run's smaller batches (its epoch's last one too) sum the dense weights with the fp32
+// tiles.
 constexpr int kMmaMinBatch = 256;
 constexpr int kMmaTileRows = 16, kMmaTileColumns = 32;
 constexpr int kMmaParts = kUpdateThreads / 32;  // a warp per part of the batch
@@ -263,8 +264,8 @@ __device__ void update_dense_weights_tf32(const UpdateArgs& args, int tile) {
                                                record::a4, partial);
   tile -= kC5Tiles;
   if (tile < kF6Tiles)
-    return update_dense_tile_tf32<kC5, kF6>(args, tile, args.at.f6_weight, record::d6,
-                                            record::a5, partial);
+    return update_dense_tile_tf32<kC5, kF6>(args, tile, args.at.f6_weight, record::d6, record::a5,
+                                            partial);
   update_dense_tile_tf32<kF6, kOut>(args, tile - kF6Tiles, args.at.output_weight, record::d7,
                                     record::a6, partial);
 }

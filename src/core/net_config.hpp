@@ -45,9 +45,9 @@ enum class ConvUnits { linear, squashed };
 // The arithmetic of the whole-step kernels' matrix products. fp32: every multiply-add in float (the
 // default, and the only precision of the other kernel sets and of the CPU). tf32: C3's forward
 // pass, input gradient and weight gradient, and the dense layers' weight gradients summed over
-// batches of 256 and more, as matrix products on the tensor cores (mma.sync, compute capability 8.0 and newer), each
-// operand rounded to TensorFloat-32's 10-bit mantissa and the products added in float;
-// deterministic as fp32 is, but other bits.
+// batches of 256 and more, as matrix products on the tensor cores (mma.sync, compute capability 8.0
+// and newer), each operand rounded to TensorFloat-32's 10-bit mantissa and the products added in
+// float; deterministic as fp32 is, but other bits.
 enum class Precision { fp32, tf32 };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own

@@ -280,8 +280,9 @@ class WholeStepTf32
 // The gradients against the same double CPU reference as WholeStepGradients, each tensor in the
 // L2 norm relative to the reference's. C3's operands, and the dense weight gradients' (in the
 // update kernel), are rounded to TF32's 10-bit mantissa (a relative error of up to 2^-11 = 4.9e-4
-// each), and every tensor inherits C3's: for the smooth networks (average subsampling, tanh, sigmoid or scaled
-// tanh) the difference measured 1.8e-4 to 5.1e-4 on the H200 (2026-11-27; the test records it in
+// each), and every tensor inherits C3's: for the smooth networks (average subsampling, tanh,
+// sigmoid or scaled tanh) the difference measured 1.8e-4 to 5.1e-4 on the H200 (2026-11-27; the
+// test records it in
 // --gtest_output's XML), and kSmooth allows 2e-3,
 // far below what a wrong index gives (a tap off by one: about 0.2, in an emulation of these stages
 // on the host) or a wrong 1/n (1/63 for 1/64: 1.6e-2). With max subsampling or relu
