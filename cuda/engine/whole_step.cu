@@ -442,7 +442,7 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
 
 void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings* sgd,
                               const float* lr, float* params, float* velocity, float* gradients_out,
-                              StepStats* stats, cudaStream_t stream) {
+                              StepStats* stats, cudaStream_t stream, DenseTiles tiles) {
   UpdateArgs args{};
   args.at = m_offsets;
   args.records = m_records.data();
@@ -462,9 +462,9 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   args.stats = stats;
   args.group = group;
   args.samples_stride = std::size_t(m_max_batch);
-  const Precision dense = m_config.precision == Precision::tf32 && n >= kMmaMinBatch
-                              ? Precision::tf32
-                              : Precision::fp32;
+  const bool mma = m_config.precision == Precision::tf32 && n >= kMmaMinBatch &&
+                   tiles == DenseTiles::by_batch;
+  const Precision dense = mma ? Precision::tf32 : Precision::fp32;
   const int blocks =
       flat_blocks(m_offsets) + (dense == Precision::tf32 ? kDenseMmaTiles : kDenseTiles);
   launch_after_previous(m_programmatic, update_kernel_for(dense),
@@ -516,9 +516,10 @@ void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels
                           const std::int32_t* indices, int n,
                           const DeviceAugmentation& augmentation, const float* params,
                           float* gradients, StepStats* stats, cudaStream_t stream,
-                          SampleBuild build) {
+                          SampleBuild build, DenseTiles tiles) {
   run_samples(images, labels, indices, n, augmentation, params, ModelGroup{}, build, stream);
-  launch_update(n, ModelGroup{}, nullptr, nullptr, nullptr, nullptr, gradients, stats, stream);
+  launch_update(n, ModelGroup{}, nullptr, nullptr, nullptr, nullptr, gradients, stats, stream,
+                tiles);
 }
 
 }  // namespace lenet5::cuda

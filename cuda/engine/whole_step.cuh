@@ -14,7 +14,9 @@
 //   2. whole_step_update_kernel: each parameter's gradient summed over the batch's records in
 //      four parts, each in sample order, and the parts added in a fixed order (deterministic: no
 //      atomics); a thread per part and parameter for the per-sample tensors and biases, a thread
-//      per part and four adjacent weights for the dense layers (whole_step_update.cuh). Then the
+//      per part and four adjacent weights for the dense layers (whole_step_update.cuh; with
+//      --precision tf32 and a batch of 256 or more, the dense layers' in eighths on the tensor
+//      cores, below). Then the
 //      SGD update of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The
 //      step's loss and correct count are summed in sample order into its statistics slot.
 // Evaluation is a third kernel, whole_step_evaluation_kernel: the forward stages and the loss
@@ -73,6 +75,11 @@ struct ModelGroup {
 // or one forced, for the test that proves the two compute the same bits.
 enum class SampleBuild { by_grid, one_per_sm, two_per_sm };
 
+// Which tiles of the update kernel sum the dense weights' gradients: those the precision and the
+// batch's size pick (whole_step_update.cuh's kMmaMinBatch), or the fp32 ones forced, for the test
+// that proves the tensor cores' tiles run where they should and change nothing else.
+enum class DenseTiles { by_batch, fp32 };
+
 class WholeStep {
  public:
   // Room for `models` models of at most max_batch samples each per step.
@@ -94,7 +101,8 @@ class WholeStep {
   void gradients(const std::uint8_t* images, const std::uint8_t* labels,
                  const std::int32_t* indices, int n, const DeviceAugmentation& augmentation,
                  const float* params, float* gradients, StepStats* stats, cudaStream_t stream,
-                 SampleBuild build = SampleBuild::by_grid);
+                 SampleBuild build = SampleBuild::by_grid,
+                 DenseTiles tiles = DenseTiles::by_batch);
 
   // The forward pass and the softmax cross-entropy of images[0..n) as they are (no permutation,
   // no augmentation) for every model of `group` (params: the first model's, the others
@@ -124,7 +132,7 @@ class WholeStep {
   // gradient only.
   void launch_update(int n, const ModelGroup& group, const SgdSettings* sgd, const float* lr,
                      float* params, float* velocity, float* gradients_out, StepStats* stats,
-                     cudaStream_t stream);
+                     cudaStream_t stream, DenseTiles tiles = DenseTiles::by_batch);
 
   NetConfig m_config;
   WholeStepOffsets m_offsets;

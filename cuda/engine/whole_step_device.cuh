@@ -1,7 +1,7 @@
 // What the whole-step stages and kernels share (whole_step_forward.cuh, whole_step_backward.cuh,
 // whole_step_tf32.cuh, whole_step_update.cuh, whole_step.cu): the network's sizes as constants, the per-sample record in global memory, a
-// block's shared working set, the sample kernel's arguments, programmatic dependent launch and
-// the warp sum.
+// block's shared working set, the sample kernel's arguments, programmatic dependent launch, the
+// warp sum and the tensor cores' TF32 multiply-add.
 //
 // Included by whole_step.cu alone, the one translation unit that compiles the kernels (device
 // code is not linked across files here): the unnamed namespace gives every definition internal
@@ -185,9 +185,9 @@ __device__ inline void wait_for_previous_grid() {
 }
 
 // --precision tf32 (whole_step_tf32.cuh, whole_step_update.cuh): whether this build of the kernels
-// has the tensor-core instructions. The host asks the loaded
-// kernel's PTX version (whole_step.cu's has_tensor_float32) and refuses --precision tf32 without
-// them, so the trap below is never reached.
+// has the tensor-core instructions. The host asks the loaded kernel's PTX version (whole_step.cu's
+// has_tensor_float32) and refuses --precision tf32 without them, so the trap below is never
+// reached.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 constexpr bool kTensorFloat32 = true;
 #else

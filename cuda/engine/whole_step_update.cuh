@@ -1,8 +1,8 @@
 // The update kernel's work (whole_step_update_kernel, whole_step.cu): the batch gradient of every
 // parameter from the samples' records, in a fixed order, then the SGD update.
 //
-// Each gradient is summed in kUpdateSplit parts of the batch, each part in sample order, and the
-// parts are added in order: a fixed order, so every run gives the same bits, with the parts on
+// Each gradient is summed in kUpdateSplit parts of the batch (the tensor cores' dense tiles, below:
+// kMmaParts), each part in sample order, and the parts are added in order: a fixed order, so every run gives the same bits, with the parts on
 // different threads (one thread per parameter summing the whole batch had waited on memory with a
 // quarter of the SM's warps: roofline_whole_step.sh). Two kinds of blocks do it, below.
 //
@@ -207,7 +207,8 @@ constexpr int dense_mma_tiles() {
 constexpr int kDenseMmaTiles =
     dense_mma_tiles<kFlat4, kC5>() + dense_mma_tiles<kC5, kF6>() + dense_mma_tiles<kF6, kOut>();
 
-using MmaPartials = float[kMmaParts][kMmaTileRows][kMmaTileColumns];
+// Rows padded by 4 floats: a warp's lanes of one t store to rows g = 0..7, 8 different banks.
+using MmaPartials = float[kMmaParts][kMmaTileRows][kMmaTileColumns + 4];
 template <int In, int Out>
 __device__ void update_dense_tile_tf32(const UpdateArgs& args, int tile, int weight_at, int dy_at,
                                        int x_at, MmaPartials& partial) {

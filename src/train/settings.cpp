@@ -214,8 +214,8 @@ std::vector<SettingDeclaration> declare_train_settings() {
       // Stored in checkpoints only as tf32, as --output only as rbf: a resumed tf32 run goes on
       // in tf32 (its bits are its own), and every fp32 checkpoint keeps its bytes.
       setting(&S::precision, "--precision", "fp32",
-              "arithmetic of C3's forward pass and gradients and of the dense layers' weight "
-              "gradients: fp32 (float multiply-adds) or tf32 "
+              "arithmetic of C3's forward pass and gradients and, for batches of 256 and more, of "
+              "the dense layers' weight gradients: fp32 (float multiply-adds) or tf32 "
               "(matrix products on the tensor cores, operands rounded to TensorFloat-32, sums in "
               "float; --kernels whole-step only, on a GPU the build has tensor-core kernels for: "
               "the default build's sm_90, the H100 and H200; deterministic, other bits than "

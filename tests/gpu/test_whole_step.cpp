@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/augment_tolerance.hpp"
@@ -187,7 +188,8 @@ struct GpuStep {
 GpuStep gpu_gradients(const NetConfig& config, const std::vector<float>& params, const Batch& batch,
                       int max_batch = 64,
                       const cuda::DeviceAugmentation& augmentation = cuda::DeviceAugmentation{},
-                      cuda::SampleBuild build = cuda::SampleBuild::by_grid) {
+                      cuda::SampleBuild build = cuda::SampleBuild::by_grid,
+                      cuda::DenseTiles tiles = cuda::DenseTiles::by_batch) {
   const ParamLayout layout = lenet5_layout(config);
   const int n = int(batch.indices.size());
   DeviceBatch device(batch);
@@ -198,7 +200,8 @@ GpuStep gpu_gradients(const NetConfig& config, const std::vector<float>& params,
   Buffer<cuda::StepStats> stats(Device::gpu, 1);
   stats.zero();
   step.gradients(device.images.data(), device.labels.data(), device.indices.data(), n, augmentation,
-                 device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread, build);
+                 device_params.data(), gradients.data(), stats.data(), cudaStreamPerThread, build,
+                 tiles);
   return {test::download(gradients), stats.to_vector()[0]};
 }
 
@@ -278,21 +281,20 @@ class WholeStepTf32
     : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {};
 
 // The gradients against the same double CPU reference as WholeStepGradients, each tensor in the
-// L2 norm relative to the reference's. C3's operands, and the dense weight gradients' (in the
-// update kernel), are rounded to TF32's 10-bit mantissa (a relative error of up to 2^-11 = 4.9e-4
-// each), and every tensor inherits C3's: for the smooth networks (average subsampling, tanh,
-// sigmoid or scaled tanh) the difference measured 1.8e-4 to 5.1e-4 on the H200 (2026-11-27; the
-// test records it in
-// --gtest_output's XML), and kSmooth allows 2e-3,
-// far below what a wrong index gives (a tap off by one: about 0.2, in an emulation of these stages
-// on the host) or a wrong 1/n (1/63 for 1/64: 1.6e-2). With max subsampling or relu
-// a rounding may move a window's maximum to its neighbour or a unit across relu's kink, which
-// moves that element's gradient whole: 3e-3 to 0.11 measured on these small random batches, so
-// kKinked, 0.25, only catches what is grossly wrong there; the stages are the same code in every
-// network, which the smooth ones check closely. Also, in every network: the tensor cores ran (the
-// gradients of C3's weights and the dense layers' are not fp32's, bit for bit), the LeCun table's
-// disconnected weights get exactly no gradient, and the two versions of the sample kernel give the
-// same bits.
+// L2 norm relative to the reference's. C3's operands, and from a batch of 256 on the dense weight
+// gradients' (in the update kernel), are rounded to TF32's 10-bit mantissa (a relative error of up
+// to 2^-11 = 4.9e-4 each), and every tensor inherits C3's: for the smooth networks (average
+// subsampling, tanh, sigmoid or scaled tanh) the difference measured 1.8e-4 to 5.1e-4 on the H200
+// (2026-11-27; recorded in --gtest_output's XML), and kSmooth allows 2e-3, far below what a wrong
+// index gives (a tap off by one: about 0.2, in an emulation of these stages on the host) or a
+// wrong 1/n (1/63 for 1/64: 1.6e-2). With max subsampling or relu a rounding may move a window's
+// maximum to its neighbour or a unit across relu's kink, which moves that element's gradient
+// whole: 3e-3 to 0.11 measured on these small random batches, so kKinked, 0.25, only catches what
+// is grossly wrong there; the stages are the same code in every network, which the smooth ones
+// check closely. Also, in every network: the tensor cores ran (C3's weight gradient is not fp32's,
+// bit for bit, and from a batch of 256 on the dense weights' tiles change exactly those three
+// tensors), the LeCun table's disconnected weights get exactly no gradient, and the two versions
+// of the sample kernel give the same bits.
 TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -307,12 +309,13 @@ TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
   const double tolerance = kinked ? kKinked : kSmooth;
   const ParamLayout layout = lenet5_layout(config);
   const std::vector<float> params = initial_parameters(config, 11);
-  // 256: the dense weights' sums on the tensor cores too (kMmaMinBatch); 64 and 37 (a short last
-  // batch): C3's stages only.
-  for (const int n : {256, 64, 37}) {
+  // 256 and 300: the dense weights' sums on the tensor cores too (kMmaMinBatch; 300 in a WholeStep
+  // sized for 512, with steps of 8 samples that end inside a part of the batch); 64 and 37 (a short
+  // last batch): C3's stages only.
+  for (const auto& [n, max_batch] : {std::pair{256, 256}, {300, 512}, {64, 64}, {37, 64}}) {
     const Batch batch = make_batch(100, n, 3 + n);
     const std::string what = describe(config) + " n=" + std::to_string(n);
-    const GpuStep result = gpu_gradients(config, params, batch, n);
+    const GpuStep result = gpu_gradients(config, params, batch, max_batch);
     const std::vector<double> want = reference_step(config, params, batch).gradients;
     double largest = 0;
     for (const ParamSpec& spec : layout.tensors) {
@@ -324,22 +327,33 @@ TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2e", largest);
     RecordProperty("largest_relative_l2_n" + std::to_string(n), text);
-    const std::vector<float> floats = gpu_gradients(fp32, params, batch, n).gradients;
-    std::vector<const char*> on_tensor_cores{"c3.weight"};
-    if (n >= 256) on_tensor_cores.insert(on_tensor_cores.end(), {"c5.weight", "f6.weight"});
-    for (const char* name : on_tensor_cores) {
-      const ParamSpec& spec = layout.find(name);
-      EXPECT_FALSE(std::equal(floats.begin() + std::ptrdiff_t(spec.offset),
-                              floats.begin() + std::ptrdiff_t(spec.offset + spec.count),
-                              result.gradients.begin() + std::ptrdiff_t(spec.offset)))
-          << what << ": " << name << "'s gradient is fp32's to the bit; did the tensor cores run?";
+    const auto same_bits = [&](const std::vector<float>& other, const ParamSpec& spec) {
+      return std::equal(other.begin() + std::ptrdiff_t(spec.offset),
+                        other.begin() + std::ptrdiff_t(spec.offset + spec.count),
+                        result.gradients.begin() + std::ptrdiff_t(spec.offset));
+    };
+    const std::vector<float> floats = gpu_gradients(fp32, params, batch, max_batch).gradients;
+    EXPECT_FALSE(same_bits(floats, layout.find("c3.weight")))
+        << what << ": C3's weight gradient is fp32's to the bit; did the tensor cores run?";
+    // The same step with the dense weights summed by the fp32 tiles: from a batch of 256 on, the
+    // tensor cores' tiles changed those three tensors and nothing else; below, nothing.
+    const std::vector<float> fp32_tiles =
+        gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::by_grid,
+                      cuda::DenseTiles::fp32)
+            .gradients;
+    for (const ParamSpec& spec : layout.tensors) {
+      const bool dense = spec.name == "c5.weight" || spec.name == "f6.weight" ||
+                         spec.name == "output.weight";
+      EXPECT_EQ(same_bits(fp32_tiles, spec), !(dense && n >= 256)) << what << " " << spec.name;
     }
     const ParamSpec& c3 = layout.find("c3.weight");
     const std::vector<float> mask = c3_weight_mask(config);
     for (std::size_t i = 0; i < mask.size(); ++i)
       if (mask[i] == 0.0f) ASSERT_EQ(result.gradients[c3.offset + i], 0.0f) << what << " " << i;
-    const GpuStep one = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::one_per_sm);
-    const GpuStep two = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::two_per_sm);
+    const GpuStep one =
+        gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::one_per_sm);
+    const GpuStep two =
+        gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::two_per_sm);
     for (const ParamSpec& spec : layout.tensors)
       for (std::size_t i = 0; i < spec.count; ++i)
         ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
