@@ -51,7 +51,7 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   load_image(s, args, sample);
   wait_for_previous_grid();
   if constexpr (R == Precision::tf32)
-    load_weights_tf32(s, args);
+    load_weights(s, args, RoundedW3{});
   else
     load_weights(s, args);
   __syncthreads();

@@ -35,11 +35,22 @@ __device__ void load_image(SampleShared& s, const SampleArgs& args, int sample) 
   if (threadIdx.x == 0) s.label = args.labels[source];
 }
 
-// C1's and C3's weights into shared memory (after the previous step's update).
-__device__ void load_weights(SampleShared& s, const SampleArgs& args) {
+// Where the fp32 C3 stages read c3.weight: transposed (w3_index).
+struct TransposedW3 {
+  __device__ void operator()(SampleShared& s, int flat, float value) const {
+    const int q = flat % kK, p = flat / kK % kK, mc = flat / (kK * kK);
+    s.w3[mc * kK * kW3Q + q * kW3Q + p] = value;
+  }
+};
+
+// C1's and C3's weights into shared memory (after the previous step's update); store(s, flat,
+// value) keeps c3.weight's value at flat index ((m * 6 + c) * 5 + p) * 5 + q where the C3 stages
+// read it (TransposedW3, or whole_step_tf32.cuh's layout).
+template <class StoreW3 = TransposedW3>
+__device__ void load_weights(SampleShared& s, const SampleArgs& args, StoreW3 store = {}) {
   for (int i = threadIdx.x; i < kW1; i += kThreads) s.w1[i] = args.params[args.at.c1_weight + i];
   // c3.weight read as float4 (its tensor starts 128-byte aligned), all of a thread's loads in
-  // flight, and stored transposed (w3_index).
+  // flight.
   const float4* w3 = reinterpret_cast<const float4*>(args.params + args.at.c3_weight);
 #pragma unroll
   for (int k = 0; k < (kW3 / 4 + kThreads - 1) / kThreads; ++k) {
@@ -48,11 +59,7 @@ __device__ void load_weights(SampleShared& s, const SampleArgs& args) {
     const float4 v = w3[i];
     const float values[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int flat = 4 * i + j;  // ((m * 6 + c) * 5 + p) * 5 + q
-      const int q = flat % kK, p = flat / kK % kK, mc = flat / (kK * kK);
-      s.w3[mc * kK * kW3Q + q * kW3Q + p] = values[j];
-    }
+    for (int j = 0; j < 4; ++j) store(s, 4 * i + j, values[j]);
   }
 }
 

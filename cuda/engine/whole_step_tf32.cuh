@@ -47,9 +47,9 @@ constexpr int kTapSteps = 4;
 
 // c3.weight as these stages keep it in SampleShared::w3 (instead of w3_index's layout):
 // [m][c][k] (k = 5 p + q), rows of kTapRow floats and maps kTapMap apart, rounded to TF32 once
-// when loaded (load_weights_tf32). Both stages read it as an mma operand, the forward pass with
-// lanes (m = g, k = t) and the input gradient with lanes (c = g, k = t): 172 = 12 and 28 = -4
-// (mod 32) put each load's 32 lanes in 32 different banks.
+// when loaded (load_weights with RoundedW3). Both stages read it as an mma operand, the forward
+// pass with lanes (m = g, k = t) and the input gradient with lanes (c = g, k = t): 172 = 12 and
+// 28 = -4 (mod 32) put each load's 32 lanes in 32 different banks.
 constexpr int kTapRow = 28, kTapMap = kMaps1 * kTapRow + 4;
 constexpr int w3_tf32_index(int m, int c, int k) {
   return m * kTapMap + c * kTapRow + k;
@@ -63,25 +63,13 @@ __device__ inline float rounded_to_tf32(float value) {
   return __uint_as_float(to_tf32(value));
 }
 
-// load_weights for --precision tf32: c1.weight as there, c3.weight rounded and in w3_tf32_index's
-// layout.
-__device__ void load_weights_tf32(SampleShared& s, const SampleArgs& args) {
-  for (int i = threadIdx.x; i < kW1; i += kThreads) s.w1[i] = args.params[args.at.c1_weight + i];
-  const float4* w3 = reinterpret_cast<const float4*>(args.params + args.at.c3_weight);
-#pragma unroll
-  for (int k = 0; k < (kW3 / 4 + kThreads - 1) / kThreads; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    if (i >= kW3 / 4) continue;
-    const float4 v = w3[i];
-    const float values[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int flat = 4 * i + j;  // (m * 6 + c) * 25 + k
-      const int m = flat / (kMaps1 * kTaps), c = flat / kTaps % kMaps1, tap = flat % kTaps;
-      s.w3[w3_tf32_index(m, c, tap)] = rounded_to_tf32(values[j]);
-    }
+// load_weights' store for --precision tf32: c3.weight rounded, in w3_tf32_index's layout.
+struct RoundedW3 {
+  __device__ void operator()(SampleShared& s, int flat, float value) const {
+    const int m = flat / (kMaps1 * kTaps), c = flat / kTaps % kMaps1, tap = flat % kTaps;
+    s.w3[w3_tf32_index(m, c, tap)] = rounded_to_tf32(value);
   }
-}
+};
 
 // Where tap k = 8 j + t + 4 h (the taps a lane reads in step j, h = 0 and 1) sits relative to the
 // window's corner in a buffer of rows `row` floats apart: p row + q; 0 for taps 25-31, which the

@@ -210,8 +210,43 @@ std::string describe(const NetConfig& c) {
          to_string(c.c3_table);
 }
 
-class WholeStepGradients
-    : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {};
+// Every option the whole-step kernels compute: activation, subsampling and C3 table, as test
+// parameters, and each combination's test name ("tanh_average_full": alphanumeric or '_').
+using NetworkOption = std::tuple<Activation, Subsampling, C3Table>;
+auto every_network_option() {
+  return ::testing::Combine(::testing::Values(Activation::tanh, Activation::sigmoid,
+                                              Activation::scaled_tanh, Activation::relu),
+                            ::testing::Values(Subsampling::average, Subsampling::max),
+                            ::testing::Values(C3Table::full, C3Table::lecun));
+}
+std::string network_test_name(const ::testing::TestParamInfo<NetworkOption>& info) {
+  NetConfig config;
+  std::tie(config.activation, config.subsampling, config.c3_table) = info.param;
+  std::string name = describe(config);
+  for (char& c : name)
+    if (c == '/' || c == '-') c = '_';
+  return name;
+}
+
+// The sample kernel's two versions (one and two samples per SM; the grid's size picks one, so a
+// lone model and a packed one, or an epoch's full and short batches, may run different ones) give
+// the same bits: which one ran must never show in the weights.
+void expect_sample_builds_agree(const NetConfig& config, const std::vector<float>& params,
+                                const Batch& batch, int max_batch, const std::string& what) {
+  const ParamLayout layout = lenet5_layout(config);
+  const GpuStep one =
+      gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::one_per_sm);
+  const GpuStep two =
+      gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::two_per_sm);
+  for (const ParamSpec& spec : layout.tensors)
+    for (std::size_t i = 0; i < spec.count; ++i)
+      ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
+          << what << " " << spec.name << "[" << i << "]";
+  EXPECT_EQ(one.stats.loss_sum, two.stats.loss_sum) << what;
+  EXPECT_EQ(one.stats.correct, two.stats.correct) << what;
+}
+
+class WholeStepGradients : public ::testing::TestWithParam<NetworkOption> {};
 
 TEST_P(WholeStepGradients, MatchTheCpuReference) {
   LENET5_REQUIRE_GPU();
@@ -235,34 +270,13 @@ TEST_P(WholeStepGradients, MatchTheCpuReference) {
     const std::size_t c3 = layout.find("c3.weight").offset;
     for (std::size_t i = 0; i < mask.size(); ++i)
       if (mask[i] == 0.0f) ASSERT_EQ(got[c3 + i], 0.0f) << "c3.weight[" << i << "]";
-    // The sample kernel's two versions (one and two samples per SM; the grid's size picks one, so a
-    // lone model and a packed one, or an epoch's full and short batches, may run different ones)
-    // give the same bits: which one ran must never show in the weights.
-    const GpuStep one = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::one_per_sm);
-    const GpuStep two = gpu_gradients(config, params, batch, 64, {}, cuda::SampleBuild::two_per_sm);
-    for (const ParamSpec& spec : layout.tensors)
-      for (std::size_t i = 0; i < spec.count; ++i)
-        ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
-            << describe(config) << " n=" << n << " " << spec.name << "[" << i << "]";
-    EXPECT_EQ(one.stats.loss_sum, two.stats.loss_sum);
-    EXPECT_EQ(one.stats.correct, two.stats.correct);
+    ASSERT_NO_FATAL_FAILURE(expect_sample_builds_agree(
+        config, params, batch, 64, describe(config) + " n=" + std::to_string(n)));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryOption, WholeStepGradients,
-    ::testing::Combine(::testing::Values(Activation::tanh, Activation::sigmoid,
-                                         Activation::scaled_tanh, Activation::relu),
-                       ::testing::Values(Subsampling::average, Subsampling::max),
-                       ::testing::Values(C3Table::full, C3Table::lecun)),
-    [](const auto& info) {  // "tanh_average_full": test names must be alphanumeric or '_'
-      NetConfig config;
-      std::tie(config.activation, config.subsampling, config.c3_table) = info.param;
-      std::string name = describe(config);
-      for (char& c : name)
-        if (c == '/' || c == '-') c = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(EveryOption, WholeStepGradients, every_network_option(),
+                         network_test_name);
 
 // ---- --precision tf32: C3's stages on the tensor cores (whole_step_tf32.cuh) ------------------
 
@@ -277,8 +291,7 @@ double relative_l2(const ParamSpec& spec, const std::vector<float>& got,
   return std::sqrt(difference / norm);
 }
 
-class WholeStepTf32
-    : public ::testing::TestWithParam<std::tuple<Activation, Subsampling, C3Table>> {};
+class WholeStepTf32 : public ::testing::TestWithParam<NetworkOption> {};
 
 // The gradients against the same double CPU reference as WholeStepGradients, each tensor in the
 // L2 norm relative to the reference's. C3's operands, and from a batch of 256 on the dense weight
@@ -350,32 +363,11 @@ TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
     const std::vector<float> mask = c3_weight_mask(config);
     for (std::size_t i = 0; i < mask.size(); ++i)
       if (mask[i] == 0.0f) ASSERT_EQ(result.gradients[c3.offset + i], 0.0f) << what << " " << i;
-    const GpuStep one =
-        gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::one_per_sm);
-    const GpuStep two =
-        gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::two_per_sm);
-    for (const ParamSpec& spec : layout.tensors)
-      for (std::size_t i = 0; i < spec.count; ++i)
-        ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
-            << what << " " << spec.name << "[" << i << "]";
-    EXPECT_EQ(one.stats.loss_sum, two.stats.loss_sum) << what;
+    ASSERT_NO_FATAL_FAILURE(expect_sample_builds_agree(config, params, batch, max_batch, what));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryOption, WholeStepTf32,
-    ::testing::Combine(::testing::Values(Activation::tanh, Activation::sigmoid,
-                                         Activation::scaled_tanh, Activation::relu),
-                       ::testing::Values(Subsampling::average, Subsampling::max),
-                       ::testing::Values(C3Table::full, C3Table::lecun)),
-    [](const auto& info) {
-      NetConfig config;
-      std::tie(config.activation, config.subsampling, config.c3_table) = info.param;
-      std::string name = describe(config);
-      for (char& c : name)
-        if (c == '/' || c == '-') c = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(EveryOption, WholeStepTf32, every_network_option(), network_test_name);
 
 // The loss statistics are the reference's: the batch's loss sum and correct count.
 TEST(WholeStep, StatisticsMatchTheCpuReference) {
