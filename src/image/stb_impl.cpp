@@ -2,8 +2,18 @@
 // stb_image_write, is compiled by stb_write_impl.cpp. Every other file includes the headers for
 // declarations only; defining the implementation twice breaks the link.
 // stb is header-only (Debian's libstb-dev headers), so nothing here links against libstb.
+#include <cstdlib>
+
 #include "image/stb_warnings_off.hpp"
 
+// Every buffer stb allocates starts as zeros. Where a file ends before its pixels do, stb 2.27
+// reads zeros for the missing bytes in most formats, but an uncompressed TGA's missing rows it
+// leaves as the allocation found them: with calloc they read as zeros (black) too, the same on
+// every run, instead of whatever the heap held (found under AddressSanitizer, which fills new
+// memory with 0xbe).
+#define STBI_MALLOC(size) std::calloc(1, size)
+#define STBI_REALLOC(pointer, size) std::realloc(pointer, size)
+#define STBI_FREE(pointer) std::free(pointer)
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb_image.h>
 

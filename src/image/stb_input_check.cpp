@@ -2,6 +2,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -112,10 +115,108 @@ void check_jpeg(const std::string& bytes, std::size_t after_soi, const std::stri
   }
 }
 
+// stb_image's HDR reader walked over the bytes without decoding, step for step as 2.27 reads them
+// (stbi__hdr_load). Where the pixel data ends early, stb misbehaves: a run-length scanline cut
+// short loops forever (each read past the end gives a zero count, which advances nothing; found by
+// fuzzing), and flat pixels cut short are converted from an uninitialised local array. So a file
+// that ends before its last pixel is refused; anything else stb refuses itself is left to it.
+class HdrWalk {
+ public:
+  explicit HdrWalk(const std::string& bytes) : bytes_(bytes) {}
+
+  // stb's get8: a zero past the end.
+  int byte() { return at_ < bytes_.size() ? std::uint8_t(bytes_[at_++]) : 0; }
+  bool at_end() const { return at_ >= bytes_.size(); }
+  std::uint64_t left() const { return bytes_.size() - at_; }
+
+  // stbi__hdr_gettoken: a line without its newline, cut at 1023 characters.
+  std::string token() {
+    std::string token;
+    char c = char(byte());
+    while (!at_end() && c != '\n') {
+      token += c;
+      if (token.size() == 1023) {
+        while (!at_end() && byte() != '\n') {
+        }
+        break;
+      }
+      c = char(byte());
+    }
+    return token;
+  }
+
+ private:
+  const std::string& bytes_;
+  std::size_t at_ = 0;
+};
+
+// The size from the resolution line "-Y <height> +X <width>", parsed as stb parses it; false
+// where stb refuses the line.
+bool hdr_size(const std::string& line, long& width, long& height) {
+  if (line.compare(0, 3, "-Y ") != 0) return false;
+  const char* at = line.c_str() + 3;
+  char* end = nullptr;
+  height = std::strtol(at, &end, 10);
+  while (*end == ' ') ++end;
+  if (std::strncmp(end, "+X ", 3) != 0) return false;
+  width = std::strtol(end + 3, nullptr, 10);
+  return true;
+}
+
+void check_hdr(const std::string& bytes, const std::string& name) {
+  HdrWalk walk(bytes);
+  walk.token();  // "#?RADIANCE" or "#?RGBE": check_stb_input saw it
+  while (!walk.token().empty()) {
+  }
+  long width = 0, height = 0;
+  constexpr long kStbMaxSide = 1L << 24;  // STBI_MAX_DIMENSIONS: stb refuses anything larger
+  if (!hdr_size(walk.token(), width, height) || width <= 0 || height <= 0 || width > kStbMaxSide ||
+      height > kStbMaxSide)
+    return;
+  const std::uint64_t pixels = std::uint64_t(width) * std::uint64_t(height);
+  const auto flat_pixels_need = [&](std::uint64_t n) {
+    if (walk.left() < 4 * n)
+      corrupt(name, "HDR",
+              "its pixel data is cut short: " + std::to_string(n) + " pixels of 4 bytes need " +
+                  std::to_string(4 * n) + " bytes, the file holds " + std::to_string(walk.left()) +
+                  " more");
+  };
+  if (width < 8 || width >= 32768) return flat_pixels_need(pixels);
+  for (long row = 0; row < height; ++row) {
+    const auto cut_short = [&] {
+      corrupt(name, "HDR",
+              "its pixel data is cut short: the file ends inside scanline " +
+                  std::to_string(row + 1) + " of " + std::to_string(height));
+    };
+    if (walk.left() < 4) cut_short();
+    const int c1 = walk.byte(), c2 = walk.byte(), high = walk.byte();
+    if (c1 != 2 || c2 != 2 || (high & 0x80)) {  // stb reads the rest as flat pixels
+      walk.byte();
+      return flat_pixels_need(pixels - 1);
+    }
+    if ((high << 8 | walk.byte()) != width) return;  // stb refuses the scanline
+    for (int channel = 0; channel < 4; ++channel) {
+      for (long x = 0; x < width;) {
+        if (walk.at_end()) cut_short();
+        int count = walk.byte();
+        const bool run = count > 128;
+        if (run) count -= 128;
+        if (count > width - x) return;  // stb refuses the run
+        if (walk.left() < std::uint64_t(run ? 1 : count)) cut_short();
+        for (int i = 0; i < (run ? 1 : count); ++i) walk.byte();
+        x += count;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void check_stb_input(const std::string& bytes, const std::string& name) {
   if (bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0) check_png(bytes, name);
+  // stb's test for HDR: one of these signature lines.
+  if (bytes.compare(0, 11, "#?RADIANCE\n") == 0 || bytes.compare(0, 7, "#?RGBE\n") == 0)
+    check_hdr(bytes, name);
   // stb takes a file for a JPEG when its first marker is SOI, and reads a marker as 0xFF, any
   // number of 0xFF fill bytes, then the code: FF FF FF D8 starts a JPEG as FF D8 does (found by
   // fuzzing, with a Huffman table cut off by the end of the file behind it).

@@ -6,7 +6,10 @@
 //     its table (fixed in later versions, which refuse it as "bad DHT header").
 //   - A JPEG scan that uses a Huffman table the file has not defined before it: stb decodes with
 //     the uninitialised memory of that table and reads past the end of its symbols.
-// A JPEG is recognised as stb recognises it: SOI after any number of 0xFF fill bytes.
+//   - An HDR file whose pixel data ends early: stb loops forever on a run-length scanline cut
+//     short and converts flat pixels cut short from uninitialised memory.
+// A JPEG is recognised as stb recognises it: SOI after any number of 0xFF fill bytes; an HDR by
+// its signature line.
 // Other formats pass unchecked (binary PNM never reaches stb: image_io.cpp reads it). Throws
 // lenet5::Error naming `name` and what is wrong.
 #pragma once

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "child_process.hpp"
 #include "core/layout.hpp"
@@ -254,6 +257,67 @@ TEST(BoundedInputs, TheLargestAcceptedImageDecodesWithinTheBounds) {
                                              model.string(), (dir / "largest.png").string()},
                                             dir),
                                {"largest.png", "blank"});
+}
+
+std::string little_endian16(std::uint16_t value) {
+  return {char(value & 0xFF), char(value >> 8)};
+}
+std::string little_endian32(std::uint32_t value) {
+  return little_endian16(std::uint16_t(value & 0xFFFF)) +
+         little_endian16(std::uint16_t(value >> 16));
+}
+std::string big_endian16(std::uint16_t value) {
+  return {char(value >> 8), char(value & 0xFF)};
+}
+
+// Files of 8192x4096 images (the most pixels accepted) that cost their decoder most. BMP, TGA,
+// PSD and GIF are headers of a few bytes without pixel data: stb_image fills what the file lacks
+// with zeros, so each is decoded in full, at its format's widest samples. HDR must hold its pixels
+// (one cut short is refused: stb_image 2.27 mishandles it), here black in run-length scanlines of
+// 524 bytes; it is the costliest of all (stb expands it to float RGB before tone-mapping it).
+std::vector<std::pair<std::string, std::string>> files_of_the_largest_accepted_images() {
+  const std::uint16_t width = 8192, height = 4096;
+  const std::string bmp = "BM" + little_endian32(0) + little_endian32(0) + little_endian32(54) +
+                          little_endian32(40) + little_endian32(width) + little_endian32(height) +
+                          little_endian16(1) + little_endian16(32) + std::string(24, '\0');
+  const std::string tga = std::string{0, 0, 2} + std::string(9, '\0') + little_endian16(width) +
+                          little_endian16(height) + char(32) + char(8);
+  std::string hdr = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y " + std::to_string(height) + " +X " +
+                    std::to_string(width) + "\n";
+  // Each scanline: its marker and width, then per channel 64 runs of 127 zeros and one of 64.
+  std::string runs;
+  for (int run = 0; run < 64; ++run) runs += std::string{char(128 + 127), 0};
+  runs += std::string{char(128 + 64), 0};
+  const std::string scanline =
+      std::string{2, 2, char(width >> 8), char(width & 0xFF)} + runs + runs + runs + runs;
+  for (int row = 0; row < height; ++row) hdr += scanline;
+  // PSD: 4 channels of 16 bits, RGB mode, raw (uncompressed) image data.
+  const std::string psd = "8BPS" + big_endian16(1) + std::string(6, '\0') + big_endian16(4) +
+                          big_endian32(height) + big_endian32(width) + big_endian16(16) +
+                          big_endian16(3) + std::string(12, '\0') + big_endian16(0);
+  // GIF: a two-colour global table, one frame covering the screen, a few bytes of LZW data.
+  const std::string gif = "GIF89a" + little_endian16(width) + little_endian16(height) +
+                          std::string{char(0x80), 0, 0} + std::string{0, 0, 0, -1, -1, -1} +
+                          "\x2c" + std::string(4, '\0') + little_endian16(width) +
+                          little_endian16(height) + std::string{0, 2, 2, 0x4c, 1, 0, 0x3b};
+  return {{"largest.bmp", bmp},
+          {"largest.tga", tga},
+          {"largest.hdr", hdr},
+          {"largest.psd", psd},
+          {"largest.gif", gif}};
+}
+
+TEST(BoundedInputs, TheLargestAcceptedImageOfEveryFormatDecodesWithinTheBounds) {
+  TempDir dir;
+  const fs::path model = write_checkpoint(dir);
+  for (const auto& [name, bytes] : files_of_the_largest_accepted_images()) {
+    SCOPED_TRACE(name);
+    write_bytes(dir / name, bytes);
+    expect_refused_within_bounds(run_measured({"classify", "--device", "cpu", "--checkpoint",
+                                               model.string(), (dir / name).string()},
+                                              dir),
+                                 {name, "blank"});
+  }
 }
 
 // The costliest picture for the stroke filters, found by fuzzing: the longest side the limits

@@ -334,6 +334,73 @@ TEST_F(ImageTest, OtherFormatsGiveTheSameDigitAsPng) {
   EXPECT_GT(pearson(from_png.pixels, from_jpg.pixels), 0.95);
 }
 
+// An HDR file as stb_image_write writes it: run-length scanlines where the width allows (8 to
+// 32767), flat pixels otherwise.
+std::string hdr_bytes(int width, int height) {
+  std::vector<float> radiance(std::size_t(width) * height);
+  for (std::size_t i = 0; i < radiance.size(); ++i) radiance[i] = float(i % 5) / 4.0f;
+  std::string bytes;
+  const auto append = [](void* out, void* data, int size) {
+    static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
+  };
+  EXPECT_TRUE(stbi_write_hdr_to_func(append, &bytes, width, height, 1, radiance.data()));
+  return bytes;
+}
+
+// An HDR file that ends before its last pixel is refused: stb_image 2.27 loops forever on a
+// run-length scanline cut short and converts flat pixels cut short from uninitialised memory.
+// The same files whole decode.
+TEST_F(ImageTest, HdrCutShortIsRefusedAndWholeDecodes) {
+  for (const int width : {16, 4}) {  // run-length scanlines, flat pixels
+    SCOPED_TRACE(width);
+    const std::string whole = hdr_bytes(width, 6);
+    EXPECT_EQ(decode_gray_image(whole, kMaxImageSide, "whole.hdr").pixels.size(),
+              std::size_t(width) * 6);
+    const std::string header_end = "+X " + std::to_string(width) + "\n";
+    const std::size_t pixels_start = whole.find(header_end) + header_end.size();
+    ASSERT_LT(pixels_start, whole.size());
+    // Cut inside the first scanline's header, right after it (where stb looped forever), in the
+    // middle, and one byte before the end.
+    for (const std::size_t size : {pixels_start + 3, pixels_start + 4,
+                                   (pixels_start + whole.size()) / 2, whole.size() - 1}) {
+      SCOPED_TRACE(size);
+      const std::string cut = whole.substr(0, size);
+      write_bytes(file("cut.hdr"), cut);
+      expect_error_mentioning([&] { load_gray_image(file("cut.hdr")); },
+                              {"cut.hdr", "corrupt HDR: its pixel data is cut short"});
+      expect_error_mentioning([&] { decode_gray_image(cut, kMaxImageSide, "upload"); },
+                              {"upload", "corrupt HDR: its pixel data is cut short"});
+    }
+  }
+}
+
+// An uncompressed TGA that ends early: stb_image 2.27 leaves its missing rows as the allocation
+// found them. They read as black, on every run, whatever the heap held before.
+TEST_F(ImageTest, UncompressedTgaCutShortReadsBlackWhereItsRowsAreMissing) {
+  const int side = 16, rows_present = 5;
+  // Type 2 (uncompressed true colour), 24 bits a pixel, rows from the top (descriptor bit 5).
+  std::string tga = std::string{0, 0, 2} + std::string(9, '\0') + char(side) + '\0' + char(side) +
+                    '\0' + char(24) + char(0x20);
+  tga += std::string(std::size_t(side) * rows_present * 3, char(200));
+  write_bytes(file("cut.tga"), tga);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    // Leave the heap full of a grey stb would otherwise read back: freed blocks of the size of
+    // the image stb allocates are handed out again first.
+    for (int i = 0; i < 8; ++i) {
+      std::vector<unsigned char> grey(std::size_t(side) * side * 3, 0x7f);
+      asm volatile("" : : "r"(grey.data()) : "memory");  // the grey is written, not optimised out
+    }
+    const GrayImage image = load_gray_image(file("cut.tga"));
+    ASSERT_EQ(image.pixels.size(), std::size_t(side) * side);
+    for (int i = 0; i < side * side; ++i) {
+      if (i < side * rows_present)  // grey 200 through the luma weights: float rounding only
+        ASSERT_NEAR(image.pixels[std::size_t(i)], 200.0f / 255.0f, 1e-6f) << "pixel " << i;
+      else
+        ASSERT_EQ(image.pixels[std::size_t(i)], 0.0f) << "pixel " << i;
+    }
+  }
+}
+
 // ---- refusing bad files ------------------------------------------------------------------------
 
 TEST_F(ImageTest, MissingFileIsNamed) {
@@ -372,7 +439,8 @@ TEST_F(ImageTest, HugeImageIsRefusedFromItsHeader) {
 // them) and whose last Huffman table, cut off by the end of the file, stb read as 1046 codes; a
 // JPEG scan using an AC table the file never defines, which stb read uninitialised; and a PPM
 // upload whose header number of 46 digits overflowed the int stb read it into (PNM uploads are now
-// read by lenet5's own PNM reader, as PNM files always were).
+// read by lenet5's own PNM reader, as PNM files always were); an HDR whose first run-length
+// scanline ends with the file, on which stb looped forever.
 TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
   const fs::path found = fs::path(LENET5_SOURCE_DIR) / "tests" / "data" / "fuzz-found";
   const std::pair<const char*, const char*> cases[] = {
@@ -382,7 +450,9 @@ TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
        "corrupt JPEG: a segment claims 181 bytes past the end of the file"},
       {"pnm_header_number_of_46_digits.ppm", "PNM header number out of range"},
       {"jpeg_scan_using_an_undefined_huffman_table.jpg",
-       "corrupt JPEG: a scan uses AC Huffman table 1, which the file has not defined"}};
+       "corrupt JPEG: a scan uses AC Huffman table 1, which the file has not defined"},
+      {"hdr_rle_scanline_cut_short.hdr",
+       "corrupt HDR: its pixel data is cut short: the file ends inside scanline 1 of 16"}};
   for (const auto& [name_text, message_text] : cases) {
     // Named again: C++17 lambdas cannot capture structured bindings (clang refuses it).
     const std::string name = name_text, message = message_text;
