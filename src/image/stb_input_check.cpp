@@ -150,26 +150,28 @@ class HdrWalk {
   std::size_t at_ = 0;
 };
 
-// The size from the resolution line "-Y <height> +X <width>", parsed as stb parses it; false
-// where stb refuses the line.
-bool hdr_size(const std::string& line, long& width, long& height) {
+// The size from the resolution line "-Y <height> +X <width>", parsed as stb parses it, long
+// numbers cut to int as stb cuts them (4294967312 is 16); false where stb refuses the line.
+bool hdr_size(const std::string& line, int& width, int& height) {
   if (line.compare(0, 3, "-Y ") != 0) return false;
   const char* at = line.c_str() + 3;
   char* end = nullptr;
-  height = std::strtol(at, &end, 10);
+  height = static_cast<int>(std::strtol(at, &end, 10));
   while (*end == ' ') ++end;
   if (std::strncmp(end, "+X ", 3) != 0) return false;
-  width = std::strtol(end + 3, nullptr, 10);
+  width = static_cast<int>(std::strtol(end + 3, nullptr, 10));
   return true;
 }
 
 void check_hdr(const std::string& bytes, const std::string& name) {
   HdrWalk walk(bytes);
   walk.token();  // "#?RADIANCE" or "#?RGBE": check_stb_input saw it
-  while (!walk.token().empty()) {
-  }
-  long width = 0, height = 0;
-  constexpr long kStbMaxSide = 1L << 24;  // STBI_MAX_DIMENSIONS: stb refuses anything larger
+  bool rle_rgbe = false;  // the one pixel format stb reads; it refuses a file without it
+  for (std::string line = walk.token(); !line.empty(); line = walk.token())
+    rle_rgbe = rle_rgbe || line == "FORMAT=32-bit_rle_rgbe";
+  if (!rle_rgbe) return;
+  int width = 0, height = 0;
+  constexpr int kStbMaxSide = 1 << 24;  // STBI_MAX_DIMENSIONS: stb refuses anything larger
   if (!hdr_size(walk.token(), width, height) || width <= 0 || height <= 0 || width > kStbMaxSide ||
       height > kStbMaxSide)
     return;
@@ -182,7 +184,7 @@ void check_hdr(const std::string& bytes, const std::string& name) {
                   " more");
   };
   if (width < 8 || width >= 32768) return flat_pixels_need(pixels);
-  for (long row = 0; row < height; ++row) {
+  for (int row = 0; row < height; ++row) {
     const auto cut_short = [&] {
       corrupt(name, "HDR",
               "its pixel data is cut short: the file ends inside scanline " +
@@ -196,7 +198,7 @@ void check_hdr(const std::string& bytes, const std::string& name) {
     }
     if ((high << 8 | walk.byte()) != width) return;  // stb refuses the scanline
     for (int channel = 0; channel < 4; ++channel) {
-      for (long x = 0; x < width;) {
+      for (int x = 0; x < width;) {
         if (walk.at_end()) cut_short();
         int count = walk.byte();
         const bool run = count > 128;

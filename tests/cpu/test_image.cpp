@@ -374,6 +374,14 @@ TEST_F(ImageTest, HdrCutShortIsRefusedAndWholeDecodes) {
   }
 }
 
+// stb reads the size line's numbers as long and keeps them as int: a height of 2^32 + 16 is 16.
+TEST_F(ImageTest, HdrCutShortIsRefusedWhateverTheSizeLineSpells) {
+  const std::string cut = std::string("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n") +
+                          "-Y 4294967312 +X 16\n" + std::string{2, 2, 0, 16};
+  expect_error_mentioning([&] { decode_gray_image(cut, kMaxImageSide, "upload"); },
+                          {"upload", "corrupt HDR: its pixel data is cut short"});
+}
+
 // An uncompressed TGA that ends early: stb_image 2.27 leaves its missing rows as the allocation
 // found them. They read as black, on every run, whatever the heap held before.
 TEST_F(ImageTest, UncompressedTgaCutShortReadsBlackWhereItsRowsAreMissing) {
