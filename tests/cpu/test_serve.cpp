@@ -742,6 +742,17 @@ TEST_F(Serve, AHugeImageHeaderIsRefusedBeforeDecoding) {
   expect_still_serving();
 }
 
+// An HDR upload whose first run-length scanline ends with the file: stb_image 2.27 looped forever
+// on it, holding the worker that read it. It is refused, and the server goes on answering.
+TEST_F(Serve, AnHdrCutShortIsRefusedWithoutHoldingAWorker) {
+  const std::string hdr =
+      file_bytes(testing::source_dir() / "tests/data/fuzz-found/hdr_rle_scanline_cut_short.hdr");
+  const json answer = json_of(client().Post("/api/classify", hdr, "image/vnd.radiance"), 422);
+  EXPECT_TRUE(testing::mentions(answer["error"], "corrupt HDR: its pixel data is cut short"))
+      << answer;
+  expect_still_serving();
+}
+
 TEST_F(Serve, AnOversizedBodyIsRefused) {
   const std::string body(serve::kMaxBodyBytes + 1, 'x');
   const json answer = json_of(client().Post("/api/classify", body, "application/json"), 413);
