@@ -115,6 +115,96 @@ void check_jpeg(const std::string& bytes, std::size_t after_soi, const std::stri
   }
 }
 
+std::uint32_t little_endian(const std::string& bytes, std::size_t at, int width) {
+  std::uint32_t value = 0;
+  for (int i = width - 1; i >= 0; --i) value = (value << 8) | std::uint8_t(bytes[at + i]);
+  return value;
+}
+
+[[noreturn]] void pixels_cut_short(const std::string& name, const std::string& format,
+                                   const std::string& where) {
+  corrupt(name, format,
+          "its pixel data is cut short: " + where + " (a download or copy that stopped early?)");
+}
+
+// A BMP whose pixel rows end early: stb 2.27 reads zeros for the missing bytes, so a file cut
+// short would read as a picture black (or transparent) below the cut, without a word. The header
+// is read as stb reads it (stbi__bmp_parse_header, stbi__bmp_load): the rows start at the offset
+// the header gives, each padded to 4 bytes; the last row's padding may be left out. Headers stb
+// refuses are left to it.
+void check_bmp(const std::string& bytes, const std::string& name) {
+  if (bytes.size() < 18) return;
+  const std::uint64_t offset = little_endian(bytes, 10, 4);
+  const std::uint32_t header = little_endian(bytes, 14, 4);
+  const bool core = header == 12;  // OS/2's header: 16-bit sides, no compression field
+  if (!core && header != 40 && header != 56 && header != 108 && header != 124) return;
+  if (bytes.size() < 14 + std::size_t(core ? 12 : 20)) return;
+  const std::int64_t width =
+      core ? little_endian(bytes, 18, 2) : std::int32_t(little_endian(bytes, 18, 4));
+  std::int64_t height =
+      core ? little_endian(bytes, 20, 2) : std::int32_t(little_endian(bytes, 22, 4));
+  const int bits = int(little_endian(bytes, core ? 24 : 28, 2));
+  const std::uint32_t compression = core ? 0 : little_endian(bytes, 30, 4);
+  if (compression != 0 && compression != 3) return;  // stb refuses RLE, JPEG and PNG in a BMP
+  height = height < 0 ? -height : height;            // negative: rows from the top
+  constexpr std::int64_t kStbMaxSide = 1 << 24;      // STBI_MAX_DIMENSIONS
+  if (width <= 0 || height <= 0 || width > kStbMaxSide || height > kStbMaxSide) return;
+  if (bits != 1 && bits != 4 && bits != 8 && bits != 16 && bits != 24 && bits != 32) return;
+  const std::uint64_t row = (std::uint64_t(width) * std::uint64_t(bits) + 7) / 8;
+  const std::uint64_t stride = (row + 3) / 4 * 4;
+  const std::uint64_t need = offset + stride * std::uint64_t(height - 1) + row;
+  if (bytes.size() < need)
+    pixels_cut_short(name, "BMP",
+                     "its " + std::to_string(width) + "x" + std::to_string(height) + " pixels of " +
+                         std::to_string(bits) + " bits need " + std::to_string(need) +
+                         " bytes, the file holds " + std::to_string(bytes.size()));
+}
+
+// A GIF whose first image's data ends early: stb 2.27 takes the end of the file for the end of the
+// data and returns the picture decoded so far, the rest of it the background, without a word. The
+// blocks up to the first image are walked as stb walks them (stbi__gif_load_next): the screen
+// descriptor and its colour table, extensions, then the image descriptor, its colour table and its
+// data, sub-blocks of a length byte each up to one of length 0. Anything stb refuses on its own
+// (an unknown block, a file without an image) is left to it.
+void check_gif(const std::string& bytes, const std::string& name) {
+  const auto colour_table = [](std::uint8_t flags) {
+    return flags & 0x80 ? std::size_t(3) << ((flags & 7) + 1) : std::size_t(0);
+  };
+  if (bytes.size() < 13) return;
+  std::size_t at = 13 + colour_table(std::uint8_t(bytes[10]));
+  // Sub-blocks from `at` up to their terminator; false if the file ends first.
+  const auto skip_sub_blocks = [&] {
+    while (at < bytes.size()) {
+      const std::size_t length = std::uint8_t(bytes[at++]);
+      if (length == 0) return true;
+      at += length;
+    }
+    return false;
+  };
+  while (at < bytes.size()) {
+    const std::uint8_t block = std::uint8_t(bytes[at++]);
+    if (block == 0x21) {  // an extension: its label, then sub-blocks
+      const bool graphic_control = at < bytes.size() && std::uint8_t(bytes[at]) == 0xF9;
+      ++at;
+      // stb reads a graphic control block of any length but 4 as that block alone, its next
+      // byte as the next block's tag.
+      if (graphic_control && at < bytes.size() && bytes[at] != 4) {
+        at += 1 + std::uint8_t(bytes[at]);
+        continue;
+      }
+      if (!skip_sub_blocks()) return;
+    } else if (block == 0x2C) {  // the image: descriptor, colour table, code size, data
+      if (at + 9 > bytes.size()) return;
+      at += 9 + colour_table(std::uint8_t(bytes[at + 8])) + 1;
+      if (!skip_sub_blocks())
+        pixels_cut_short(name, "GIF", "the file ends before the block that closes its image");
+      return;
+    } else {
+      return;
+    }
+  }
+}
+
 // stb_image's HDR reader walked over the bytes without decoding, step for step as 2.27 reads them
 // (stbi__hdr_load). Where the pixel data ends early, stb misbehaves: a run-length scanline cut
 // short loops forever (each read past the end gives a zero count, which advances nothing; found by
@@ -178,17 +268,16 @@ void check_hdr(const std::string& bytes, const std::string& name) {
   const std::uint64_t pixels = std::uint64_t(width) * std::uint64_t(height);
   const auto flat_pixels_need = [&](std::uint64_t n) {
     if (walk.left() < 4 * n)
-      corrupt(name, "HDR",
-              "its pixel data is cut short: " + std::to_string(n) + " pixels of 4 bytes need " +
-                  std::to_string(4 * n) + " bytes, the file holds " + std::to_string(walk.left()) +
-                  " more");
+      pixels_cut_short(name, "HDR",
+                       std::to_string(n) + " pixels of 4 bytes need " + std::to_string(4 * n) +
+                           " bytes, the file holds " + std::to_string(walk.left()) + " more");
   };
   if (width < 8 || width >= 32768) return flat_pixels_need(pixels);
   for (int row = 0; row < height; ++row) {
     const auto cut_short = [&] {
-      corrupt(name, "HDR",
-              "its pixel data is cut short: the file ends inside scanline " +
-                  std::to_string(row + 1) + " of " + std::to_string(height));
+      pixels_cut_short(name, "HDR",
+                       "the file ends inside scanline " + std::to_string(row + 1) + " of " +
+                           std::to_string(height));
     };
     if (walk.left() < 4) cut_short();
     const int c1 = walk.byte(), c2 = walk.byte(), high = walk.byte();
@@ -216,6 +305,10 @@ void check_hdr(const std::string& bytes, const std::string& name) {
 
 void check_stb_input(const std::string& bytes, const std::string& name) {
   if (bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0) check_png(bytes, name);
+  // stb's tests for BMP and GIF: their signatures (a BMP's header size is checked in check_bmp).
+  if (bytes.compare(0, 2, "BM") == 0) check_bmp(bytes, name);
+  if (bytes.compare(0, 6, "GIF87a") == 0 || bytes.compare(0, 6, "GIF89a") == 0)
+    check_gif(bytes, name);
   // stb's test for HDR: one of these signature lines.
   if (bytes.compare(0, 11, "#?RADIANCE\n") == 0 || bytes.compare(0, 7, "#?RGBE\n") == 0)
     check_hdr(bytes, name);

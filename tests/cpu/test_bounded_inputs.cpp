@@ -270,16 +270,20 @@ std::string big_endian16(std::uint16_t value) {
   return {char(value >> 8), char(value & 0xFF)};
 }
 
-// Files of 8192x4096 images (the most pixels accepted) that cost their decoder most. BMP, TGA,
-// PSD and GIF are headers of a few bytes without pixel data: stb_image fills what the file lacks
-// with zeros, so each is decoded in full, at its format's widest samples. HDR must hold its pixels
-// (one cut short is refused: stb_image 2.27 mishandles it), here black in run-length scanlines of
-// 524 bytes; it is the costliest of all (stb expands it to float RGB before tone-mapping it).
+// Files of 8192x4096 images (the most pixels accepted) that cost their decoder most. TGA and PSD
+// are headers of a few bytes without pixel data: stb_image fills what the file lacks with zeros,
+// so each is decoded in full, at its format's widest samples. A BMP, GIF or HDR cut short is
+// refused, so these hold their pixels: the BMP at 1 bit a pixel (4 MiB; stb expands it to RGB),
+// the GIF in a few bytes of LZW data that cover the screen, the HDR black in run-length scanlines
+// of 524 bytes. The HDR is the costliest of all (stb expands it to float RGB before tone-mapping).
 std::vector<std::pair<std::string, std::string>> files_of_the_largest_accepted_images() {
   const std::uint16_t width = 8192, height = 4096;
-  const std::string bmp = "BM" + little_endian32(0) + little_endian32(0) + little_endian32(54) +
+  // Two palette entries, black and white, then rows of 1,024 bytes of palette index 0.
+  const std::string bmp = "BM" + little_endian32(0) + little_endian32(0) + little_endian32(62) +
                           little_endian32(40) + little_endian32(width) + little_endian32(height) +
-                          little_endian16(1) + little_endian16(32) + std::string(24, '\0');
+                          little_endian16(1) + little_endian16(1) + std::string(24, '\0') +
+                          std::string{0, 0, 0, 0, -1, -1, -1, 0} +
+                          std::string(std::size_t(width) / 8 * height, '\0');
   const std::string tga = std::string{0, 0, 2} + std::string(9, '\0') + little_endian16(width) +
                           little_endian16(height) + char(32) + char(8);
   std::string hdr = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y " + std::to_string(height) + " +X " +

@@ -374,6 +374,52 @@ TEST_F(ImageTest, HdrCutShortIsRefusedAndWholeDecodes) {
   }
 }
 
+// A file cut short, given whole and cut at `sizes`: the whole decodes, every cut is refused as
+// `format`'s pixel data cut short, from a file and from memory alike.
+void expect_cuts_refused(const std::string& whole, const std::vector<std::size_t>& sizes,
+                         const std::string& format, const fs::path& file) {
+  EXPECT_NO_THROW(decode_gray_image(whole, kMaxImageSide, "whole"));
+  const std::string message = "corrupt " + format + ": its pixel data is cut short";
+  for (const std::size_t size : sizes) {
+    SCOPED_TRACE(size);
+    const std::string cut = whole.substr(0, size);
+    write_bytes(file, cut);
+    expect_error_mentioning([&] { load_gray_image(file); }, {file.filename().string(), message});
+    expect_error_mentioning([&] { decode_gray_image(cut, kMaxImageSide, "upload"); },
+                            {"upload", message});
+  }
+}
+
+// A BMP or GIF that ends early: stb_image 2.27 fills what is missing with zeros (a BMP) or the
+// background (a GIF) and says nothing, so a partial download read as a digit half black. Such a
+// file is refused; one whose last row leaves out its padding, or without the GIF trailer, decodes.
+TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
+  const auto append = [](void* out, void* data, int size) {
+    static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
+  };
+  const Canvas c = ring_digit(255, 0);  // 28 px wide: rows of 84 bytes, no padding
+  const Canvas odd(5, 3, 1, 200);       // 5 px wide: rows of 15 bytes and 1 of padding
+  for (const Canvas* canvas : {&c, &odd}) {
+    std::string bmp;
+    ASSERT_TRUE(
+        stbi_write_bmp_to_func(append, &bmp, canvas->width, canvas->height, 1, canvas->px.data()));
+    const std::size_t row = std::size_t(canvas->width) * 3, pad = (4 - row % 4) % 4;
+    EXPECT_NO_THROW(decode_gray_image(bmp.substr(0, bmp.size() - pad), kMaxImageSide, "no pad"));
+    expect_cuts_refused(bmp, {60, bmp.size() / 2, bmp.size() - pad - 1}, "BMP", file("cut.bmp"));
+  }
+  // A 1x1 GIF: screen, a two-colour table, a graphic control block, the image, its data (one
+  // sub-block of 2 bytes, then the block of length 0 that closes it), the trailer.
+  const std::string gif = std::string("GIF89a\x01\x00\x01\x00\x80\x00\x00", 13) +
+                          std::string("\xff\xff\xff\x00\x00\x00", 6) +
+                          std::string("\x21\xf9\x04\x01\x00\x00\x00\x00", 8) +
+                          std::string("\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00", 10) +
+                          std::string("\x02\x02\x44\x01\x00\x3b", 6);
+  EXPECT_EQ(
+      decode_gray_image(gif.substr(0, gif.size() - 1), kMaxImageSide, "no trailer").pixels.size(),
+      1u);
+  expect_cuts_refused(gif, {gif.size() - 2, gif.size() - 4}, "GIF", file("cut.gif"));
+}
+
 // stb reads the size line's numbers as long and keeps them as int: a height of 2^32 + 16 is 16.
 TEST_F(ImageTest, HdrCutShortIsRefusedWhateverTheSizeLineSpells) {
   const std::string cut = std::string("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n") +
