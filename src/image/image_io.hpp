@@ -26,8 +26,7 @@ struct GrayImage {
 // PNG, JPEG, BMP, GIF (first frame), TGA, PSD, HDR or PNM; 8 or 16 bit (16-bit PNG and PNM
 // keep their precision); 1 to 4 channels. Colour becomes Rec.601 luma; alpha is composited on
 // white, so a transparent background reads as white paper. A file that ends before its pixels do
-// is refused (PNG, JPEG, PNM, BMP, GIF, HDR), but for TGA and PSD, where stb_image reads the
-// missing pixels as zeros. Throws lenet5::Error naming the file.
+// is refused, whatever its format. Throws lenet5::Error naming the file.
 GrayImage load_gray_image(const std::filesystem::path& file);
 // The same from an image file's bytes in memory, through stb_image only (binary PNM with 16-bit
 // samples is read correctly from files alone). The header is read first: an image wider or taller

@@ -7,10 +7,9 @@
 #include "image/stb_warnings_off.hpp"
 
 // Every buffer stb allocates starts as zeros. Where a file ends before its pixels do, stb 2.27
-// reads zeros for the missing bytes in most formats, but an uncompressed TGA's missing rows it
-// leaves as the allocation found them: with calloc they read as zeros (black) too, the same on
-// every run, instead of whatever the heap held (found under AddressSanitizer, which fills new
-// memory with 0xbe).
+// left an uncompressed TGA's missing rows as the allocation found them (found under
+// AddressSanitizer, which fills new memory with 0xbe). stb_input_check.cpp refuses such files now;
+// this keeps any buffer stb leaves partly unwritten the same on every run.
 #define STBI_MALLOC(size) std::calloc(1, size)
 #define STBI_REALLOC(pointer, size) std::realloc(pointer, size)
 #define STBI_FREE(pointer) std::free(pointer)

@@ -1,9 +1,12 @@
 #include "image/stb_input_check.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -205,19 +208,19 @@ void check_gif(const std::string& bytes, const std::string& name) {
   }
 }
 
-// stb_image's HDR reader walked over the bytes without decoding, step for step as 2.27 reads them
-// (stbi__hdr_load). Where the pixel data ends early, stb misbehaves: a run-length scanline cut
-// short loops forever (each read past the end gives a zero count, which advances nothing; found by
-// fuzzing), and flat pixels cut short are converted from an uninitialised local array. So a file
-// that ends before its last pixel is refused; anything else stb refuses itself is left to it.
-class HdrWalk {
+// The bytes as stb_image reads them from memory: a zero for every byte read past the end; a skip
+// may pass the end, and one of a negative count (a 32-bit length above 2^31) goes to the end.
+class StbBytes {
  public:
-  explicit HdrWalk(const std::string& bytes) : bytes_(bytes) {}
+  explicit StbBytes(const std::string& bytes) : bytes_(bytes) {}
 
-  // stb's get8: a zero past the end.
   int byte() { return at_ < bytes_.size() ? std::uint8_t(bytes_[at_++]) : 0; }
+  int little16() { return byte() | byte() << 8; }
+  int big16() { return byte() << 8 | byte(); }
+  std::uint32_t big32() { return std::uint32_t(big16()) << 16 | std::uint32_t(big16()); }
+  void skip(std::int64_t n) { at_ = n < 0 ? bytes_.size() : at_ + std::size_t(n); }
   bool at_end() const { return at_ >= bytes_.size(); }
-  std::uint64_t left() const { return bytes_.size() - at_; }
+  std::uint64_t left() const { return at_ < bytes_.size() ? bytes_.size() - at_ : 0; }
 
   // stbi__hdr_gettoken: a line without its newline, cut at 1023 characters.
   std::string token() {
@@ -240,6 +243,110 @@ class HdrWalk {
   std::size_t at_ = 0;
 };
 
+// Refuses unless `n` more bytes follow: the pixel data `what` describes is cut short.
+void need_bytes(const StbBytes& bytes, std::uint64_t n, const std::string& name,
+                const std::string& format, const std::string& what) {
+  if (bytes.left() < n)
+    pixels_cut_short(name, format,
+                     what + " need " + std::to_string(n) + (n == 1 ? " byte" : " bytes") +
+                         " more, the file holds " + std::to_string(bytes.left()));
+}
+
+// stb's sanity limit on sides (STBI_MAX_DIMENSIONS): it refuses anything larger itself.
+constexpr std::int64_t kStbMaxSide = 1 << 24;
+
+// A PSD whose pixel data ends early: stb 2.27 reads zeros for what is missing and says nothing.
+// Walked as stbi__psd_load reads it: the header, three sections skipped by their lengths, then
+// the first four channels, raw or run-length coded (PackBits) per channel.
+void check_psd(const std::string& file, const std::string& name) {
+  StbBytes bytes(file);
+  bytes.skip(4);  // "8BPS": check_stb_input saw it
+  if (bytes.big16() != 1) return;
+  bytes.skip(6);
+  const int channels = bytes.big16();
+  const std::int64_t height = std::int32_t(bytes.big32()), width = std::int32_t(bytes.big32());
+  const int depth = bytes.big16();
+  if (channels > 16 || height <= 0 || width <= 0 || height > kStbMaxSide || width > kStbMaxSide ||
+      (depth != 8 && depth != 16) || bytes.big16() != 3)
+    return;
+  for (int section = 0; section < 3; ++section) bytes.skip(std::int32_t(bytes.big32()));
+  const int compression = bytes.big16();
+  const std::int64_t pixels = width * height;
+  if (compression > 1 || 4 * pixels > std::numeric_limits<int>::max()) return;
+  const int read = std::min(channels, 4);  // stb reads no channel past the fourth
+  const std::string what = std::to_string(width) + "x" + std::to_string(height) + " pixels";
+  if (compression == 0)
+    return need_bytes(bytes, std::uint64_t(read) * std::uint64_t(pixels) * (depth / 8), name, "PSD",
+                      "its " + what);
+  bytes.skip(height * channels * 2);  // the rows' byte counts, which stb does not use
+  for (int channel = 0; channel < read; ++channel)
+    for (std::int64_t done = 0; done < pixels;) {
+      need_bytes(bytes, 1, name, "PSD", "the run-length codes of its " + what);
+      const int code = bytes.byte();
+      if (code == 128) continue;                           // no operation
+      const int run = code < 128 ? code + 1 : 257 - code;  // literal bytes or one repeated
+      if (run > pixels - done) return;                     // stb refuses it
+      need_bytes(bytes, code < 128 ? run : 1, name, "PSD", "the run-length codes of its " + what);
+      bytes.skip(code < 128 ? run : 1);
+      done += run;
+    }
+}
+
+// A TGA whose pixel data ends early: stb 2.27 reads zeros for what is missing (the missing rows
+// of an uncompressed one it left as the heap had them: stb_impl.cpp allocates zeroed) and says
+// nothing. stb takes a file for a TGA when every other format's test failed and stbi__tga_test
+// passes; no file another test takes passes that one (its second byte is 0 or 1), so the same
+// test here is enough. Walked as stbi__tga_load reads it: the header, the image ID, the colour
+// map (after as many bytes as its first index says: stb skips those), then the pixels, raw or in
+// run-length packets.
+void check_tga(const std::string& file, const std::string& name) {
+  StbBytes bytes(file);
+  const int id_length = bytes.byte(), mapped = bytes.byte(), type = bytes.byte();
+  const int map_start = bytes.little16(), map_length = bytes.little16(), map_bits = bytes.byte();
+  bytes.skip(4);  // origin
+  const int width = bytes.little16(), height = bytes.little16(), bits = bytes.byte();
+  bytes.skip(1);  // descriptor
+  const auto one_of = [](int value, std::initializer_list<int> values) {
+    return std::find(values.begin(), values.end(), value) != values.end();
+  };
+  if (mapped > 1 || width < 1 || height < 1 || !one_of(bits, {8, 15, 16, 24, 32})) return;
+  if (mapped == 1 && (!one_of(type, {1, 9}) || !one_of(map_bits, {8, 15, 16, 24, 32}) ||
+                      !one_of(bits, {8, 16}) || map_length == 0))
+    return;
+  if (mapped == 0 && !one_of(type, {2, 3, 10, 11})) return;
+  const bool run_length = type >= 8, grey = type % 8 == 3;
+  // stbi__tga_get_comp: the bytes of one pixel (or colour map entry) of `bits` bits.
+  const auto entry_bytes = [&](int entry_bits) {
+    return entry_bits == 16 && grey ? 2 : entry_bits == 15 || entry_bits == 16 ? 2 : entry_bits / 8;
+  };
+  bytes.skip(id_length);
+  if (mapped == 1) {
+    bytes.skip(map_start);
+    need_bytes(bytes, std::uint64_t(map_length) * entry_bytes(map_bits), name, "TGA",
+               "its colour map's " + std::to_string(map_length) + " entries");
+    bytes.skip(std::int64_t(map_length) * entry_bytes(map_bits));
+  }
+  const int pixel = mapped == 1 ? bits / 8 : entry_bytes(bits);
+  const std::int64_t pixels = std::int64_t(width) * height;
+  const std::string what =
+      "its " + std::to_string(width) + "x" + std::to_string(height) + " pixels";
+  if (!run_length) return need_bytes(bytes, std::uint64_t(pixels) * pixel, name, "TGA", what);
+  for (std::int64_t done = 0; done < pixels;) {
+    need_bytes(bytes, 1, name, "TGA", "the run-length packets of " + what);
+    const int code = bytes.byte();
+    const std::int64_t run = std::min<std::int64_t>(1 + (code & 127), pixels - done);
+    const std::int64_t read = code >> 7 ? pixel : run * pixel;  // one pixel repeated, or raw
+    need_bytes(bytes, std::uint64_t(read), name, "TGA", "the run-length packets of " + what);
+    bytes.skip(read);
+    done += run;
+  }
+}
+
+// stb_image's HDR reader walked over the bytes without decoding, step for step as 2.27 reads them
+// (stbi__hdr_load). Where the pixel data ends early, stb misbehaves: a run-length scanline cut
+// short loops forever (each read past the end gives a zero count, which advances nothing; found by
+// fuzzing), and flat pixels cut short are converted from an uninitialised local array. So a file
+// that ends before its last pixel is refused; anything else stb refuses itself is left to it.
 // The size from the resolution line "-Y <height> +X <width>", parsed as stb parses it, long
 // numbers cut to int as stb cuts them (4294967312 is 16); false where stb refuses the line.
 bool hdr_size(const std::string& line, int& width, int& height) {
@@ -254,23 +361,19 @@ bool hdr_size(const std::string& line, int& width, int& height) {
 }
 
 void check_hdr(const std::string& bytes, const std::string& name) {
-  HdrWalk walk(bytes);
+  StbBytes walk(bytes);
   walk.token();  // "#?RADIANCE" or "#?RGBE": check_stb_input saw it
   bool rle_rgbe = false;  // the one pixel format stb reads; it refuses a file without it
   for (std::string line = walk.token(); !line.empty(); line = walk.token())
     rle_rgbe = rle_rgbe || line == "FORMAT=32-bit_rle_rgbe";
   if (!rle_rgbe) return;
   int width = 0, height = 0;
-  constexpr int kStbMaxSide = 1 << 24;  // STBI_MAX_DIMENSIONS: stb refuses anything larger
   if (!hdr_size(walk.token(), width, height) || width <= 0 || height <= 0 || width > kStbMaxSide ||
       height > kStbMaxSide)
     return;
   const std::uint64_t pixels = std::uint64_t(width) * std::uint64_t(height);
   const auto flat_pixels_need = [&](std::uint64_t n) {
-    if (walk.left() < 4 * n)
-      pixels_cut_short(name, "HDR",
-                       std::to_string(n) + " pixels of 4 bytes need " + std::to_string(4 * n) +
-                           " bytes, the file holds " + std::to_string(walk.left()) + " more");
+    need_bytes(walk, 4 * n, name, "HDR", "its " + std::to_string(n) + " pixels of 4 bytes");
   };
   if (width < 8 || width >= 32768) return flat_pixels_need(pixels);
   for (int row = 0; row < height; ++row) {
@@ -305,10 +408,13 @@ void check_hdr(const std::string& bytes, const std::string& name) {
 
 void check_stb_input(const std::string& bytes, const std::string& name) {
   if (bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0) check_png(bytes, name);
-  // stb's tests for BMP and GIF: their signatures (a BMP's header size is checked in check_bmp).
+  // stb's tests for BMP, GIF and PSD: their signatures (a BMP's header size is checked in
+  // check_bmp); a TGA's second byte is 0 or 1 (check_tga has the rest of stb's test).
   if (bytes.compare(0, 2, "BM") == 0) check_bmp(bytes, name);
   if (bytes.compare(0, 6, "GIF87a") == 0 || bytes.compare(0, 6, "GIF89a") == 0)
     check_gif(bytes, name);
+  if (bytes.compare(0, 4, "8BPS") == 0) check_psd(bytes, name);
+  if (bytes.size() >= 2 && std::uint8_t(bytes[1]) <= 1) check_tga(bytes, name);
   // stb's test for HDR: one of these signature lines.
   if (bytes.compare(0, 11, "#?RADIANCE\n") == 0 || bytes.compare(0, 7, "#?RGBE\n") == 0)
     check_hdr(bytes, name);

@@ -8,10 +8,10 @@
 //     the uninitialised memory of that table and reads past the end of its symbols.
 //   - An HDR file whose pixel data ends early: stb loops forever on a run-length scanline cut
 //     short and converts flat pixels cut short from uninitialised memory.
-//   - A BMP or GIF whose pixel data ends early: stb decodes what is there and fills the rest with
-//     zeros or the background, without a word (a partial download read as a digit).
-// A JPEG is recognised as stb recognises it: SOI after any number of 0xFF fill bytes; a BMP, GIF
-// or HDR by its signature.
+//   - A BMP, GIF, TGA or PSD whose pixel data ends early: stb decodes what is there and fills the
+//     rest with zeros or the background, without a word (a partial download read as a digit).
+// Each format is recognised as stb recognises it: a JPEG by SOI after any number of 0xFF fill
+// bytes, a TGA by stb's test of its header, the others by their signatures.
 // Other formats pass unchecked (binary PNM never reaches stb: image_io.cpp reads it). Throws
 // lenet5::Error naming `name` and what is wrong.
 #pragma once

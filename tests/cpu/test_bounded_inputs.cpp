@@ -270,22 +270,25 @@ std::string big_endian16(std::uint16_t value) {
   return {char(value >> 8), char(value & 0xFF)};
 }
 
-// Files of 8192x4096 images (the most pixels accepted) that cost their decoder most. TGA and PSD
-// are headers of a few bytes without pixel data: stb_image fills what the file lacks with zeros,
-// so each is decoded in full, at its format's widest samples. A BMP, GIF or HDR cut short is
-// refused, so these hold their pixels: the BMP at 1 bit a pixel (4 MiB; stb expands it to RGB),
+// Files of 8192x4096 images (the most pixels accepted) that cost their decoder most, each holding
+// all its pixels (one cut short is refused) in as few bytes as its format allows: the BMP at 1
+// bit a pixel (4 MiB; stb expands it to RGB), the TGA in run-length packets of 128 RGBA pixels,
+// the PSD in 16 bits (stb's 16-bit reading doubles it) with four channels in run-length packets,
 // the GIF in a few bytes of LZW data that cover the screen, the HDR black in run-length scanlines
 // of 524 bytes. The HDR is the costliest of all (stb expands it to float RGB before tone-mapping).
 std::vector<std::pair<std::string, std::string>> files_of_the_largest_accepted_images() {
   const std::uint16_t width = 8192, height = 4096;
+  const std::size_t pixels = std::size_t(width) * height;
   // Two palette entries, black and white, then rows of 1,024 bytes of palette index 0.
   const std::string bmp = "BM" + little_endian32(0) + little_endian32(0) + little_endian32(62) +
                           little_endian32(40) + little_endian32(width) + little_endian32(height) +
                           little_endian16(1) + little_endian16(1) + std::string(24, '\0') +
                           std::string{0, 0, 0, 0, -1, -1, -1, 0} +
                           std::string(std::size_t(width) / 8 * height, '\0');
-  const std::string tga = std::string{0, 0, 2} + std::string(9, '\0') + little_endian16(width) +
-                          little_endian16(height) + char(32) + char(8);
+  // Type 10 (run-length true colour); each packet 128 repeats (code 0xFF) of one black pixel.
+  std::string tga = std::string{0, 0, 10} + std::string(9, '\0') + little_endian16(width) +
+                    little_endian16(height) + char(32) + char(8);
+  for (std::size_t done = 0; done < pixels; done += 128) tga += std::string{-1, 0, 0, 0, -1};
   std::string hdr = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y " + std::to_string(height) + " +X " +
                     std::to_string(width) + "\n";
   // Each scanline: its marker and width, then per channel 64 runs of 127 zeros and one of 64.
@@ -295,10 +298,13 @@ std::vector<std::pair<std::string, std::string>> files_of_the_largest_accepted_i
   const std::string scanline =
       std::string{2, 2, char(width >> 8), char(width & 0xFF)} + runs + runs + runs + runs;
   for (int row = 0; row < height; ++row) hdr += scanline;
-  // PSD: 4 channels of 16 bits, RGB mode, raw (uncompressed) image data.
-  const std::string psd = "8BPS" + big_endian16(1) + std::string(6, '\0') + big_endian16(4) +
-                          big_endian32(height) + big_endian32(width) + big_endian16(16) +
-                          big_endian16(3) + std::string(12, '\0') + big_endian16(0);
+  // PSD: 4 channels of 16 bits, RGB mode, run-length coded (PackBits): the rows' byte counts,
+  // which stb skips, then per channel packets of 128 repeats (code 129) of a zero byte.
+  std::string psd = "8BPS" + big_endian16(1) + std::string(6, '\0') + big_endian16(4) +
+                    big_endian32(height) + big_endian32(width) + big_endian16(16) +
+                    big_endian16(3) + std::string(12, '\0') + big_endian16(1) +
+                    std::string(std::size_t(height) * 4 * 2, '\0');
+  for (std::size_t done = 0; done < 4 * pixels; done += 128) psd += std::string{char(129), 0};
   // GIF: a two-colour global table, one frame covering the screen, a few bytes of LZW data.
   const std::string gif = "GIF89a" + little_endian16(width) + little_endian16(height) +
                           std::string{char(0x80), 0, 0} + std::string{0, 0, 0, -1, -1, -1} +
