@@ -9,11 +9,12 @@
 # The bounds lenet5 promises for any input, 1 GiB and 20 s, are for the optimised program, and
 # tests/cpu/test_bounded_inputs.cpp measures them on it with each format's costliest input. A
 # fuzz target runs slower and holds more: ASan, UBSan and libFuzzer's comparison tracing at -O1,
-# ASan's quarantine of freed memory (256 MB) and the corpus in the same process. The costliest
-# accepted image (8192x4096 HDR, which stb expands to float RGB) takes 1.0 s and 520 MB
-# optimised, and 10 s and 840 MB in fuzz_image. The bounds here stay 6x and 2x above that, so they
-# still catch a runaway loop or allocation without failing on the instrumentation; libFuzzer's
-# report of slow inputs (10 s by default, an artifact like a crash's) waits as long.
+# ASan's quarantine of freed memory (256 MB) and the corpus in the same process. The slowest
+# accepted image (8192x4096 HDR, which stb expands to float RGB) takes 1.0 s and 520 MB optimised
+# (the largest in memory, a 16-bit RGBA PNG, 552 MB), and 10 s and 840 MB in fuzz_image. The
+# bounds here stay 6x and 2x above that, so they still catch a runaway loop or allocation without
+# failing on the instrumentation; libFuzzer's report of slow inputs (10 s by default, an artifact
+# like a crash's) waits as long.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600, scripts/fuzz.sh 30 idx
 #

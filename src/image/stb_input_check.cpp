@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -118,6 +119,9 @@ void check_jpeg(const std::string& bytes, std::size_t after_soi, const std::stri
   }
 }
 
+// stb's sanity limit on sides (STBI_MAX_DIMENSIONS): it refuses anything larger itself.
+constexpr std::int64_t kStbMaxSide = 1 << 24;
+
 std::uint32_t little_endian(const std::string& bytes, std::size_t at, int width) {
   std::uint32_t value = 0;
   for (int i = width - 1; i >= 0; --i) value = (value << 8) | std::uint8_t(bytes[at + i]);
@@ -130,45 +134,123 @@ std::uint32_t little_endian(const std::string& bytes, std::size_t at, int width)
           "its pixel data is cut short: " + where + " (a download or copy that stopped early?)");
 }
 
-// A BMP whose pixel rows end early: stb 2.27 reads zeros for the missing bytes, so a file cut
-// short would read as a picture black (or transparent) below the cut, without a word. The header
-// is read as stb reads it (stbi__bmp_parse_header, stbi__bmp_load): the rows start at the offset
-// the header gives, each padded to 4 bytes; the last row's padding may be left out. Headers stb
-// refuses are left to it.
+// A BMP that stb 2.27 decodes wrongly without a word. The header is read as stb reads it
+// (stbi__bmp_parse_header, stbi__bmp_load), and anything stb refuses itself is left to it.
+//   - Pixel rows that end early: stb reads zeros for the missing bytes, so a file cut short read as
+//     a picture black below the cut. The rows start at the offset the header gives, each padded
+//     to 4 bytes; the last row's padding may be left out.
+//   - A pixel of 1, 4 or 8 bits naming a colour past the end of the colour table, or a table of a
+//     negative number of entries (pixel data starting inside the header): stb reads the colour
+//     from its table's uninitialised entries.
 void check_bmp(const std::string& bytes, const std::string& name) {
   if (bytes.size() < 18) return;
-  const std::uint64_t offset = little_endian(bytes, 10, 4);
-  const std::uint32_t header = little_endian(bytes, 14, 4);
+  const std::int32_t offset = std::int32_t(little_endian(bytes, 10, 4));
+  const std::int32_t header = std::int32_t(little_endian(bytes, 14, 4));
   const bool core = header == 12;  // OS/2's header: 16-bit sides, no compression field
-  if (!core && header != 40 && header != 56 && header != 108 && header != 124) return;
+  if (offset < 0 || (!core && header != 40 && header != 56 && header != 108 && header != 124))
+    return;
   if (bytes.size() < 14 + std::size_t(core ? 12 : 20)) return;
   const std::int64_t width =
       core ? little_endian(bytes, 18, 2) : std::int32_t(little_endian(bytes, 18, 4));
   std::int64_t height =
       core ? little_endian(bytes, 20, 2) : std::int32_t(little_endian(bytes, 22, 4));
   const int bits = int(little_endian(bytes, core ? 24 : 28, 2));
-  const std::uint32_t compression = core ? 0 : little_endian(bytes, 30, 4);
-  if (compression != 0 && compression != 3) return;  // stb refuses RLE, JPEG and PNG in a BMP
-  height = height < 0 ? -height : height;            // negative: rows from the top
-  constexpr std::int64_t kStbMaxSide = 1 << 24;      // STBI_MAX_DIMENSIONS
+  // A signed int to stb: from 2^31 on it passes stb's test for compressed data, as 0 does.
+  const std::int32_t compression = core ? 0 : std::int32_t(little_endian(bytes, 30, 4));
+  if (compression == 1 || compression == 2 || compression >= 4) return;  // RLE, JPEG, PNG
+  height = height < 0 ? -height : height;  // negative: rows from the top
   if (width <= 0 || height <= 0 || width > kStbMaxSide || height > kStbMaxSide) return;
   if (bits != 1 && bits != 4 && bits != 8 && bits != 16 && bits != 24 && bits != 32) return;
   const std::uint64_t row = (std::uint64_t(width) * std::uint64_t(bits) + 7) / 8;
   const std::uint64_t stride = (row + 3) / 4 * 4;
-  const std::uint64_t need = offset + stride * std::uint64_t(height - 1) + row;
+  const std::uint64_t need = std::uint64_t(offset) + stride * std::uint64_t(height - 1) + row;
   if (bytes.size() < need)
     pixels_cut_short(name, "BMP",
                      "its " + std::to_string(width) + "x" + std::to_string(height) + " pixels of " +
                          std::to_string(bits) + " bits need " + std::to_string(need) +
                          " bytes, the file holds " + std::to_string(bytes.size()));
+  if (bits > 8) return;
+  // The colour table's entries, as stb counts them from the offset (OS/2's formula is stb's).
+  const int colours = core ? (offset - 14 - 24) / 3 : (offset - 14 - header) >> 2;
+  if (colours < 0)
+    corrupt(name, "BMP",
+            "its pixel data starts at byte " + std::to_string(offset) +
+                ", inside its header, which leaves no room for the colour table it needs");
+  if (colours == 0 || colours > 256 || colours >= 1 << bits)
+    return;  // refused, or every index fits
+  for (std::int64_t y = 0; y < height; ++y) {
+    const std::size_t start = std::size_t(offset) + std::size_t(y) * stride;
+    for (std::int64_t x = 0; x < width; ++x) {
+      const std::uint8_t b = std::uint8_t(bytes[start + std::size_t(x * bits / 8)]);
+      const int shift = 8 - bits - int(x * bits % 8);  // the first pixel in a byte's top bits
+      const int colour = (b >> shift) & ((1 << bits) - 1);
+      if (colour >= colours)
+        corrupt(name, "BMP",
+                "a pixel (" + std::to_string(x) + ", " + std::to_string(y) +
+                    " of the rows as stored) "
+                    "uses colour " +
+                    std::to_string(colour) + " of a colour table of " + std::to_string(colours));
+    }
+  }
 }
 
-// A GIF whose first image's data ends early: stb 2.27 takes the end of the file for the end of the
-// data and returns the picture decoded so far, the rest of it the background, without a word. The
-// blocks up to the first image are walked as stb walks them (stbi__gif_load_next): the screen
-// descriptor and its colour table, extensions, then the image descriptor, its colour table and its
-// data, sub-blocks of a length byte each up to one of length 0. Anything stb refuses on its own
-// (an unknown block, a file without an image) is left to it.
+// The LZW codes of a GIF image from `at` on, walked as stbi__process_gif_raster reads them,
+// counting the pixels each code draws (a table entry draws one more than the entry it extends).
+// Refuses the file if it ends before `pixels` are drawn, the end-of-information code has come or
+// a block of length 0 has closed the data: stb would take the end of the file for the end of the
+// data (and a missing byte for a zero) and return the picture part drawn, without a word.
+void check_gif_codes(const std::string& bytes, std::size_t at, int code_size, std::int64_t pixels,
+                     const std::string& name) {
+  const int clear = 1 << code_size;
+  int size = code_size + 1, avail = clear + 2, old = -1;
+  bool cleared = false;
+  std::vector<std::int64_t> length(8193, 1);
+  std::int64_t drawn = 0;
+  std::int32_t bits = 0;
+  int valid = 0, block_left = 0;
+  const auto next_byte = [&] {
+    if (at >= bytes.size())
+      pixels_cut_short(name, "GIF",
+                       "the file ends inside its image's data, after " + std::to_string(drawn) +
+                           " of its " + std::to_string(pixels) + " pixels");
+    return std::uint8_t(bytes[at++]);
+  };
+  while (drawn < pixels) {
+    if (valid < size) {
+      if (block_left == 0 && (block_left = next_byte()) == 0) return;  // closed by the file
+      --block_left;
+      bits |= std::int32_t(next_byte()) << valid;
+      valid += 8;
+      continue;
+    }
+    const int code = bits & ((1 << size) - 1);
+    bits >>= size;
+    valid -= size;
+    if (code == clear) {
+      size = code_size + 1;
+      avail = clear + 2;
+      old = -1;
+      cleared = true;
+    } else if (code == clear + 1 || code > avail || !cleared) {
+      return;  // the end of information, or a code stb refuses
+    } else {
+      if (old >= 0) {
+        if (avail + 1 > 8192) return;  // stb refuses
+        length[std::size_t(avail++)] = length[std::size_t(old)] + 1;
+      } else if (code == avail) {
+        return;  // stb refuses
+      }
+      drawn += length[std::size_t(code)];
+      if ((avail & ((1 << size) - 1)) == 0 && avail <= 0x0FFF) ++size;
+      old = code;
+    }
+  }
+}
+
+// A GIF whose first image ends early (see check_gif_codes). The blocks up to the first image are
+// walked as stb walks them (stbi__gif_load_next): the screen descriptor and its colour table,
+// extensions, then the image descriptor, its colour table, its code size and its codes. Anything
+// stb refuses on its own (an unknown block, a file without an image) is left to it.
 void check_gif(const std::string& bytes, const std::string& name) {
   const auto colour_table = [](std::uint8_t flags) {
     return flags & 0x80 ? std::size_t(3) << ((flags & 7) + 1) : std::size_t(0);
@@ -196,11 +278,15 @@ void check_gif(const std::string& bytes, const std::string& name) {
         continue;
       }
       if (!skip_sub_blocks()) return;
-    } else if (block == 0x2C) {  // the image: descriptor, colour table, code size, data
-      if (at + 9 > bytes.size()) return;
-      at += 9 + colour_table(std::uint8_t(bytes[at + 8])) + 1;
-      if (!skip_sub_blocks())
-        pixels_cut_short(name, "GIF", "the file ends before the block that closes its image");
+    } else if (block == 0x2C) {  // the image: descriptor, colour table, code size, codes
+      const std::size_t codes =
+          at + 9 + (at + 9 <= bytes.size() ? colour_table(std::uint8_t(bytes[at + 8])) + 1 : 0);
+      if (at + 9 > bytes.size() || codes > bytes.size())
+        pixels_cut_short(name, "GIF", "the file ends before its image's data starts");
+      const std::int64_t pixels =
+          std::int64_t(little_endian(bytes, at + 4, 2)) * little_endian(bytes, at + 6, 2);
+      const int code_size = std::uint8_t(bytes[codes - 1]);
+      if (code_size <= 12) check_gif_codes(bytes, codes, code_size, pixels, name);
       return;
     } else {
       return;
@@ -222,7 +308,8 @@ class StbBytes {
   bool at_end() const { return at_ >= bytes_.size(); }
   std::uint64_t left() const { return at_ < bytes_.size() ? bytes_.size() - at_ : 0; }
 
-  // stbi__hdr_gettoken: a line without its newline, cut at 1023 characters.
+  // stbi__hdr_gettoken: a line without its newline, cut at 1023 characters, as the C string stb
+  // reads it: up to its first NUL (a line starting with one ends the header).
   std::string token() {
     std::string token;
     char c = char(byte());
@@ -235,7 +322,7 @@ class StbBytes {
       }
       c = char(byte());
     }
-    return token;
+    return token.c_str();
   }
 
  private:
@@ -251,9 +338,6 @@ void need_bytes(const StbBytes& bytes, std::uint64_t n, const std::string& name,
                      what + " need " + std::to_string(n) + (n == 1 ? " byte" : " bytes") +
                          " more, the file holds " + std::to_string(bytes.left()));
 }
-
-// stb's sanity limit on sides (STBI_MAX_DIMENSIONS): it refuses anything larger itself.
-constexpr std::int64_t kStbMaxSide = 1 << 24;
 
 // A PSD whose pixel data ends early: stb 2.27 reads zeros for what is missing and says nothing.
 // Walked as stbi__psd_load reads it: the header, three sections skipped by their lengths, then

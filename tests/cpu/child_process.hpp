@@ -20,6 +20,7 @@ namespace lenet5::testing {
 struct ChildOptions {
   std::vector<std::pair<std::string, std::string>> environment;  // added to the test's own
   std::optional<rlim_t> file_size_limit;  // RLIMIT_FSIZE in bytes, with SIGXFSZ ignored
+  std::optional<rlim_t> cpu_seconds_limit;  // RLIMIT_CPU: a child spinning past it is killed
   std::filesystem::path stdout_file = "/dev/null", stderr_file = "/dev/null";
 };
 
@@ -51,6 +52,10 @@ inline pid_t start_lenet5(const std::vector<std::string>& arguments, const Child
     signal(SIGXFSZ, SIG_IGN);
     const rlimit limit{*options.file_size_limit, *options.file_size_limit};
     if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(125);
+  }
+  if (options.cpu_seconds_limit) {
+    const rlimit limit{*options.cpu_seconds_limit, *options.cpu_seconds_limit};
+    if (setrlimit(RLIMIT_CPU, &limit) != 0) _exit(125);
   }
   execve(argv[0], argv.data(), envp.data());
   _exit(127);

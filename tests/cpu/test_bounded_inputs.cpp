@@ -60,6 +60,9 @@ struct Measured {
 Measured run_measured(const std::vector<std::string>& arguments, const TempDir& dir) {
   testing::ChildOptions options;
   options.stderr_file = dir / "stderr.txt";
+  // A run that spins past the time bound is killed (SIGKILL follows SIGXCPU at the hard limit),
+  // so a decoder caught in an endless loop fails its test instead of holding the suite.
+  options.cpu_seconds_limit = rlim_t(kMaxWallS);
   const auto started = std::chrono::steady_clock::now();
   const testing::ChildEnd end =
       testing::wait_for(testing::start_lenet5(arguments, options), started);
@@ -328,6 +331,38 @@ TEST(BoundedInputs, TheLargestAcceptedImageOfEveryFormatDecodesWithinTheBounds) 
                                               dir),
                                  {name, "blank"});
   }
+}
+
+// HDR files on which stb_image 2.27 looped forever: a run-length scanline cut short (found by
+// fuzzing), and the same behind header lines that stb reads as C strings (a NUL ends a line's
+// text, and a line starting with one ends the header) or a height that stb cuts to int (2^32 +
+// 16 is 16). Each is refused within the bounds.
+TEST(BoundedInputs, HdrFilesStbLoopedForeverOnAreRefusedWithinTheBounds) {
+  TempDir dir;
+  const fs::path model = write_checkpoint(dir);
+  const std::string scanline_cut_short = std::string{2, 2, 0, 8};
+  const std::pair<const char*, std::string> files[] = {
+      {"nul_in_format.hdr",
+       std::string("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\0x\n\n-Y 1 +X 8\n", 47) +
+           scanline_cut_short},
+      {"nul_line.hdr",
+       std::string("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\0\n-Y 1 +X 8\n", 46) + scanline_cut_short},
+      {"height_past_int.hdr",
+       "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 4294967297 +X 8\n" + scanline_cut_short}};
+  for (const auto& [name, bytes] : files) {
+    SCOPED_TRACE(name);
+    write_bytes(dir / name, bytes);
+    expect_refused_within_bounds(run_measured({"classify", "--device", "cpu", "--checkpoint",
+                                               model.string(), (dir / name).string()},
+                                              dir),
+                                 {name, "corrupt HDR: its pixel data is cut short"});
+  }
+  const fs::path found =
+      testing::source_dir() / "tests/data/fuzz-found/hdr_rle_scanline_cut_short.hdr";
+  expect_refused_within_bounds(
+      run_measured({"classify", "--device", "cpu", "--checkpoint", model.string(), found.string()},
+                   dir),
+      {"hdr_rle_scanline_cut_short.hdr", "corrupt HDR: its pixel data is cut short"});
 }
 
 // The costliest picture for the stroke filters, found by fuzzing: the longest side the limits

@@ -390,9 +390,38 @@ void expect_cuts_refused(const std::string& whole, const std::vector<std::size_t
   }
 }
 
+// A GIF of a w x h checkerboard in colours 0 (white) and 1 (black): screen, a two-colour table,
+// the image and its LZW codes, 3 bits each (a clear code before every pair of pixels keeps them
+// so), then the end-of-information code, the block of length 0 that closes the data and the
+// trailer.
+std::string checkerboard_gif(int width, int height) {
+  const auto le16 = [](int v) { return std::string{char(v & 0xFF), char(v >> 8)}; };
+  std::string gif = "GIF89a" + le16(width) + le16(height) + std::string("\x80\x00\x00", 3) +
+                    std::string("\xff\xff\xff\x00\x00\x00", 6) + "\x2c" + le16(0) + le16(0) +
+                    le16(width) + le16(height) + std::string(1, '\0') + "\x02";
+  std::vector<int> codes;
+  for (int i = 0; i < width * height; ++i) {
+    if (i % 2 == 0) codes.push_back(4);  // clear
+    codes.push_back((i % width + i / width) % 2);
+  }
+  codes.push_back(5);  // end of information
+  std::string data;
+  std::uint32_t bits = 0;
+  int count = 0;
+  for (const int code : codes) {
+    bits |= std::uint32_t(code) << count;
+    for (count += 3; count >= 8; count -= 8, bits >>= 8) data += char(bits & 0xFF);
+  }
+  if (count > 0) data += char(bits & 0xFF);
+  for (std::size_t at = 0; at < data.size(); at += 255)
+    gif += char(std::min<std::size_t>(255, data.size() - at)) + data.substr(at, 255);
+  return gif + std::string(1, '\0') + ";";
+}
+
 // A BMP or GIF that ends early: stb_image 2.27 fills what is missing with zeros (a BMP) or the
 // background (a GIF) and says nothing, so a partial download read as a digit half black. Such a
-// file is refused; one whose last row leaves out its padding, or without the GIF trailer, decodes.
+// file is refused. One whose last row leaves out its padding decodes, as does a GIF without its
+// closing block or trailer once its codes have drawn every pixel or ended.
 TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
   const auto append = [](void* out, void* data, int size) {
     static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
@@ -406,18 +435,47 @@ TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
     const std::size_t row = std::size_t(canvas->width) * 3, pad = (4 - row % 4) % 4;
     EXPECT_NO_THROW(decode_gray_image(bmp.substr(0, bmp.size() - pad), kMaxImageSide, "no pad"));
     expect_cuts_refused(bmp, {60, bmp.size() / 2, bmp.size() - pad - 1}, "BMP", file("cut.bmp"));
+    // stb reads the compression field as a signed int: 0xFFFFFFFF passes as uncompressed.
+    std::string negative = bmp;
+    negative.replace(30, 4, std::string(4, '\xff'));
+    expect_cuts_refused(negative, {bmp.size() / 2}, "BMP", file("cut.bmp"));
   }
-  // A 1x1 GIF: screen, a two-colour table, a graphic control block, the image, its data (one
-  // sub-block of 2 bytes, then the block of length 0 that closes it), the trailer.
-  const std::string gif = std::string("GIF89a\x01\x00\x01\x00\x80\x00\x00", 13) +
-                          std::string("\xff\xff\xff\x00\x00\x00", 6) +
-                          std::string("\x21\xf9\x04\x01\x00\x00\x00\x00", 8) +
-                          std::string("\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00", 10) +
-                          std::string("\x02\x02\x44\x01\x00\x3b", 6);
-  EXPECT_EQ(
-      decode_gray_image(gif.substr(0, gif.size() - 1), kMaxImageSide, "no trailer").pixels.size(),
-      1u);
-  expect_cuts_refused(gif, {gif.size() - 2, gif.size() - 4}, "GIF", file("cut.gif"));
+  const std::string gif = checkerboard_gif(28, 28);
+  const GrayImage board = decode_gray_image(gif, kMaxImageSide, "board");
+  ASSERT_EQ(board.pixels.size(), 28u * 28u);
+  for (int i = 0; i < 28 * 28; ++i)
+    ASSERT_EQ(board.pixels[std::size_t(i)], (i % 28 + i / 28) % 2 ? 0.0f : 1.0f) << "pixel " << i;
+  for (const std::size_t size : {gif.size() - 1, gif.size() - 2})  // no trailer, no closing block
+    EXPECT_EQ(decode_gray_image(gif.substr(0, size), kMaxImageSide, "whole").pixels, board.pixels);
+  const std::size_t data = gif.find(std::string("\x2c", 1)) + 11;  // the first length byte
+  expect_cuts_refused(gif, {data - 3, data, data + 10, gif.size() / 2, gif.size() - 4}, "GIF",
+                      file("cut.gif"));
+}
+
+// A BMP whose pixels name colours its table does not have: stb 2.27 reads them from the
+// uninitialised rest of its 256-entry table. The same for pixel data that starts inside the
+// header, which leaves stb a table of a negative number of entries.
+TEST_F(ImageTest, BmpColoursOutsideTheirTableAreRefused) {
+  const auto le32 = [](std::uint32_t v) {
+    return std::string{char(v & 0xFF), char(v >> 8 & 0xFF), char(v >> 16 & 0xFF), char(v >> 24)};
+  };
+  // 4x2 pixels of 8 bits, a table of 2 colours (black, white), rows of 4 bytes.
+  const auto bmp = [&](std::uint32_t offset, const std::string& pixels) {
+    return "BM" + le32(0) + le32(0) + le32(offset) + le32(40) + le32(4) + le32(2) +
+           std::string{1, 0, 8, 0} + std::string(24, '\0') +
+           std::string("\x00\x00\x00\x00\xff\xff\xff\x00", 8) + pixels;
+  };
+  const std::string fits = bmp(62, std::string{0, 1, 1, 0, 1, 0, 0, 1});
+  EXPECT_EQ(decode_gray_image(fits, kMaxImageSide, "fits").pixels.size(), 8u);
+  expect_error_mentioning(
+      [&] {
+        decode_gray_image(bmp(62, std::string{0, 1, 1, 0, 1, 0, 7, 1}), kMaxImageSide, "up");
+      },
+      {"up",
+       "corrupt BMP: a pixel (2, 1 of the rows as stored) uses colour 7 of a colour table of 2"});
+  expect_error_mentioning(
+      [&] { decode_gray_image(bmp(20, std::string(8, '\0')), kMaxImageSide, "up"); },
+      {"up", "corrupt BMP: its pixel data starts at byte 20, inside its header"});
 }
 
 // stb reads the size line's numbers as long and keeps them as int: a height of 2^32 + 16 is 16.
