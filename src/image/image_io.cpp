@@ -194,6 +194,8 @@ GrayImage decode_with_stb(const std::string& bytes, const std::filesystem::path&
   if (!stbi_info_from_memory(data, length, &width, &height, &channels)) {
     throw_undecodable(name, stbi_failure_reason());
   }
+  // A BMP stored top-down: stb's info gives its height as the header has it, negative.
+  if (height < 0 && height != std::numeric_limits<int>::min()) height = -height;
   check_size(width, height, name, max_side);
   // 16-bit PNG goes through the 16-bit loader so that precision is kept; everything else (HDR
   // included, which stb tone-maps with its default gamma) through the 8-bit one.

@@ -143,20 +143,22 @@ std::uint32_t little_endian(const std::string& bytes, std::size_t at, int width)
 //     negative number of entries (pixel data starting inside the header): stb reads the colour
 //     from its table's uninitialised entries.
 void check_bmp(const std::string& bytes, const std::string& name) {
-  if (bytes.size() < 18) return;
-  const std::int32_t offset = std::int32_t(little_endian(bytes, 10, 4));
-  const std::int32_t header = std::int32_t(little_endian(bytes, 14, 4));
+  // A header field as stb reads it: zeros past the end of the file.
+  const auto field = [&bytes](std::size_t at, int width) {
+    std::uint32_t value = 0;
+    for (int i = width - 1; i >= 0; --i)
+      value = value << 8 | (at + i < bytes.size() ? std::uint8_t(bytes[at + i]) : 0);
+    return value;
+  };
+  const std::int32_t offset = std::int32_t(field(10, 4)), header = std::int32_t(field(14, 4));
   const bool core = header == 12;  // OS/2's header: 16-bit sides, no compression field
   if (offset < 0 || (!core && header != 40 && header != 56 && header != 108 && header != 124))
     return;
-  if (bytes.size() < 14 + std::size_t(core ? 12 : 20)) return;
-  const std::int64_t width =
-      core ? little_endian(bytes, 18, 2) : std::int32_t(little_endian(bytes, 18, 4));
-  std::int64_t height =
-      core ? little_endian(bytes, 20, 2) : std::int32_t(little_endian(bytes, 22, 4));
-  const int bits = int(little_endian(bytes, core ? 24 : 28, 2));
+  const std::int64_t width = core ? std::int64_t(field(18, 2)) : std::int32_t(field(18, 4));
+  std::int64_t height = core ? std::int64_t(field(20, 2)) : std::int32_t(field(22, 4));
+  const int bits = int(field(core ? 24 : 28, 2));
   // A signed int to stb: from 2^31 on it passes stb's test for compressed data, as 0 does.
-  const std::int32_t compression = core ? 0 : std::int32_t(little_endian(bytes, 30, 4));
+  const std::int32_t compression = core ? 0 : std::int32_t(field(30, 4));
   if (compression == 1 || compression == 2 || compression >= 4) return;  // RLE, JPEG, PNG
   height = height < 0 ? -height : height;  // negative: rows from the top
   if (width <= 0 || height <= 0 || width > kStbMaxSide || height > kStbMaxSide) return;
@@ -172,10 +174,11 @@ void check_bmp(const std::string& bytes, const std::string& name) {
   if (bits > 8) return;
   // The colour table's entries, as stb counts them from the offset (OS/2's formula is stb's).
   const int colours = core ? (offset - 14 - 24) / 3 : (offset - 14 - header) >> 2;
-  if (colours < 0)
+  if (colours < 0)  // stb then reads no table at all (for OS/2 headers it counts 24 bytes, not 12)
     corrupt(name, "BMP",
             "its pixel data starts at byte " + std::to_string(offset) +
-                ", inside its header, which leaves no room for the colour table it needs");
+                ", too early for the colour table its pixels of " + std::to_string(bits) +
+                " bits need");
   if (colours == 0 || colours > 256 || colours >= 1 << bits)
     return;  // refused, or every index fits
   for (std::int64_t y = 0; y < height; ++y) {
@@ -330,13 +333,14 @@ class StbBytes {
   std::size_t at_ = 0;
 };
 
-// Refuses unless `n` more bytes follow: the pixel data `what` describes is cut short.
-void need_bytes(const StbBytes& bytes, std::uint64_t n, const std::string& name,
-                const std::string& format, const std::string& what) {
-  if (bytes.left() < n)
-    pixels_cut_short(name, format,
-                     what + " need " + std::to_string(n) + (n == 1 ? " byte" : " bytes") +
-                         " more, the file holds " + std::to_string(bytes.left()));
+// Refuses unless `n` more bytes follow: the pixel data `what` describes is cut short. The text is
+// formed only for the refusal (the run-length walks check every packet).
+void need_bytes(const StbBytes& bytes, std::uint64_t n, const std::string& name, const char* format,
+                const std::string& what) {
+  if (bytes.left() >= n) return;
+  pixels_cut_short(name, format,
+                   what + " need " + std::to_string(n) + (n == 1 ? " byte" : " bytes") +
+                       " more, the file holds " + std::to_string(bytes.left()));
 }
 
 // A PSD whose pixel data ends early: stb 2.27 reads zeros for what is missing and says nothing.
@@ -363,14 +367,15 @@ void check_psd(const std::string& file, const std::string& name) {
     return need_bytes(bytes, std::uint64_t(read) * std::uint64_t(pixels) * (depth / 8), name, "PSD",
                       "its " + what);
   bytes.skip(height * channels * 2);  // the rows' byte counts, which stb does not use
+  const std::string codes = "the run-length codes of its " + what;
   for (int channel = 0; channel < read; ++channel)
     for (std::int64_t done = 0; done < pixels;) {
-      need_bytes(bytes, 1, name, "PSD", "the run-length codes of its " + what);
+      need_bytes(bytes, 1, name, "PSD", codes);
       const int code = bytes.byte();
       if (code == 128) continue;                           // no operation
       const int run = code < 128 ? code + 1 : 257 - code;  // literal bytes or one repeated
       if (run > pixels - done) return;                     // stb refuses it
-      need_bytes(bytes, code < 128 ? run : 1, name, "PSD", "the run-length codes of its " + what);
+      need_bytes(bytes, code < 128 ? run : 1, name, "PSD", codes);
       bytes.skip(code < 128 ? run : 1);
       done += run;
     }
@@ -415,12 +420,13 @@ void check_tga(const std::string& file, const std::string& name) {
   const std::string what =
       "its " + std::to_string(width) + "x" + std::to_string(height) + " pixels";
   if (!run_length) return need_bytes(bytes, std::uint64_t(pixels) * pixel, name, "TGA", what);
+  const std::string packets = "the run-length packets of " + what;
   for (std::int64_t done = 0; done < pixels;) {
-    need_bytes(bytes, 1, name, "TGA", "the run-length packets of " + what);
+    need_bytes(bytes, 1, name, "TGA", packets);
     const int code = bytes.byte();
     const std::int64_t run = std::min<std::int64_t>(1 + (code & 127), pixels - done);
     const std::int64_t read = code >> 7 ? pixel : run * pixel;  // one pixel repeated, or raw
-    need_bytes(bytes, std::uint64_t(read), name, "TGA", "the run-length packets of " + what);
+    need_bytes(bytes, std::uint64_t(read), name, "TGA", packets);
     bytes.skip(read);
     done += run;
   }

@@ -423,6 +423,9 @@ std::string checkerboard_gif(int width, int height) {
 // file is refused. One whose last row leaves out its padding decodes, as does a GIF without its
 // closing block or trailer once its codes have drawn every pixel or ended.
 TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
+  const auto le32 = [](std::uint32_t v) {
+    return std::string{char(v & 0xFF), char(v >> 8 & 0xFF), char(v >> 16 & 0xFF), char(v >> 24)};
+  };
   const auto append = [](void* out, void* data, int size) {
     static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
   };
@@ -434,11 +437,23 @@ TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
         stbi_write_bmp_to_func(append, &bmp, canvas->width, canvas->height, 1, canvas->px.data()));
     const std::size_t row = std::size_t(canvas->width) * 3, pad = (4 - row % 4) % 4;
     EXPECT_NO_THROW(decode_gray_image(bmp.substr(0, bmp.size() - pad), kMaxImageSide, "no pad"));
-    expect_cuts_refused(bmp, {60, bmp.size() / 2, bmp.size() - pad - 1}, "BMP", file("cut.bmp"));
+    // Cut inside the header (stb reads zeros for the rest and decodes a picture of them), in the
+    // rows, and in the last row.
+    expect_cuts_refused(bmp, {32, 60, bmp.size() / 2, bmp.size() - pad - 1}, "BMP",
+                        file("cut.bmp"));
     // stb reads the compression field as a signed int: 0xFFFFFFFF passes as uncompressed.
     std::string negative = bmp;
     negative.replace(30, 4, std::string(4, '\xff'));
     expect_cuts_refused(negative, {bmp.size() / 2}, "BMP", file("cut.bmp"));
+    // The same picture stored top-down (a negative height, the rows in the other order) is the
+    // same picture, and refused the same when cut short.
+    const std::size_t stride = row + pad;
+    std::string top_down = bmp.substr(0, 54);
+    top_down.replace(22, 4, le32(std::uint32_t(-canvas->height)));
+    for (int y = canvas->height - 1; y >= 0; --y) top_down += bmp.substr(54 + y * stride, stride);
+    EXPECT_EQ(decode_gray_image(top_down, kMaxImageSide, "top-down").pixels,
+              decode_gray_image(bmp, kMaxImageSide, "bottom-up").pixels);
+    expect_cuts_refused(top_down, {top_down.size() / 2}, "BMP", file("cut.bmp"));
   }
   const std::string gif = checkerboard_gif(28, 28);
   const GrayImage board = decode_gray_image(gif, kMaxImageSide, "board");
@@ -475,7 +490,7 @@ TEST_F(ImageTest, BmpColoursOutsideTheirTableAreRefused) {
        "corrupt BMP: a pixel (2, 1 of the rows as stored) uses colour 7 of a colour table of 2"});
   expect_error_mentioning(
       [&] { decode_gray_image(bmp(20, std::string(8, '\0')), kMaxImageSide, "up"); },
-      {"up", "corrupt BMP: its pixel data starts at byte 20, inside its header"});
+      {"up", "corrupt BMP: its pixel data starts at byte 20, too early for the colour table"});
 }
 
 // stb reads the size line's numbers as long and keeps them as int: a height of 2^32 + 16 is 16.
