@@ -187,12 +187,11 @@ void check_bmp(const std::string& bytes, const std::string& name) {
       const std::uint8_t b = std::uint8_t(bytes[start + std::size_t(x * bits / 8)]);
       const int shift = 8 - bits - int(x * bits % 8);  // the first pixel in a byte's top bits
       const int colour = (b >> shift) & ((1 << bits) - 1);
-      if (colour >= colours)
-        corrupt(name, "BMP",
-                "a pixel (" + std::to_string(x) + ", " + std::to_string(y) +
-                    " of the rows as stored) "
-                    "uses colour " +
-                    std::to_string(colour) + " of a colour table of " + std::to_string(colours));
+      if (colour < colours) continue;
+      const std::string pixel = std::to_string(x) + ", " + std::to_string(y);
+      corrupt(name, "BMP",
+              "a pixel (" + pixel + " of the rows as stored) uses colour " +
+                  std::to_string(colour) + " of a colour table of " + std::to_string(colours));
     }
   }
 }
