@@ -451,7 +451,7 @@ bool hdr_size(const std::string& line, int& width, int& height) {
 
 void check_hdr(const std::string& bytes, const std::string& name) {
   StbBytes walk(bytes);
-  walk.token();  // "#?RADIANCE" or "#?RGBE": check_stb_input saw it
+  walk.token();           // "#?RADIANCE" or "#?RGBE": check_stb_input saw it
   bool rle_rgbe = false;  // the one pixel format stb reads; it refuses a file without it
   for (std::string line = walk.token(); !line.empty(); line = walk.token())
     rle_rgbe = rle_rgbe || line == "FORMAT=32-bit_rle_rgbe";
