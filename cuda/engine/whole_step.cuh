@@ -16,9 +16,9 @@
 //      atomics); a thread per part and parameter for the per-sample tensors and biases, a thread
 //      per part and four adjacent weights for the dense layers (whole_step_update.cuh; with
 //      --precision tf32 and a batch of 256 or more, the dense layers' in eighths on the tensor
-//      cores, below). Then the
-//      SGD update of core/sgd.hpp (bit for bit the same formula as cuda/kernels/optimizer.cu). The
-//      step's loss and correct count are summed in sample order into its statistics slot.
+//      cores, below). Then the SGD update of core/sgd.hpp (bit for bit the same formula as
+//      cuda/kernels/optimizer.cu). The step's loss and correct count are summed in sample order
+//      into its statistics slot.
 // Evaluation is a third kernel, whole_step_evaluation_kernel: the forward stages and the loss
 // alone, one block per test image and model (WholeStep::evaluate), how the whole-step engines,
 // lone or packed, evaluate.

@@ -1,7 +1,7 @@
 // What the whole-step stages and kernels share (whole_step_forward.cuh, whole_step_backward.cuh,
-// whole_step_tf32.cuh, whole_step_update.cuh, whole_step.cu): the network's sizes as constants, the per-sample record in global memory, a
-// block's shared working set, the sample kernel's arguments, programmatic dependent launch, the
-// warp sum and the tensor cores' TF32 multiply-add.
+// whole_step_tf32.cuh, whole_step_update.cuh, whole_step.cu): the network's sizes as constants,
+// the per-sample record in global memory, a block's shared working set, the sample kernel's
+// arguments, programmatic dependent launch, the warp sum and the tensor cores' TF32 multiply-add.
 //
 // Included by whole_step.cu alone, the one translation unit that compiles the kernels (device
 // code is not linked across files here): the unnamed namespace gives every definition internal

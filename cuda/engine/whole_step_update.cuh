@@ -2,9 +2,10 @@
 // parameter from the samples' records, in a fixed order, then the SGD update.
 //
 // Each gradient is summed in kUpdateSplit parts of the batch (the tensor cores' dense tiles, below:
-// kMmaParts), each part in sample order, and the parts are added in order: a fixed order, so every run gives the same bits, with the parts on
-// different threads (one thread per parameter summing the whole batch had waited on memory with a
-// quarter of the SM's warps: roofline_whole_step.sh). Two kinds of blocks do it, below.
+// kMmaParts), each part in sample order, and the parts are added in order: a fixed order, so every
+// run gives the same bits, with the parts on different threads (one thread per parameter summing
+// the whole batch had waited on memory with a quarter of the SM's warps: roofline_whole_step.sh).
+// Two kinds of blocks do it, below.
 //
 // Included by whole_step.cu alone, the one translation unit that compiles the kernels (device
 // code is not linked across files here): the unnamed namespace gives every definition internal

@@ -76,8 +76,9 @@ struct GpuKernelSet {
 // book: the chapter's direct convolution kernel (Fig 16.12) and cuBLAS for the fully connected
 // layers, every layer on its own; fast: each activation fused into the layer before it, the faster
 // convolution and dense kernels; whole-step: trains in two kernels per step and evaluates with
-// the same forward stages (a checkpoint read later, by evaluate, runs the fast set). On the CPU, book is the sequential reference and fast and whole-step are the fast CPU
-// layers. In --kernels' order.
+// the same forward stages (a checkpoint read later, by evaluate, runs the fast set). On the CPU,
+// book is the sequential reference and fast and whole-step are the fast CPU layers. In --kernels'
+// order.
 const std::vector<GpuKernelSet>& gpu_kernel_sets();
 const GpuKernelSet& gpu_kernel_set(GpuKernels kernels);
 
