@@ -122,9 +122,11 @@ void check_jpeg(const std::string& bytes, std::size_t after_soi, const std::stri
 // stb's sanity limit on sides (STBI_MAX_DIMENSIONS): it refuses anything larger itself.
 constexpr std::int64_t kStbMaxSide = 1 << 24;
 
+// A little-endian field as stb reads it: zeros past the end of the file.
 std::uint32_t little_endian(const std::string& bytes, std::size_t at, int width) {
   std::uint32_t value = 0;
-  for (int i = width - 1; i >= 0; --i) value = (value << 8) | std::uint8_t(bytes[at + i]);
+  for (int i = width - 1; i >= 0; --i)
+    value = value << 8 | (at + i < bytes.size() ? std::uint8_t(bytes[at + i]) : 0);
   return value;
 }
 
@@ -143,12 +145,8 @@ std::uint32_t little_endian(const std::string& bytes, std::size_t at, int width)
 //     negative number of entries (pixel data starting inside the header): stb reads the colour
 //     from its table's uninitialised entries.
 void check_bmp(const std::string& bytes, const std::string& name) {
-  // A header field as stb reads it: zeros past the end of the file.
   const auto field = [&bytes](std::size_t at, int width) {
-    std::uint32_t value = 0;
-    for (int i = width - 1; i >= 0; --i)
-      value = value << 8 | (at + i < bytes.size() ? std::uint8_t(bytes[at + i]) : 0);
-    return value;
+    return little_endian(bytes, at, width);
   };
   const std::int32_t offset = std::int32_t(field(10, 4)), header = std::int32_t(field(14, 4));
   const bool core = header == 12;  // OS/2's header: 16-bit sides, no compression field

@@ -26,6 +26,10 @@ namespace lenet5 {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::big_endian16;
+using testing::big_endian32;
+using testing::little_endian16;
+using testing::little_endian32;
 using testing::mentions;
 using testing::TempDir;
 
@@ -69,6 +73,12 @@ Measured run_measured(const std::vector<std::string>& arguments, const TempDir& 
   return {end.exit_code(), testing::read_text(dir / "stderr.txt"), end.wall_s, end.max_rss_kib};
 }
 
+// `lenet5 classify` of one image with `model`, on the CPU, measured.
+Measured classify_measured(const fs::path& model, const fs::path& image, const TempDir& dir) {
+  return run_measured(
+      {"classify", "--device", "cpu", "--checkpoint", model.string(), image.string()}, dir);
+}
+
 // Exit code 1, the message names every item of `expected`, within the bounds.
 void expect_refused_within_bounds(const Measured& run, const std::vector<std::string>& expected) {
   EXPECT_EQ(run.exit_code, 1) << run.err;
@@ -82,10 +92,6 @@ void expect_refused_within_bounds(const Measured& run, const std::vector<std::st
 
 void write_bytes(const fs::path& file, const std::string& bytes) {
   std::ofstream(file, std::ios::binary) << bytes;
-}
-
-std::string big_endian32(std::uint32_t value) {
-  return {char(value >> 24), char(value >> 16 & 0xFF), char(value >> 8 & 0xFF), char(value & 0xFF)};
 }
 
 std::string idx_header(std::uint32_t magic, std::initializer_list<std::uint32_t> dims) {
@@ -231,9 +237,7 @@ TEST(BoundedInputs, ImageHeadersClaimingHugeSizesAreRefusedBeforeDecoding) {
   write_bytes(dir / "huge.jpg", jpeg_start(30000, 30000));
   for (const char* name : {"huge.png", "huge.jpg"})
     expect_refused_within_bounds(
-        run_measured(
-            {"classify", "--device", "cpu", "--checkpoint", model.string(), (dir / name).string()},
-            dir),
+        classify_measured(model, dir / name, dir),
         {name, "image is 30000x30000", std::to_string(kMaxImagePixels) + " pixels"});
 }
 
@@ -256,21 +260,8 @@ TEST(BoundedInputs, TheLargestAcceptedImageDecodesWithinTheBounds) {
   append_png_chunk(png, "IDAT", idat);
   append_png_chunk(png, "IEND", "");
   write_bytes(dir / "largest.png", png);
-  expect_refused_within_bounds(run_measured({"classify", "--device", "cpu", "--checkpoint",
-                                             model.string(), (dir / "largest.png").string()},
-                                            dir),
+  expect_refused_within_bounds(classify_measured(model, dir / "largest.png", dir),
                                {"largest.png", "blank"});
-}
-
-std::string little_endian16(std::uint16_t value) {
-  return {char(value & 0xFF), char(value >> 8)};
-}
-std::string little_endian32(std::uint32_t value) {
-  return little_endian16(std::uint16_t(value & 0xFFFF)) +
-         little_endian16(std::uint16_t(value >> 16));
-}
-std::string big_endian16(std::uint16_t value) {
-  return {char(value >> 8), char(value & 0xFF)};
 }
 
 // Files of 8192x4096 images (the most pixels accepted) that cost their decoder most, each holding
@@ -326,10 +317,7 @@ TEST(BoundedInputs, TheLargestAcceptedImageOfEveryFormatDecodesWithinTheBounds) 
   for (const auto& [name, bytes] : files_of_the_largest_accepted_images()) {
     SCOPED_TRACE(name);
     write_bytes(dir / name, bytes);
-    expect_refused_within_bounds(run_measured({"classify", "--device", "cpu", "--checkpoint",
-                                               model.string(), (dir / name).string()},
-                                              dir),
-                                 {name, "blank"});
+    expect_refused_within_bounds(classify_measured(model, dir / name, dir), {name, "blank"});
   }
 }
 
@@ -352,16 +340,13 @@ TEST(BoundedInputs, HdrFilesStbLoopedForeverOnAreRefusedWithinTheBounds) {
   for (const auto& [name, bytes] : files) {
     SCOPED_TRACE(name);
     write_bytes(dir / name, bytes);
-    expect_refused_within_bounds(run_measured({"classify", "--device", "cpu", "--checkpoint",
-                                               model.string(), (dir / name).string()},
-                                              dir),
+    expect_refused_within_bounds(classify_measured(model, dir / name, dir),
                                  {name, "corrupt HDR: its pixel data is cut short"});
   }
   const fs::path found =
       testing::source_dir() / "tests/data/fuzz-found/hdr_rle_scanline_cut_short.hdr";
   expect_refused_within_bounds(
-      run_measured({"classify", "--device", "cpu", "--checkpoint", model.string(), found.string()},
-                   dir),
+      classify_measured(model, found, dir),
       {"hdr_rle_scanline_cut_short.hdr", "corrupt HDR: its pixel data is cut short"});
 }
 
@@ -383,9 +368,7 @@ TEST(BoundedInputs, APictureOfOneThinLineAsLargeAsAcceptedIsReadWithinTheBounds)
     pgm += row;
   }
   write_bytes(dir / "line.pgm", pgm);
-  const Measured run = run_measured(
-      {"classify", "--device", "cpu", "--checkpoint", model.string(), (dir / "line.pgm").string()},
-      dir);
+  const Measured run = classify_measured(model, dir / "line.pgm", dir);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_LT(run.max_rss_kib, kMaxRssKib);
   EXPECT_LT(run.wall_s, kMaxWallS);

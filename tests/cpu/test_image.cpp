@@ -24,11 +24,14 @@
 #include "image/ink.hpp"
 #include "image/preprocess.hpp"
 #include "pictures/image.hpp"
+#include "test_util.hpp"
 
 namespace lenet5 {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::little_endian16;
+using testing::little_endian32;
 
 // ---- making test images ------------------------------------------------------------------------
 
@@ -334,44 +337,9 @@ TEST_F(ImageTest, OtherFormatsGiveTheSameDigitAsPng) {
   EXPECT_GT(pearson(from_png.pixels, from_jpg.pixels), 0.95);
 }
 
-// An HDR file as stb_image_write writes it: run-length scanlines where the width allows (8 to
-// 32767), flat pixels otherwise.
-std::string hdr_bytes(int width, int height) {
-  std::vector<float> radiance(std::size_t(width) * height);
-  for (std::size_t i = 0; i < radiance.size(); ++i) radiance[i] = float(i % 5) / 4.0f;
-  std::string bytes;
-  const auto append = [](void* out, void* data, int size) {
-    static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
-  };
-  EXPECT_TRUE(stbi_write_hdr_to_func(append, &bytes, width, height, 1, radiance.data()));
-  return bytes;
-}
-
-// An HDR file that ends before its last pixel is refused: stb_image 2.27 loops forever on a
-// run-length scanline cut short and converts flat pixels cut short from uninitialised memory.
-// The same files whole decode.
-TEST_F(ImageTest, HdrCutShortIsRefusedAndWholeDecodes) {
-  for (const int width : {16, 4}) {  // run-length scanlines, flat pixels
-    SCOPED_TRACE(width);
-    const std::string whole = hdr_bytes(width, 6);
-    EXPECT_EQ(decode_gray_image(whole, kMaxImageSide, "whole.hdr").pixels.size(),
-              std::size_t(width) * 6);
-    const std::string header_end = "+X " + std::to_string(width) + "\n";
-    const std::size_t pixels_start = whole.find(header_end) + header_end.size();
-    ASSERT_LT(pixels_start, whole.size());
-    // Cut inside the first scanline's header, right after it (where stb looped forever), in the
-    // middle, and one byte before the end.
-    for (const std::size_t size : {pixels_start + 3, pixels_start + 4,
-                                   (pixels_start + whole.size()) / 2, whole.size() - 1}) {
-      SCOPED_TRACE(size);
-      const std::string cut = whole.substr(0, size);
-      write_bytes(file("cut.hdr"), cut);
-      expect_error_mentioning([&] { load_gray_image(file("cut.hdr")); },
-                              {"cut.hdr", "corrupt HDR: its pixel data is cut short"});
-      expect_error_mentioning([&] { decode_gray_image(cut, kMaxImageSide, "upload"); },
-                              {"upload", "corrupt HDR: its pixel data is cut short"});
-    }
-  }
+// stb_image_write's output callback, appending to a std::string.
+void append_to_string(void* out, void* data, int size) {
+  static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
 }
 
 // A file cut short, given whole and cut at `sizes`: the whole decodes, every cut is refused as
@@ -390,15 +358,46 @@ void expect_cuts_refused(const std::string& whole, const std::vector<std::size_t
   }
 }
 
+// An HDR file as stb_image_write writes it: run-length scanlines where the width allows (8 to
+// 32767), flat pixels otherwise.
+std::string hdr_bytes(int width, int height) {
+  std::vector<float> radiance(std::size_t(width) * height);
+  for (std::size_t i = 0; i < radiance.size(); ++i) radiance[i] = float(i % 5) / 4.0f;
+  std::string bytes;
+  EXPECT_TRUE(stbi_write_hdr_to_func(append_to_string, &bytes, width, height, 1, radiance.data()));
+  return bytes;
+}
+
+// An HDR file that ends before its last pixel is refused: stb_image 2.27 loops forever on a
+// run-length scanline cut short and converts flat pixels cut short from uninitialised memory.
+// The same files whole decode.
+TEST_F(ImageTest, HdrCutShortIsRefusedAndWholeDecodes) {
+  for (const int width : {16, 4}) {  // run-length scanlines, flat pixels
+    SCOPED_TRACE(width);
+    const std::string whole = hdr_bytes(width, 6);
+    EXPECT_EQ(decode_gray_image(whole, kMaxImageSide, "whole.hdr").pixels.size(),
+              std::size_t(width) * 6);
+    const std::string header_end = "+X " + std::to_string(width) + "\n";
+    const std::size_t pixels_start = whole.find(header_end) + header_end.size();
+    ASSERT_LT(pixels_start, whole.size());
+    // Cut inside the first scanline's header, right after it (where stb looped forever), in the
+    // middle, and one byte before the end.
+    expect_cuts_refused(
+        whole,
+        {pixels_start + 3, pixels_start + 4, (pixels_start + whole.size()) / 2, whole.size() - 1},
+        "HDR", file("cut.hdr"));
+  }
+}
+
 // A GIF of a w x h checkerboard in colours 0 (white) and 1 (black): screen, a two-colour table,
 // the image and its LZW codes, 3 bits each (a clear code before every pair of pixels keeps them
 // so), then the end-of-information code, the block of length 0 that closes the data and the
 // trailer.
 std::string checkerboard_gif(int width, int height) {
-  const auto le16 = [](int v) { return std::string{char(v & 0xFF), char(v >> 8)}; };
-  std::string gif = "GIF89a" + le16(width) + le16(height) + std::string("\x80\x00\x00", 3) +
-                    std::string("\xff\xff\xff\x00\x00\x00", 6) + "\x2c" + le16(0) + le16(0) +
-                    le16(width) + le16(height) + std::string(1, '\0') + "\x02";
+  std::string gif = "GIF89a" + little_endian16(width) + little_endian16(height) +
+                    std::string("\x80\x00\x00", 3) + std::string("\xff\xff\xff\x00\x00\x00", 6) +
+                    "\x2c" + little_endian16(0) + little_endian16(0) + little_endian16(width) +
+                    little_endian16(height) + std::string(1, '\0') + "\x02";
   std::vector<int> codes;
   for (int i = 0; i < width * height; ++i) {
     if (i % 2 == 0) codes.push_back(4);  // clear
@@ -423,18 +422,12 @@ std::string checkerboard_gif(int width, int height) {
 // file is refused. One whose last row leaves out its padding decodes, as does a GIF without its
 // closing block or trailer once its codes have drawn every pixel or ended.
 TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
-  const auto le32 = [](std::uint32_t v) {
-    return std::string{char(v & 0xFF), char(v >> 8 & 0xFF), char(v >> 16 & 0xFF), char(v >> 24)};
-  };
-  const auto append = [](void* out, void* data, int size) {
-    static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
-  };
   const Canvas c = ring_digit(255, 0);  // 28 px wide: rows of 84 bytes, no padding
   const Canvas odd(5, 3, 1, 200);       // 5 px wide: rows of 15 bytes and 1 of padding
   for (const Canvas* canvas : {&c, &odd}) {
     std::string bmp;
-    ASSERT_TRUE(
-        stbi_write_bmp_to_func(append, &bmp, canvas->width, canvas->height, 1, canvas->px.data()));
+    ASSERT_TRUE(stbi_write_bmp_to_func(append_to_string, &bmp, canvas->width, canvas->height, 1,
+                                       canvas->px.data()));
     const std::size_t row = std::size_t(canvas->width) * 3, pad = (4 - row % 4) % 4;
     EXPECT_NO_THROW(decode_gray_image(bmp.substr(0, bmp.size() - pad), kMaxImageSide, "no pad"));
     // Cut inside the header (stb reads zeros for the rest and decodes a picture of them), in the
@@ -449,7 +442,7 @@ TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
     // same picture, and refused the same when cut short.
     const std::size_t stride = row + pad;
     std::string top_down = bmp.substr(0, 54);
-    top_down.replace(22, 4, le32(std::uint32_t(-canvas->height)));
+    top_down.replace(22, 4, little_endian32(std::uint32_t(-canvas->height)));
     for (int y = canvas->height - 1; y >= 0; --y) top_down += bmp.substr(54 + y * stride, stride);
     EXPECT_EQ(decode_gray_image(top_down, kMaxImageSide, "top-down").pixels,
               decode_gray_image(bmp, kMaxImageSide, "bottom-up").pixels);
@@ -471,14 +464,11 @@ TEST_F(ImageTest, BmpAndGifCutShortAreRefused) {
 // uninitialised rest of its 256-entry table. The same for pixel data that starts inside the
 // header, which leaves stb a table of a negative number of entries.
 TEST_F(ImageTest, BmpColoursOutsideTheirTableAreRefused) {
-  const auto le32 = [](std::uint32_t v) {
-    return std::string{char(v & 0xFF), char(v >> 8 & 0xFF), char(v >> 16 & 0xFF), char(v >> 24)};
-  };
   // 4x2 pixels of 8 bits, a table of 2 colours (black, white), rows of 4 bytes.
   const auto bmp = [&](std::uint32_t offset, const std::string& pixels) {
-    return "BM" + le32(0) + le32(0) + le32(offset) + le32(40) + le32(4) + le32(2) +
-           std::string{1, 0, 8, 0} + std::string(24, '\0') +
-           std::string("\x00\x00\x00\x00\xff\xff\xff\x00", 8) + pixels;
+    return "BM" + little_endian32(0) + little_endian32(0) + little_endian32(offset) +
+           little_endian32(40) + little_endian32(4) + little_endian32(2) + std::string{1, 0, 8, 0} +
+           std::string(24, '\0') + std::string("\x00\x00\x00\x00\xff\xff\xff\x00", 8) + pixels;
   };
   const std::string fits = bmp(62, std::string{0, 1, 1, 0, 1, 0, 0, 1});
   EXPECT_EQ(decode_gray_image(fits, kMaxImageSide, "fits").pixels.size(), 8u);
@@ -505,15 +495,12 @@ TEST_F(ImageTest, HdrCutShortIsRefusedWhateverTheSizeLineSpells) {
 // of an uncompressed TGA it left as the heap had them) and says nothing. Such a file is refused,
 // raw or run-length coded; the whole file decodes.
 TEST_F(ImageTest, TgaAndPsdCutShortAreRefused) {
-  const auto append = [](void* out, void* data, int size) {
-    static_cast<std::string*>(out)->append(static_cast<const char*>(data), std::size_t(size));
-  };
   const Canvas c = ring_digit(255, 0);
   for (const int run_length : {1, 0}) {
     SCOPED_TRACE(run_length);
     stbi_write_tga_with_rle = run_length;
     std::string tga;
-    ASSERT_TRUE(stbi_write_tga_to_func(append, &tga, c.width, c.height, 1, c.px.data()));
+    ASSERT_TRUE(stbi_write_tga_to_func(append_to_string, &tga, c.width, c.height, 1, c.px.data()));
     stbi_write_tga_with_rle = 1;  // the writer's default
     // stb_image_write ends a TGA with a 26-byte footer that no reader needs.
     expect_cuts_refused(tga, {30, tga.size() / 2, tga.size() - 27}, "TGA", file("cut.tga"));

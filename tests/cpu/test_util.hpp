@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +36,21 @@ inline bool have_mnist() {
   ASSERT_TRUE(::lenet5::testing::have_mnist())                                       \
       << "MNIST is not in " << ::lenet5::testing::mnist_dir()                        \
       << ": run scripts/fetch_mnist.sh (scripts/setup.sh does it)"
+
+// Numbers as the bytes of a file format's fields (image and IDX headers).
+inline std::string little_endian16(std::uint16_t value) {
+  return {char(value & 0xFF), char(value >> 8)};
+}
+inline std::string little_endian32(std::uint32_t value) {
+  return little_endian16(std::uint16_t(value & 0xFFFF)) +
+         little_endian16(std::uint16_t(value >> 16));
+}
+inline std::string big_endian16(std::uint16_t value) {
+  return {char(value >> 8), char(value & 0xFF)};
+}
+inline std::string big_endian32(std::uint32_t value) {
+  return big_endian16(std::uint16_t(value >> 16)) + big_endian16(std::uint16_t(value & 0xFFFF));
+}
 
 // Whether `what` occurs in `text` (help texts, error messages, command output).
 inline bool mentions(const std::string& text, const std::string& what) {
