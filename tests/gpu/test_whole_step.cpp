@@ -278,7 +278,7 @@ TEST_P(WholeStepGradients, MatchTheCpuReference) {
 INSTANTIATE_TEST_SUITE_P(EveryOption, WholeStepGradients, every_network_option(),
                          network_test_name);
 
-// ---- --precision tf32: C3's stages on the tensor cores (whole_step_tf32.cuh) ------------------
+// ---- --precision tf32: C3's stages and the dense weights' gradient sums on the tensor cores ----
 
 // A tensor's ||got - want|| / ||want|| (L2 norms over the tensor).
 double relative_l2(const ParamSpec& spec, const std::vector<float>& got,
