@@ -514,8 +514,8 @@ NetConfig TrainSettings::net_config() const {
   config.precision = parse_precision(precision);
   if (config.precision == Precision::tf32 && !set.whole_step)
     throw UsageError(
-        "--precision tf32 runs in the whole-step kernels only (C3's stages, and from a batch "
-        "of 256 the dense layers' weight gradients, on the tensor cores), not in --kernels " +
+        "--precision tf32 runs in the whole-step kernels only (C3's stages, and for batches of "
+        "256 and more the dense layers' weight gradients, on the tensor cores), not in --kernels " +
         std::string(set.name) + ": choose --kernels whole-step, or --precision fp32");
   config.conv_units = parse_conv_units(conv_units);
   if (set.whole_step && config.conv_units == ConvUnits::squashed)

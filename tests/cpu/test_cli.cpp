@@ -84,7 +84,8 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"train --optimizer sdlm --momentum 0 --kernels fast --sdlm-mu 0 --device cpu",
        "--sdlm-mu must be above 0"},
       {"train --momentum 1.5 --device cpu", "--momentum"},
-      // C3 on the tensor cores: the whole-step kernels on a GPU only.
+      // The tensor cores (C3, and the dense weights' gradients from batch 256): the whole-step
+      // kernels on a GPU only.
       {"train --precision tf32 --device cpu", "--precision tf32 runs on a GPU's tensor cores"},
       {"train --precision tf32 --kernels fast --device gpu",
        "--precision tf32 runs in the whole-step kernels only"},

@@ -278,7 +278,8 @@ TEST_P(WholeStepGradients, MatchTheCpuReference) {
 INSTANTIATE_TEST_SUITE_P(EveryOption, WholeStepGradients, every_network_option(),
                          network_test_name);
 
-// ---- --precision tf32: C3's stages and the dense weights' gradient sums on the tensor cores ----
+// ---- --precision tf32: C3's stages on the tensor cores, and from batch 256 the dense weights' --
+// ---- gradient sums (whole_step_tf32.cuh, whole_step_update.cuh) -------------------------------
 
 // A tensor's ||got - want|| / ||want|| (L2 norms over the tensor).
 double relative_l2(const ParamSpec& spec, const std::vector<float>& got,
