@@ -400,10 +400,11 @@ void check_tga(const std::string& file, const std::string& name) {
                       !one_of(bits, {8, 16}) || map_length == 0))
     return;
   if (mapped == 0 && !one_of(type, {2, 3, 10, 11})) return;
-  const bool run_length = type >= 8, grey = type % 8 == 3;
-  // stbi__tga_get_comp: the bytes of one pixel (or colour map entry) of `bits` bits.
-  const auto entry_bytes = [&](int entry_bits) {
-    return entry_bits == 16 && grey ? 2 : entry_bits == 15 || entry_bits == 16 ? 2 : entry_bits / 8;
+  const bool run_length = type >= 8;
+  // The bytes stb reads for one pixel (or colour map entry) of `bits` bits: two for 15 and 16
+  // bits (RGB 5-5-5, or grey and alpha), else a byte per 8 bits (stbi__tga_get_comp).
+  const auto entry_bytes = [](int entry_bits) {
+    return entry_bits == 15 || entry_bits == 16 ? 2 : entry_bits / 8;
   };
   bytes.skip(id_length);
   if (mapped == 1) {
@@ -429,11 +430,6 @@ void check_tga(const std::string& file, const std::string& name) {
   }
 }
 
-// stb_image's HDR reader walked over the bytes without decoding, step for step as 2.27 reads them
-// (stbi__hdr_load). Where the pixel data ends early, stb misbehaves: a run-length scanline cut
-// short loops forever (each read past the end gives a zero count, which advances nothing; found by
-// fuzzing), and flat pixels cut short are converted from an uninitialised local array. So a file
-// that ends before its last pixel is refused; anything else stb refuses itself is left to it.
 // The size from the resolution line "-Y <height> +X <width>", parsed as stb parses it, long
 // numbers cut to int as stb cuts them (4294967312 is 16); false where stb refuses the line.
 bool hdr_size(const std::string& line, int& width, int& height) {
@@ -447,6 +443,11 @@ bool hdr_size(const std::string& line, int& width, int& height) {
   return true;
 }
 
+// stb_image's HDR reader walked over the bytes without decoding, step for step as 2.27 reads them
+// (stbi__hdr_load). Where the pixel data ends early, stb misbehaves: a run-length scanline cut
+// short loops forever (each read past the end gives a zero count, which advances nothing; found by
+// fuzzing), and flat pixels cut short are converted from an uninitialised local array. So a file
+// that ends before its last pixel is refused; anything else stb refuses itself is left to it.
 void check_hdr(const std::string& bytes, const std::string& name) {
   StbBytes walk(bytes);
   walk.token();           // "#?RADIANCE" or "#?RGBE": check_stb_input saw it
