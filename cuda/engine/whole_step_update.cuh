@@ -80,10 +80,9 @@ constexpr int kDenseTiles =
 // at_in_record.
 __device__ float flat_gradient(const WholeStepOffsets& at, int p, const float* records, int first,
                                int end, const float* c3_mask) {
-  // Unrolled by 16, as the dense tiles below: measured with them, and alone no different from 8.
   const auto summed = [&](int offset, int at_in_record) {
     float acc = 0.0f;
-#pragma unroll 16
+#pragma unroll 8
     for (int s = first; s < end; ++s)
       acc += records[std::size_t(s) * record::floats + at_in_record + p - offset];
     return acc;
@@ -157,11 +156,7 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
   const bool inside = o < Out && i < In;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (inside) {
-    // Unrolled by 16 so that a part of up to 16 samples has all its loads in flight at once (the
-    // kernel waits on L2 most of its time). Against 8, with the flat sums' loop too (H200,
-    // 2026-11-28): batch-64 epochs -1.6 %, batch 256 -1.1 %, packed sweeps +1.5 % images/s, but
-    // batch 128 +1.4 %, in one run (README, Results).
-#pragma unroll 16
+#pragma unroll 8
     for (int s = first_of_part(part, args.n); s < first_of_part(part + 1, args.n); ++s) {
       const float* r = args.records + std::size_t(s) * record::floats;
       const float dy = r[dy_at + o];
