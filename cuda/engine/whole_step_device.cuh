@@ -18,8 +18,8 @@
 namespace lenet5::cuda {
 namespace {
 
-// 16 warps: the stages give different warps different work (C3's weight and input
-// gradients run side by side), and 4 warps per scheduler hide shared-memory and L2 latency.
+// 16 warps: the stages give different warps different work (C1's and C3's weight gradients run
+// side by side), and 4 warps per scheduler hide shared-memory and L2 latency.
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 // whole_step_sample_kernel2, for grids larger than the GPU's SMs, puts two sample blocks on an SM:
@@ -92,8 +92,9 @@ struct SampleShared {
   float z[kOut];   // logits
   float d7[kOut];  // dL/dlogits
   int label;       // the sample's label, read with its image
-  // Partial sums that one stage combines in a fixed order: C3's two halves of input maps, the
-  // dense layers' input gradients per warp, C1's weight gradient per output column.
+  // Partial sums that one stage combines in a fixed order: C3's two halves of input maps, its input
+  // gradient's quarters of output maps, the dense layers' input gradients per warp, C1's weight
+  // gradient per output column.
   // The input's augmentation works here too, before any stage needs the partial sums.
   alignas(16) float scratch[kWarps * kFlat4];
 };
