@@ -171,52 +171,83 @@ __device__ void s2_backward_window(SampleShared& s, int i, float dy) {
   pool_backward_window<P>(s.c1 + (m * kSide1 + 2 * h) * kSide1 + 2 * w, kSide1, dy);
 }
 
-// dL/d(S2 pre-activation)[c][u][v] = f'(a2) * sum_{m,p,q} c3.weight[m][c][p][q] dC3[m][u-p][v-q].
-// Thread (quarter of the maps m, input map c, half of the rows, pair of columns v0, v0 + 1)
-// computes 2 x 7 outputs over 4 maps (336 threads). Output column v0 + 1 needs at filter column q
-// the dC3 column that v0 needed at q - 1, so each loaded column serves both outputs: 6 column
-// loads per map instead of 10. Rows outside dC3 read the zero padding, columns outside it read as
-// zeros. The quarters' sums go through the scratch and are added in quarter order. The thread that
-// forms an output also does S2's backward for its window (s2_backward_window). All threads call it
-// (it has a barrier).
-template <Activation A, Subsampling P>
-__device__ void c3_input_gradient(SampleShared& s) {
-  constexpr int kRows = kSide2 / 2, kQuarterMaps = kMaps3 / 4, kColumn = kRows + kK - 1;
-  constexpr int kPerQuarter = kMaps1 * 2 * (kSide2 / 2);  // 84
-  constexpr int kOutputs = kMaps1 * kSide2 * kSide2;      // 1,176
-  static_assert(3 * kOutputs <= kWarps * kFlat4, "three quarters' partials fit the scratch");
-  const int t = threadIdx.x;
-  const bool active = t < 4 * kPerQuarter;
-  const int quarter = t / kPerQuarter, r = t % kPerQuarter;
-  const int c = r / kSide2, u0 = (r / (kSide2 / 2) % 2) * kRows, v0 = 2 * (r % (kSide2 / 2));
-  float acc[2][kRows] = {};  // columns v0 and v0 + 1
-  if (active)
-    for (int m = quarter * kQuarterMaps; m < (quarter + 1) * kQuarterMaps; ++m) {
-      // Padded rows u0 .. u0 + 10 hold dC3 rows u0 - 4 .. u0 + 6.
-      const float* rows = s.d3 + m * kD3Map + u0 * kD3Row;
-      float right[kColumn], left[kColumn];
-      const bool right_inside = v0 + 1 < kSide3;
+// One half of C3's input gradient (c3_input_gradient below) for the thread of (quarter, input map c,
+// column pair v0): Half 0 the top rows u = 0..6 of S2, Half 1 the bottom rows 7..13. A tap p of
+// output row i reads dC3 row Half * 7 + i - p, which falls above dC3 for the top half where p > i
+// and below it for the bottom half where i - p > 2: those taps, known when the loops unroll, are
+// left out instead of multiplying the padding's zeros (about 30 % of the multiply-adds), and each
+// dC3 column is read over the 7 rows the remaining taps need instead of 11. Every output's sum keeps
+// its order (maps, then q, then p) over the taps kept, and with finite weights a product with a
+// zero factor adds +0 or -0, which leaves every sum but a zero as it is. So the bits are those of
+// the sums that multiplied the padding, save the sign of a zero sum (one of negative sign, from a
+// product at most half of float's smallest denormal, kept where the padding's +0 made it +0).
+template <int Half>
+__device__ void c3_input_gradient_half(const SampleShared& s, int quarter, int c, int v0,
+                                       float (&acc)[2][kSide2 / 2]) {
+  constexpr int kRows = kSide2 / 2, kQuarterMaps = kMaps3 / 4;
+  // The first padded row of dL/dC3 that a kept tap reads, counted from row Half * kRows.
+  constexpr int kFirst = Half == 0 ? kPadRows : 0;
+  const auto kept = [](int i, int p) {
+    const int row = Half * kRows + i - p;
+    return row >= 0 && row < kSide3;
+  };
+  for (int m = quarter * kQuarterMaps; m < (quarter + 1) * kQuarterMaps; ++m) {
+    // Loaded rows k = 0..6 hold dC3 rows Half * 7 + k + kFirst - kPadRows.
+    const float* rows = s.d3 + m * kD3Map + (Half * kRows + kFirst) * kD3Row;
+    float right[kRows], left[kRows];
+    const bool right_inside = v0 + 1 < kSide3;
 #pragma unroll
-      for (int k = 0; k < kColumn; ++k) right[k] = right_inside ? rows[k * kD3Row + v0 + 1] : 0.0f;
+    for (int k = 0; k < kRows; ++k) right[k] = right_inside ? rows[k * kD3Row + v0 + 1] : 0.0f;
 #pragma unroll
-      for (int q = 0; q < kK; ++q) {
-        const int column = v0 - q;
-        const bool inside = column >= 0 && column < kSide3;
+    for (int q = 0; q < kK; ++q) {
+      const int column = v0 - q;
+      const bool inside = column >= 0 && column < kSide3;
 #pragma unroll
-        for (int k = 0; k < kColumn; ++k) left[k] = inside ? rows[k * kD3Row + column] : 0.0f;
-        const float4 w03 = *reinterpret_cast<const float4*>(s.w3 + w3_index(m, c, q));
-        const float weights[kK] = {w03.x, w03.y, w03.z, w03.w, s.w3[w3_index(m, c, q) + 4]};
+      for (int k = 0; k < kRows; ++k) left[k] = inside ? rows[k * kD3Row + column] : 0.0f;
+      const float4 w03 = *reinterpret_cast<const float4*>(s.w3 + w3_index(m, c, q));
+      const float weights[kK] = {w03.x, w03.y, w03.z, w03.w, s.w3[w3_index(m, c, q) + 4]};
 #pragma unroll
-        for (int p = 0; p < kK; ++p)
+      for (int p = 0; p < kK; ++p)
 #pragma unroll
-          for (int i = 0; i < kRows; ++i) {
-            acc[0][i] += weights[p] * left[i - p + kPadRows];
-            acc[1][i] += weights[p] * right[i - p + kPadRows];
+        for (int i = 0; i < kRows; ++i)
+          if (kept(i, p)) {
+            acc[0][i] += weights[p] * left[i - p + kPadRows - kFirst];
+            acc[1][i] += weights[p] * right[i - p + kPadRows - kFirst];
           }
 #pragma unroll
-        for (int k = 0; k < kColumn; ++k) right[k] = left[k];
-      }
+      for (int k = 0; k < kRows; ++k) right[k] = left[k];
     }
+  }
+}
+
+// dL/d(S2 pre-activation)[c][u][v] = f'(a2) * sum_{m,p,q} c3.weight[m][c][p][q] dC3[m][u-p][v-q].
+// Thread (half of the rows, quarter of the maps m, input map c, pair of columns v0, v0 + 1)
+// computes 2 x 7 outputs over 4 maps (336 threads): each half of the rows on its own half of the
+// block (warps 0-5 and 8-13), so that a warp's rows, and with them the taps it leaves out
+// (c3_input_gradient_half), are the same for all its lanes. Output column v0 + 1 needs at filter
+// column q the dC3 column that v0 needed at q - 1, so each loaded column serves both outputs: 6
+// column loads per map instead of 10. Columns outside dC3 read as zeros. The quarters' sums go
+// through the scratch and are added in quarter order. The thread that forms an output also does
+// S2's backward for its window (s2_backward_window). All threads call it (it has a barrier).
+template <Activation A, Subsampling P>
+__device__ void c3_input_gradient(SampleShared& s) {
+  constexpr int kRows = kSide2 / 2;
+  constexpr int kPerQuarter = kMaps1 * (kSide2 / 2);  // 42: (c, column pair)
+  constexpr int kHalfThreads = kThreads / 2;
+  constexpr int kOutputs = kMaps1 * kSide2 * kSide2;  // 1,176
+  static_assert(4 * kPerQuarter <= kHalfThreads, "a half of the rows fits a half of the block");
+  static_assert(3 * kOutputs <= kWarps * kFlat4, "three quarters' partials fit the scratch");
+  const int half = int(threadIdx.x) / kHalfThreads, t = int(threadIdx.x) % kHalfThreads;
+  const bool active = t < 4 * kPerQuarter;
+  const int quarter = t / kPerQuarter, r = t % kPerQuarter;
+  const int c = r / (kSide2 / 2), u0 = half * kRows, v0 = 2 * (r % (kSide2 / 2));
+  float acc[2][kRows] = {};  // columns v0 and v0 + 1
+  if (active) {
+    if (half == 0)
+      c3_input_gradient_half<0>(s, quarter, c, v0, acc);
+    else
+      c3_input_gradient_half<1>(s, quarter, c, v0, acc);
+  }
   const auto output = [&](int j, int i) { return (c * kSide2 + u0 + i) * kSide2 + v0 + j; };
   if (active && quarter > 0)
 #pragma unroll

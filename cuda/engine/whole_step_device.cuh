@@ -42,13 +42,17 @@ constexpr int kW1 = kMaps1 * kK * kK;           // 150
 constexpr int kW3 = kMaps3 * kMaps1 * kK * kK;  // 2,400
 static_assert(kField == kInputSide && kImage == kImageSide, "the topology's input");
 
-// dL/dC3 is kept with kPadRows zero rows above and below each map, so that the input-gradient
-// correlation (C3's transposed convolution) reads zeros instead of testing row bounds.
+// dL/dC3 is kept with kPadRows zero rows above and below each map, so that the tensor cores'
+// input-gradient correlation (C3's transposed convolution, whole_step_tf32.cuh) reads zeros instead
+// of testing row bounds; the fp32 one leaves out the taps that would read them
+// (c3_input_gradient_half).
 constexpr int kPadRows = kK - 1;
 constexpr int kPaddedRows3 = kSide3 + 2 * kPadRows;  // 18
-// Its rows are 16 floats apart and its maps 8 floats more than 18 rows: the input-gradient stage
-// reads a column in two groups of 14 lanes 7 rows apart, which then fall in disjoint banks
-// (7 x 16 = 112 = 16 mod 32), and the weight-gradient stage's two maps per warp do too.
+// Its rows are 16 floats apart and its maps 8 floats more than 18 rows, so that the weight-gradient
+// stage's two maps per warp fall in disjoint banks. (Chosen when a warp of the fp32 input-gradient
+// stage read a column in two groups of 14 lanes 7 rows apart, which then fell in disjoint banks;
+// its warps now read one row per load, and a warp that spans two quarters of the maps reads maps 4
+// apart, 4 x 296 = 0 mod 32: the same banks.)
 constexpr int kD3Row = 16, kD3Map = kPaddedRows3 * kD3Row + 8;
 // c3.weight is kept transposed and padded as [m][c][q][8] with p in 0..4, so that a stage that
 // needs the five p values of one (m, c, q) reads them as one float4 and one float.
