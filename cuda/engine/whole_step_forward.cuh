@@ -159,7 +159,9 @@ __device__ void c3_forward(SampleShared& s) {
 // (rows of 400, 120 and 84 floats, at 128-byte aligned tensor offsets). The loads of a whole
 // group are issued before any is used, so each lane has up to Group x 4 loads in flight: the
 // layer is bound by L2 latency otherwise. Each block starts at its own row (row_shift): 64 blocks
-// reading the same lines at the same moment queue up in the same L2 slices.
+// reading the same lines at the same moment queue up in the same L2 slices. After the butterfly
+// every lane holds every sum, so lane k finishes row o0 + k, with its bias loaded beside the
+// weights: no L2 round trip and no Group-long serial tail on lane 0 follow the sums.
 template <Activation A, bool Activate, int In, int Out, int Group>
 __device__ void dense_forward(const float* weight, const float* bias, const float* x, float* y,
                               float* record_y, int row_shift) {
@@ -168,6 +170,9 @@ __device__ void dense_forward(const float* weight, const float* bias, const floa
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float4* x4 = reinterpret_cast<const float4*>(x);
   for (int o0 = warp * Group; o0 < Out; o0 += kWarps * Group) {
+    const bool finishes = lane < Group && o0 + lane < Out;
+    const int o_finished = (o0 + (lane < Group ? lane : 0) + row_shift) % Out;
+    const float b = finishes ? bias[o_finished] : 0.0f;
     float4 w[Group][kChunks];
 #pragma unroll
     for (int k = 0; k < Group; ++k)
@@ -188,16 +193,17 @@ __device__ void dense_forward(const float* weight, const float* bias, const floa
       for (int k = 0; k < Group; ++k)
         acc[k] += w[k][c].x * xv.x + w[k][c].y * xv.y + w[k][c].z * xv.z + w[k][c].w * xv.w;
     }
+    float mine = 0.0f;
 #pragma unroll
     for (int k = 0; k < Group; ++k) {
       const float sum = warp_sum(acc[k]);
-      const int o = (o0 + k + row_shift) % Out;
-      if (lane == 0 && o0 + k < Out) {
-        const float z = sum + bias[o];
-        const float value = Activate ? activate(A, z) : z;
-        y[o] = value;
-        if (record_y) record_y[o] = value;
-      }
+      if (lane == k) mine = sum;
+    }
+    if (finishes) {
+      const float z = mine + b;
+      const float value = Activate ? activate(A, z) : z;
+      y[o_finished] = value;
+      if (record_y) record_y[o_finished] = value;
     }
   }
 }
