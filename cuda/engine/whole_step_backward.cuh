@@ -171,14 +171,14 @@ __device__ void s2_backward_window(SampleShared& s, int i, float dy) {
   pool_backward_window<P>(s.c1 + (m * kSide1 + 2 * h) * kSide1 + 2 * w, kSide1, dy);
 }
 
-// One half of C3's input gradient (c3_input_gradient below) for the thread of (quarter, input map c,
-// column pair v0): Half 0 the top rows u = 0..6 of S2, Half 1 the bottom rows 7..13. A tap p of
+// One half of C3's input gradient (c3_input_gradient below) for the thread of (quarter, input map
+// c, column pair v0): Half 0 the top rows u = 0..6 of S2, Half 1 the bottom rows 7..13. A tap p of
 // output row i reads dC3 row Half * 7 + i - p, which falls above dC3 for the top half where p > i
 // and below it for the bottom half where i - p > 2: those taps, known when the loops unroll, are
 // left out instead of multiplying the padding's zeros (about 30 % of the multiply-adds), and each
-// dC3 column is read over the 7 rows the remaining taps need instead of 11. Every output's sum keeps
-// its order (maps, then q, then p) over the taps kept, and with finite weights a product with a
-// zero factor adds +0 or -0, which leaves every sum but a zero as it is. So the bits are those of
+// dC3 column is read over the 7 rows the remaining taps need instead of 11. Every output's sum
+// keeps its order (maps, then q, then p) over the taps kept, and with finite weights a product with
+// a zero factor adds +0 or -0, which leaves every sum but a zero as it is. So the bits are those of
 // the sums that multiplied the padding, save the sign of a zero sum (one of negative sign, from a
 // product at most half of float's smallest denormal, kept where the padding's +0 made it +0).
 template <int Half>
