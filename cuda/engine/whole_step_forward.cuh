@@ -166,6 +166,7 @@ template <Activation A, bool Activate, int In, int Out, int Group>
 __device__ void dense_forward(const float* weight, const float* bias, const float* x, float* y,
                               float* record_y, int row_shift) {
   static_assert(In % 4 == 0, "rows are read as float4");
+  static_assert(Group <= 32, "lane k finishes row o0 + k");
   constexpr int kIn4 = In / 4, kChunks = (kIn4 + 31) / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float4* x4 = reinterpret_cast<const float4*>(x);
