@@ -3,7 +3,8 @@
 // training comes from the list it is declared in (rows 1-7 and 15 the default training through
 // `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number;
 // scripts/roofline_whole_step.sh --from and scripts/bench_vs_pytorch.sh --from, which write their
-// tables into the README's blocks (through scripts/readme_block.py).
+// tables into the README's blocks (through scripts/readme_block.py); scripts/stall_profile.sh
+// --from, which sums Nsight Compute's warp-stall samples per reason, function and line.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -302,6 +303,88 @@ TEST(ComparisonScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
   EXPECT_TRUE(testing::mentions(out, "pytorch-eager.jsonl holds no results")) << out;
   EXPECT_TRUE(testing::mentions(out, "| pytorch | graph |")) << out;
   EXPECT_FALSE(testing::mentions(out, "| pytorch | eager |")) << out;
+}
+
+// What scripts/stall_profile.sh reads: Nsight Compute's source page (--page source --csv
+// --print-source cuda,sass), a section per file whose numbered rows are source lines and whose
+// unnumbered rows are their SASS (not counted again), and a source tree to find the enclosing
+// functions in (here a file of its own, so that the test does not follow cuda/'s line numbers).
+void write_stall_profile_inputs(const std::filesystem::path& dir) {
+  write(dir / "tree" / "cuda" / "engine" / "stages.cuh",
+        "// two stages\n"                              // 1
+        "__device__ float first_stage(float x) {\n"    // 2
+        "  return x * 2.0f;\n"                         // 3
+        "}\n"                                          // 4
+        "\n"                                           // 5
+        "__global__ void __launch_bounds__(128, 2)\n"  // 6
+        "    second_kernel(float* y) {\n"              // 7
+        "  y[0] = first_stage(y[0]);\n"                // 8
+        "}\n");                                        // 9
+  const std::string header =
+      "\"Line No\",\"Source\",\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\","
+      "\"Warp Stall Sampling (Not-issued Samples)\",\"# Samples\",\"Instructions Executed\","
+      "\"stall_barrier\",\"stall_long_sb\",\"stall_barrier (Not Issued)\"\n";
+  write(dir / "measured" / "source.csv",
+        "\"File Path\",\"/elsewhere/checkout/cuda/engine/stages.cuh\"\n"
+        "\"Function Name\",\"void second_kernel(float *)\"\n" +
+            header +
+            "\"3\",\"return x * "
+            "2.0f;\",\"-\",\"-\",\"30\",\"10\",\"30\",\"1,000,000\",\"0\",\"30\",\"0\"\n"
+            "\"\",\"\",\"0x7f00\",\"      FMUL R1, R1, "
+            "2\",\"30\",\"10\",\"30\",\"1,000,000\",\"0\",\"30\",\"0\"\n"
+            "\"8\",\"y[0] = "
+            "first_stage(y[0]);\",\"-\",\"-\",\"10\",\"5\",\"10\",\"500,000\",\"10\",\"0\",\"7\"\n"
+            "\"File Path\",\"/usr/include/c++/13/cmath\"\n"
+            "\"Function Name\",\"void second_kernel(float *)\"\n" +
+            header +
+            "\"477\",\"{ return __builtin_tanhf(__x); "
+            "}\",\"-\",\"-\",\"10\",\"0\",\"10\",\"100,000\",\"0\",\"10\",\"0\"\n");
+}
+
+TEST(StallProfileScript, SumsTheSamplesPerReasonPerEnclosingFunctionAndPerLine) {
+  TempDir dir;
+  write_stall_profile_inputs(dir.path());
+  const std::string arguments = "--from '" + (dir / "measured").string() + "' --source-root '" +
+                                (dir / "tree").string() + "' --top 2";
+  ASSERT_EQ(run_script("stall_profile.sh", arguments, dir), 0)
+      << testing::read_text(dir / "out.txt");
+  const std::string tables = testing::read_text(dir / "measured" / "stalls.md");
+  EXPECT_EQ(testing::read_text(dir / "out.txt"), tables);
+  // 30 + 10 + 10 samples; the SASS row and the not-issued column are not counted again.
+  EXPECT_TRUE(testing::mentions(tables, "50 warp-stall samples; 1.60 M warp instructions"))
+      << tables;
+  EXPECT_TRUE(testing::mentions(tables, "| long sb | 40 | 80.0 % |")) << tables;
+  EXPECT_TRUE(testing::mentions(tables, "| barrier | 10 | 20.0 % |")) << tables;
+  EXPECT_TRUE(testing::mentions(
+      tables, "| first_stage (cuda/engine/stages.cuh) | 30 | 60.0 % | long sb 30 |"))
+      << tables;
+  // The kernel's name sits on the line after __launch_bounds__.
+  EXPECT_TRUE(testing::mentions(
+      tables, "| second_kernel (cuda/engine/stages.cuh) | 10 | 20.0 % | barrier 10 |"))
+      << tables;
+  EXPECT_TRUE(testing::mentions(tables, "| cmath (outside the tree) | 10 | 20.0 % | long sb 10 |"))
+      << tables;
+  EXPECT_TRUE(testing::mentions(
+      tables, "| cuda/engine/stages.cuh:3 | 30 | 60.0 % | long sb 30 | `return x * 2.0f;` |"))
+      << tables;
+  // --top 2: the third line is left out.
+  EXPECT_FALSE(testing::mentions(tables, "cmath:477")) << tables;
+}
+
+TEST(StallProfileScript, RefusesAFolderWithoutASourcePageAndAPageWithoutSourceLines) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "empty");
+  EXPECT_EQ(run_script("stall_profile.sh", "--from '" + (dir / "empty").string() + "'", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no source.csv there"));
+  // A binary built without -lineinfo: SASS rows only.
+  write(dir / "sass-only" / "source.csv",
+        "\"File Path\",\"\"\n\"Line No\",\"Source\",\"Address\",\"Source\","
+        "\"Warp Stall Sampling (All Samples)\"\n\"\",\"\",\"0x7f00\",\"FMUL R1, R1, 2\",\"30\"\n");
+  EXPECT_EQ(run_script("stall_profile.sh", "--from '" + (dir / "sass-only").string() + "'", dir),
+            2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "-lineinfo"));
+  EXPECT_EQ(run_script("stall_profile.sh", "--top many", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "--top takes a whole number"));
 }
 
 }  // namespace
