@@ -306,85 +306,126 @@ TEST(ComparisonScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
 }
 
 // What scripts/stall_profile.sh reads: Nsight Compute's source page (--page source --csv
-// --print-source cuda,sass), a section per file whose numbered rows are source lines and whose
-// unnumbered rows are their SASS (not counted again), and a source tree to find the enclosing
-// functions in (here a file of its own, so that the test does not follow cuda/'s line numbers).
+// --print-source cuda,sass), a section per file: a row per source line (numbered), each followed by
+// its SASS instructions with their own counts. An instruction inlined from another function is
+// listed under every frame of its inline chain, in no particular order: here 0x10 under the line
+// that calls first_stage before first_stage's own line, and 0x20 under cmath's line before Scale's.
+// The source tree is a folder of its own, so that the test does not follow cuda/'s line numbers,
+// with a decoy at a shorter tail of the sampled paths.
 void write_stall_profile_inputs(const std::filesystem::path& dir) {
+  write(dir / "tree" / "cuda" / "engine" / "inner.cuh",
+        "// stages\n"                                      // 1
+        "__device__ float first_stage(float x) {\n"        // 2
+        "  return x * 2.0f;\n"                             // 3
+        "}\n"                                              // 4
+        "struct Scale {\n"                                 // 5
+        "  LENET5_HD float operator()(float x) const {\n"  // 6
+        "    return x * 3.0f;\n"                           // 7
+        "  }\n"                                            // 8
+        "};\n");                                           // 9
   write(dir / "tree" / "cuda" / "engine" / "stages.cuh",
-        "// two stages\n"                              // 1
-        "__device__ float first_stage(float x) {\n"    // 2
-        "  return x * 2.0f;\n"                         // 3
-        "}\n"                                          // 4
-        "\n"                                           // 5
-        "__global__ void __launch_bounds__(128, 2)\n"  // 6
-        "    second_kernel(float* y) {\n"              // 7
-        "  y[0] = first_stage(y[0]);\n"                // 8
-        "}\n");                                        // 9
+        std::string(9, '\n') +
+            "__global__ void __launch_bounds__(128, 2)\n"    // 10
+            "    second_kernel(float* y) {\n"                // 11
+            "  y[0] = first_stage(y[0]) + Scale{}(y[1]);\n"  // 12
+            "}\n");                                          // 13
+  write(dir / "tree" / "engine" / "stages.cuh",
+        std::string(9, '\n') + "__device__ float decoy(float x) { return x; }\n");
+  // Columns in an order of their own: the script finds them by name.
   const std::string header =
-      "\"Line No\",\"Source\",\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\","
-      "\"Warp Stall Sampling (Not-issued Samples)\",\"# Samples\",\"Instructions Executed\","
-      "\"stall_barrier\",\"stall_long_sb\",\"stall_barrier (Not Issued)\"\n";
+      "\"Line No\",\"Source\",\"Address\",\"Source\",\"Instructions Executed\","
+      "\"Warp Stall Sampling (All Samples)\",\"Warp Stall Sampling (Not-issued Samples)\","
+      "\"stall_barrier (Not Issued)\",\"stall_barrier\",\"stall_long_sb\"\n";
+  const auto section = [&header](const std::string& file) {
+    return "\"File Path\",\"" + file + "\"\n\"Function Name\",\"void second_kernel(float *)\"\n" +
+           header;
+  };
+  const auto line = [](int number, const std::string& source) {
+    return "\"" + std::to_string(number) + "\",\"" + source + "\",\"-\",\"-\",\"0\",\"0\",\"0\"," +
+           "\"0\",\"0\",\"0\"\n";
+  };
+  const auto sass = [](const std::string& address, const std::string& executed, int samples,
+                       int barrier_not_issued, int barrier, int long_sb) {
+    return "\"\",\"\",\"" + address + "\",\"      FFMA R1, R2, R3, R4\",\"" + executed + "\",\"" +
+           std::to_string(samples) + "\",\"0\",\"" + std::to_string(barrier_not_issued) + "\",\"" +
+           std::to_string(barrier) + "\",\"" + std::to_string(long_sb) + "\"\n";
+  };
+  const std::string x10 = sass("0x10", "1,000,000", 30, 9, 0, 30);
+  const std::string x20 = sass("0x20", "200,000", 20, 0, 0, 20);
   write(dir / "measured" / "source.csv",
-        "\"File Path\",\"/elsewhere/checkout/cuda/engine/stages.cuh\"\n"
-        "\"Function Name\",\"void second_kernel(float *)\"\n" +
-            header +
-            "\"3\",\"return x * "
-            "2.0f;\",\"-\",\"-\",\"30\",\"10\",\"30\",\"1,000,000\",\"0\",\"30\",\"0\"\n"
-            "\"\",\"\",\"0x7f00\",\"      FMUL R1, R1, "
-            "2\",\"30\",\"10\",\"30\",\"1,000,000\",\"0\",\"30\",\"0\"\n"
-            "\"8\",\"y[0] = "
-            "first_stage(y[0]);\",\"-\",\"-\",\"10\",\"5\",\"10\",\"500,000\",\"10\",\"0\",\"7\"\n"
-            "\"File Path\",\"/usr/include/c++/13/cmath\"\n"
-            "\"Function Name\",\"void second_kernel(float *)\"\n" +
-            header +
-            "\"477\",\"{ return __builtin_tanhf(__x); "
-            "}\",\"-\",\"-\",\"10\",\"0\",\"10\",\"100,000\",\"0\",\"10\",\"0\"\n");
+        section("/usr/include/c++/13/cmath") + line(477, "{ return __builtin_tanhf(__x); }") + x20 +
+            sass("0x40", "100,000", 5, 0, 0, 5) +
+            section("/elsewhere/checkout/cuda/engine/stages.cuh") +
+            line(12, "y[0] = first_stage(y[0]) + Scale{}(y[1]);") + x10 +
+            "\"\",\"\",\"...\",\"...\",\"-\",\"-\",\"-\",\"-\",\"-\",\"-\"\n" +
+            sass("0x30", "400,000", 10, 7, 10, 0) +
+            section("/elsewhere/checkout/cuda/engine/inner.cuh") + line(3, "return x * 2.0f;") +
+            x10 + line(7, "return x * 3.0f;") + x20);
 }
 
-TEST(StallProfileScript, SumsTheSamplesPerReasonPerEnclosingFunctionAndPerLine) {
+TEST(StallProfileScript, CountsEachInstructionOnceOnItsInnermostLineAndSumsPerReasonAndFunction) {
   TempDir dir;
   write_stall_profile_inputs(dir.path());
   const std::string arguments = "--from '" + (dir / "measured").string() + "' --source-root '" +
-                                (dir / "tree").string() + "' --top 2";
+                                (dir / "tree").string() + "' --top 3";
   ASSERT_EQ(run_script("stall_profile.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
   const std::string tables = testing::read_text(dir / "measured" / "stalls.md");
-  EXPECT_EQ(testing::read_text(dir / "out.txt"), tables);
-  // 30 + 10 + 10 samples; the SASS row and the not-issued column are not counted again.
-  EXPECT_TRUE(testing::mentions(tables, "50 warp-stall samples; 1.60 M warp instructions"))
-      << tables;
-  EXPECT_TRUE(testing::mentions(tables, "| long sb | 40 | 80.0 % |")) << tables;
-  EXPECT_TRUE(testing::mentions(tables, "| barrier | 10 | 20.0 % |")) << tables;
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), tables));
+  // 0x10, 0x20, 0x30, 0x40 once each: 30 + 20 + 10 + 5 samples; the not-issued columns are not
+  // counted again.
   EXPECT_TRUE(testing::mentions(
-      tables, "| first_stage (cuda/engine/stages.cuh) | 30 | 60.0 % | long sb 30 |"))
+      tables, "65 warp-stall samples over 4 SASS instructions; 1.70 M warp instructions"))
+      << tables;
+  EXPECT_TRUE(testing::mentions(tables, "| long sb | 55 | 84.6 % |")) << tables;
+  EXPECT_TRUE(testing::mentions(tables, "| barrier | 10 | 15.4 % |")) << tables;
+  EXPECT_FALSE(testing::mentions(tables, "Not Issued")) << tables;
+  // 0x10 counts in first_stage, not on the line that calls it; 0x20 in this tree, not in cmath.
+  EXPECT_TRUE(testing::mentions(
+      tables, "| first_stage (cuda/engine/inner.cuh) | 30 | 46.2 % | long sb 30 |"))
+      << tables;
+  EXPECT_TRUE(testing::mentions(
+      tables, "| Scale::operator() (cuda/engine/inner.cuh) | 20 | 30.8 % | long sb 20 |"))
       << tables;
   // The kernel's name sits on the line after __launch_bounds__.
   EXPECT_TRUE(testing::mentions(
-      tables, "| second_kernel (cuda/engine/stages.cuh) | 10 | 20.0 % | barrier 10 |"))
+      tables, "| second_kernel (cuda/engine/stages.cuh) | 10 | 15.4 % | barrier 10 |"))
       << tables;
-  EXPECT_TRUE(testing::mentions(tables, "| cmath (outside the tree) | 10 | 20.0 % | long sb 10 |"))
+  EXPECT_TRUE(testing::mentions(tables, "| cmath (outside the tree) | 5 | 7.7 % | long sb 5 |"))
       << tables;
+  EXPECT_FALSE(testing::mentions(tables, "decoy")) << tables;
   EXPECT_TRUE(testing::mentions(
-      tables, "| cuda/engine/stages.cuh:3 | 30 | 60.0 % | long sb 30 | `return x * 2.0f;` |"))
+      tables, "| cuda/engine/inner.cuh:3 | 30 | 46.2 % | long sb 30 | `return x * 2.0f;` |"))
       << tables;
-  // --top 2: the third line is left out.
+  EXPECT_TRUE(testing::mentions(tables, "| cuda/engine/stages.cuh:12 | 10 | 15.4 % | barrier 10 |"))
+      << tables;
+  // --top 3: the fourth line is left out.
   EXPECT_FALSE(testing::mentions(tables, "cmath:477")) << tables;
 }
 
-TEST(StallProfileScript, RefusesAFolderWithoutASourcePageAndAPageWithoutSourceLines) {
+TEST(StallProfileScript, RefusesBadArgumentsAFolderWithoutASourcePageAndAPageWithoutLines) {
   TempDir dir;
   std::filesystem::create_directories(dir / "empty");
   EXPECT_EQ(run_script("stall_profile.sh", "--from '" + (dir / "empty").string() + "'", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no source.csv there"));
-  // A binary built without -lineinfo: SASS rows only.
+  EXPECT_EQ(
+      run_script("stall_profile.sh", "--from '" + (dir / "empty").string() + "' --skip 3", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "not --skip"));
+  EXPECT_EQ(run_script("stall_profile.sh", "--top many", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "--top takes a whole number"));
+  EXPECT_EQ(run_script("stall_profile.sh", "--top", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "--top needs a value"));
+  // A binary built without -lineinfo: no source lines, so no instruction under one.
   write(dir / "sass-only" / "source.csv",
         "\"File Path\",\"\"\n\"Line No\",\"Source\",\"Address\",\"Source\","
         "\"Warp Stall Sampling (All Samples)\"\n\"\",\"\",\"0x7f00\",\"FMUL R1, R1, 2\",\"30\"\n");
   EXPECT_EQ(run_script("stall_profile.sh", "--from '" + (dir / "sass-only").string() + "'", dir),
-            2);
+            1);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "-lineinfo"));
-  EXPECT_EQ(run_script("stall_profile.sh", "--top many", dir), 2);
-  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "--top takes a whole number"));
+  // Not a source page at all.
+  write(dir / "other" / "source.csv", "\"ID\",\"Kernel Name\"\n\"0\",\"k\"\n");
+  EXPECT_EQ(run_script("stall_profile.sh", "--from '" + (dir / "other").string() + "'", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no Line No header"));
 }
 
 }  // namespace
