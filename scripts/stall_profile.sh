@@ -35,7 +35,6 @@ top=15 out=$root/stalls binary=$root/build/lenet5 from="" source_root=$root meas
 number() { [[ "$2" =~ ^(0|[1-9][0-9]*)$ ]] || { say "$1 takes a whole number, not '$2'"; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --from | --top | --source-root) ;;
     --config | --batch-size | --precision | --kernel | --skip | --out | --binary) measuring+=("$1") ;;
   esac
   case "$1" in
