@@ -31,8 +31,10 @@ namespace lenet5::cuda {
 // One sample's step, every stage of it: the body of both sample kernels below. Without Train, the
 // forward pass and the loss only, the evaluation kernel's body: the same stages, so a sample's
 // logits are those its training step computes from the same weights, and no record is written.
-// R picks C3's stages: the float ones, or the tensor cores' (whole_step_tf32.cuh).
-template <Activation A, Subsampling P, Precision R, bool Train = true>
+// R picks C3's stages: the float ones, or the tensor cores' (whole_step_tf32.cuh). SamplesPerSm:
+// how many blocks the kernel shares an SM with (its version below), which picks where C3's fp32
+// weight gradient runs.
+template <Activation A, Subsampling P, Precision R, bool Train = true, int SamplesPerSm = 1>
 __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const SampleArgs args = args_of_model(group_args, int(blockIdx.y));
   extern __shared__ float4 shared_storage[];
@@ -46,6 +48,10 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   };
   // Where this block starts in a dense layer's rows (see dense_forward): spread over the rows.
   const auto row_shift = [sample](int rows) { return sample * 13 % rows; };
+  // C5's rows in flight per warp. Four rows of 400 floats hold 64 registers of weights, all that
+  // a thread has with two samples per SM: there they spilled, and two rows at a time measured
+  // faster (README, Results, 2026-11-28). Each row's sum keeps its order either way: the same bits.
+  constexpr int kC5Rows = SamplesPerSm > 1 ? 2 : 4;
 
   allow_next_grid();
   load_image(s, args, sample);
@@ -68,8 +74,8 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   __syncthreads();
   if constexpr (Train)
     for (int i = threadIdx.x; i < kFlat4; i += kThreads) record[record::a4 + i] = s.a4[i];
-  dense_forward<A, true, kFlat4, kC5, 4>(params + at.c5_weight, params + at.c5_bias, s.a4, s.a5,
-                                         in_record(record::a5), row_shift(kC5));
+  dense_forward<A, true, kFlat4, kC5, kC5Rows>(params + at.c5_weight, params + at.c5_bias, s.a4,
+                                               s.a5, in_record(record::a5), row_shift(kC5));
   __syncthreads();
   dense_forward<A, true, kC5, kF6, 6>(params + at.f6_weight, params + at.f6_bias, s.a5, s.a6,
                                       in_record(record::a6), row_shift(kF6));
@@ -86,27 +92,43 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   dense_backward_rows<A, kC5, kF6, 6>(params + at.f6_weight, s.d6, s.a5, s.d5, record + record::d5,
                                       s.scratch, row_shift(kF6), [](int, float) {});
   __syncthreads();
-  dense_backward_rows<A, kFlat4, kC5, 4>(
+  dense_backward_rows<A, kFlat4, kC5, kC5Rows>(
       params + at.c5_weight, s.d5, s.a4, s.d4, nullptr, s.scratch, row_shift(kC5),
       [&s](int i, float dz) { s4_backward_window<P>(s, i, dz); });
   __syncthreads();
   bias_gradient(s.d4, kMaps3, kSide4 * kSide4, record + record::gb4);
+  // fp32: C3's weight gradient (240 threads of 1,000 multiply-adds) is the long pole of the
+  // weight-gradient stage, where C1's partials (168 of 700) wait for it. With two samples per SM,
+  // its first kC3WeightGradientBeside threads run on the warps that C3's input gradient leaves
+  // idle (all but the last 8 of its 128 spare threads), the rest beside C1's partials below. Each
+  // thread computes the same sums either way: the same bits. Measured on the H200 against running
+  // it after (README, Results, 2026-11-28): batch-256 epochs 1.7 % shorter, packed sweeps 2 %
+  // faster; but with one sample per SM, batch-64 and batch-128 epochs 0.4 % longer, so version 1
+  // (SamplesPerSm 1) keeps it after.
+  constexpr int kC3WeightGradientBeside = SamplesPerSm > 1 ? 120 : 0;
+  static_assert(kC3WeightGradientBeside <= kSpareThreads, "the spare warps have room");
   if constexpr (R == Precision::tf32)
     c3_input_gradient_tf32<A, P>(s);
   else
-    c3_input_gradient<A, P>(s);
+    c3_input_gradient<A, P>(s, [&s, record](int spare) {
+      if constexpr (kC3WeightGradientBeside > 0)
+        if (spare < kC3WeightGradientBeside) c3_weight_gradient(s, record + record::g3, spare);
+    });
   __syncthreads();
   bias_gradient(s.d2, kMaps1, kSide2 * kSide2, record + record::gb2);
-  // Side by side: warps 0-5 C1's weight-gradient partials, warps 8-15 C3's weight gradient.
+  // Side by side: warps 0-5 C1's weight-gradient partials, and C3's weight gradient: in tf32 on
+  // warps 8-15, in fp32 its threads from kC3WeightGradientBeside on, on warps 8-15 (8-11 with
+  // two samples per SM).
   static_assert(kC1WeightGradientThreads <= kThreads / 2 &&
-                    kC3WeightGradientThreads <= kThreads / 2 &&
+                    kC3WeightGradientThreads - kC3WeightGradientBeside <= kThreads / 2 &&
                     kC3WeightGradientTf32Threads <= kThreads / 2,
                 "each half of the block has room");
   c1_weight_gradient_partials(s, int(threadIdx.x));
+  const int upper = int(threadIdx.x) - kThreads / 2;  // < 0 in the lower half
   if constexpr (R == Precision::tf32)
-    c3_weight_gradient_tf32(s, record + record::g3, int(threadIdx.x) - kThreads / 2);
+    c3_weight_gradient_tf32(s, record + record::g3, upper);
   else
-    c3_weight_gradient(s, record + record::g3, int(threadIdx.x) - kThreads / 2);
+    c3_weight_gradient(s, record + record::g3, upper < 0 ? upper : upper + kC3WeightGradientBeside);
   __syncthreads();
   c1_weight_gradient_sum(s, record + record::g1);
 }
@@ -133,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) whole_step_sample_kernel1(SampleArgs
 template <Activation A, Subsampling P, Precision R>
 __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
     whole_step_sample_kernel2(SampleArgs group_args) {
-  sample_step<A, P, R>(group_args);
+  sample_step<A, P, R, /*Train=*/true, kSampleBlocksPerSm>(group_args);
 }
 
 // The forward pass and the loss of a test set, one block per sample and model
@@ -143,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
 template <Activation A, Subsampling P, Precision R>
 __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
     whole_step_evaluation_kernel(SampleArgs group_args) {
-  sample_step<A, P, R, /*Train=*/false>(group_args);
+  sample_step<A, P, R, /*Train=*/false, kSampleBlocksPerSm>(group_args);
 }
 
 // The batch gradient of every parameter of model blockIdx.y, then the SGD update: blocks

@@ -229,13 +229,19 @@ __device__ void c3_input_gradient_half(const SampleShared& s, int quarter, int c
 // column loads per map instead of 10. Columns outside dC3 read as zeros. The quarters' sums go
 // through the scratch and are added in quarter order. The thread that forms an output also does
 // S2's backward for its window (s2_backward_window). All threads call it (it has a barrier).
-template <Activation A, Subsampling P>
-__device__ void c3_input_gradient(SampleShared& s) {
+// The stage leaves warps 6, 7, 14 and 15 idle; before the barrier they run beside(spare) for spare
+// = 0..127: work with no barrier that reads nothing this stage writes before its barrier (the
+// scratch) and writes no shared memory this stage reads.
+constexpr int kSpareThreads = 128;
+static_assert(kSpareThreads / 2 % 32 == 0, "the spare threads are whole warps");
+template <Activation A, Subsampling P, class Beside>
+__device__ void c3_input_gradient(SampleShared& s, Beside beside) {
   constexpr int kRows = kSide2 / 2;
   constexpr int kPerQuarter = kMaps1 * (kSide2 / 2);  // 42: (c, column pair)
   constexpr int kHalfThreads = kThreads / 2;
   constexpr int kOutputs = kMaps1 * kSide2 * kSide2;  // 1,176
-  static_assert(4 * kPerQuarter <= kHalfThreads, "a half of the rows fits a half of the block");
+  static_assert(4 * kPerQuarter <= kHalfThreads - kSpareThreads / 2,
+                "a half of the rows fits a half of the block, its last two warps spare");
   static_assert(3 * kOutputs <= kWarps * kFlat4, "three quarters' partials fit the scratch");
   const int half = int(threadIdx.x) / kHalfThreads, t = int(threadIdx.x) % kHalfThreads;
   const bool active = t < 4 * kPerQuarter;
@@ -247,6 +253,8 @@ __device__ void c3_input_gradient(SampleShared& s) {
       c3_input_gradient_half<0>(s, quarter, c, v0, acc);
     else
       c3_input_gradient_half<1>(s, quarter, c, v0, acc);
+  } else if (t >= kHalfThreads - kSpareThreads / 2) {
+    beside(half * (kSpareThreads / 2) + t - (kHalfThreads - kSpareThreads / 2));
   }
   const auto output = [&](int j, int i) { return (c * kSide2 + u0 + i) * kSide2 + v0 + j; };
   if (active && quarter > 0)
