@@ -173,8 +173,9 @@ __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
 // Every parameter's sum runs in a fixed order, so every run gives the same bits. Thread 0 of block
 // 0 adds the step's statistics.
 // With R = tf32 the dense weights' tiles are the tensor cores' (whole_step_update.cuh), which
-// launch_update picks for --precision tf32 and batches of kMmaMinBatch and more.
-template <Precision R>
+// launch_update picks for --precision tf32 and batches of kMmaMinBatch and more; with fp32, the
+// tiles of Rows rows per warp (dense_tile_rows).
+template <Precision R, int Rows = 1>
 __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(UpdateArgs group_args) {
   allow_next_grid();
   wait_for_previous_grid();
@@ -196,7 +197,7 @@ __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(Updat
   else if constexpr (R == Precision::tf32)
     update_dense_weights_tf32(args, int(blockIdx.x) - flat);
   else
-    update_dense_weights(args, int(blockIdx.x) - flat);
+    update_dense_weights<Rows>(args, int(blockIdx.x) - flat);
 }
 
 namespace {
@@ -259,9 +260,24 @@ SampleKernel evaluation_kernel_for(const NetConfig& config) {
 
 using UpdateKernel = void (*)(UpdateArgs);
 
-UpdateKernel update_kernel_for(Precision precision) {
-  return precision == Precision::tf32 ? whole_step_update_kernel<Precision::tf32>
-                                      : whole_step_update_kernel<Precision::fp32>;
+UpdateKernel update_kernel_for(Precision precision, int rows = 1) {
+  if (precision == Precision::tf32) return whole_step_update_kernel<Precision::tf32>;
+  return rows == 4 ? whole_step_update_kernel<Precision::fp32, 4>
+                   : whole_step_update_kernel<Precision::fp32, 1>;
+}
+
+// The rows per warp of the fp32 dense tiles (update_dense_tile). Four rows read each input from
+// L2 a quarter as often, but make 73 tiles where one row makes 287, each with four times the
+// work. Measured on the H200 against one row, the same bits (README, Results, 2026-11-28):
+// packed sweeps of 16 and 64 models at batch 256 4 % more images/s, and a lone model's batch 128
+// (version 1, one sample per SM) 7 % shorter epochs; but a lone model's batch 64 2 % and batch
+// 256 (version 2) 5 % longer. Why the lone model's batch sizes differ was not measured (a guess:
+// beside version 1's 128 blocks, 73 tiles' blocks all find room to start early; beside 64 blocks
+// even 287 do; version 2 leaves no room).
+int dense_tile_rows(int n, const ModelGroup& group, SampleBuild build) {
+  constexpr int kFourRowsMinBatch = 65;
+  if (group.models > 1) return 4;
+  return build == SampleBuild::one_per_sm && n >= kFourRowsMinBatch ? 4 : 1;
 }
 
 // Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels
@@ -374,6 +390,7 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   const SampleKernel evaluation = evaluation_kernel_for(config);
   m_programmatic = has_programmatic_launch(one) && has_programmatic_launch(two) &&
                    has_programmatic_launch(update_kernel_for(Precision::fp32)) &&
+                   has_programmatic_launch(update_kernel_for(Precision::fp32, 4)) &&
                    has_programmatic_launch(update_kernel_for(config.precision));
   if (config.precision == Precision::tf32 &&
       !(has_tensor_float32(one) && has_tensor_float32(two) && has_tensor_float32(evaluation) &&
@@ -487,11 +504,14 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   const bool mma = m_config.precision == Precision::tf32 && n >= kMmaMinBatch &&
                    tiles == DenseTiles::by_batch;
   const Precision dense = mma ? Precision::tf32 : Precision::fp32;
-  const int blocks =
-      flat_blocks(m_offsets) + (dense == Precision::tf32 ? kDenseMmaTiles : kDenseTiles);
-  launch_after_previous(m_programmatic, update_kernel_for(dense),
-                        dim3(unsigned(blocks), unsigned(group.models)), kUpdateThreads, 0, stream,
-                        args);
+  const int rows = dense_tile_rows(n, group, build_for(n, group, SampleBuild::by_grid));
+  const int dense_blocks = dense == Precision::tf32 ? kDenseMmaTiles
+                           : rows == 4              ? all_dense_tiles<4>()
+                                                    : all_dense_tiles<1>();
+  launch_after_previous(
+      m_programmatic, update_kernel_for(dense, rows),
+      dim3(unsigned(flat_blocks(m_offsets) + dense_blocks), unsigned(group.models)), kUpdateThreads,
+      0, stream, args);
 }
 
 void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* labels,

@@ -59,21 +59,31 @@ __device__ int flat_parameter(const WholeStepOffsets& at, int block, int column)
   return -1;
 }
 
-// A dense weight tile: kTileRows rows of kTileColumns weights, four adjacent weights per lane, so
-// that each record value a thread loads serves four parameters (the flat kind loads two values
-// per multiply-add, and waited on L2 for most of its time). A warp per row and part of the batch.
-constexpr int kTileRows = kUpdateThreads / 32 / kUpdateSplit;  // 2
-constexpr int kTileColumns = 4 * 32;                           // 128
-static_assert(kUpdateThreads % (32 * kUpdateSplit) == 0 && kTileRows >= 1,
+// A dense weight tile: kWarpsPerPart x Rows rows of kTileColumns weights. A warp takes Rows rows
+// of it and one part of the batch, four adjacent weights per lane and row, so that each float4 of
+// inputs a lane loads serves 4 x Rows parameters (the flat kind loads two values per multiply-add,
+// and waited on L2 for most of its time). Rows is 1 or 4 (dense_tile_rows, whole_step.cu, picks):
+// with 4, each input is read from L2 a quarter as often, by a quarter as many blocks.
+constexpr int kWarpsPerPart = kUpdateThreads / 32 / kUpdateSplit;  // 2
+constexpr int kTileColumns = 4 * 32;                               // 128
+static_assert(kUpdateThreads % (32 * kUpdateSplit) == 0 && kWarpsPerPart >= 1,
               "a block holds whole warps per part of the batch, and whole parts");
 static_assert(record::a4 % 4 == 0 && record::a5 % 4 == 0 && record::a6 % 4 == 0,
               "a dense tile reads its layer's inputs from the records as float4");
-template <int In, int Out>
+static_assert(record::d5 % 4 == 0 && record::d6 % 4 == 0 && record::d7 % 4 == 0 &&
+                  record::d7 + (kOut + 3) / 4 * 4 <= record::floats,
+              "four rows' dL/dz are read as a float4, the output layer's last past its 10 rows "
+              "but inside the record");
+template <int In, int Out, int Rows>
 constexpr int dense_tiles() {
+  constexpr int kTileRows = kWarpsPerPart * Rows;
   return (Out + kTileRows - 1) / kTileRows * ((In + kTileColumns - 1) / kTileColumns);
 }
-constexpr int kDenseTiles =
-    dense_tiles<kFlat4, kC5>() + dense_tiles<kC5, kF6>() + dense_tiles<kF6, kOut>();
+template <int Rows>
+constexpr int all_dense_tiles() {
+  return dense_tiles<kFlat4, kC5, Rows>() + dense_tiles<kC5, kF6, Rows>() +
+         dense_tiles<kF6, kOut, Rows>();
+}
 
 // The flat parameter p's gradient summed over samples [first, end) of the batch in sample order:
 // sum_s record[s][at_in_record + k] for the k-th value of the tensor the record keeps at
@@ -143,44 +153,70 @@ __device__ void update_flat_parameters(const UpdateArgs& args, int block) {
 // A dense weight (o, i) of a layer with In inputs: sum_s dy[s][o] * x[s][i], in the flat kind's
 // parts and order (the order in which the update kernel summed the dense weights before their
 // tiles, so the tiles changed no bit).
-template <int In, int Out>
+template <int Rows>
+using TilePartials = float4[kUpdateSplit - 1][kWarpsPerPart * Rows][32];
+template <int In, int Out, int Rows>
 __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_at, int dy_at,
-                                  int x_at) {
+                                  int x_at, TilePartials<Rows>& partial) {
   static_assert(In % 4 == 0, "four adjacent weights of a row are read as one float4");
+  static_assert(Rows == 1 || Rows % 4 == 0, "one row, or rows read four at a time");
   constexpr int kColumnTiles = (In + kTileColumns - 1) / kTileColumns;
-  __shared__ float4 partial[kUpdateSplit - 1][kTileRows][32];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int part = warp / kTileRows, row = warp % kTileRows;
-  const int o = tile / kColumnTiles * kTileRows + row;
+  const int part = warp / kWarpsPerPart, row0 = warp % kWarpsPerPart * Rows;
+  const int o0 = tile / kColumnTiles * (kWarpsPerPart * Rows) + row0;  // rows o0 .. o0 + Rows - 1
   const int i = tile % kColumnTiles * kTileColumns + 4 * lane;
-  const bool inside = o < Out && i < In;
-  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const bool inside = o0 < Out && i < In;
+  float4 acc[Rows];
+#pragma unroll
+  for (int k = 0; k < Rows; ++k) acc[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (inside) {
 #pragma unroll 8
     for (int s = first_of_part(part, args.n); s < first_of_part(part + 1, args.n); ++s) {
       const float* r = args.records + std::size_t(s) * record::floats;
-      const float dy = r[dy_at + o];
       const float4 x = *reinterpret_cast<const float4*>(r + x_at + i);
-      acc.x += dy * x.x;
-      acc.y += dy * x.y;
-      acc.z += dy * x.z;
-      acc.w += dy * x.w;
+      float dy[Rows];  // rows past Out (the output layer's 10 and 11) are never stored
+      if constexpr (Rows == 1) {
+        dy[0] = r[dy_at + o0];
+      } else {
+#pragma unroll
+        for (int k = 0; k < Rows; k += 4) {
+          const float4 d = *reinterpret_cast<const float4*>(r + dy_at + o0 + k);
+          dy[k] = d.x;
+          dy[k + 1] = d.y;
+          dy[k + 2] = d.z;
+          dy[k + 3] = d.w;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < Rows; ++k) {
+        acc[k].x += dy[k] * x.x;
+        acc[k].y += dy[k] * x.y;
+        acc[k].z += dy[k] * x.z;
+        acc[k].w += dy[k] * x.w;
+      }
     }
   }
-  if (part > 0) partial[part - 1][row][lane] = acc;
+  if (part > 0)
+#pragma unroll
+    for (int k = 0; k < Rows; ++k) partial[part - 1][row0 + k][lane] = acc[k];
   __syncthreads();
   if (part > 0 || !inside) return;
-  float gradient[4] = {acc.x, acc.y, acc.z, acc.w};
 #pragma unroll
-  for (int q = 1; q < kUpdateSplit; ++q) {
-    const float4 other = partial[q - 1][row][lane];
-    gradient[0] += other.x;
-    gradient[1] += other.y;
-    gradient[2] += other.z;
-    gradient[3] += other.w;
+  for (int k = 0; k < Rows; ++k) {
+    if (o0 + k >= Out) break;
+    float gradient[4] = {acc[k].x, acc[k].y, acc[k].z, acc[k].w};
+#pragma unroll
+    for (int q = 1; q < kUpdateSplit; ++q) {
+      const float4 other = partial[q - 1][row0 + k][lane];
+      gradient[0] += other.x;
+      gradient[1] += other.y;
+      gradient[2] += other.z;
+      gradient[3] += other.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      apply_gradient(args, weight_at + (o0 + k) * In + i + j, gradient[j]);
   }
-#pragma unroll
-  for (int k = 0; k < 4; ++k) apply_gradient(args, weight_at + o * In + i + k, gradient[k]);
 }
 
 // --precision tf32: the dense weights' gradients as matrix products on the tensor cores,
@@ -272,16 +308,22 @@ __device__ void update_dense_weights_tf32(const UpdateArgs& args, int tile) {
                                     record::a6, partial);
 }
 
-// Dense weight tile `tile` of the three layers' kDenseTiles, in layer order.
+// Dense weight tile `tile` of the three layers' all_dense_tiles<Rows>(), in layer order. The three
+// layers' tiles share one array of partial sums, as the tf32 ones do.
+template <int Rows>
 __device__ void update_dense_weights(const UpdateArgs& args, int tile) {
-  constexpr int kC5Tiles = dense_tiles<kFlat4, kC5>(), kF6Tiles = dense_tiles<kC5, kF6>();
+  __shared__ TilePartials<Rows> partial;
+  constexpr int kC5Tiles = dense_tiles<kFlat4, kC5, Rows>();
+  constexpr int kF6Tiles = dense_tiles<kC5, kF6, Rows>();
   if (tile < kC5Tiles)
-    return update_dense_tile<kFlat4, kC5>(args, tile, args.at.c5_weight, record::d5, record::a4);
+    return update_dense_tile<kFlat4, kC5, Rows>(args, tile, args.at.c5_weight, record::d5,
+                                                record::a4, partial);
   tile -= kC5Tiles;
   if (tile < kF6Tiles)
-    return update_dense_tile<kC5, kF6>(args, tile, args.at.f6_weight, record::d6, record::a5);
-  update_dense_tile<kF6, kOut>(args, tile - kF6Tiles, args.at.output_weight, record::d7,
-                               record::a6);
+    return update_dense_tile<kC5, kF6, Rows>(args, tile, args.at.f6_weight, record::d6, record::a5,
+                                             partial);
+  update_dense_tile<kF6, kOut, Rows>(args, tile - kF6Tiles, args.at.output_weight, record::d7,
+                                     record::a6, partial);
 }
 
 }  // namespace
