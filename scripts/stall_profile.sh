@@ -20,8 +20,8 @@
 # Each SASS instruction counts once. One inlined into another file's function is listed by ncu
 # under each file of its inline chain; it counts on the innermost line of this tree.
 # One launch of 64 blocks gives about 2,000 samples: shares of a few % are indicative only.
-# Lines come out only from a binary built with line information: configure a build folder with
-# -DCMAKE_CUDA_FLAGS=-lineinfo (say build-lineinfo/) and pass --binary build-lineinfo/lenet5.
+# Lines come out only from a binary built with line information. CMakeLists.txt compiles the
+# kernels with -lineinfo, so this tree's build/lenet5 has it.
 # Needs a GPU, ncu on PATH (it is in the CUDA toolkit's bin/), python3, and permission to read the
 # GPU's counters.
 set -euo pipefail
@@ -131,8 +131,8 @@ if columns is None:
     fail(f"{path}: not the page that ncu --page source --csv --print-source cuda,sass writes "
          "(no Line No header)", 2)
 if not frames:
-    fail(f"{path} has no instructions under source lines: build lenet5 with "
-         "-DCMAKE_CUDA_FLAGS=-lineinfo and profile that binary (--binary)", 1)
+    fail(f"{path} has no instructions under source lines: the binary had no line information "
+         "(CMakeLists.txt compiles with -lineinfo): profile one of this tree's builds (--binary)", 1)
 
 # A sampled file's copy in this tree: the longest tail of its path found under source_root.
 located = {}
