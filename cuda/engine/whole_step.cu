@@ -32,8 +32,8 @@ namespace lenet5::cuda {
 // forward pass and the loss only, the evaluation kernel's body: the same stages, so a sample's
 // logits are those its training step computes from the same weights, and no record is written.
 // R picks C3's stages: the float ones, or the tensor cores' (whole_step_tf32.cuh). SamplesPerSm:
-// how many blocks the kernel shares an SM with (its version below), which picks where C3's fp32
-// weight gradient runs.
+// the sample blocks an SM holds at once (the kernel's version below), which picks C5's rows in
+// flight and where C3's fp32 weight gradient runs.
 template <Activation A, Subsampling P, Precision R, bool Train = true, int SamplesPerSm = 1>
 __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const SampleArgs args = args_of_model(group_args, int(blockIdx.y));
@@ -50,7 +50,9 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const auto row_shift = [sample](int rows) { return sample * 13 % rows; };
   // C5's rows in flight per warp. Four rows of 400 floats hold 64 registers of weights, all that
   // a thread has with two samples per SM: there they spilled, and two rows at a time measured
-  // faster (README, Results, 2026-11-28). Each row's sum keeps its order either way: the same bits.
+  // faster (README, Results, 2026-11-28). The same bits either way: dense_forward sums each row
+  // alone, and in dense_backward_rows warp w still takes rows w, w + 16, ... in order, padding
+  // rows included (kC5 / kWarps rounds up to 8 rows a warp, a multiple of both 2 and 4).
   constexpr int kC5Rows = SamplesPerSm > 1 ? 2 : 4;
 
   allow_next_grid();
@@ -99,13 +101,13 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   bias_gradient(s.d4, kMaps3, kSide4 * kSide4, record + record::gb4);
   // fp32: C3's weight gradient (240 threads of 1,000 multiply-adds) is the long pole of the
   // weight-gradient stage, where C1's partials (168 of 700) wait for it. With two samples per SM,
-  // its first kC3WeightGradientBeside threads run on the warps that C3's input gradient leaves
-  // idle (all but the last 8 of its 128 spare threads), the rest beside C1's partials below. Each
-  // thread computes the same sums either way: the same bits. Measured on the H200 against running
-  // it after (README, Results, 2026-11-28): batch-256 epochs 1.7 % shorter, packed sweeps 2 %
-  // faster; but with one sample per SM, batch-64 and batch-128 epochs 0.4 % longer, so version 1
-  // (SamplesPerSm 1) keeps it after.
-  constexpr int kC3WeightGradientBeside = SamplesPerSm > 1 ? 120 : 0;
+  // its first half runs on the warps that C3's input gradient leaves idle (120 of their 128
+  // threads: half is what fits), the second half beside C1's partials below. Each thread computes
+  // the same sums either way: the same bits. Measured on the H200 against running it after
+  // (README, Results, 2026-11-28): batch-256 epochs 1.7 % shorter, packed sweeps 2 % faster; with
+  // one sample per SM, batch-64 and batch-128 epochs no shorter (0.4 % longer, within what two
+  // builds differ by), so version 1 (SamplesPerSm 1) keeps it after and compiles none of it.
+  constexpr int kC3WeightGradientBeside = SamplesPerSm > 1 ? kC3WeightGradientThreads / 2 : 0;
   static_assert(kC3WeightGradientBeside <= kSpareThreads, "the spare warps have room");
   if constexpr (R == Precision::tf32)
     c3_input_gradient_tf32<A, P>(s);
@@ -260,24 +262,34 @@ SampleKernel evaluation_kernel_for(const NetConfig& config) {
 
 using UpdateKernel = void (*)(UpdateArgs);
 
-UpdateKernel update_kernel_for(Precision precision, int rows = 1) {
-  if (precision == Precision::tf32) return whole_step_update_kernel<Precision::tf32>;
-  return rows == 4 ? whole_step_update_kernel<Precision::fp32, 4>
-                   : whole_step_update_kernel<Precision::fp32, 1>;
+// The update kernel for the dense tiles' precision and (fp32) rows per warp, with its number of
+// dense-tile blocks: one choice for both, so that the grid fits the kernel.
+struct UpdateKernelChoice {
+  UpdateKernel kernel;
+  int dense_blocks;
+};
+UpdateKernelChoice update_kernel_for(Precision precision, int rows = 1) {
+  if (precision == Precision::tf32)
+    return {whole_step_update_kernel<Precision::tf32>, kDenseMmaTiles};
+  if (rows == 4) return {whole_step_update_kernel<Precision::fp32, 4>, all_dense_tiles<4>()};
+  if (rows == 1) return {whole_step_update_kernel<Precision::fp32, 1>, all_dense_tiles<1>()};
+  throw Error("internal: fp32 dense tiles of " + std::to_string(rows) + " rows a warp");
 }
 
-// The rows per warp of the fp32 dense tiles (update_dense_tile). Four rows read each input from
-// L2 a quarter as often, but make 73 tiles where one row makes 287, each with four times the
-// work. Measured on the H200 against one row, the same bits (README, Results, 2026-11-28):
-// packed sweeps of 16 and 64 models at batch 256 4 % more images/s, and a lone model's batch 128
-// (version 1, one sample per SM) 7 % shorter epochs; but a lone model's batch 64 2 % and batch
-// 256 (version 2) 5 % longer. Why the lone model's batch sizes differ was not measured (a guess:
-// beside version 1's 128 blocks, 73 tiles' blocks all find room to start early; beside 64 blocks
-// even 287 do; version 2 leaves no room).
-int dense_tile_rows(int n, const ModelGroup& group, SampleBuild build) {
+// The rows per warp of the fp32 dense tiles (update_dense_tile), for `tiles` as asked. Four rows
+// read each input from L2 a quarter as often, but make 73 tiles where one row makes 287, each with
+// four times the work. Measured on the H200 against one row, the same bits (README, Results,
+// 2026-11-28): packed sweeps of 16 and 64 models at batch 256 5 % more images/s, and a lone
+// model's batch 128 (a grid that fits the SMs) 7 % shorter epochs; but a lone model's batch 64
+// 2 % and batch 256 5 % longer. Why the lone model's batch sizes differ was not measured (a
+// guess: beside 128 sample blocks, 73 tiles' blocks all find room to start early; beside 64,
+// even 287 do; a grid larger than the SMs leaves no room).
+int dense_tile_rows(int n, const ModelGroup& group, int sms, DenseTiles tiles) {
+  if (tiles == DenseTiles::fp32_one_row) return 1;
+  if (tiles == DenseTiles::fp32_four_rows) return 4;
   constexpr int kFourRowsMinBatch = 65;
   if (group.models > 1) return 4;
-  return build == SampleBuild::one_per_sm && n >= kFourRowsMinBatch ? 4 : 1;
+  return n >= kFourRowsMinBatch && n <= sms ? 4 : 1;
 }
 
 // Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels
@@ -389,12 +401,12 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   const SampleKernel two = sample_kernel_for(config, SampleBuild::two_per_sm);
   const SampleKernel evaluation = evaluation_kernel_for(config);
   m_programmatic = has_programmatic_launch(one) && has_programmatic_launch(two) &&
-                   has_programmatic_launch(update_kernel_for(Precision::fp32)) &&
-                   has_programmatic_launch(update_kernel_for(Precision::fp32, 4)) &&
-                   has_programmatic_launch(update_kernel_for(config.precision));
+                   has_programmatic_launch(update_kernel_for(Precision::fp32, 1).kernel) &&
+                   has_programmatic_launch(update_kernel_for(Precision::fp32, 4).kernel) &&
+                   has_programmatic_launch(update_kernel_for(config.precision).kernel);
   if (config.precision == Precision::tf32 &&
       !(has_tensor_float32(one) && has_tensor_float32(two) && has_tensor_float32(evaluation) &&
-        has_tensor_float32(update_kernel_for(Precision::tf32)))) {
+        has_tensor_float32(update_kernel_for(Precision::tf32).kernel))) {
     int major = 0, minor = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
@@ -504,14 +516,12 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   const bool mma = m_config.precision == Precision::tf32 && n >= kMmaMinBatch &&
                    tiles == DenseTiles::by_batch;
   const Precision dense = mma ? Precision::tf32 : Precision::fp32;
-  const int rows = dense_tile_rows(n, group, build_for(n, group, SampleBuild::by_grid));
-  const int dense_blocks = dense == Precision::tf32 ? kDenseMmaTiles
-                           : rows == 4              ? all_dense_tiles<4>()
-                                                    : all_dense_tiles<1>();
+  const UpdateKernelChoice update =
+      update_kernel_for(dense, dense_tile_rows(n, group, m_sms, tiles));
   launch_after_previous(
-      m_programmatic, update_kernel_for(dense, rows),
-      dim3(unsigned(flat_blocks(m_offsets) + dense_blocks), unsigned(group.models)), kUpdateThreads,
-      0, stream, args);
+      m_programmatic, update.kernel,
+      dim3(unsigned(flat_blocks(m_offsets) + update.dense_blocks), unsigned(group.models)),
+      kUpdateThreads, 0, stream, args);
 }
 
 void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* labels,

@@ -230,7 +230,7 @@ __device__ void c3_input_gradient_half(const SampleShared& s, int quarter, int c
 // through the scratch and are added in quarter order. The thread that forms an output also does
 // S2's backward for its window (s2_backward_window). All threads call it (it has a barrier).
 // The stage leaves warps 6, 7, 14 and 15 idle; before the barrier they run beside(spare) for spare
-// = 0..127: work with no barrier that reads nothing this stage writes before its barrier (the
+// = 0..127: work with no barrier that touches nothing this stage writes before its barrier (the
 // scratch) and writes no shared memory this stage reads.
 constexpr int kSpareThreads = 128;
 static_assert(kSpareThreads / 2 % 32 == 0, "the spare threads are whole warps");

@@ -73,7 +73,7 @@ static_assert(record::a4 % 4 == 0 && record::a5 % 4 == 0 && record::a6 % 4 == 0,
 static_assert(record::d5 % 4 == 0 && record::d6 % 4 == 0 && record::d7 % 4 == 0 &&
                   record::d7 + (kOut + 3) / 4 * 4 <= record::floats,
               "four rows' dL/dz are read as a float4, the output layer's last past its 10 rows "
-              "but inside the record");
+              "but inside the record (Rows is 1 or 4)");
 template <int In, int Out, int Rows>
 constexpr int dense_tiles() {
   constexpr int kTileRows = kWarpsPerPart * Rows;
@@ -150,16 +150,17 @@ __device__ void update_flat_parameters(const UpdateArgs& args, int block) {
   apply_gradient(args, p, gradient);
 }
 
+template <int Rows>
+using TilePartials = float4[kUpdateSplit - 1][kWarpsPerPart * Rows][32];
+
 // A dense weight (o, i) of a layer with In inputs: sum_s dy[s][o] * x[s][i], in the flat kind's
 // parts and order (the order in which the update kernel summed the dense weights before their
 // tiles, so the tiles changed no bit).
-template <int Rows>
-using TilePartials = float4[kUpdateSplit - 1][kWarpsPerPart * Rows][32];
 template <int In, int Out, int Rows>
 __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_at, int dy_at,
                                   int x_at, TilePartials<Rows>& partial) {
   static_assert(In % 4 == 0, "four adjacent weights of a row are read as one float4");
-  static_assert(Rows == 1 || Rows % 4 == 0, "one row, or rows read four at a time");
+  static_assert(Rows == 1 || Rows == 4, "one row, or four read as a float4 (see above)");
   constexpr int kColumnTiles = (In + kTileColumns - 1) / kTileColumns;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int part = warp / kWarpsPerPart, row0 = warp % kWarpsPerPart * Rows;
@@ -225,14 +226,14 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
 // kMmaTileColumns columns of a layer; its 8 warps each sum an eighth of the batch in sample order,
 // 8 samples a step, loading the fragments straight from the records (a sample's dy and x values,
 // rounded to TF32), and the eighths are added in warp order through shared memory. Each x value is
-// then read by one block per 16 rows, where the fp32 tiles read it once per row pair.
+// then read by one block per 16 rows, where the fp32 tiles read it once per 2 or 8 rows.
 // Deterministic (a fixed order throughout); other bits than fp32's, as the tf32 stages are.
 // They run for batches of kMmaMinBatch samples and more, where they measured faster than the fp32
-// tiles (H200, configs/fast.toml: batch 256 15.16 -> 14.87 ms an epoch, 16 and 64 packed models at
-// batch 256 +6 % images/s); at batch 64 and 128, with one or two steps of 8 samples per warp, the
-// reduction through shared memory costs more than the sums (33.0 -> 34.0 and 19.9 -> 20.2 ms), and
-// a tf32 run's smaller batches (its epoch's last one too) sum the dense weights with the fp32
-// tiles.
+// tiles in their one-row form (H200, configs/fast.toml: batch 256 15.16 -> 14.87 ms an epoch, 16
+// and 64 packed models at batch 256 +6 % images/s); at batch 64 and 128, with one or two steps of 8
+// samples per warp, the reduction through shared memory costs more than the sums (33.0 -> 34.0
+// and 19.9 -> 20.2 ms), and a tf32 run's smaller batches (its epoch's last one too) sum the dense
+// weights with the fp32 tiles.
 constexpr int kMmaMinBatch = 256;
 constexpr int kMmaTileRows = 16, kMmaTileColumns = 32;
 constexpr int kMmaParts = kUpdateThreads / 32;  // a warp per part of the batch
@@ -309,7 +310,8 @@ __device__ void update_dense_weights_tf32(const UpdateArgs& args, int tile) {
 }
 
 // Dense weight tile `tile` of the three layers' all_dense_tiles<Rows>(), in layer order. The three
-// layers' tiles share one array of partial sums, as the tf32 ones do.
+// layers' tiles share one array of partial sums, as the tf32 ones do (one each would take three
+// times the static shared memory: 36 KB with four rows).
 template <int Rows>
 __device__ void update_dense_weights(const UpdateArgs& args, int tile) {
   __shared__ TilePartials<Rows> partial;

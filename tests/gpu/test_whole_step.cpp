@@ -384,6 +384,29 @@ TEST(WholeStep, StatisticsMatchTheCpuReference) {
   EXPECT_EQ(got.correct, want.correct);
 }
 
+// The update's fp32 dense tiles in both forms (one row or four a warp, which launch_update picks by
+// the grid) sum each weight in the same parts and sample order: the same bits, for batches with
+// empty parts (1), parts of unequal size (7, 37), a grid that fits the SMs (130) and one that does
+// not (256). Every other tensor comes from the same kernels in both, so it is compared too.
+TEST(WholeStep, DenseTileFormsGiveTheSameBits) {
+  LENET5_REQUIRE_GPU();
+  NetConfig config;
+  config.kernels = GpuKernels::whole_step;
+  const ParamLayout layout = lenet5_layout(config);
+  const std::vector<float> params = initial_parameters(config, 6);
+  for (const int n : {1, 7, 37, 130, 256}) {
+    const Batch batch = make_batch(100, n, 90 + std::uint64_t(n));
+    const GpuStep one = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::by_grid,
+                                      cuda::DenseTiles::fp32_one_row);
+    const GpuStep four = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::by_grid,
+                                       cuda::DenseTiles::fp32_four_rows);
+    for (const ParamSpec& spec : layout.tensors)
+      for (std::size_t i = 0; i < spec.count; ++i)
+        ASSERT_EQ(one.gradients[spec.offset + i], four.gradients[spec.offset + i])
+            << "n=" << n << " " << spec.name << "[" << i << "]";
+  }
+}
+
 // The whole-step kernels have no trainable subsampling (LeCun et al. 1998): TrainSettings refuses
 // the combination for users (tests/cpu/test_cli.cpp); should anything construct it anyway, it is
 // an error, never a silent run of average subsampling.
