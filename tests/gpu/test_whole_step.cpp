@@ -231,6 +231,16 @@ std::string network_test_name(const ::testing::TestParamInfo<NetworkOption>& inf
 // The sample kernel's two versions (one and two samples per SM; the grid's size picks one, so a
 // lone model and a packed one, or an epoch's full and short batches, may run different ones) give
 // the same bits: which one ran must never show in the weights.
+// Two gradients from the GPU equal in every value of every tensor (the padding between tensors,
+// poisoned with NaN, is not compared); stops at the first that differs.
+void expect_same_gradients(const ParamLayout& layout, const std::vector<float>& a,
+                           const std::vector<float>& b, const std::string& what) {
+  for (const ParamSpec& spec : layout.tensors)
+    for (std::size_t i = 0; i < spec.count; ++i)
+      ASSERT_EQ(a[spec.offset + i], b[spec.offset + i])
+          << what << " " << spec.name << "[" << i << "]";
+}
+
 void expect_sample_builds_agree(const NetConfig& config, const std::vector<float>& params,
                                 const Batch& batch, int max_batch, const std::string& what) {
   const ParamLayout layout = lenet5_layout(config);
@@ -238,10 +248,7 @@ void expect_sample_builds_agree(const NetConfig& config, const std::vector<float
       gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::one_per_sm);
   const GpuStep two =
       gpu_gradients(config, params, batch, max_batch, {}, cuda::SampleBuild::two_per_sm);
-  for (const ParamSpec& spec : layout.tensors)
-    for (std::size_t i = 0; i < spec.count; ++i)
-      ASSERT_EQ(one.gradients[spec.offset + i], two.gradients[spec.offset + i])
-          << what << " " << spec.name << "[" << i << "]";
+  ASSERT_NO_FATAL_FAILURE(expect_same_gradients(layout, one.gradients, two.gradients, what));
   EXPECT_EQ(one.stats.loss_sum, two.stats.loss_sum) << what;
   EXPECT_EQ(one.stats.correct, two.stats.correct) << what;
 }
@@ -400,10 +407,8 @@ TEST(WholeStep, DenseTileFormsGiveTheSameBits) {
                                       cuda::DenseTiles::fp32_one_row);
     const GpuStep four = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::by_grid,
                                        cuda::DenseTiles::fp32_four_rows);
-    for (const ParamSpec& spec : layout.tensors)
-      for (std::size_t i = 0; i < spec.count; ++i)
-        ASSERT_EQ(one.gradients[spec.offset + i], four.gradients[spec.offset + i])
-            << "n=" << n << " " << spec.name << "[" << i << "]";
+    ASSERT_NO_FATAL_FAILURE(
+        expect_same_gradients(layout, one.gradients, four.gradients, "n=" + std::to_string(n)));
   }
 }
 
