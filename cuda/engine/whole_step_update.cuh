@@ -179,14 +179,11 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
       if constexpr (Rows == 1) {
         dy[0] = r[dy_at + o0];
       } else {
-#pragma unroll
-        for (int k = 0; k < Rows; k += 4) {
-          const float4 d = *reinterpret_cast<const float4*>(r + dy_at + o0 + k);
-          dy[k] = d.x;
-          dy[k + 1] = d.y;
-          dy[k + 2] = d.z;
-          dy[k + 3] = d.w;
-        }
+        const float4 d = *reinterpret_cast<const float4*>(r + dy_at + o0);
+        dy[0] = d.x;
+        dy[1] = d.y;
+        dy[2] = d.z;
+        dy[3] = d.w;
       }
 #pragma unroll
       for (int k = 0; k < Rows; ++k) {
