@@ -17,29 +17,38 @@
 # like a crash's) waits as long.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600, scripts/fuzz.sh 30 idx
+#   scripts/fuzz.sh --summary [TARGET...]      the last run's table and crashes again, running nothing
+#
+# The output ends with a table (runs, runs a second, corpus size and crashes per target) and, for
+# each crash, its input as one line of base64 and the first lines of its report.
 #
 # Environment: FUZZ_BUILD (build folder, default build-fuzz; an existing fuzz build keeps its own
 # settings), FUZZ_JOBS (targets run at once, default the number of cores), FUZZ_SEED (libFuzzer's
-# -seed: the same seed, build and corpus mutate the same inputs in the same order, so a run is
-# repeatable up to where its time ends; default a new seed each run).
+# -seed; default a new seed each run). The same seed does not repeat a run: two runs of one build
+# from the same corpus and seed took different inputs after a few hundred (README, Reliability).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-seconds=${1:-60}
-shift || true
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc)}
-if ! command -v clang++ >/dev/null; then
-  echo "fuzz.sh: clang++ not found: install clang (scripts/setup.sh --fuzz does)" >&2
-  exit 2
-fi
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ -DLENET5_WITH_CUDA=OFF -DLENET5_FUZZ=ON \
-  ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} \
-  >"$build.configure.log" 2>&1 || { tail -20 "$build.configure.log"; exit 1; }
-targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=($(sed -n 's/^LENET5_FUZZ_BUILT_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" | tr ';' ' '))
-cmake --build "$build" --target $(printf 'fuzz_%s ' "${targets[@]}")
+
+built_targets() {
+  sed -n 's/^LENET5_FUZZ_BUILT_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" | tr ';' ' '
+}
+
+# Configures and builds the fuzz build, and sets `targets` to every target when none was named.
+build_targets() {
+  if ! command -v clang++ >/dev/null; then
+    echo "fuzz.sh: clang++ not found: install clang (scripts/setup.sh --fuzz does)" >&2
+    exit 2
+  fi
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DLENET5_WITH_CUDA=OFF -DLENET5_FUZZ=ON \
+    ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} \
+    >"$build.configure.log" 2>&1 || { tail -20 "$build.configure.log"; exit 1; }
+  [ ${#targets[@]} -gt 0 ] || targets=($(built_targets))
+  cmake --build "$build" --target $(printf 'fuzz_%s ' "${targets[@]}")
+}
 
 # One target: its corpus grows in a working copy; the committed seeds stay as they are.
 fuzz_one() {
@@ -54,21 +63,65 @@ fuzz_one() {
     -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" \
     >"$build/fuzz_$name.log" 2>&1
 }
+
+# A crash's input and report, printed last, where the end of the output is all that comes back
+# (a CI machine keeps neither file): the input (libFuzzer's are at most 4 KiB here) as one line
+# of base64, to replay with
+#   echo LINE | base64 -d > crash.bin && build-fuzz/tests/fuzz/fuzz_TARGET crash.bin
+report_crashes() {
+  local name=$1 log=$build/fuzz_$1.log artifact
+  for artifact in "$build/artifacts/$name"/*; do
+    [ -f "$artifact" ] || continue
+    echo "$name: $(basename "$artifact") ($(stat -c %s "$artifact") bytes) as base64:" >&2
+    head -c 16384 "$artifact" | base64 -w 0 >&2
+    echo >&2
+  done
+  # libFuzzer's and the sanitizers' reports start with "==PID==ERROR", "ERROR: libFuzzer" or
+  # UBSan's "runtime error:"; the first 25 lines name the fault and the top of its stack.
+  grep -s -m1 -A24 -E '^==[0-9]+==ERROR|ERROR: libFuzzer|runtime error:' "$log" |
+    sed 's/^/  /' >&2 || true
+}
+
+# The table of every target's run, then each crash; returns 1 if a target crashed or left no
+# final statistics (it did not finish).
+summarise() {
+  local name log runs speed crashes failed=()
+  printf '%-14s %10s %10s %8s %s\n' target runs exec/s corpus crashes
+  for name in "${targets[@]}"; do
+    log=$build/fuzz_$name.log
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" 2>/dev/null | tail -1 || true)
+    speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" 2>/dev/null | tail -1 || true)
+    crashes=$(find "$build/artifacts/$name" -type f 2>/dev/null | wc -l || true)
+    printf '%-14s %10s %10s %8s %s\n' "$name" "${runs:-?}" "${speed:-?}" \
+      "$(find "$build/corpus/$name" -type f 2>/dev/null | wc -l)" "$crashes"
+    if [ "$crashes" -gt 0 ] || [ -z "$runs" ]; then
+      echo "  $name: see $log and $build/artifacts/$name/" >&2
+      failed+=("$name")
+    fi
+  done
+  for name in "${failed[@]}"; do report_crashes "$name"; done
+  [ ${#failed[@]} -eq 0 ]
+}
+
+if [ "${1:-}" = --summary ]; then
+  shift
+  targets=("$@")
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    echo "fuzz.sh --summary: no fuzz build in '$build' (set FUZZ_BUILD to the one that ran)" >&2
+    exit 2
+  fi
+  [ ${#targets[@]} -gt 0 ] || targets=($(built_targets))
+  summarise
+  exit
+fi
+
+seconds=${1:-60}
+shift || true
+targets=("$@")
+build_targets
 export -f fuzz_one
 export build seconds
 status=0
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one {}' || status=1
-printf '%-14s %10s %10s %8s %s\n' target runs exec/s corpus crashes
-for name in "${targets[@]}"; do
-  log=$build/fuzz_$name.log
-  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  crashes=$(find "$build/artifacts/$name" -type f | wc -l)
-  printf '%-14s %10s %10s %8s %s\n' "$name" "${runs:-?}" "${speed:-?}" \
-    "$(find "$build/corpus/$name" -type f | wc -l)" "$crashes"
-  if [ "$crashes" -gt 0 ] || ! grep -q "^stat::number_of_executed_units" "$log"; then
-    status=1
-    echo "  $name: see $log and $build/artifacts/$name/" >&2
-  fi
-done
+summarise || status=1
 exit $status

@@ -4,7 +4,8 @@
 // `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number;
 // scripts/roofline_whole_step.sh --from and scripts/bench_vs_pytorch.sh --from, which write their
 // tables into the README's blocks (through scripts/readme_block.py); scripts/stall_profile.sh
-// --from, which sums Nsight Compute's warp-stall samples per reason, function and line.
+// --from, which sums Nsight Compute's warp-stall samples per reason, function and line;
+// scripts/fuzz.sh --summary, the table of a fuzz run with each crash's input and report.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -419,6 +420,65 @@ TEST(StallProfileScript, RefusesBadArgumentsAFolderWithoutASourcePageAndAPageWit
   write(dir / "other" / "source.csv", "\"ID\",\"Kernel Name\"\n\"0\",\"k\"\n");
   EXPECT_EQ(run_script("stall_profile.sh", "--from '" + (dir / "other").string() + "'", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no Line No header"));
+}
+
+// A fuzz build as scripts/fuzz.sh leaves it, with two targets: "calm" ran to its end without a
+// crash, "broken" ran to its end with one.
+void write_fuzz_build(const std::filesystem::path& build) {
+  write(build / "CMakeCache.txt", "LENET5_FUZZ_BUILT_TARGETS:INTERNAL=calm;broken\n");
+  write(build / "fuzz_calm.log",
+        "INFO: Seed: 1\nstat::number_of_executed_units: 1234\nstat::average_exec_per_sec: 20\n");
+  write(build / "corpus" / "calm" / "a", "x");
+  write(build / "corpus" / "calm" / "b", "y");
+  write(build / "fuzz_broken.log",
+        "INFO: Seed: 1\n==4242==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x1\n"
+        "    #0 0x55 in lenet5::decode_gray_image src/image/image_io.cpp:212\n"
+        "stat::number_of_executed_units: 99\nstat::average_exec_per_sec: 9\n");
+  write(build / "artifacts" / "broken" / "crash-0123", std::string("\x01\x02PNG\xff", 6));
+}
+
+// With FUZZ_BUILD set to `build` for the script (the variable it reads), then unset.
+int run_fuzz_summary(const std::filesystem::path& build, const std::string& targets,
+                     const TempDir& dir) {
+  setenv("FUZZ_BUILD", build.c_str(), 1);
+  const int status = run_script("fuzz.sh", "--summary " + targets, dir);
+  unsetenv("FUZZ_BUILD");
+  return status;
+}
+
+TEST(FuzzScript, SummaryEndsWithEachCrashsInputAsBase64AndTheStartOfItsReport) {
+  TempDir dir;
+  write_fuzz_build(dir / "build");
+  EXPECT_EQ(run_fuzz_summary(dir / "build", "", dir), 1);
+  const std::string out = testing::read_text(dir / "out.txt");
+  EXPECT_TRUE(testing::mentions(out, "calm                 1234         20        2 0")) << out;
+  EXPECT_TRUE(testing::mentions(out, "broken                 99          9        0 1")) << out;
+  // The input's six bytes, 01 02 'P' 'N' 'G' ff, decode back from this line.
+  EXPECT_TRUE(testing::mentions(out, "broken: crash-0123 (6 bytes) as base64:\nAQJQTkf/\n")) << out;
+  EXPECT_TRUE(testing::mentions(out, "==4242==ERROR: AddressSanitizer: heap-buffer-overflow"));
+  EXPECT_TRUE(testing::mentions(out, "src/image/image_io.cpp:212"));
+  // The report comes after the table: a log cut to its end keeps it.
+  EXPECT_GT(out.find("AQJQTkf/"), out.find("broken                 99"));
+}
+
+TEST(FuzzScript, SummaryPassesOnlyTargetsThatFinishedWithoutACrash) {
+  TempDir dir;
+  write_fuzz_build(dir / "build");
+  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm", dir), 0)
+      << testing::read_text(dir / "out.txt");
+  EXPECT_FALSE(testing::mentions(testing::read_text(dir / "out.txt"), "broken"));
+  // A target that left no final statistics did not finish (killed, or out of memory).
+  write(dir / "build" / "fuzz_cut.log", "INFO: Seed: 1\n#2 INITED cov: 3\n");
+  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm cut", dir), 1);
+  const std::string out = testing::read_text(dir / "out.txt");
+  EXPECT_TRUE(testing::mentions(out, "cut                     ?          ?        0 0")) << out;
+  EXPECT_TRUE(testing::mentions(out, "cut: see ")) << out;
+}
+
+TEST(FuzzScript, SummaryRefusesAFolderWithoutAFuzzBuild) {
+  TempDir dir;
+  EXPECT_EQ(run_fuzz_summary(dir / "nothing", "", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no fuzz build in"));
 }
 
 }  // namespace
