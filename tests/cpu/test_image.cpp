@@ -587,10 +587,11 @@ TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
 
 // JPEGs whose DC predictor, which stb_image 2.27 keeps in an int without bound, overflows when
 // multiplied by the quantisation step (a 16-bit step of 65535 at the second block; an 8-bit step
-// of 255 after some 260 blocks of the largest difference) or by a progressive scan's 1 << 13. The overflow wraps (stb's file is
-// built with -fwrapv, CMakeLists.txt says why): each decodes to its full size, the DC of the
-// blocks past the overflow noise, as in any scan this corrupt. The sanitized build (.ci/run) is
-// where this test has its teeth: without -fwrapv, UBSan ends it at the multiplication.
+// of 255 after some 260 blocks of the largest difference) or by a progressive scan's 1 << 13. The
+// overflow wraps (stb's file is built with -fwrapv, CMakeLists.txt says why): each decodes to its
+// full size, the DC of the blocks past the overflow noise, as in any scan this corrupt. The
+// sanitized build (.ci/run) is where this test has its teeth: without -fwrapv, UBSan ends it at the
+// multiplication.
 TEST_F(ImageTest, JpegDcOverflowsWrapWithoutUndefinedBehaviour) {
   const fs::path found = fs::path(LENET5_SOURCE_DIR) / "tests" / "data" / "fuzz-found";
   const std::tuple<const char*, int, int> cases[] = {

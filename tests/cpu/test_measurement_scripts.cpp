@@ -464,8 +464,7 @@ TEST(FuzzScript, SummaryEndsWithEachCrashsInputAsBase64AndTheStartOfItsReport) {
 TEST(FuzzScript, SummaryPassesOnlyTargetsThatFinishedWithoutACrash) {
   TempDir dir;
   write_fuzz_build(dir / "build");
-  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm", dir), 0)
-      << testing::read_text(dir / "out.txt");
+  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm", dir), 0) << testing::read_text(dir / "out.txt");
   EXPECT_FALSE(testing::mentions(testing::read_text(dir / "out.txt"), "broken"));
   // A target that left no final statistics did not finish (killed, or out of memory).
   write(dir / "build" / "fuzz_cut.log", "INFO: Seed: 1\n#2 INITED cov: 3\n");
