@@ -4,7 +4,9 @@
 # working copy of its committed seed corpus. An input counts as a crash when a sanitizer reports,
 # an exception other than lenet5's own refusals escapes, one allocation reaches 1 GiB, the
 # process's memory 2 GiB, or one input takes more than 60 s. Crashing inputs are kept under
-# build-fuzz/artifacts/<target>/; the script exits 1 if there is any.
+# build-fuzz/artifacts/<target>/, where a reused build keeps those of earlier runs too (and counts
+# them again) until they are removed; the script exits 1 if there is any, or if a target did not
+# finish.
 #
 # The bounds lenet5 promises for any input, 1 GiB and 20 s, are for the optimised program, and
 # tests/cpu/test_bounded_inputs.cpp measures them on it with each format's costliest input. A
@@ -17,27 +19,30 @@
 # like a crash's) waits as long.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600, scripts/fuzz.sh 30 idx
-#   scripts/fuzz.sh --summary [TARGET...]      the last run's table and crashes again, running nothing
+#   scripts/fuzz.sh --summary [TARGET...]      the last run's table and crashes, running nothing
 #
 # The output ends with a table (runs, runs a second, corpus size and crashes per target) and, for
-# each crash, its input as one line of base64 and the first lines of its report.
+# each crash, its input as one line of base64, the command that replays it and the first lines
+# of its report: a CI machine keeps no files, and its log's end is then enough.
 #
 # Environment: FUZZ_BUILD (build folder, default build-fuzz; an existing fuzz build keeps its own
 # settings), FUZZ_JOBS (targets run at once, default the number of cores), FUZZ_SEED (libFuzzer's
 # -seed; default a new seed each run). The same seed does not repeat a run: two runs of one build
-# from the same corpus and seed took different inputs after a few hundred (README, Reliability).
+# from the same corpus and seed took different inputs after 163 (README, Reliability).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc)}
+# What counts as a crash besides a sanitizer's report or an escaping exception (see above).
+limits="-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=60"
 
 built_targets() {
   sed -n 's/^LENET5_FUZZ_BUILT_TARGETS:INTERNAL=//p' "$build/CMakeCache.txt" | tr ';' ' '
 }
 
 # Configures and builds the fuzz build, and sets `targets` to every target when none was named.
-build_targets() {
+configure_and_build() {
   if ! command -v clang++ >/dev/null; then
     echo "fuzz.sh: clang++ not found: install clang (scripts/setup.sh --fuzz does)" >&2
     exit 2
@@ -59,22 +64,22 @@ fuzz_one() {
   cp -n tests/fuzz/corpus/"$name"/* tests/data/fuzz-found/* "$work"/ 2>/dev/null || true
   ASAN_OPTIONS=detect_leaks=1 \
     "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
-    -rss_limit_mb=2048 -timeout=60 -report_slow_units=60 \
-    -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" \
+    $limits -report_slow_units=60 -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" \
     >"$build/fuzz_$name.log" 2>&1
 }
 
-# A crash's input and report, printed last, where the end of the output is all that comes back
-# (a CI machine keeps neither file): the input (libFuzzer's are at most 4 KiB here) as one line
-# of base64, to replay with
-#   echo LINE | base64 -d > crash.bin && build-fuzz/tests/fuzz/fuzz_TARGET crash.bin
+# A crash's input (libFuzzer's are at most 4 KiB here; the corpus seeds, at most 2.5 KiB) as one
+# line of base64, the command that replays it (with the bounds that made it a crash) and the first
+# lines of its report.
 report_crashes() {
   local name=$1 log=$build/fuzz_$1.log artifact
   for artifact in "$build/artifacts/$name"/*; do
     [ -f "$artifact" ] || continue
     echo "$name: $(basename "$artifact") ($(stat -c %s "$artifact") bytes) as base64:" >&2
-    head -c 16384 "$artifact" | base64 -w 0 >&2
+    base64 -w 0 "$artifact" >&2
     echo >&2
+    echo "  to replay: echo <that line> | base64 -d > crash.bin &&" \
+      "ASAN_OPTIONS=detect_leaks=1 $build/tests/fuzz/fuzz_$name $limits crash.bin" >&2
   done
   # libFuzzer's and the sanitizers' reports start with "==PID==ERROR", "ERROR: libFuzzer" or
   # UBSan's "runtime error:"; the first 25 lines name the fault and the top of its stack.
@@ -111,16 +116,20 @@ if [ "${1:-}" = --summary ]; then
     exit 2
   fi
   [ ${#targets[@]} -gt 0 ] || targets=($(built_targets))
-  summarise
-  exit
+  if [ ${#targets[@]} -eq 0 ]; then
+    echo "fuzz.sh --summary: '$build' is not a fuzz build (configured with -DLENET5_FUZZ=ON)" >&2
+    exit 2
+  fi
+  summarise || exit 1
+  exit 0
 fi
 
 seconds=${1:-60}
 shift || true
 targets=("$@")
-build_targets
+configure_and_build
 export -f fuzz_one
-export build seconds
+export build seconds limits
 status=0
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one {}' || status=1
 summarise || status=1

@@ -587,11 +587,11 @@ TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
 
 // JPEGs whose DC predictor, which stb_image 2.27 keeps in an int without bound, overflows when
 // multiplied by the quantisation step (a 16-bit step of 65535 at the second block; an 8-bit step
-// of 255 after some 260 blocks of the largest difference) or by a progressive scan's 1 << 13. The
+// of 255 at block 258, after the largest differences) or by a progressive scan's 1 << 13. The
 // overflow wraps (stb's file is built with -fwrapv, CMakeLists.txt says why): each decodes to its
-// full size, the DC of the blocks past the overflow noise, as in any scan this corrupt. The
-// sanitized build (.ci/run) is where this test has its teeth: without -fwrapv, UBSan ends it at the
-// multiplication.
+// full size, from a file and from memory (as `serve` decodes uploads), the DC of the blocks past
+// the overflow noise, as in any scan this corrupt. The test has its teeth in .ci/run's sanitized
+// build (clang's UBSan stops it at the multiplication without -fwrapv; GCC 12's reports nothing).
 TEST_F(ImageTest, JpegDcOverflowsWrapWithoutUndefinedBehaviour) {
   const fs::path found = fs::path(LENET5_SOURCE_DIR) / "tests" / "data" / "fuzz-found";
   const std::tuple<const char*, int, int> cases[] = {
@@ -599,10 +599,14 @@ TEST_F(ImageTest, JpegDcOverflowsWrapWithoutUndefinedBehaviour) {
       {"jpeg_dc_predictor_adds_up_past_int.jpg", 2400, 8},
       {"jpeg_progressive_dc_shift_overflows.jpg", 128, 8}};
   for (const auto& [name, width, height] : cases) {
-    const GrayImage image = load_gray_image(found / name);
-    EXPECT_EQ(image.width, width) << name;
-    EXPECT_EQ(image.height, height) << name;
-    EXPECT_EQ(image.pixels.size(), std::size_t(width) * std::size_t(height)) << name;
+    std::ifstream in(found / name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    for (const GrayImage& image :
+         {load_gray_image(found / name), decode_gray_image(bytes, kMaxImageSide, "upload")}) {
+      EXPECT_EQ(image.width, width) << name;
+      EXPECT_EQ(image.height, height) << name;
+      EXPECT_EQ(image.pixels.size(), std::size_t(width) * std::size_t(height)) << name;
+    }
   }
 }
 

@@ -453,31 +453,53 @@ TEST(FuzzScript, SummaryEndsWithEachCrashsInputAsBase64AndTheStartOfItsReport) {
   const std::string out = testing::read_text(dir / "out.txt");
   EXPECT_TRUE(testing::mentions(out, "calm                 1234         20        2 0")) << out;
   EXPECT_TRUE(testing::mentions(out, "broken                 99          9        0 1")) << out;
-  // The input's six bytes, 01 02 'P' 'N' 'G' ff, decode back from this line.
+  // The input's six bytes, 01 02 'P' 'N' 'G' ff, decode back from this line; the command that
+  // replays it carries the bounds that made it a crash.
   EXPECT_TRUE(testing::mentions(out, "broken: crash-0123 (6 bytes) as base64:\nAQJQTkf/\n")) << out;
+  EXPECT_TRUE(testing::mentions(out, "/tests/fuzz/fuzz_broken -rss_limit_mb=2048 "
+                                     "-malloc_limit_mb=1024 -timeout=60 crash.bin"))
+      << out;
   EXPECT_TRUE(testing::mentions(out, "==4242==ERROR: AddressSanitizer: heap-buffer-overflow"));
   EXPECT_TRUE(testing::mentions(out, "src/image/image_io.cpp:212"));
   // The report comes after the table: a log cut to its end keeps it.
-  EXPECT_GT(out.find("AQJQTkf/"), out.find("broken                 99"));
+  const std::size_t table_row = out.find("broken                 99"),
+                    input = out.find("AQJQTkf/");
+  ASSERT_NE(table_row, std::string::npos);
+  ASSERT_NE(input, std::string::npos);
+  EXPECT_LT(table_row, input);
 }
 
 TEST(FuzzScript, SummaryPassesOnlyTargetsThatFinishedWithoutACrash) {
   TempDir dir;
   write_fuzz_build(dir / "build");
-  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm", dir), 0) << testing::read_text(dir / "out.txt");
+  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm", dir), 0)
+      << testing::read_text(dir / "out.txt");
   EXPECT_FALSE(testing::mentions(testing::read_text(dir / "out.txt"), "broken"));
   // A target that left no final statistics did not finish (killed, or out of memory).
   write(dir / "build" / "fuzz_cut.log", "INFO: Seed: 1\n#2 INITED cov: 3\n");
   EXPECT_EQ(run_fuzz_summary(dir / "build", "calm cut", dir), 1);
-  const std::string out = testing::read_text(dir / "out.txt");
+  std::string out = testing::read_text(dir / "out.txt");
   EXPECT_TRUE(testing::mentions(out, "cut                     ?          ?        0 0")) << out;
   EXPECT_TRUE(testing::mentions(out, "cut: see ")) << out;
+  // UBSan's reports start with the line that says "runtime error:", not with "==ERROR".
+  write(dir / "build" / "fuzz_ub.log",
+        "INFO: Seed: 1\nsrc/image/ink.cpp:40:3: runtime error: signed integer overflow\n"
+        "stat::number_of_executed_units: 7\n");
+  write(dir / "build" / "artifacts" / "ub" / "crash-77", "ub");
+  EXPECT_EQ(run_fuzz_summary(dir / "build", "ub", dir), 1);
+  out = testing::read_text(dir / "out.txt");
+  EXPECT_TRUE(testing::mentions(out, "ub: crash-77 (2 bytes) as base64:\ndWI=\n")) << out;
+  EXPECT_TRUE(testing::mentions(out, "ink.cpp:40:3: runtime error: signed integer overflow"));
 }
 
 TEST(FuzzScript, SummaryRefusesAFolderWithoutAFuzzBuild) {
   TempDir dir;
   EXPECT_EQ(run_fuzz_summary(dir / "nothing", "", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no fuzz build in"));
+  // A build configured without -DLENET5_FUZZ=ON has no fuzz targets to summarise.
+  write(dir / "plain" / "CMakeCache.txt", "CMAKE_BUILD_TYPE:STRING=Release\n");
+  EXPECT_EQ(run_fuzz_summary(dir / "plain", "", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "is not a fuzz build"));
 }
 
 }  // namespace
