@@ -456,14 +456,14 @@ TEST(FuzzScript, SummaryEndsWithEachCrashsInputAsBase64AndTheStartOfItsReport) {
   // The input's six bytes, 01 02 'P' 'N' 'G' ff, decode back from this line; the command that
   // replays it carries the bounds that made it a crash.
   EXPECT_TRUE(testing::mentions(out, "broken: crash-0123 (6 bytes) as base64:\nAQJQTkf/\n")) << out;
-  EXPECT_TRUE(testing::mentions(out, "/tests/fuzz/fuzz_broken -rss_limit_mb=2048 "
-                                     "-malloc_limit_mb=1024 -timeout=60 crash.bin"))
+  EXPECT_TRUE(testing::mentions(out,
+                                "/tests/fuzz/fuzz_broken -rss_limit_mb=2048 "
+                                "-malloc_limit_mb=1024 -timeout=60 crash.bin"))
       << out;
   EXPECT_TRUE(testing::mentions(out, "==4242==ERROR: AddressSanitizer: heap-buffer-overflow"));
   EXPECT_TRUE(testing::mentions(out, "src/image/image_io.cpp:212"));
   // The report comes after the table: a log cut to its end keeps it.
-  const std::size_t table_row = out.find("broken                 99"),
-                    input = out.find("AQJQTkf/");
+  const std::size_t table_row = out.find("broken                 99"), input = out.find("AQJQTkf/");
   ASSERT_NE(table_row, std::string::npos);
   ASSERT_NE(input, std::string::npos);
   EXPECT_LT(table_row, input);
@@ -472,8 +472,7 @@ TEST(FuzzScript, SummaryEndsWithEachCrashsInputAsBase64AndTheStartOfItsReport) {
 TEST(FuzzScript, SummaryPassesOnlyTargetsThatFinishedWithoutACrash) {
   TempDir dir;
   write_fuzz_build(dir / "build");
-  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm", dir), 0)
-      << testing::read_text(dir / "out.txt");
+  EXPECT_EQ(run_fuzz_summary(dir / "build", "calm", dir), 0) << testing::read_text(dir / "out.txt");
   EXPECT_FALSE(testing::mentions(testing::read_text(dir / "out.txt"), "broken"));
   // A target that left no final statistics did not finish (killed, or out of memory).
   write(dir / "build" / "fuzz_cut.log", "INFO: Seed: 1\n#2 INITED cov: 3\n");
