@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -578,8 +577,7 @@ TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
     // Named again: C++17 lambdas cannot capture structured bindings (clang refuses it).
     const std::string name = name_text, message = message_text;
     expect_error_mentioning([&] { load_gray_image(found / name); }, {name, message});
-    std::ifstream in(found / name, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string bytes = testing::read_text(found / name);
     expect_error_mentioning([&] { decode_gray_image(bytes, kMaxImageSide, "upload"); },
                             {"upload", message});
   }
@@ -600,8 +598,7 @@ TEST_F(ImageTest, JpegDcOverflowsWrapWithoutUndefinedBehaviour) {
       {"jpeg_dc_predictor_adds_up_past_int.jpg", 2400, 8},
       {"jpeg_progressive_dc_shift_overflows.jpg", 128, 8}};
   for (const auto& [name, width, height] : cases) {
-    std::ifstream in(found / name, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string bytes = testing::read_text(found / name);
     for (const GrayImage& image :
          {load_gray_image(found / name), decode_gray_image(bytes, kMaxImageSide, "upload")}) {
       EXPECT_EQ(image.width, width) << name;

@@ -228,9 +228,6 @@ std::string network_test_name(const ::testing::TestParamInfo<NetworkOption>& inf
   return name;
 }
 
-// The sample kernel's two versions (one and two samples per SM; the grid's size picks one, so a
-// lone model and a packed one, or an epoch's full and short batches, may run different ones) give
-// the same bits: which one ran must never show in the weights.
 // Two gradients from the GPU equal in every value of every tensor (the padding between tensors,
 // poisoned with NaN, is not compared); stops at the first that differs.
 void expect_same_gradients(const ParamLayout& layout, const std::vector<float>& a,
@@ -241,6 +238,9 @@ void expect_same_gradients(const ParamLayout& layout, const std::vector<float>& 
           << what << " " << spec.name << "[" << i << "]";
 }
 
+// The sample kernel's two versions (one and two samples per SM; the grid's size picks one, so a
+// lone model and a packed one, or an epoch's full and short batches, may run different ones) give
+// the same bits: which one ran must never show in the weights.
 void expect_sample_builds_agree(const NetConfig& config, const std::vector<float>& params,
                                 const Batch& batch, int max_batch, const std::string& what) {
   const ParamLayout layout = lenet5_layout(config);
