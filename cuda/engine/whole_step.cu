@@ -273,23 +273,27 @@ UpdateKernelChoice update_kernel_for(Precision precision, int rows = 1) {
     return {whole_step_update_kernel<Precision::tf32>, kDenseMmaTiles};
   if (rows == 4) return {whole_step_update_kernel<Precision::fp32, 4>, all_dense_tiles<4>()};
   if (rows == 1) return {whole_step_update_kernel<Precision::fp32, 1>, all_dense_tiles<1>()};
+  if (rows == 2) return {whole_step_update_kernel<Precision::fp32, 2>, all_dense_tiles<2>()};
   throw Error("internal: fp32 dense tiles of " + std::to_string(rows) + " rows a warp");
 }
 
 // The rows per warp of the fp32 dense tiles (update_dense_tile), for `tiles` as asked. Four rows
 // read each input from L2 a quarter as often, but make 73 tiles where one row makes 287, each with
-// four times the work. Measured on the H200 against one row, the same bits (README, Results,
-// 2026-11-28): packed sweeps of 16 and 64 models at batch 256 5 % more images/s, and a lone
-// model's batch 128 (a grid that fits the SMs) 7 % shorter epochs; but a lone model's batch 64
-// 2 % and batch 256 5 % longer. Why the lone model's batch sizes differ was not measured (a
-// guess: beside 128 sample blocks, 73 tiles' blocks all find room to start early; beside 64,
-// even 287 do; a grid larger than the SMs leaves no room).
+// four times the work; two rows, 144 tiles, are between. Measured on the H200, the same bits
+// (README, Results, 2026-11-28), four rows against one: packed sweeps of 16 and 64 models at batch
+// 256 5 % more images/s, and a lone model's batch 128 (a grid that fits the SMs) 7 % shorter
+// epochs; but a lone model's batch 64 2 % and batch 256 5 % longer. There, two rows against one:
+// batch 256 3 % shorter. Why the lone model's batch sizes differ was not measured (a guess: beside
+// 128 sample blocks, 73 tiles' blocks all find room to start early; beside 64, even 287 do; a grid
+// larger than the SMs leaves no room).
 int dense_tile_rows(int n, const ModelGroup& group, int sms, DenseTiles tiles) {
   if (tiles == DenseTiles::fp32_one_row) return 1;
+  if (tiles == DenseTiles::fp32_two_rows) return 2;
   if (tiles == DenseTiles::fp32_four_rows) return 4;
   constexpr int kFourRowsMinBatch = 65;
   if (group.models > 1) return 4;
-  return n >= kFourRowsMinBatch && n <= sms ? 4 : 1;
+  if (n > sms) return 2;
+  return n >= kFourRowsMinBatch ? 4 : 1;
 }
 
 // Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels

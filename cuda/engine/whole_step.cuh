@@ -76,10 +76,11 @@ struct ModelGroup {
 enum class SampleBuild { by_grid, one_per_sm, two_per_sm };
 
 // Which tiles of the update kernel sum the dense weights' gradients: those the precision and the
-// batch's size pick (whole_step_update.cuh's kMmaMinBatch; for fp32, one row or four per warp by
-// the grid), or the fp32 ones forced, for the tests that prove the tensor cores' tiles run where
-// they should and change nothing else, and that the fp32 tiles' two forms give the same bits.
-enum class DenseTiles { by_batch, fp32, fp32_one_row, fp32_four_rows };
+// batch's size pick (whole_step_update.cuh's kMmaMinBatch; for fp32, one, two or four rows per
+// warp by the grid), or the fp32 ones forced, for the tests that prove the tensor cores' tiles run
+// where they should and change nothing else, and that the fp32 tiles' three forms give the same
+// bits.
+enum class DenseTiles { by_batch, fp32, fp32_one_row, fp32_two_rows, fp32_four_rows };
 
 class WholeStep {
  public:

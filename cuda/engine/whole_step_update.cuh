@@ -62,8 +62,8 @@ __device__ int flat_parameter(const WholeStepOffsets& at, int block, int column)
 // A dense weight tile: kWarpsPerPart x Rows rows of kTileColumns weights. A warp takes Rows rows
 // of it and one part of the batch, four adjacent weights per lane and row, so that each float4 of
 // inputs a lane loads serves 4 x Rows parameters (the flat kind loads two values per multiply-add,
-// and waited on L2 for most of its time). Rows is 1 or 4 (dense_tile_rows, whole_step.cu, picks):
-// with 4, each input is read from L2 a quarter as often, by a quarter as many blocks.
+// and waited on L2 for most of its time). Rows is 1, 2 or 4 (dense_tile_rows, whole_step.cu,
+// picks): with 4, each input is read from L2 a quarter as often, by a quarter as many blocks.
 constexpr int kWarpsPerPart = kUpdateThreads / 32 / kUpdateSplit;  // 2
 constexpr int kTileColumns = 4 * 32;                               // 128
 static_assert(kUpdateThreads % (32 * kUpdateSplit) == 0 && kWarpsPerPart >= 1,
@@ -73,7 +73,7 @@ static_assert(record::a4 % 4 == 0 && record::a5 % 4 == 0 && record::a6 % 4 == 0,
 static_assert(record::d5 % 4 == 0 && record::d6 % 4 == 0 && record::d7 % 4 == 0 &&
                   record::d7 + (kOut + 3) / 4 * 4 <= record::floats,
               "four rows' dL/dz are read as a float4, the output layer's last past its 10 rows "
-              "but inside the record (Rows is 1 or 4)");
+              "but inside the record (Rows is 1, 2 or 4)");
 template <int In, int Out, int Rows>
 constexpr int dense_tiles() {
   constexpr int kTileRows = kWarpsPerPart * Rows;
@@ -160,7 +160,8 @@ template <int In, int Out, int Rows>
 __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_at, int dy_at,
                                   int x_at, TilePartials<Rows>& partial) {
   static_assert(In % 4 == 0, "four adjacent weights of a row are read as one float4");
-  static_assert(Rows == 1 || Rows == 4, "one row, or four read as a float4 (see above)");
+  static_assert(Rows == 1 || Rows == 2 || Rows == 4,
+                "one row, two as a float2 or four as a float4");
   constexpr int kColumnTiles = (In + kTileColumns - 1) / kTileColumns;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int part = warp / kWarpsPerPart, row0 = warp % kWarpsPerPart * Rows;
@@ -178,6 +179,10 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
       float dy[Rows];  // rows past Out (the output layer's 10 and 11) are never stored
       if constexpr (Rows == 1) {
         dy[0] = r[dy_at + o0];
+      } else if constexpr (Rows == 2) {
+        const float2 d = *reinterpret_cast<const float2*>(r + dy_at + o0);
+        dy[0] = d.x;
+        dy[1] = d.y;
       } else {
         const float4 d = *reinterpret_cast<const float4*>(r + dy_at + o0);
         dy[0] = d.x;

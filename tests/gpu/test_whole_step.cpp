@@ -391,10 +391,11 @@ TEST(WholeStep, StatisticsMatchTheCpuReference) {
   EXPECT_EQ(got.correct, want.correct);
 }
 
-// The update's fp32 dense tiles in both forms (one row or four a warp, which launch_update picks by
-// the grid) sum each weight in the same parts and sample order: the same bits, for batches with
-// empty parts (1), parts of unequal size (7, 37), a grid that fits the SMs (130) and one that does
-// not (256). Every other tensor comes from the same kernels in both, so it is compared too.
+// The update's fp32 dense tiles in their three forms (one, two or four rows a warp, which
+// launch_update picks by the grid) sum each weight in the same parts and sample order: the same
+// bits, for batches with empty parts (1), parts of unequal size (7, 37), a grid that fits the SMs
+// (130) and one that does not (256). Every other tensor comes from the same kernels in both, so it
+// is compared too.
 TEST(WholeStep, DenseTileFormsGiveTheSameBits) {
   LENET5_REQUIRE_GPU();
   NetConfig config;
@@ -405,10 +406,14 @@ TEST(WholeStep, DenseTileFormsGiveTheSameBits) {
     const Batch batch = make_batch(100, n, 90 + std::uint64_t(n));
     const GpuStep one = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::by_grid,
                                       cuda::DenseTiles::fp32_one_row);
-    const GpuStep four = gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::by_grid,
-                                       cuda::DenseTiles::fp32_four_rows);
-    ASSERT_NO_FATAL_FAILURE(
-        expect_same_gradients(layout, one.gradients, four.gradients, "n=" + std::to_string(n)));
+    for (const cuda::DenseTiles form :
+         {cuda::DenseTiles::fp32_two_rows, cuda::DenseTiles::fp32_four_rows}) {
+      const GpuStep other =
+          gpu_gradients(config, params, batch, n, {}, cuda::SampleBuild::by_grid, form);
+      ASSERT_NO_FATAL_FAILURE(expect_same_gradients(
+          layout, one.gradients, other.gradients,
+          "n=" + std::to_string(n) + (form == cuda::DenseTiles::fp32_two_rows ? " two" : " four")));
+    }
   }
 }
 
