@@ -135,6 +135,34 @@ INSTANTIATE_TEST_SUITE_P(Augment, PackedTraining, testing::Values("none", "elast
                            return info.param;
                          });
 
+// At an epoch's end the models' checkpoints are written side by side (trainer.cpp, end_epochs).
+// A failed write stops no other model's, and the first failing model's is the error reported:
+// with the best.safetensors of m1 and m3 folders (no rename replaces a folder that holds a file,
+// not even root's), m0 and m2 end the epoch with both their checkpoints, the error names m1's
+// file, and neither m1 nor m3 has a last.safetensors (best is written before last).
+TEST(PackedTrainingWrites, AFailedWriteIsReportedAndTheOtherModelsAreWritten) {
+  REQUIRE_GPU_AND_MNIST();
+  ScratchDir dir("packed-failed-write");
+  const std::vector<TrainJob> jobs = packed_jobs(dir, 4, 1, "none");
+  const fs::path in_the_way = dir / "m1" / "best.safetensors";
+  fs::create_directories(in_the_way / "a-file-inside");
+  fs::create_directories(dir / "m3" / "best.safetensors" / "a-file-inside");
+  std::string error;
+  try {
+    train_models(jobs);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("cannot write " + in_the_way.string()), std::string::npos) << error;
+  for (const char* model : {"m0", "m2"}) {
+    SCOPED_TRACE(model);
+    EXPECT_EQ(load_checkpoint(dir / model / "last.safetensors").position.epoch, 1);
+    EXPECT_EQ(load_checkpoint(dir / model / "best.safetensors").position.epoch, 1);
+  }
+  for (const char* model : {"m1", "m3"})
+    EXPECT_FALSE(fs::exists(dir / model / "last.safetensors")) << model;
+}
+
 // The sweep packs what may share a group and nothing else: of three models, the two that differ
 // only in seed and rate train in one packed run and the third (another batch size) alone; each
 // ends with the checkpoint of train() alone.
