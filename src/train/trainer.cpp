@@ -433,7 +433,8 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
 // and 6.36 s with their folders in memory, where a write waits for no disk). Every write of an
 // epoch ends before the next epoch begins, so a stop or a crash finds each model's checkpoints as
 // one at a time would leave them. The first model's failure (in the models' order) is the one
-// reported; the others' writes end first.
+// reported; the others' writes end first. A write logs nothing, and must not: this thread adds
+// and removes the logger's sinks at each model's RunLog::Active scope, unguarded.
 void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
   constexpr std::size_t kWritesAtOnce = 16;
   // A future of std::async waits for its thread when destroyed, so no write outlives an error.
