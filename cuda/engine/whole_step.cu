@@ -271,9 +271,9 @@ struct UpdateKernelChoice {
 UpdateKernelChoice update_kernel_for(Precision precision, int rows = 1) {
   if (precision == Precision::tf32)
     return {whole_step_update_kernel<Precision::tf32>, kDenseMmaTiles};
-  if (rows == 4) return {whole_step_update_kernel<Precision::fp32, 4>, all_dense_tiles<4>()};
   if (rows == 1) return {whole_step_update_kernel<Precision::fp32, 1>, all_dense_tiles<1>()};
   if (rows == 2) return {whole_step_update_kernel<Precision::fp32, 2>, all_dense_tiles<2>()};
+  if (rows == 4) return {whole_step_update_kernel<Precision::fp32, 4>, all_dense_tiles<4>()};
   throw Error("internal: fp32 dense tiles of " + std::to_string(rows) + " rows a warp");
 }
 

@@ -70,6 +70,7 @@ static_assert(kUpdateThreads % (32 * kUpdateSplit) == 0 && kWarpsPerPart >= 1,
               "a block holds whole warps per part of the batch, and whole parts");
 static_assert(record::a4 % 4 == 0 && record::a5 % 4 == 0 && record::a6 % 4 == 0,
               "a dense tile reads its layer's inputs from the records as float4");
+// Rows' dL/dz values are read as one float4 (4) or float2 (2, from an even first row o0).
 static_assert(record::d5 % 4 == 0 && record::d6 % 4 == 0 && record::d7 % 4 == 0 &&
                   record::d7 + (kOut + 3) / 4 * 4 <= record::floats,
               "four rows' dL/dz are read as a float4, the output layer's last past its 10 rows "
@@ -228,11 +229,12 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
 // kMmaTileColumns columns of a layer; its 8 warps each sum an eighth of the batch in sample order,
 // 8 samples a step, loading the fragments straight from the records (a sample's dy and x values,
 // rounded to TF32), and the eighths are added in warp order through shared memory. Each x value is
-// then read by one block per 16 rows, where the fp32 tiles read it once per 2 or 8 rows.
+// then read by one block per 16 rows, where the fp32 tiles read it once per 2, 4 or 8 rows.
 // Deterministic (a fixed order throughout); other bits than fp32's, as the tf32 stages are.
 // They run for batches of kMmaMinBatch samples and more, where they measured faster than the fp32
 // tiles in their one-row form (H200, configs/fast.toml: batch 256 15.16 -> 14.87 ms an epoch, 16
-// and 64 packed models at batch 256 +6 % images/s); at batch 64 and 128, with one or two steps of 8
+// and 64 packed models at batch 256 +6 % images/s; not measured since against the two- and
+// four-row forms that fp32 now runs there); at batch 64 and 128, with one or two steps of 8
 // samples per warp, the reduction through shared memory costs more than the sums (33.0 -> 34.0
 // and 19.9 -> 20.2 ms), and a tf32 run's smaller batches (its epoch's last one too) sum the dense
 // weights with the fp32 tiles.

@@ -234,9 +234,9 @@ class Run {
   // best before last: a run killed between the two resumes from the previous last and trains
   // this epoch again, to the same weights, and rewrites best identically. The other order would
   // leave a last whose best_accuracy counts an improvement that best.safetensors never received.
-  void write_checkpoints(const EpochCheckpoint& saved) const {
-    if (saved.improved) save(m_dir / "best.safetensors", saved.checkpoint);
-    save(m_dir / "last.safetensors", saved.checkpoint);
+  void write_checkpoints(const EpochCheckpoint& epoch_end) const {
+    if (epoch_end.improved) save(m_dir / "best.safetensors", epoch_end.checkpoint);
+    save(m_dir / "last.safetensors", epoch_end.checkpoint);
   }
 
   // After the last epoch: the pictures, and the best checkpoint's evaluation.
@@ -429,11 +429,14 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
 // next model's report beside them. A write waits on the disk (an fsync of the file and one of its
 // folder), and the disk takes many at once faster than one after the other: measured on the
 // H200's machine (README, Results, 2026-11-28), packed sweeps of 16 and 64 models of
-// configs/fast.toml took 2.32 and 7.47 s one after the other, 2.13 and 6.69 s side by side (2.02
-// and 6.36 s with their folders in memory, where a write waits for no disk). Every write of an
-// epoch ends before the next epoch begins, so a stop or a crash finds each model's checkpoints as
-// one at a time would leave them. The first model's failure (in the models' order) is the one
-// reported; the others' writes end first. A write logs nothing, and must not: this thread adds
+// configs/fast.toml took 2.32 and 7.47 s one after the other, 2.13 and 6.69 s side by side. With
+// their folders in memory, where no write waits on a disk, 2.02 and 6.36 s one after the other,
+// 2.00 and 6.01 s side by side: the rest of the gain is the next model's report formed beside the
+// writes. Every write of an epoch ends before the next epoch begins, and each model writes best
+// before last, so a stop or a crash finds each model's pair of checkpoints as one at a time would
+// leave it. The first failing model (in the models' order) among those in flight is the one
+// reported, whether its write or a later model's end of epoch failed; the others' writes end
+// first. A write logs nothing, and must not: this thread adds
 // and removes the logger's sinks at each model's RunLog::Active scope, unguarded.
 void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
   constexpr std::size_t kWritesAtOnce = 16;
@@ -445,10 +448,16 @@ void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
       writing.pop_front();
     }
     const RunLog::Active log(run->log());
-    Run::EpochCheckpoint saved = run->end_epoch();
-    writing.push_back(std::async(std::launch::async, [&model = *run, saved = std::move(saved)] {
-      model.write_checkpoints(saved);
-    }));
+    Run::EpochCheckpoint epoch_end;
+    try {
+      epoch_end = run->end_epoch();
+    } catch (...) {
+      for (std::future<void>& write : writing) write.get();  // an earlier model's failure first
+      throw;
+    }
+    writing.push_back(std::async(
+        std::launch::async,
+        [&model = *run, epoch_end = std::move(epoch_end)] { model.write_checkpoints(epoch_end); }));
   }
   for (std::future<void>& write : writing) write.get();
 }

@@ -394,8 +394,8 @@ TEST(WholeStep, StatisticsMatchTheCpuReference) {
 // The update's fp32 dense tiles in their three forms (one, two or four rows a warp, which
 // launch_update picks by the grid) sum each weight in the same parts and sample order: the same
 // bits, for batches with empty parts (1), parts of unequal size (7, 37), a grid that fits the SMs
-// (130) and one that does not (256). Every other tensor comes from the same kernels in both, so it
-// is compared too.
+// (130) and one that does not (256). Every other tensor comes from the same kernels in all three,
+// so it is compared too.
 TEST(WholeStep, DenseTileFormsGiveTheSameBits) {
   LENET5_REQUIRE_GPU();
   NetConfig config;
