@@ -239,17 +239,30 @@ class Run {
     save(m_dir / "last.safetensors", epoch_end.checkpoint);
   }
 
-  // After the last epoch: the pictures, and the best checkpoint's evaluation.
+  // After the last epoch, first: the run's pictures, drawn on a host thread of their own while
+  // best checkpoints are read back and evaluated (finish; on the GPU, or by the CPU's other
+  // threads), so that they cost the command next to no wall time. The weights are copied first,
+  // since report_best replaces them. The future gives draw_pictures' outcome, for
+  // report_pictures; its get() rethrows what draw_pictures does not catch itself.
+  std::future<std::string> begin_pictures() {
+    return std::async(std::launch::async,
+                      [this, weights = m_engine.parameters()] { return draw_pictures(weights); });
+  }
+
+  // After the last epoch: the best checkpoint's evaluation.
   TrainOutcome finish() {
-    // The pictures are drawn on a host thread of their own while the best checkpoint is read
-    // back and evaluated (on the GPU, or by the CPU's other threads): they cost the main command
-    // next to no wall time. The weights are copied first, since report_best replaces them.
-    std::future<void> pictures = std::async(
-        std::launch::async, [this, weights = m_engine.parameters()] { draw_pictures(weights); });
     TrainOutcome outcome = outcome_so_far(m_position.epoch);
     report_best(outcome);
-    pictures.get();  // rethrows what draw_pictures does not report itself
     return outcome;
+  }
+
+  // What draw_pictures gave: the files drawn (failure empty), or why not.
+  void report_pictures(const std::string& failure) const {
+    if (failure.empty())
+      spdlog::info("pictures: {}, {}, {} in {}", kCurvesFile, kFiltersC1File, kFiltersC3File,
+                   m_dir.string());
+    else
+      spdlog::warn("could not draw the run's pictures: {}", failure);
   }
 
   // Stopped by a signal before `step` of the current epoch: saves where it stands.
@@ -258,7 +271,7 @@ class Run {
     m_progress.reset();
     m_position = {epoch, step, m_carried + m_engine.take_epoch_totals(), m_position.best_accuracy};
     save(m_dir / "last.safetensors", make_checkpoint(-1));
-    draw_pictures(m_engine.parameters());
+    report_pictures(draw_pictures(m_engine.parameters()));
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
                  (m_dir / "last.safetensors").string());
@@ -337,14 +350,14 @@ class Run {
 
   // The run folder's pictures of what it holds now: metrics.csv's epochs and `weights`, those of
   // last.safetensors. They are a view of the run, not part of it: a failure to draw them is
-  // reported, not fatal.
-  void draw_pictures(const std::vector<float>& weights) const {
+  // returned (empty when they were drawn), for report_pictures, not thrown. Logs nothing, so that
+  // it may run on any thread (end_epochs says why).
+  std::string draw_pictures(const std::vector<float>& weights) const {
     try {
       write_run_pictures(m_dir, m_net, weights);
-      spdlog::info("pictures: {}, {}, {} in {}", kCurvesFile, kFiltersC1File, kFiltersC3File,
-                   m_dir.string());
+      return "";
     } catch (const Error& e) {
-      spdlog::warn("could not draw the run's pictures: {}", e.what());
+      return e.what();
     }
   }
 
@@ -438,8 +451,9 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
 // reported, whether its write or a later model's end of epoch failed; the others' writes end
 // first. A write logs nothing, and must not: this thread adds
 // and removes the logger's sinks at each model's RunLog::Active scope, unguarded.
+constexpr std::size_t kWritesAtOnce = 16;
+
 void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
-  constexpr std::size_t kWritesAtOnce = 16;
   // A future of std::async waits for its thread when destroyed, so no write outlives an error.
   std::deque<std::future<void>> writing;
   for (const std::unique_ptr<Run>& run : runs) {
@@ -460,6 +474,31 @@ void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
         [&model = *run, epoch_end = std::move(epoch_end)] { model.write_checkpoints(epoch_end); }));
   }
   for (std::future<void>& write : writing) write.get();
+}
+
+// The models' ends, after the last epoch: each model's pictures drawn on a thread of its own (three
+// files, each written with two fsyncs, as a checkpoint is; see end_epochs), up to kWritesAtOnce
+// models' at a time, while this thread evaluates each model's best checkpoint in turn. A model's
+// line about its pictures is logged here, under its own log, as its drawing is joined.
+std::vector<TrainOutcome> finish_models(const std::vector<std::unique_ptr<Run>>& runs) {
+  // A future of std::async waits for its thread when destroyed, so no drawing outlives an error.
+  std::deque<std::pair<Run*, std::future<std::string>>> drawing;
+  const auto report_oldest = [&drawing] {
+    Run& model = *drawing.front().first;
+    const std::string failure = drawing.front().second.get();
+    drawing.pop_front();
+    const RunLog::Active log(model.log());
+    model.report_pictures(failure);
+  };
+  std::vector<TrainOutcome> outcomes;
+  for (const std::unique_ptr<Run>& run : runs) {
+    if (drawing.size() == kWritesAtOnce) report_oldest();
+    const RunLog::Active log(run->log());
+    drawing.emplace_back(run.get(), run->begin_pictures());
+    outcomes.push_back(run->finish());
+  }
+  while (!drawing.empty()) report_oldest();
+  return outcomes;
 }
 
 // The models of one engine group, epoch by epoch in lockstep: every model begins its epoch, then
@@ -491,8 +530,7 @@ std::vector<TrainOutcome> train_lockstep(const std::vector<std::unique_ptr<Run>>
     }
     end_epochs(runs);
   }
-  each([&](Run& run) { outcomes.push_back(run.finish()); });
-  return outcomes;
+  return finish_models(runs);
 }
 
 // The settings a packed group's models may not differ in, beyond the network's (which the engine

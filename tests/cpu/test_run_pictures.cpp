@@ -102,6 +102,8 @@ TEST(RunPictures, TrainLeavesPicturesAndEvaluateWritesAReport) {
   EXPECT_EQ(polylines, 4u);
   EXPECT_GT(png_size(dir / "run" / kFiltersC1File).first, 0);
   EXPECT_GT(png_size(dir / "run" / kFiltersC3File).first, 0);
+  // Drawn on a thread of their own, reported in the run's own log by the main thread.
+  EXPECT_TRUE(mentions(read_text(dir / "run" / "train.log"), "pictures: curves.svg"));
 
   const std::string report = (dir / "report").string();
   const std::string evaluate = "evaluate --device cpu --data " + data + " --checkpoint " + run +
@@ -123,6 +125,27 @@ TEST(RunPictures, TrainLeavesPicturesAndEvaluateWritesAReport) {
   const auto onto_file = run_lenet5(evaluate + run + "/config.toml", dir);
   EXPECT_EQ(onto_file.exit_code, 2);
   EXPECT_TRUE(mentions(onto_file.err, "it is a file, not a folder")) << onto_file.err;
+}
+
+// The pictures are a view of the run, not part of it: one that cannot be written (here curves.svg,
+// a folder that holds a file, which no rename replaces) is a warning, in the run's log too, and
+// the run still ends well with its checkpoints.
+TEST(RunPictures, APictureThatCannotBeWrittenIsAWarningNotAFailure) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const fs::path run = dir / "run";
+  fs::create_directories(run / kCurvesFile / "a-file-inside");
+  const auto trained = run_lenet5("train --device cpu --train-limit 64 --epochs 1 --data " +
+                                      testing::mnist_dir().string() + " --out " + run.string(),
+                                  dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_TRUE(mentions(trained.err, "could not draw the run's pictures")) << trained.err;
+  EXPECT_TRUE(mentions(trained.err, (run / kCurvesFile).string())) << trained.err;
+  const std::string log = read_text(run / "train.log");
+  EXPECT_TRUE(mentions(log, "could not draw the run's pictures")) << log;
+  EXPECT_FALSE(mentions(log, "pictures: curves.svg")) << log;
+  EXPECT_TRUE(fs::exists(run / "last.safetensors"));
+  EXPECT_TRUE(fs::exists(run / "best.safetensors"));
 }
 
 }  // namespace
