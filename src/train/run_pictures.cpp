@@ -109,10 +109,15 @@ std::vector<pictures::LineChart> training_curves(const std::vector<MetricsRow>& 
 void write_run_pictures(const fs::path& run_dir, const NetConfig& net,
                         const std::vector<float>& parameters) {
   const ParamLayout layout = lenet5_layout(net);
-  // A run stopped before its first epoch ended has no metrics.csv yet: its charts are empty.
+  // A run stopped before its first epoch ended has no metrics.csv yet: its charts are empty. A
+  // folder that cannot be looked into is an Error, which the trainer reports as a warning (the
+  // pictures are a view of the run), where filesystem_error would stop the run.
   const fs::path metrics = run_dir / "metrics.csv";
+  std::error_code error;
+  const bool has_metrics = fs::exists(metrics, error);
+  if (error) throw Error("cannot read " + metrics.string() + ": " + error.message());
   const std::vector<MetricsRow> rows =
-      fs::exists(metrics) ? read_metrics_csv(metrics) : std::vector<MetricsRow>{};
+      has_metrics ? read_metrics_csv(metrics) : std::vector<MetricsRow>{};
   write_file_atomically(run_dir / kCurvesFile, pictures::line_charts_svg(training_curves(rows)));
   pictures::write_png(run_dir / kFiltersC1File, pictures::c1_filters_picture(layout, parameters));
   pictures::write_png(run_dir / kFiltersC3File,

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
-#include <deque>
 #include <fstream>
 #include <future>
 #include <set>
@@ -26,6 +25,7 @@
 #include "train/progress.hpp"
 #include "train/report.hpp"
 #include "train/run_pictures.hpp"
+#include "train/side_by_side.hpp"
 
 namespace lenet5 {
 namespace fs = std::filesystem;
@@ -249,7 +249,8 @@ class Run {
                       [this, weights = m_engine.parameters()] { return draw_pictures(weights); });
   }
 
-  // After the last epoch: the best checkpoint's evaluation.
+  // After the last epoch, after begin_pictures (which copies the weights that this replaces): the
+  // best checkpoint's evaluation.
   TrainOutcome finish() {
     TrainOutcome outcome = outcome_so_far(m_position.epoch);
     report_best(outcome);
@@ -437,70 +438,60 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
                  checkpoint.position.epoch, settings.epochs);
 }
 
-// The models' epoch ends: each model's report and checkpoint in turn (they read its engine), and
-// each checkpoint written on a thread of its own, up to kWritesAtOnce models' at a time, the
-// next model's report beside them. A write waits on the disk (an fsync of the file and one of its
-// folder), and the disk takes many at once faster than one after the other: measured on the
-// H200's machine (README, Results, 2026-11-28), packed sweeps of 16 and 64 models of
-// configs/fast.toml took 2.32 and 7.47 s one after the other, 2.13 and 6.69 s side by side. With
-// their folders in memory, where no write waits on a disk, 2.02 and 6.36 s one after the other,
-// 2.00 and 6.01 s side by side: the rest of the gain is the next model's report formed beside the
-// writes. Every write of an epoch ends before the next epoch begins, and each model writes best
-// before last, so a stop or a crash finds each model's pair of checkpoints as one at a time would
-// leave it. The first failing model (in the models' order) among those in flight is the one
-// reported, whether its write or a later model's end of epoch failed; the others' writes end
-// first. A write logs nothing, and must not: this thread adds
-// and removes the logger's sinks at each model's RunLog::Active scope, unguarded.
-constexpr std::size_t kWritesAtOnce = 16;
+// The models' work at an epoch's end and after the last one, written side by side
+// (side_by_side.hpp), at most kSideBySide models' at a time (64 measured no faster than 16:
+// README, Results, 2026-11-28). That work logs nothing, and must not: this thread adds and removes
+// the logger's sinks at each model's RunLog::Active scope, unguarded.
+constexpr std::size_t kSideBySide = 16;
 
-void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
-  // A future of std::async waits for its thread when destroyed, so no write outlives an error.
-  std::deque<std::future<void>> writing;
-  for (const std::unique_ptr<Run>& run : runs) {
-    if (writing.size() == kWritesAtOnce) {
-      writing.front().get();
-      writing.pop_front();
-    }
-    const RunLog::Active log(run->log());
-    Run::EpochCheckpoint epoch_end;
-    try {
-      epoch_end = run->end_epoch();
-    } catch (...) {
-      for (std::future<void>& write : writing) write.get();  // an earlier model's failure first
-      throw;
-    }
-    writing.push_back(std::async(
-        std::launch::async,
-        [&model = *run, epoch_end = std::move(epoch_end)] { model.write_checkpoints(epoch_end); }));
-  }
-  for (std::future<void>& write : writing) write.get();
+std::vector<Run*> models_of(const std::vector<std::unique_ptr<Run>>& runs) {
+  std::vector<Run*> models;
+  for (const std::unique_ptr<Run>& run : runs) models.push_back(run.get());
+  return models;
 }
 
-// The models' ends, after the last epoch: each model's pictures drawn on a thread of its own (three
-// files, each written with two fsyncs, as a checkpoint is; see end_epochs), up to kWritesAtOnce
-// models' at a time, while this thread evaluates each model's best checkpoint in turn. Measured on
-// the H200's machine against each model's pictures drawn beside its own evaluation only (README,
-// Results, 2026-11-28, three rounds): packed sweeps of 16 and 64 models of configs/fast.toml
-// 2.19 -> 2.08 s and 6.82 -> 6.39 s. A model's line about its pictures is logged here, under its
-// own log, as its drawing is joined.
+// The models' epoch ends: each model's report and checkpoint in turn (they read its engine), each
+// checkpoint written side by side, the next model's report formed beside the writes. Measured on
+// the H200's machine (README, Results, 2026-11-28): packed sweeps of 16 and 64 models of
+// configs/fast.toml took 2.32 and 7.47 s written one after the other, 2.13 and 6.69 s side by
+// side; with their folders in memory, where no write waits on a disk, 2.02 and 6.36 s, and 2.00
+// and 6.01 s: the rest of the gain is the reports formed beside the writes. Every write of an
+// epoch ends before the next epoch begins, and each model writes best before last, so a stop or a
+// crash finds each model's pair of checkpoints as one at a time would leave it.
+void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
+  for_each_side_by_side<void>(
+      models_of(runs), kSideBySide,
+      [](Run& model) {
+        const RunLog::Active log(model.log());
+        Run::EpochCheckpoint epoch_end = model.end_epoch();
+        return std::async(std::launch::async, [&model, epoch_end = std::move(epoch_end)] {
+          model.write_checkpoints(epoch_end);
+        });
+      },
+      [](Run&, std::future<void>& write) { write.get(); });
+}
+
+// The models' ends, after the last epoch: each model's pictures (three files, written as a
+// checkpoint is) drawn side by side while this thread evaluates each model's best checkpoint in
+// turn, and each model's line about its pictures logged, under its own log, as its drawing is
+// joined. Measured on the H200's machine against each model's pictures drawn beside its own
+// evaluation only (README, Results, 2026-11-28, three rounds): packed sweeps of 16 and 64 models of
+// configs/fast.toml 2.19 -> 2.08 s and 6.82 -> 6.39 s.
 std::vector<TrainOutcome> finish_models(const std::vector<std::unique_ptr<Run>>& runs) {
-  // A future of std::async waits for its thread when destroyed, so no drawing outlives an error.
-  std::deque<std::pair<Run*, std::future<std::string>>> drawing;
-  const auto report_oldest = [&drawing] {
-    Run& model = *drawing.front().first;
-    const std::string failure = drawing.front().second.get();
-    drawing.pop_front();
-    const RunLog::Active log(model.log());
-    model.report_pictures(failure);
-  };
   std::vector<TrainOutcome> outcomes;
-  for (const std::unique_ptr<Run>& run : runs) {
-    if (drawing.size() == kWritesAtOnce) report_oldest();
-    const RunLog::Active log(run->log());
-    drawing.emplace_back(run.get(), run->begin_pictures());
-    outcomes.push_back(run->finish());
-  }
-  while (!drawing.empty()) report_oldest();
+  for_each_side_by_side<std::string>(
+      models_of(runs), kSideBySide,
+      [&outcomes](Run& model) {
+        const RunLog::Active log(model.log());
+        std::future<std::string> pictures = model.begin_pictures();
+        outcomes.push_back(model.finish());
+        return pictures;
+      },
+      [](Run& model, std::future<std::string>& pictures) {
+        const std::string failure = pictures.get();
+        const RunLog::Active log(model.log());
+        model.report_pictures(failure);
+      });
   return outcomes;
 }
 
