@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "sweep/summary.hpp"
 #include "sweep/sweep.hpp"
+#include "train/run_folder.hpp"
 #include "train/trainer.hpp"
 
 namespace lenet5::cli {

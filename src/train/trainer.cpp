@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <ctime>
 #include <fstream>
 #include <future>
 #include <set>
@@ -21,57 +20,15 @@
 #include "core/stop_signals.hpp"
 #include "data/mnist.hpp"
 #include "io/atomic_file.hpp"
-#include "io/folder_lock.hpp"
 #include "train/progress.hpp"
 #include "train/report.hpp"
+#include "train/run_folder.hpp"
 #include "train/run_pictures.hpp"
 #include "train/side_by_side.hpp"
 
 namespace lenet5 {
 namespace fs = std::filesystem;
 namespace {
-
-// ---- the run folder ---------------------------------------------------------------------------
-fs::path create_run_dir(const TrainSettings& settings, const fs::path& resume_file) {
-  if (settings.out.empty() && resume_file.empty()) return claim_dated_folder("");
-  fs::path dir = !settings.out.empty() ? fs::path(settings.out) : resume_file.parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw Error("cannot create run folder " + dir.string() + ": " + error.message());
-  return dir;
-}
-
-// Two trainings writing one folder would overwrite each other's checkpoints: the folder is locked
-// for the run's life (released by the kernel however the process ends). Then the temporary files
-// of writes that a killed run left behind are removed, and a fresh run refuses a folder that
-// already holds one. Checked after the lock, so that a live run is reported as live.
-FolderLock lock_run_dir(const fs::path& dir, const fs::path& resume_file) {
-  const std::string last = (dir / "last.safetensors").string();
-  FolderLock lock(dir, fmt::format("wait for that training to end, or stop it (on SIGTERM it saves "
-                                   "{}) and continue it with --resume {}; or choose another --out",
-                                   last, last));
-  if (const int n_removed = remove_stale_temporary_files(dir))
-    spdlog::debug("removed {} temporary files that an interrupted run left in {}", n_removed,
-                  dir.string());
-  if (resume_file.empty() && fs::exists(dir / "last.safetensors"))
-    throw UsageError(
-        fmt::format("run folder {} already holds a run: continue it with --resume "
-                    "{} or choose another --out",
-                    dir.string(), last));
-  return lock;
-}
-
-// runs/latest -> the newest run folder in runs/ (replaced atomically), for scripts and the README.
-void point_latest_at(const fs::path& dir) {
-  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
-  const fs::path link = parent / "latest", temporary = parent / ".latest.tmp";
-  std::error_code error;
-  fs::remove(temporary, error);
-  fs::create_directory_symlink(dir.filename(), temporary, error);
-  if (!error) fs::rename(temporary, link, error);
-  if (error) spdlog::debug("could not update {}: {}", link.string(), error.message());
-}
 
 // train.log in the run folder: a sink that joins the default logger while the run's work is being
 // done (an Active scope), so that the models of a packed group each log into their own file.
@@ -545,22 +502,6 @@ bool differ_only_where_packing_allows(const TrainSettings& a, const TrainSetting
   return true;
 }
 
-// The run folder of a job, claimed and prepared: locked, config.toml written, runs/latest moved.
-struct PreparedFolder {
-  fs::path dir;
-  FolderLock lock;
-};
-
-PreparedFolder prepare_folder(const TrainJob& job) {
-  fs::path dir = create_run_dir(job.settings, job.resume_file);
-  FolderLock lock = lock_run_dir(dir, job.resume_file);
-  write_file_atomically(dir / "config.toml", job.config_toml);
-  // Only runs in the default place (runs/<date-time>) move runs/latest: a folder the user named
-  // with --out is theirs, and a "latest" link beside it would be litter.
-  if (job.settings.out.empty() && job.resume_file.empty()) point_latest_at(dir);
-  return {std::move(dir), std::move(lock)};
-}
-
 }  // namespace
 
 bool packable_together(const TrainJob& a, const TrainJob& b) {
@@ -598,7 +539,7 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
   std::vector<std::unique_ptr<Run>> runs;
   for (int i = 0; i < models; ++i) {
     const TrainJob& job = jobs[std::size_t(i)];
-    folders.push_back(prepare_folder(job));
+    folders.push_back(prepare_run_folder(job.settings, job.config_toml, job.resume_file));
     const fs::path& dir = folders.back().dir;
     runs.push_back(std::make_unique<Run>(job.settings, job.config_toml, dir, data,
                                          engines->model(i), /*show_progress=*/models == 1));
@@ -621,20 +562,6 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
 TrainOutcome train(const TrainSettings& settings, const std::string& config_toml,
                    const std::optional<Checkpoint>& resume, const fs::path& resume_file) {
   return train_models({TrainJob{settings, config_toml, resume, resume_file}}).front();
-}
-
-fs::path claim_dated_folder(const std::string& prefix) {
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  std::error_code error;
-  fs::create_directories("runs", error);
-  for (int i = 1;; ++i) {
-    const std::string name = prefix + stamp + (i == 1 ? "" : fmt::format("-{}", i));
-    const fs::path dir = fs::path("runs") / name;
-    if (fs::create_directory(dir, error)) return dir;
-    if (error) throw Error("cannot create run folder " + dir.string() + ": " + error.message());
-  }
 }
 
 }  // namespace lenet5

@@ -38,11 +38,6 @@ struct TrainOutcome {
   int best_epoch = 0;  // the epoch best.safetensors was saved after (1-based), with the above
 };
 
-// runs/<prefix><date-time>, created here (runs/ too): create_directory answers false when the
-// folder exists, so two runs or sweeps started in the same second never share one (the second
-// gets a -2 suffix). The default folder of `train` (prefix "") and of `sweep` ("sweep-").
-std::filesystem::path claim_dated_folder(const std::string& prefix);
-
 // config_toml: the effective settings, written to the run folder and into every checkpoint.
 // resume: the checkpoint to continue from (its weights, optimizer state and position).
 TrainOutcome train(const TrainSettings& settings, const std::string& config_toml,
