@@ -18,7 +18,6 @@
 #include "sweep/summary.hpp"
 #include "sweep/sweep.hpp"
 #include "train/run_folder.hpp"
-#include "train/trainer.hpp"
 
 namespace lenet5::cli {
 namespace fs = std::filesystem;

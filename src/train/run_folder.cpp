@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <ctime>
+#include <system_error>
+#include <utility>
 
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"

@@ -3,8 +3,10 @@
 // pictures after the last epoch). A disk takes many fsyncs at once faster than one after another.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <future>
 #include <utility>
 #include <vector>
@@ -12,33 +14,41 @@
 namespace lenet5 {
 
 // For each item in turn, on this thread: `start(item)`, which returns the future of the item's
-// work on a thread of its own (std::async). At most `at_once` futures are in flight; they are
-// joined oldest first by `join(item, future)`, on this thread, whose future.get() rethrows what
-// the work threw.
-// Before an error leaves, from a start or a join, every future in flight is joined in the items'
-// order, so the first failing item's error is the one that leaves, whichever thread it came from;
-// the later futures' errors are dropped. A future of std::async waits for its thread when
-// destroyed, so no thread outlives the call. Items past the window when an error leaves are
-// never started.
+// work on a thread of its own (std::async). At most `at_once` futures are in flight (at least
+// one); each is joined, oldest first, by `join(item, future)` on this thread, whose future.get()
+// rethrows what the work threw.
+// An error, from a start or a join, starts no further item; every item started is still joined,
+// in the items' order, and then the first failing item's error leaves (the later ones are
+// dropped), whichever thread it came from. Nothing outlives the call: every future is joined.
 template <class Result, class Item, class Start, class Join>
 void for_each_side_by_side(const std::vector<Item*>& items, std::size_t at_once, Start start,
                            Join join) {
+  at_once = std::max<std::size_t>(at_once, 1);
   std::deque<std::pair<Item*, std::future<Result>>> in_flight;
-  const auto join_oldest = [&in_flight, &join] {
+  std::exception_ptr first_error;  // the first failing item's, in the items' order
+  const auto join_oldest = [&] {
     auto [item, work] = std::move(in_flight.front());
     in_flight.pop_front();
-    join(*item, work);
-  };
-  try {
-    for (Item* item : items) {
-      if (in_flight.size() == at_once) join_oldest();
-      in_flight.emplace_back(item, start(*item));
+    try {
+      join(*item, work);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
     }
-  } catch (...) {
-    while (!in_flight.empty()) join_oldest();
-    throw;
+  };
+  for (Item* item : items) {
+    if (in_flight.size() >= at_once) join_oldest();
+    if (first_error) break;
+    try {
+      in_flight.emplace_back(item, start(*item));
+    } catch (...) {
+      const std::exception_ptr start_error = std::current_exception();
+      while (!in_flight.empty()) join_oldest();  // the earlier items' errors come first
+      if (!first_error) first_error = start_error;
+      break;
+    }
   }
   while (!in_flight.empty()) join_oldest();
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace lenet5

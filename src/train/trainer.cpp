@@ -309,7 +309,7 @@ class Run {
   // The run folder's pictures of what it holds now: metrics.csv's epochs and `weights`, those of
   // last.safetensors. They are a view of the run, not part of it: a failure to draw them is
   // returned (empty when they were drawn), for report_pictures, not thrown. Logs nothing, so that
-  // it may run on any thread (end_epochs says why).
+  // it may run on any thread (kSideBySide says why).
   std::string draw_pictures(const std::vector<float>& weights) const {
     try {
       write_run_pictures(m_dir, m_net, weights);
@@ -395,10 +395,10 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
                  checkpoint.position.epoch, settings.epochs);
 }
 
-// The models' work at an epoch's end and after the last one, written side by side
-// (side_by_side.hpp), at most kSideBySide models' at a time (64 measured no faster than 16:
-// README, Results, 2026-11-28). That work logs nothing, and must not: this thread adds and removes
-// the logger's sinks at each model's RunLog::Active scope, unguarded.
+// The models' files at an epoch's end and after the last one, written side by side
+// (side_by_side.hpp), at most kSideBySide models' at a time (for the checkpoints, 64 measured no
+// faster than 16: README, Results, 2026-11-28). That work logs nothing, and must not: this thread
+// adds and removes the logger's sinks at each model's RunLog::Active scope, unguarded.
 constexpr std::size_t kSideBySide = 16;
 
 std::vector<Run*> models_of(const std::vector<std::unique_ptr<Run>>& runs) {

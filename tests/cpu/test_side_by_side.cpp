@@ -3,6 +3,7 @@
 // the first failing item's error leaves, after every started thread has ended.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -79,25 +80,45 @@ TEST(SideBySide, EveryItemsWorkIsJoinedInOrderWithAtMostAtOnceInFlight) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(results[std::size_t(i)], 10 * i);
 }
 
-// Items 1 and 3 fail, all six in flight at once: item 1's error leaves, and only after the work of
-// every item has ended (item 3's error is dropped).
-TEST(SideBySide, TheFirstFailingItemsErrorLeavesOnceEveryThreadHasEnded) {
-  Items items(6);
-  const std::string error = error_of([&] {
+// Runs items.pointers with `at_once` and the work of `failing` throwing; returns the error that
+// left and records, in `joined`, the items joined in order.
+std::string run_failing(Items& items, std::size_t at_once, std::vector<int> failing,
+                        std::vector<int>& joined) {
+  return error_of([&] {
     for_each_side_by_side<int>(
-        items.pointers, 8,
-        [](Item& item) {
-          return work_of(item, {1, 3});
-        },
-        [](Item&, std::future<int>& work) { work.get(); });
+        items.pointers, at_once, [&](Item& item) { return work_of(item, failing); },
+        [&](Item& item, std::future<int>& work) {
+          joined.push_back(item.index);
+          work.get();
+        });
   });
-  EXPECT_EQ(error, "work 1");
+}
+
+// Items 1 and 3 fail, all six in flight at once: item 1's error leaves, after every item has been
+// joined in order (item 3's error is dropped).
+TEST(SideBySide, TheFirstFailingItemsErrorLeavesOnceEveryItemIsJoined) {
+  Items items(6);
+  std::vector<int> joined;
+  EXPECT_EQ(run_failing(items, 8, {1, 3}, joined), "work 1");
+  EXPECT_EQ(joined, (std::vector<int>{0, 1, 2, 3, 4, 5}));
   for (const Item& item : items.storage) EXPECT_TRUE(item.work_ended) << item.index;
+}
+
+// With the window full, the oldest item's failure is met before the next item starts: the items
+// past the window never start, and those in flight are still joined, a later failure among them
+// (item 1's) dropped for the first (item 0's).
+TEST(SideBySide, AFailureMetWithTheWindowFullStartsNoFurtherItem) {
+  Items items(10);
+  std::vector<int> joined;
+  EXPECT_EQ(run_failing(items, 3, {0, 1}, joined), "work 0");
+  EXPECT_EQ(joined, (std::vector<int>{0, 1, 2}));
+  for (int i = 3; i < 10; ++i) EXPECT_FALSE(items.storage[std::size_t(i)].started) << i;
 }
 
 // A start that throws (as a model's end of epoch may) does not hide an earlier item's failed work.
 TEST(SideBySide, AnEarlierItemsFailedWorkLeavesBeforeALaterStartsError) {
   Items items(5);
+  std::vector<int> joined;
   const std::string error = error_of([&] {
     for_each_side_by_side<int>(
         items.pointers, 8,
@@ -105,25 +126,42 @@ TEST(SideBySide, AnEarlierItemsFailedWorkLeavesBeforeALaterStartsError) {
           if (item.index == 3) throw std::runtime_error("start 3");
           return work_of(item, {1});
         },
-        [](Item&, std::future<int>& work) { work.get(); });
+        [&](Item& item, std::future<int>& work) {
+          joined.push_back(item.index);
+          work.get();
+        });
   });
   EXPECT_EQ(error, "work 1");
-  EXPECT_TRUE(items.storage[2].work_ended);
+  EXPECT_EQ(joined, (std::vector<int>{0, 1, 2}));
   EXPECT_FALSE(items.storage[4].started);
 }
 
-// With the window full, the oldest item's failure is met before the next item starts: the items
-// past the window never start.
-TEST(SideBySide, AFailureMetWithTheWindowFullStartsNoFurtherItem) {
-  Items items(10);
+// A start's own error leaves when no earlier item failed, after the earlier items are joined.
+TEST(SideBySide, AStartsErrorLeavesWhenNoEarlierItemFailed) {
+  Items items(4);
+  std::vector<int> joined;
   const std::string error = error_of([&] {
     for_each_side_by_side<int>(
-        items.pointers, 3, [](Item& item) { return work_of(item, {0}); },
-        [](Item&, std::future<int>& work) { work.get(); });
+        items.pointers, 8,
+        [](Item& item) {
+          if (item.index == 2) throw std::runtime_error("start 2");
+          return work_of(item);
+        },
+        [&](Item& item, std::future<int>& work) {
+          joined.push_back(item.index);
+          work.get();
+        });
   });
-  EXPECT_EQ(error, "work 0");
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(items.storage[std::size_t(i)].work_ended) << i;
-  for (int i = 3; i < 10; ++i) EXPECT_FALSE(items.storage[std::size_t(i)].started) << i;
+  EXPECT_EQ(error, "start 2");
+  EXPECT_EQ(joined, (std::vector<int>{0, 1}));
+}
+
+// A window of none would start nothing and join nothing: it is taken as one.
+TEST(SideBySide, AWindowOfNoneIsAWindowOfOne) {
+  Items items(3);
+  std::vector<int> joined;
+  EXPECT_EQ(run_failing(items, 0, {}, joined), "");
+  EXPECT_EQ(joined, (std::vector<int>{0, 1, 2}));
 }
 
 }  // namespace
