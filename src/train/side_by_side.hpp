@@ -17,9 +17,10 @@ namespace lenet5 {
 // work on a thread of its own (std::async). At most `at_once` futures are in flight (at least
 // one); each is joined, oldest first, by `join(item, future)` on this thread, whose future.get()
 // rethrows what the work threw.
-// An error, from a start or a join, starts no further item; every item started is still joined,
-// in the items' order, and then the first failing item's error leaves (the later ones are
-// dropped), whichever thread it came from. Nothing outlives the call: every future is joined.
+// Once an error is met (from a start, or from a join, which comes when the window is full or at
+// the end), no further item starts; every item started is still joined, in the items' order, and
+// then the first failing item's error leaves (the later ones are dropped), whichever thread it
+// came from. Nothing outlives the call: every future is joined.
 template <class Result, class Item, class Start, class Join>
 void for_each_side_by_side(const std::vector<Item*>& items, std::size_t at_once, Start start,
                            Join join) {
