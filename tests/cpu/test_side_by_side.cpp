@@ -80,13 +80,19 @@ TEST(SideBySide, EveryItemsWorkIsJoinedInOrderWithAtMostAtOnceInFlight) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(results[std::size_t(i)], 10 * i);
 }
 
-// Runs items.pointers with `at_once` and the work of `failing` throwing; returns the error that
-// left and records, in `joined`, the items joined in order.
+// Runs items.pointers with `at_once`, the work of `failing` throwing and, when failing_start is
+// an item's index, that item's start throwing; returns the error that left and records, in
+// `joined`, the items joined in order.
 std::string run_failing(Items& items, std::size_t at_once, std::vector<int> failing,
-                        std::vector<int>& joined) {
+                        std::vector<int>& joined, int failing_start = -1) {
   return error_of([&] {
     for_each_side_by_side<int>(
-        items.pointers, at_once, [&](Item& item) { return work_of(item, failing); },
+        items.pointers, at_once,
+        [&](Item& item) {
+          if (item.index == failing_start)
+            throw std::runtime_error("start " + std::to_string(item.index));
+          return work_of(item, failing);
+        },
         [&](Item& item, std::future<int>& work) {
           joined.push_back(item.index);
           work.get();
@@ -119,19 +125,7 @@ TEST(SideBySide, AFailureMetWithTheWindowFullStartsNoFurtherItem) {
 TEST(SideBySide, AnEarlierItemsFailedWorkLeavesBeforeALaterStartsError) {
   Items items(5);
   std::vector<int> joined;
-  const std::string error = error_of([&] {
-    for_each_side_by_side<int>(
-        items.pointers, 8,
-        [](Item& item) {
-          if (item.index == 3) throw std::runtime_error("start 3");
-          return work_of(item, {1});
-        },
-        [&](Item& item, std::future<int>& work) {
-          joined.push_back(item.index);
-          work.get();
-        });
-  });
-  EXPECT_EQ(error, "work 1");
+  EXPECT_EQ(run_failing(items, 8, {1}, joined, /*failing_start=*/3), "work 1");
   EXPECT_EQ(joined, (std::vector<int>{0, 1, 2}));
   EXPECT_FALSE(items.storage[4].started);
 }
@@ -140,19 +134,7 @@ TEST(SideBySide, AnEarlierItemsFailedWorkLeavesBeforeALaterStartsError) {
 TEST(SideBySide, AStartsErrorLeavesWhenNoEarlierItemFailed) {
   Items items(4);
   std::vector<int> joined;
-  const std::string error = error_of([&] {
-    for_each_side_by_side<int>(
-        items.pointers, 8,
-        [](Item& item) {
-          if (item.index == 2) throw std::runtime_error("start 2");
-          return work_of(item);
-        },
-        [&](Item& item, std::future<int>& work) {
-          joined.push_back(item.index);
-          work.get();
-        });
-  });
-  EXPECT_EQ(error, "start 2");
+  EXPECT_EQ(run_failing(items, 8, {}, joined, /*failing_start=*/2), "start 2");
   EXPECT_EQ(joined, (std::vector<int>{0, 1}));
 }
 
