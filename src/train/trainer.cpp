@@ -62,10 +62,11 @@ class RunLog {
   spdlog::sink_ptr m_sink;
 };
 
-// metrics.csv, rewritten atomically after every epoch; a resumed run keeps the rows up to its
-// checkpoint's epoch. With --evaluate-training-set the header and each new row end in two more
-// columns, train_eval_loss and train_eval_acc; without it the file is what it always was. Rows kept
-// from before a resume keep their own fields (the readers take rows with or without the two).
+// metrics.csv, rewritten atomically after every epoch (add forms the text, write puts it on disk,
+// on any thread); a resumed run keeps the rows up to its checkpoint's epoch. With
+// --evaluate-training-set the header and each new row end in two more columns, train_eval_loss and
+// train_eval_acc; without it the file is what it always was. Rows kept from before a resume keep
+// their own fields (the readers take rows with or without the two).
 class MetricsFile {
  public:
   MetricsFile(fs::path file, int keep_epochs, bool training_set_columns)
@@ -77,10 +78,12 @@ class MetricsFile {
     for (std::size_t i = 0; i < rows.size(); ++i)
       if (rows[i].epoch <= keep_epochs) m_rows += lines[i] + "\n";
   }
-  void add(const std::string& row) {
+  // The file's text with `row` added.
+  std::string add(const std::string& row) {
     m_rows += row + "\n";
-    write_file_atomically(m_file, m_header + m_rows);
+    return m_header + m_rows;
   }
+  void write(const std::string& text) const { write_file_atomically(m_file, text); }
 
  private:
   static constexpr const char* kHeader =
@@ -174,26 +177,30 @@ class Run {
                        fmt::format("epoch {}/{}", m_position.epoch + 1, m_settings.epochs));
   }
 
-  // The epoch's checkpoint, made from the engine's state at the epoch's end, and whether it is
-  // also the best so far. end_epoch returns it; write_checkpoints puts it on disk, on any thread.
-  struct EpochCheckpoint {
+  // The epoch's files: metrics.csv's text with the epoch's row, and the checkpoint made from the
+  // engine's state at the epoch's end, with whether it is also the best so far. end_epoch forms
+  // them; write_epoch_files puts them on disk, on any thread.
+  struct EpochFiles {
+    std::string metrics;
     Checkpoint checkpoint;
     bool improved = false;
   };
 
-  EpochCheckpoint end_epoch() {
+  EpochFiles end_epoch() {
     const EpochTotals fresh = m_engine.take_epoch_totals();  // the epoch's one synchronisation
     const double seconds = seconds_since(m_epoch_start);
     m_progress.reset();
     return finish_epoch(m_position.epoch, m_carried + fresh, fresh.seen, seconds);
   }
 
-  // best before last: a run killed between the two resumes from the previous last and trains
-  // this epoch again, to the same weights, and rewrites best identically. The other order would
-  // leave a last whose best_accuracy counts an improvement that best.safetensors never received.
-  void write_checkpoints(const EpochCheckpoint& epoch_end) const {
-    if (epoch_end.improved) save(m_dir / "best.safetensors", epoch_end.checkpoint);
-    save(m_dir / "last.safetensors", epoch_end.checkpoint);
+  // metrics.csv, then best, then last. A run killed before last resumes from the previous last,
+  // keeps metrics.csv's rows up to that checkpoint's epoch, and trains this epoch again, to the
+  // same weights: it rewrites the row and best identically. Best after last would leave a last
+  // whose best_accuracy counts an improvement that best.safetensors never received.
+  void write_epoch_files(const EpochFiles& files) const {
+    m_metrics->write(files.metrics);
+    if (files.improved) save(m_dir / "best.safetensors", files.checkpoint);
+    save(m_dir / "last.safetensors", files.checkpoint);
   }
 
   // After the last epoch, first: the run's pictures, drawn on a host thread of their own while
@@ -253,9 +260,9 @@ class Run {
   }
 
   // The epoch's row: its log line, its metrics.csv row (the two training-set columns only when
-  // they are being recorded), its report; then its checkpoint, to be written.
-  EpochCheckpoint finish_epoch(int epoch, const EpochTotals& totals, std::int64_t trained,
-                               double seconds) {
+  // they are being recorded), its report; then its files, to be written.
+  EpochFiles finish_epoch(int epoch, const EpochTotals& totals, std::int64_t trained,
+                          double seconds) {
     std::optional<Evaluation> test, training_set;
     if (m_settings.evaluate_every_epoch) test = m_engine.evaluate(m_data.test);
     // The images the epoch trained on, as they are: without the epoch's distortions.
@@ -275,7 +282,7 @@ class Run {
     if (training_set)
       row += fmt::format(",{:.6f},{}", training_set->mean_loss(),
                          format_percent(training_set->correct, training_set->count));
-    m_metrics->add(row);
+    std::string metrics = m_metrics->add(row);
     spdlog::info("epoch {}/{} | loss {:.4f} | train {}% | test {} | {:.2f} s | {} img/s{}",
                  epoch + 1, m_settings.epochs, train_loss, train_acc, test ? test_acc + "%" : "-",
                  seconds, format_rate(images_per_s),
@@ -286,7 +293,7 @@ class Run {
     const double accuracy = test ? test->accuracy() : -1;
     const bool improved = test && accuracy > m_position.best_accuracy;
     if (improved) m_position.best_accuracy = accuracy;
-    return {make_checkpoint(accuracy), improved};
+    return {std::move(metrics), make_checkpoint(accuracy), improved};
   }
 
   // A failed save (a full disk, a folder made read-only) leaves the file as it was: the error
@@ -390,9 +397,10 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
     spdlog::warn("--seed {} differs from the checkpoint's {}: the shuffling order changes",
                  settings.seed, checkpoint.seed);
   if (checkpoint.position.epoch >= settings.epochs)
-    spdlog::warn("the checkpoint has already trained {} of {} epochs: nothing to do (raise "
-                 "--epochs to train longer)",
-                 checkpoint.position.epoch, settings.epochs);
+    spdlog::warn(
+        "the checkpoint has already trained {} of {} epochs: nothing to do (raise "
+        "--epochs to train longer)",
+        checkpoint.position.epoch, settings.epochs);
 }
 
 // The models' files at an epoch's end and after the last one, written side by side
@@ -407,25 +415,38 @@ std::vector<Run*> models_of(const std::vector<std::unique_ptr<Run>>& runs) {
   return models;
 }
 
-// The models' epoch ends: each model's report and checkpoint in turn (they read its engine), each
-// checkpoint written side by side, the next model's report formed beside the writes. Measured on
-// the H200's machine (README, Results, 2026-11-28): packed sweeps of 16 and 64 models of
-// configs/fast.toml took 2.32 and 7.47 s written one after the other, 2.13 and 6.69 s side by
-// side; with their folders in memory, where no write waits on a disk, 2.02 and 6.36 s, and 2.00
-// and 6.01 s: the rest of the gain is the reports formed beside the writes. Every write of an
-// epoch ends before the next epoch begins, and each model writes best before last, so a stop or a
-// crash finds each model's pair of checkpoints as one at a time would leave it.
-void end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
-  for_each_side_by_side<void>(
-      models_of(runs), kSideBySide,
-      [](Run& model) {
-        const RunLog::Active log(model.log());
-        Run::EpochCheckpoint epoch_end = model.end_epoch();
-        return std::async(std::launch::async, [&model, epoch_end = std::move(epoch_end)] {
-          model.write_checkpoints(epoch_end);
-        });
-      },
-      [](Run&, std::future<void>& write) { write.get(); });
+// The models' epoch ends, in two parts. First, on this thread, each model's report and files in
+// turn (they read its engine: its evaluation, its weights). Then, on a thread of its own, which the
+// returned future joins: the models' files written side by side, while this thread starts the next
+// epoch, which the GPU trains meanwhile. train_lockstep joins the writes before the next epoch
+// ends, before a stop saves, and before the models finish, so each model's files are written in
+// epoch order and a stop or a crash finds them as writing them one at a time would leave them.
+// Measured on the H200's machine (README, Results, 2026-11-28), packed sweeps of 16 and 64 models
+// of configs/fast.toml: 2.32 and 7.47 s with each model's checkpoints written one after the other;
+// 2.13 and 6.69 s side by side, with every write of an epoch ended before the next epoch began;
+// 1.88-1.96 and 5.92-5.96 s with the writes beside the next epoch, against 2.07-2.13 and 6.29-6.35
+// s in the same run. A lone run's wall time, 0.62 s, fell by 0.03 s.
+std::future<void> end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
+  struct ModelFiles {
+    const Run* model;
+    Run::EpochFiles files;
+  };
+  std::vector<ModelFiles> ends;
+  for (const std::unique_ptr<Run>& run : runs) {
+    const RunLog::Active log(run->log());
+    ends.push_back({run.get(), run->end_epoch()});
+  }
+  return std::async(std::launch::async, [ends = std::move(ends)]() mutable {
+    std::vector<ModelFiles*> items;
+    for (ModelFiles& end : ends) items.push_back(&end);
+    for_each_side_by_side<void>(
+        items, kSideBySide,
+        [](ModelFiles& end) {
+          return std::async(std::launch::async,
+                            [&end] { end.model->write_epoch_files(end.files); });
+        },
+        [](ModelFiles&, std::future<void>& write) { write.get(); });
+  });
 }
 
 // The models' ends, after the last epoch: each model's pictures (three files, written as a
@@ -454,8 +475,8 @@ std::vector<TrainOutcome> finish_models(const std::vector<std::unique_ptr<Run>>&
 
 // The models of one engine group, epoch by epoch in lockstep: every model begins its epoch, then
 // every model asks for each chunk of steps (the group runs a chunk once all have asked), then
-// every model ends its epoch (end_epochs). Each model's work happens with its own train.log joined
-// to the log.
+// every model ends its epoch (end_epochs), whose files are written while the next epoch trains.
+// Each model's work happens with its own train.log joined to the log.
 // A SIGINT or SIGTERM stops every model at the same step, each saving where it stands.
 std::vector<TrainOutcome> train_lockstep(const std::vector<std::unique_ptr<Run>>& runs) {
   StopSignals stop;
@@ -467,20 +488,27 @@ std::vector<TrainOutcome> train_lockstep(const std::vector<std::unique_ptr<Run>>
   };
   std::vector<TrainOutcome> outcomes;
   Run& lead = *runs.front();  // the models share their position and sizes (packable_together)
+  std::future<void> writing;  // the previous epoch's files (end_epochs), written as this one trains
+  const auto written = [&writing] {
+    if (writing.valid()) writing.get();  // rethrows the first failing model's error
+  };
   while (lead.epochs_left()) {
     const int steps = lead.steps_per_epoch(), chunk = lead.steps_per_call();
     const int first_step = lead.first_step();
     each([](Run& run) { run.begin_epoch(); });
     for (int step = first_step; step < steps; step += chunk) {
       if (stop.requested()) {
+        written();
         each([&](Run& run) { outcomes.push_back(run.interrupt(step, stop.signal())); });
         return outcomes;
       }
       const int end = std::min(steps, step + chunk);
       each([&](Run& run) { run.train_steps(step, end); });
     }
-    end_epochs(runs);
+    written();
+    writing = end_epochs(runs);
   }
+  written();
   return finish_models(runs);
 }
 
