@@ -1,6 +1,7 @@
 // Work that waits on the disk, one piece per model of a packed group, run on threads side by side
-// while this thread goes on to the next model (trainer.cpp: the checkpoints at an epoch's end, the
-// pictures after the last epoch). A disk takes many fsyncs at once faster than one after another.
+// (trainer.cpp: each model's files at an epoch's end, written while the next epoch trains; the
+// pictures after the last epoch, drawn while the calling thread evaluates the next model). A disk
+// takes many fsyncs at once faster than one after another.
 #pragma once
 
 #include <algorithm>

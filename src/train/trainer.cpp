@@ -9,8 +9,10 @@
 #include <csignal>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include "backend/backend.hpp"
 #include "core/cpu_threads.hpp"
@@ -195,12 +197,17 @@ class Run {
 
   // metrics.csv, then best, then last. A run killed before last resumes from the previous last,
   // keeps metrics.csv's rows up to that checkpoint's epoch, and trains this epoch again, to the
-  // same weights: it rewrites the row and best identically. Best after last would leave a last
-  // whose best_accuracy counts an improvement that best.safetensors never received.
+  // same weights: it rewrites best identically, and the row with its own timings. Best after last
+  // would leave a last whose best_accuracy counts an improvement that best.safetensors never
+  // received. A failure names the epoch: it may surface while the next epoch trains.
   void write_epoch_files(const EpochFiles& files) const {
-    m_metrics->write(files.metrics);
-    if (files.improved) save(m_dir / "best.safetensors", files.checkpoint);
-    save(m_dir / "last.safetensors", files.checkpoint);
+    try {
+      m_metrics->write(files.metrics);
+      if (files.improved) save(m_dir / "best.safetensors", files.checkpoint);
+      save(m_dir / "last.safetensors", files.checkpoint);
+    } catch (const Error& e) {
+      throw Error(fmt::format("epoch {}'s files: {}", files.checkpoint.position.epoch, e.what()));
+    }
   }
 
   // After the last epoch, first: the run's pictures, drawn on a host thread of their own while
@@ -304,12 +311,13 @@ class Run {
     } catch (const Error& e) {
       const fs::path last = m_dir / "last.safetensors";
       std::error_code error;
-      const std::string kept = fs::exists(file, error)
+      const std::string kept = fs::is_regular_file(file, error)
                                    ? file.string() + " still holds its previous, complete save"
                                    : file.string() + " was not written";
-      throw Error(fmt::format(
-          "{}; {}{}", e.what(), kept,
-          fs::exists(last, error) ? "; once fixed, continue with --resume " + last.string() : ""));
+      throw Error(fmt::format("{}; {}{}", e.what(), kept,
+                              fs::is_regular_file(last, error)
+                                  ? "; once fixed, continue with --resume " + last.string()
+                                  : ""));
     }
   }
 
@@ -405,8 +413,9 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
 
 // The models' files at an epoch's end and after the last one, written side by side
 // (side_by_side.hpp), at most kSideBySide models' at a time (for the checkpoints, 64 measured no
-// faster than 16: README, Results, 2026-11-28). That work logs nothing, and must not: this thread
-// adds and removes the logger's sinks at each model's RunLog::Active scope, unguarded.
+// faster than 16: README, Results, 2026-11-28). That work logs nothing, and must not: the
+// training thread adds and removes the logger's sinks at each model's RunLog::Active scope,
+// unguarded.
 constexpr std::size_t kSideBySide = 16;
 
 std::vector<Run*> models_of(const std::vector<std::unique_ptr<Run>>& runs) {
@@ -415,38 +424,65 @@ std::vector<Run*> models_of(const std::vector<std::unique_ptr<Run>>& runs) {
   return models;
 }
 
+// A model's files of one epoch end (Run::EpochFiles), to be written.
+struct ModelFiles {
+  const Run* model;
+  Run::EpochFiles files;
+};
+
+// Writes the models' files side by side; the first failing model's error leaves (in model order).
+void write_side_by_side(std::vector<ModelFiles>& ends) {
+  std::vector<ModelFiles*> items;
+  for (ModelFiles& end : ends) items.push_back(&end);
+  for_each_side_by_side<void>(
+      items, kSideBySide,
+      [](ModelFiles& end) {
+        return std::async(std::launch::async, [&end] { end.model->write_epoch_files(end.files); });
+      },
+      [](ModelFiles&, std::future<void>& write) { write.get(); });
+}
+
 // The models' epoch ends, in two parts. First, on this thread, each model's report and files in
 // turn (they read its engine: its evaluation, its weights). Then, on a thread of its own, which the
-// returned future joins: the models' files written side by side, while this thread starts the next
-// epoch, which the GPU trains meanwhile. train_lockstep joins the writes before the next epoch
-// ends, before a stop saves, and before the models finish, so each model's files are written in
-// epoch order and a stop or a crash finds them as writing them one at a time would leave them.
+// returned future joins: the models' files written side by side, while this thread goes on to the
+// next epoch (on the GPU, which trains it meanwhile; on the CPU, training it itself).
+// train_lockstep joins the writes before the next epoch ends, before a stop saves, and before the
+// models finish, so each model's files are written in epoch order and a stop or a crash finds
+// them as writing them one at a time would leave them. If a model's end fails, the models before
+// it still write theirs, and then the first error in model order leaves, as one at a time.
 // Measured on the H200's machine (README, Results, 2026-11-28), packed sweeps of 16 and 64 models
 // of configs/fast.toml: 2.32 and 7.47 s with each model's checkpoints written one after the other;
 // 2.13 and 6.69 s side by side, with every write of an epoch ended before the next epoch began;
 // 1.88-1.96 and 5.92-5.96 s with the writes beside the next epoch, against 2.07-2.13 and 6.29-6.35
 // s in the same run. A lone run's wall time, 0.62 s, fell by 0.03 s.
 std::future<void> end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
-  struct ModelFiles {
-    const Run* model;
-    Run::EpochFiles files;
-  };
-  std::vector<ModelFiles> ends;
-  for (const std::unique_ptr<Run>& run : runs) {
-    const RunLog::Active log(run->log());
-    ends.push_back({run.get(), run->end_epoch()});
+  auto ends = std::make_shared<std::vector<ModelFiles>>();
+  try {
+    for (const std::unique_ptr<Run>& run : runs) {
+      const RunLog::Active log(run->log());
+      ends->push_back({run.get(), run->end_epoch()});
+    }
+  } catch (...) {
+    write_side_by_side(*ends);
+    throw;
   }
-  return std::async(std::launch::async, [ends = std::move(ends)]() mutable {
-    std::vector<ModelFiles*> items;
-    for (ModelFiles& end : ends) items.push_back(&end);
-    for_each_side_by_side<void>(
-        items, kSideBySide,
-        [](ModelFiles& end) {
-          return std::async(std::launch::async,
-                            [&end] { end.model->write_epoch_files(end.files); });
-        },
-        [](ModelFiles&, std::future<void>& write) { write.get(); });
-  });
+  try {
+    return std::async(std::launch::async, [ends] { write_side_by_side(*ends); });
+  } catch (const std::system_error&) {  // no thread to be had: written here and now
+    write_side_by_side(*ends);
+    return {};
+  }
+}
+
+// After another error: joins the writes still in flight and logs their failure, which that error
+// would otherwise hide (on the training thread, which may log).
+void log_unfinished_writes(std::future<void>& writing) {
+  if (!writing.valid()) return;
+  try {
+    writing.get();
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+  }
 }
 
 // The models' ends, after the last epoch: each model's pictures (three files, written as a
@@ -492,23 +528,35 @@ std::vector<TrainOutcome> train_lockstep(const std::vector<std::unique_ptr<Run>>
   const auto written = [&writing] {
     if (writing.valid()) writing.get();  // rethrows the first failing model's error
   };
-  while (lead.epochs_left()) {
-    const int steps = lead.steps_per_epoch(), chunk = lead.steps_per_call();
-    const int first_step = lead.first_step();
-    each([](Run& run) { run.begin_epoch(); });
-    for (int step = first_step; step < steps; step += chunk) {
-      if (stop.requested()) {
-        written();
-        each([&](Run& run) { outcomes.push_back(run.interrupt(step, stop.signal())); });
-        return outcomes;
+  // A failed write stops the run at the next chunk of steps, not only at the epoch's end (on the
+  // CPU, chunks are a few steps).
+  const auto written_if_done = [&writing, &written] {
+    if (writing.valid() && writing.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+      written();
+  };
+  try {
+    while (lead.epochs_left()) {
+      const int steps = lead.steps_per_epoch(), chunk = lead.steps_per_call();
+      const int first_step = lead.first_step();
+      each([](Run& run) { run.begin_epoch(); });
+      for (int step = first_step; step < steps; step += chunk) {
+        written_if_done();
+        if (stop.requested()) {
+          written();
+          each([&](Run& run) { outcomes.push_back(run.interrupt(step, stop.signal())); });
+          return outcomes;
+        }
+        const int end = std::min(steps, step + chunk);
+        each([&](Run& run) { run.train_steps(step, end); });
       }
-      const int end = std::min(steps, step + chunk);
-      each([&](Run& run) { run.train_steps(step, end); });
+      written();
+      writing = end_epochs(runs);
     }
     written();
-    writing = end_epochs(runs);
+  } catch (...) {
+    log_unfinished_writes(writing);
+    throw;
   }
-  written();
   return finish_models(runs);
 }
 

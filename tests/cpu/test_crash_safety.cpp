@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <random>
@@ -22,6 +23,7 @@
 #include "tiny_mnist.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
+#include "train/run_pictures.hpp"
 
 namespace lenet5 {
 namespace {
@@ -298,6 +300,41 @@ TEST(CrashSafety, ASecondTrainingOnALockedFolderIsRefusedAndADeadHoldersLockIsNo
   EXPECT_EQ(testing::read_text(run / kFolderLockFile), "") << "a finished run leaves no pid";
 }
 
+// An epoch's files are written while the next epoch trains (trainer.cpp's end_epochs). A stop that
+// comes meanwhile saves last.safetensors only once they are written, so the stop's save is the
+// one that stays: at the position the run's message names, unevaluated (test accuracy -1), where
+// an epoch's save, had it come after, would hold that epoch's test accuracy.
+TEST(CrashSafety, AStopWhileAnEpochsFilesAreWrittenSavesAfterThem) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const fs::path data = dir / "data", run = dir / "run";
+  write_tiny_mnist(data);
+  ChildOptions options;
+  options.stderr_file = dir / "stderr.txt";
+  // Every atomic write pauses twice 200 ms: an epoch's three files take over a second to write,
+  // while an epoch of 64 images trains in milliseconds, so the stop lands with writes pending.
+  options.environment.push_back({"LENET5_TEST_SAVE_DELAY_MS", "200"});
+  const pid_t child = testing::start_lenet5(train_arguments(data, run, 100000), options);
+  ASSERT_GT(child, 0);
+  const bool writing = wait_until_training(run) && wait_for_checkpoint_write(run, child);
+  ::kill(child, SIGINT);
+  const testing::ChildEnd end = testing::wait_for(child);
+  const std::string err = testing::read_text(dir / "stderr.txt");
+  ASSERT_TRUE(writing) << "no checkpoint write within 5 s\n" << err;
+  ASSERT_EQ(end.exit_code(), 130) << err;
+
+  const Checkpoint last = load_checkpoint(run / "last.safetensors");
+  EXPECT_EQ(last.test_accuracy, -1) << "an epoch's save replaced the stop's";
+  EXPECT_PRED2(mentions, err,
+               "at epoch " + std::to_string(last.position.epoch + 1) + " step " +
+                   std::to_string(last.position.step) + ": saved");
+  EXPECT_GE(last.position.epoch, 1) << "the first epoch's files were written before the stop";
+  // Every epoch the stop's save has passed has its row, and best is no further.
+  EXPECT_EQ(read_metrics_csv(run / "metrics.csv").size(), std::size_t(last.position.epoch));
+  EXPECT_LE(load_checkpoint(run / "best.safetensors").position.epoch, last.position.epoch);
+  EXPECT_TRUE(temporary_files(run).empty());
+}
+
 // Trains one epoch into dir/run and returns the checkpoint's content checksum.
 std::string train_one_epoch(const TempDir& dir, const fs::path& data) {
   ChildOptions options;
@@ -333,8 +370,10 @@ TEST(CrashSafety, AFullDiskGivesAClearErrorAndKeepsThePreviousCheckpoint) {
       testing::wait_for(testing::start_lenet5(resume_arguments(run, 3), options));
   const std::string err = testing::read_text(dir / "stderr.txt");
   EXPECT_EQ(end.exit_code(), 1) << err;
-  // The epoch improves on the first one's test accuracy, so best.safetensors is saved first.
-  EXPECT_PRED2(mentions, err, "cannot write " + (run / "best.safetensors").string());
+  // The epoch improves on the first one's test accuracy, so best.safetensors is saved first; the
+  // error names the epoch, since it may surface while the next one trains.
+  EXPECT_PRED2(mentions, err,
+               "epoch 2's files: cannot write " + (run / "best.safetensors").string());
   EXPECT_PRED2(mentions, err, "File too large (a file size limit was reached");
   EXPECT_PRED2(mentions, err, "still holds its previous, complete save");
   EXPECT_PRED2(mentions, err, "continue with --resume " + (run / "last.safetensors").string());
