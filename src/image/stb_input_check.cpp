@@ -27,8 +27,13 @@ std::uint32_t big_endian(const std::string& bytes, std::size_t at, int width) {
   throw Error("cannot decode image '" + name + "': corrupt " + format + ": " + what);
 }
 
+// Refuses what stb_image 2.27 mishandles in a PNG's chunks: a length past the end of the file
+// (stb reserved it before reading), and an empty image-data chunk (IDAT) before any image data,
+// which the format allows but which makes stb copy zero bytes to a null buffer (undefined
+// behaviour; found by fuzzing `serve`).
 void check_png(const std::string& bytes, const std::string& name) {
   std::size_t at = 8;  // after the signature
+  bool image_data = false;
   while (at + 8 <= bytes.size()) {
     const std::uint64_t length = big_endian(bytes, at, 4);
     const std::uint64_t left = bytes.size() - at - 8;
@@ -37,6 +42,13 @@ void check_png(const std::string& bytes, const std::string& name) {
               "a chunk claims " + std::to_string(length) + " bytes, the file holds " +
                   std::to_string(left) + " more");
     if (bytes.compare(at + 4, 4, "IEND") == 0) return;
+    if (bytes.compare(at + 4, 4, "IDAT") == 0) {
+      if (length == 0 && !image_data)
+        throw Error("cannot decode image '" + name +
+                    "': its PNG has an empty image-data chunk (IDAT) before its image data, which "
+                    "the decoder cannot read: save the image again with another program");
+      image_data = true;
+    }
     at += 12 + length;
   }
 }

@@ -560,7 +560,9 @@ TEST_F(ImageTest, HugeImageIsRefusedFromItsHeader) {
 // JPEG scan using an AC table the file never defines, which stb read uninitialised; and a PPM
 // upload whose header number of 46 digits overflowed the int stb read it into (PNM uploads are now
 // read by lenet5's own PNM reader, as PNM files always were); an HDR whose first run-length
-// scanline ends with the file, on which stb looped forever.
+// scanline ends with the file, on which stb looped forever; a PNG whose first image-data chunk is
+// empty, for which stb copied zero bytes to a null pointer (UBSan stops there in .ci/run's
+// sanitized build; the file is otherwise a valid 8x8 checkerboard).
 TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
   const fs::path found = fs::path(LENET5_SOURCE_DIR) / "tests" / "data" / "fuzz-found";
   const std::pair<const char*, const char*> cases[] = {
@@ -572,7 +574,9 @@ TEST_F(ImageTest, InputsStbImageMishandlesAreRefusedFirst) {
       {"jpeg_scan_using_an_undefined_huffman_table.jpg",
        "corrupt JPEG: a scan uses AC Huffman table 1, which the file has not defined"},
       {"hdr_rle_scanline_cut_short.hdr",
-       "corrupt HDR: its pixel data is cut short: the file ends inside scanline 1 of 16"}};
+       "corrupt HDR: its pixel data is cut short: the file ends inside scanline 1 of 16"},
+      {"png_empty_idat_before_its_data.png",
+       "its PNG has an empty image-data chunk (IDAT) before its image data"}};
   for (const auto& [name_text, message_text] : cases) {
     // Named again: C++17 lambdas cannot capture structured bindings (clang refuses it).
     const std::string name = name_text, message = message_text;
