@@ -135,11 +135,12 @@ INSTANTIATE_TEST_SUITE_P(Augment, PackedTraining, testing::Values("none", "elast
                            return info.param;
                          });
 
-// At an epoch's end the models' checkpoints are written side by side (trainer.cpp, end_epochs,
-// 16 models' at a time). A failed write stops none of the writes in flight beside it, and the
-// first failing model's is the error reported: with the best.safetensors of m1 and m3 folders (no
-// rename replaces a folder that holds a file, not even root's), m0, m2 and m4-m15 end the epoch
-// with both their checkpoints, the error names m1's file, and neither m1 nor m3 has a
+// At an epoch's end the models' files (metrics.csv, best, last) are written side by side on a
+// thread of their own (trainer.cpp, end_epochs, 16 models' at a time); with one epoch, the run
+// joins them before the models finish. A failed write stops none of the writes in flight beside
+// it, and the first failing model's is the error reported: with the best.safetensors of m1 and m3
+// folders (no rename replaces a folder that holds a file, not even root's), m0, m2 and m4-m15 end
+// the epoch with both their checkpoints, the error names m1's file, and neither m1 nor m3 has a
 // last.safetensors (best is written before last). With 18 models, m1's failure is met where the
 // window of writes is full (at m17), not only after the last model.
 TEST(PackedTrainingWrites, AFailedWriteIsReportedAndTheOtherModelsAreWritten) {
