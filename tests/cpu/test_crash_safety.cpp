@@ -2,7 +2,8 @@
 // random instants and inside checkpoint writes leave last.safetensors and best.safetensors
 // either absent or complete (loading, evaluating to the accuracy recorded in them, at a position
 // the run passed through, never a mix of two saves); a full disk and a read-only folder give a
-// clear error and keep the previous checkpoint; a second training on a locked folder is refused.
+// clear error and keep the previous checkpoint; a second training on a locked folder is refused;
+// a stop that comes while an epoch's files are being written saves only after them.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
