@@ -25,38 +25,116 @@ struct DeviceAugmentation {
 constexpr int kAugmentMaxTaps = 2 * 84 + 1;
 static_assert(3 * kMaxElasticSigma <= 84, "kAugmentMaxTaps covers the widest Gaussian");
 
-// The shared memory augment_sample works in, in floats: the field's noise and its smoothed
-// version (x and y each), the taps, the image's bytes and the affine map.
+// The elastic field's noise and its first smoothing pass keep their rows kAugmentRowStride floats
+// apart, one more than the image's width: the first pass gives a warp's lanes the same column of
+// consecutive rows, which then fall in different shared-memory banks (29 is odd), where rows 28
+// apart would share 8 banks four ways.
+constexpr int kAugmentRowStride = kImageSide + 1;
+constexpr int kAugmentPlane = kImageSide * kAugmentRowStride;  // one field's floats, so laid out
+
+// The shared memory augment_sample works in: the field's noise and its smoothed version (x and y
+// each), the taps, the image's bytes, the affine map's terms and the map, the field's scale.
 struct AugmentScratch {
-  float noise[2 * kImageBytes];   // uniform noise, then the smoothed field (x, then y)
-  float along_x[2 * kImageBytes];  // the first pass of the separable Gaussian
+  // Uniform noise (rows kAugmentRowStride apart), then the smoothed field (rows kImageSide apart).
+  float noise[2 * kAugmentPlane];
+  float along_x[2 * kAugmentPlane];  // the first pass of the separable Gaussian
   float taps[kAugmentMaxTaps];     // unnormalised weights
   std::uint8_t image[kImageBytes];
+  double terms[kAffineTerms];
   AffineMap map;
+  float field_scale;
 };
 
 // The device code below is compiled by nvcc only; host files (tests among them) see the types.
 #ifdef __CUDACC__
 namespace augment_detail {
 
-__device__ inline int clamp_to_image(int v) {
-  return v < 0 ? 0 : v >= kImageSide ? kImageSide - 1 : v;
+// A pass of the Gaussian smooths 56 lines (the rows, or the columns, of both fields); a thread
+// takes four of them, kLineGroups apart, at one position.
+constexpr int kLines = 2 * kImageSide;
+constexpr int kLinesAtOnce = 4;
+constexpr int kLineGroups = kLines / kLinesAtOnce;    // 14
+constexpr int kPassItems = kImageSide * kLineGroups;  // 392 threads' work
+static_assert(kLines % kLinesAtOnce == 0, "the lines split into whole groups");
+
+// Four outputs of a pass, at position `at` of four lines (rows, stride 1, or columns, stride
+// kAugmentRowStride): for each, the taps k = -radius..radius in that order, each times the value
+// at at + k clamped to the image (edges repeated). The taps past an edge all read that edge's
+// value, loaded once: the same products in the same order as clamping at every tap, so the same
+// bits, without a clamp per tap. The four sums are independent chains of multiply-adds that
+// overlap, where one output at a time waits on each of its own.
+__device__ inline void smooth_four(const float* (&line)[kLinesAtOnce], int stride, int at,
+                                   const float* taps, int radius, float (&sum)[kLinesAtOnce]) {
+  float edge[kLinesAtOnce];
+#pragma unroll
+  for (int q = 0; q < kLinesAtOnce; ++q) {
+    sum[q] = 0.0f;
+    edge[q] = line[q][0];
+  }
+  int k = -radius;
+  for (; k < -at; ++k) {
+    const float tap = taps[k + radius];
+#pragma unroll
+    for (int q = 0; q < kLinesAtOnce; ++q) sum[q] += tap * edge[q];
+  }
+  const int last_inside = min(radius, kImageSide - 1 - at);
+  for (; k <= last_inside; ++k) {
+    const float tap = taps[k + radius];
+    const int offset = (at + k) * stride;
+#pragma unroll
+    for (int q = 0; q < kLinesAtOnce; ++q) sum[q] += tap * line[q][offset];
+  }
+#pragma unroll
+  for (int q = 0; q < kLinesAtOnce; ++q) edge[q] = line[q][(kImageSide - 1) * stride];
+  for (; k <= radius; ++k) {
+    const float tap = taps[k + radius];
+#pragma unroll
+    for (int q = 0; q < kLinesAtOnce; ++q) sum[q] += tap * edge[q];
+  }
 }
 
-// One pass of the Gaussian over both fields, along x (step 1) or y (step 28), edges clamped.
-__device__ inline void smooth(const float* in, float* out, const float* taps, int radius,
-                              bool along_x) {
-  for (int i = threadIdx.x; i < 2 * int(kImageBytes); i += blockDim.x) {
-    const int axis = i / int(kImageBytes), p = i % int(kImageBytes);
-    const int y = p / kImageSide, x = p % kImageSide;
-    const float* plane = in + axis * kImageBytes;
-    float sum = 0.0f;
-    for (int k = -radius; k <= radius; ++k) {
-      const int xs = along_x ? clamp_to_image(x + k) : x;
-      const int ys = along_x ? y : clamp_to_image(y + k);
-      sum += taps[k + radius] * plane[ys * kImageSide + xs];
+// Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart). Consecutive threads take
+// the same column of consecutive rows, so a warp's lanes share their clamped ranges (one or two
+// columns a warp) rather than diverge over 28 of them.
+__device__ inline void smooth_along_x(const float* noise, float* along_x, const float* taps,
+                                      int radius) {
+  for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
+    const int x = item / kLineGroups, group = item % kLineGroups;
+    int row_start[kLinesAtOnce];
+    const float* rows[kLinesAtOnce];
+#pragma unroll
+    for (int q = 0; q < kLinesAtOnce; ++q) {
+      const int row = group + q * kLineGroups;  // axis * kImageSide + y
+      row_start[q] = row / kImageSide * kAugmentPlane + row % kImageSide * kAugmentRowStride;
+      rows[q] = noise + row_start[q];
     }
-    out[i] = sum;
+    float sum[kLinesAtOnce];
+    smooth_four(rows, 1, x, taps, radius, sum);
+#pragma unroll
+    for (int q = 0; q < kLinesAtOnce; ++q) along_x[row_start[q] + x] = sum[q];
+  }
+}
+
+// Along y: columns of `along_x` into `field` (rows kImageSide apart). Consecutive threads take
+// consecutive columns at one row.
+__device__ inline void smooth_along_y(const float* along_x, float* field, const float* taps,
+                                      int radius) {
+  for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
+    const int y = item / kLineGroups, group = item % kLineGroups;
+    int axis[kLinesAtOnce], x[kLinesAtOnce];
+    const float* columns[kLinesAtOnce];
+#pragma unroll
+    for (int q = 0; q < kLinesAtOnce; ++q) {
+      const int column = group + q * kLineGroups;  // axis * kImageSide + x
+      axis[q] = column / kImageSide;
+      x[q] = column % kImageSide;
+      columns[q] = along_x + axis[q] * kAugmentPlane + x[q];
+    }
+    float sum[kLinesAtOnce];
+    smooth_four(columns, kAugmentRowStride, y, taps, radius, sum);
+#pragma unroll
+    for (int q = 0; q < kLinesAtOnce; ++q)
+      field[axis[q] * kImageBytes + y * kImageSide + x[q]] = sum[q];
   }
 }
 
@@ -65,6 +143,9 @@ __device__ inline void smooth(const float* in, float* out, const float* taps, in
 // Augments `image` (28 x 28 bytes in global memory), sample `sample` of the current epoch, and
 // calls store(p, grey) for every pixel p of the 28 x 28 result (grey in [0, 255], not rounded).
 // Every thread of the block must call it (it synchronises the block). aug must be enabled.
+// The serial parts run beside the parallel ones: the affine map's six terms on lane 0 of six
+// warps at once (the block's first six, while the others draw the noise), then the map and the
+// field's scale each on one thread of the last two warps, while the rest smooth the field.
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, Store store) {
@@ -72,26 +153,40 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   const AugmentRandom random(aug.seed, *aug.epoch, sample);
   const bool elastic = s.kind == AugmentKind::elastic;
   const int radius = elastic ? gaussian_radius(s.elastic_sigma) : 0;
-  if (threadIdx.x == 0) scratch.map = draw_affine(s, random);
+  const int warp = int(threadIdx.x) / 32, warps = (int(blockDim.x) + 31) / 32;
+  if (threadIdx.x % 32 == 0)
+    for (int term = warp; term < kAffineTerms; term += warps)
+      scratch.terms[term] = affine_term(s, random, term);
   for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) scratch.image[p] = image[p];
   if (elastic) {
-    for (int i = threadIdx.x; i < 2 * int(kImageBytes); i += blockDim.x)
-      scratch.noise[i] = float(random.symmetric_uniform(kDrawFieldNoise + std::uint32_t(i)));
+    for (int i = threadIdx.x; i < 2 * int(kImageBytes); i += blockDim.x) {
+      const int axis = i / int(kImageBytes), y = i % int(kImageBytes) / kImageSide,
+                x = i % kImageSide;
+      scratch.noise[axis * kAugmentPlane + y * kAugmentRowStride + x] =
+          float(random.symmetric_uniform(kDrawFieldNoise + std::uint32_t(i)));
+    }
     for (int k = threadIdx.x; k <= 2 * radius; k += blockDim.x)
       scratch.taps[k] = float(gaussian_weight(k - radius, s.elastic_sigma));
   }
   __syncthreads();
-  float field_scale = 0.0f;  // alpha / (sum of taps)^2: each of the two passes normalises once
+  // The last thread of the block (past the 392 that smooth, where the block has more), and the
+  // last of the warp before it.
+  const unsigned map_thread = blockDim.x - 1, scale_thread = blockDim.x > 32 ? blockDim.x - 33 : 0;
+  if (threadIdx.x == map_thread) scratch.map = affine_map(scratch.terms);
   if (elastic) {
-    augment_detail::smooth(scratch.noise, scratch.along_x, scratch.taps, radius, true);
+    if (threadIdx.x == scale_thread) {
+      // alpha / (sum of taps)^2: each of the two passes normalises once
+      float sum = 0.0f;
+      for (int k = 0; k <= 2 * radius; ++k) sum += scratch.taps[k];
+      scratch.field_scale = float(s.elastic_alpha) / (sum * sum);
+    }
+    augment_detail::smooth_along_x(scratch.noise, scratch.along_x, scratch.taps, radius);
     __syncthreads();
-    augment_detail::smooth(scratch.along_x, scratch.noise, scratch.taps, radius, false);
-    __syncthreads();
-    float sum = 0.0f;
-    for (int k = 0; k <= 2 * radius; ++k) sum += scratch.taps[k];
-    field_scale = float(s.elastic_alpha) / (sum * sum);
+    augment_detail::smooth_along_y(scratch.along_x, scratch.noise, scratch.taps, radius);
   }
+  __syncthreads();
   const AffineMap map = scratch.map;
+  const float field_scale = elastic ? scratch.field_scale : 0.0f;
   for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) {
     float sx, sy;
     affine_source(map, p % kImageSide, p / kImageSide, sx, sy);

@@ -99,16 +99,47 @@ struct AffineMap {
   double a11 = 1, a12 = 0, a21 = 0, a22 = 1, tx = 0, ty = 0;
 };
 
-LENET5_HD inline AffineMap draw_affine(const AugmentSettings& s, const AugmentRandom& random) {
+// The six numbers the affine map is made of, each from one draw: the rotation's cosine and sine,
+// the shear's tangent, the scale, and the shift. Apart from affine_map so that the device can
+// compute them on six threads at once: one after another, the three trigonometric functions in
+// double are the longest chain of a sample's augmentation.
+enum AffineTerm {
+  kAffineCos,
+  kAffineSin,
+  kAffineShear,
+  kAffineScale,
+  kAffineShiftX,
+  kAffineShiftY
+};
+constexpr int kAffineTerms = 6;
+
+LENET5_HD inline double affine_term(const AugmentSettings& s, const AugmentRandom& random,
+                                    int term) {
   constexpr double kRadiansPerDegree = 3.14159265358979323846 / 180.0;
-  const double angle = s.rotation_degrees * random.symmetric_uniform(kDrawRotation) *
-                       kRadiansPerDegree;
-  const double scale = 1 + s.scale * random.symmetric_uniform(kDrawScale);
-  const double shear =
-      ::tan(s.shear_degrees * random.symmetric_uniform(kDrawShear) * kRadiansPerDegree);
+  switch (term) {
+    case kAffineCos:
+      return ::cos(s.rotation_degrees * random.symmetric_uniform(kDrawRotation) *
+                   kRadiansPerDegree);
+    case kAffineSin:
+      return ::sin(s.rotation_degrees * random.symmetric_uniform(kDrawRotation) *
+                   kRadiansPerDegree);
+    case kAffineShear:
+      return ::tan(s.shear_degrees * random.symmetric_uniform(kDrawShear) * kRadiansPerDegree);
+    case kAffineScale:
+      return 1 + s.scale * random.symmetric_uniform(kDrawScale);
+    case kAffineShiftX:
+      return s.translation_pixels * random.symmetric_uniform(kDrawShiftX);
+    default:
+      return s.translation_pixels * random.symmetric_uniform(kDrawShiftY);
+  }
+}
+
+// The inverse map from its terms (affine_term).
+LENET5_HD inline AffineMap affine_map(const double (&term)[kAffineTerms]) {
+  const double c = term[kAffineCos], sn = term[kAffineSin], shear = term[kAffineShear],
+               scale = term[kAffineScale];
   // Forward map: output = R * Sh * (scale * input) + shift; stored is its inverse.
   // R * Sh = [[c, c*shear - sn], [sn, sn*shear + c]], scaled by `scale`.
-  const double c = ::cos(angle), sn = ::sin(angle);
   const double f11 = scale * c, f12 = scale * (c * shear - sn);
   const double f21 = scale * sn, f22 = scale * (sn * shear + c);
   const double det = f11 * f22 - f12 * f21;
@@ -117,11 +148,16 @@ LENET5_HD inline AffineMap draw_affine(const AugmentSettings& s, const AugmentRa
   m.a12 = -f12 / det;
   m.a21 = -f21 / det;
   m.a22 = f11 / det;
-  const double shift_x = s.translation_pixels * random.symmetric_uniform(kDrawShiftX);
-  const double shift_y = s.translation_pixels * random.symmetric_uniform(kDrawShiftY);
+  const double shift_x = term[kAffineShiftX], shift_y = term[kAffineShiftY];
   m.tx = -(m.a11 * shift_x + m.a12 * shift_y);
   m.ty = -(m.a21 * shift_x + m.a22 * shift_y);
   return m;
+}
+
+LENET5_HD inline AffineMap draw_affine(const AugmentSettings& s, const AugmentRandom& random) {
+  double term[kAffineTerms];
+  for (int t = 0; t < kAffineTerms; ++t) term[t] = affine_term(s, random, t);
+  return affine_map(term);
 }
 
 // The elastic field's Gaussian: cut at 3 sigma, tap k (|k| <= radius) weighs
