@@ -26,9 +26,11 @@ constexpr int kAugmentMaxTaps = 2 * 84 + 1;
 static_assert(3 * kMaxElasticSigma <= 84, "kAugmentMaxTaps covers the widest Gaussian");
 
 // The elastic field's noise and its first smoothing pass keep their rows kAugmentRowStride floats
-// apart, one more than the image's width: the first pass gives a warp's lanes the same column of
-// consecutive rows, which then fall in different shared-memory banks (29 is odd), where rows 28
-// apart would share 8 banks four ways.
+// apart, one more than the image's width. That removed the four-way bank conflicts of a first
+// pass whose lanes took one column of 32 consecutive rows. The pass as it is (four lines a thread,
+// smooth_along_x) gives a warp 14 row groups at each of three or four columns, and then most of
+// its loads are two-way conflicts with either stride: 88 % at 29 against 93 % at 28, at radius 12,
+// by a model of the addresses (scripts/perf-notes.md, seventh session).
 constexpr int kAugmentRowStride = kImageSide + 1;
 constexpr int kAugmentPlane = kImageSide * kAugmentRowStride;  // one field's floats, so laid out
 
@@ -94,8 +96,8 @@ __device__ inline void smooth_four(const float* (&line)[kLinesAtOnce], int strid
 }
 
 // Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart). Consecutive threads take
-// the same column of consecutive rows, so a warp's lanes share their clamped ranges (one or two
-// columns a warp) rather than diverge over 28 of them.
+// the same column of consecutive row groups, so a warp's lanes share their clamped ranges (three
+// or four columns a warp) rather than diverge over 28 of them.
 __device__ inline void smooth_along_x(const float* noise, float* along_x, const float* taps,
                                       int radius) {
   for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
@@ -116,7 +118,7 @@ __device__ inline void smooth_along_x(const float* noise, float* along_x, const 
 }
 
 // Along y: columns of `along_x` into `field` (rows kImageSide apart). Consecutive threads take
-// consecutive columns at one row.
+// consecutive column groups at one row (three or four rows a warp).
 __device__ inline void smooth_along_y(const float* along_x, float* field, const float* taps,
                                       int radius) {
   for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
@@ -143,9 +145,11 @@ __device__ inline void smooth_along_y(const float* along_x, float* field, const 
 // Augments `image` (28 x 28 bytes in global memory), sample `sample` of the current epoch, and
 // calls store(p, grey) for every pixel p of the 28 x 28 result (grey in [0, 255], not rounded).
 // Every thread of the block must call it (it synchronises the block). aug must be enabled.
-// The serial parts run beside the parallel ones: the affine map's six terms on lane 0 of six
-// warps at once (the block's first six, while the others draw the noise), then the map and the
-// field's scale each on one thread of the last two warps, while the rest smooth the field.
+// The serial parts run beside the parallel ones: the affine map's six terms on lane 0 of the
+// block's first six warps at once (fewer warps take several), while the others draw the noise;
+// then the map and the field's scale each on one thread of the last two warps, while the rest
+// smooth the field (with 512 threads those two have no smoothing of their own; with 256 they
+// have one group of lines each).
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, Store store) {
@@ -169,8 +173,8 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
       scratch.taps[k] = float(gaussian_weight(k - radius, s.elastic_sigma));
   }
   __syncthreads();
-  // The last thread of the block (past the 392 that smooth, where the block has more), and the
-  // last of the warp before it.
+  // The last thread of the block, and the last of the warp before it (past the 392 items of a
+  // smoothing pass where the block has 512 threads).
   const unsigned map_thread = blockDim.x - 1, scale_thread = blockDim.x > 32 ? blockDim.x - 33 : 0;
   if (threadIdx.x == map_thread) scratch.map = affine_map(scratch.terms);
   if (elastic) {
