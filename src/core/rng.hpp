@@ -41,7 +41,7 @@ class SplitMix64 {
 // Independent streams per purpose: the permutation of epoch e depends only on (seed, e), so a run
 // resumed at any epoch sees exactly the order an uninterrupted run would have seen.
 // Defined here so that the augmentation's kernels key their draws exactly as the host does.
-enum class RngStream : std::uint64_t { init = 1, shuffle = 2, augment = 3 };
+enum class RngStream : std::uint64_t { init = 1, shuffle = 2, augment = 3, robustness = 4 };
 LENET5_HD inline std::uint64_t stream_seed(std::uint64_t seed, RngStream stream,
                                            std::uint64_t index) {
   // Three rounds of mixing so that neighbouring (seed, stream, index) triples are unrelated.

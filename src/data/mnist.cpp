@@ -116,4 +116,25 @@ Mnist load_dataset(const DatasetDescription& dataset, const std::filesystem::pat
 
 Mnist load_mnist(const std::filesystem::path& dir) { return load_dataset(mnist_dataset(), dir); }
 
+HeldOut hold_out_validation(Dataset train, int count) {
+  if (count < 0 || count >= train.count) {
+    throw UsageError("--validation " + std::to_string(count) + " must hold out between 0 and " +
+                     std::to_string(train.count - 1) + " of the " + std::to_string(train.count) +
+                     " training images (0: choose no best epoch, keep only the last)");
+  }
+  HeldOut parts;
+  parts.validation.count = count;
+  parts.validation.images_crc32 = train.images_crc32;
+  parts.validation.labels_crc32 = train.labels_crc32;
+  const int kept = train.count - count;
+  const auto image_split = train.images.begin() + std::ptrdiff_t(kept) * kImageBytes;
+  parts.validation.images.assign(image_split, train.images.end());
+  parts.validation.labels.assign(train.labels.begin() + kept, train.labels.end());
+  train.images.erase(image_split, train.images.end());
+  train.labels.resize(std::size_t(kept));
+  train.count = kept;
+  parts.train = std::move(train);
+  return parts;
+}
+
 }  // namespace lenet5

@@ -22,6 +22,9 @@ struct Dataset {
 
 struct Mnist {
   Dataset train, test;
+  // The training images held out to choose the best epoch on (hold_out_validation), once a
+  // trainer has held them out of `train`; empty otherwise.
+  Dataset validation;
 };
 
 // The --data flag if given, else $LENET5_DATA, else the data set's folder ("data/mnist",
@@ -60,5 +63,18 @@ Dataset load_split(const DatasetDescription& dataset, const std::filesystem::pat
 Mnist load_dataset(const DatasetDescription& dataset, const std::filesystem::path& dir);
 // load_dataset of MNIST: train-{images-idx3,labels-idx1}-ubyte and t10k-{...}.
 Mnist load_mnist(const std::filesystem::path& dir);
+
+// The training images held out to choose the best epoch on (--validation), so that nothing is
+// chosen on the test set: the last `count` images of the training split. The rule is fixed per
+// data set, not drawn from the seed, so every run and every model of a sweep holds out the same
+// images and their validation accuracies compare. Both parts keep the files' checksums, which
+// name the data a checkpoint was trained from.
+inline constexpr int kDefaultValidationImages = 5000;
+struct HeldOut {
+  Dataset train;       // the first train.count - count images
+  Dataset validation;  // the last count (empty for 0)
+};
+// UsageError when count is negative or leaves fewer than one training image.
+HeldOut hold_out_validation(Dataset train, int count);
 
 }  // namespace lenet5

@@ -99,11 +99,20 @@ void max_filter_1d(const float* in, float* out, int n, int stride, int r,
 
 }  // namespace
 
-PaperSurface::PaperSurface(const GrayImage& image)
+double quantile_of(std::vector<double>& values, double q) {
+  const auto at = values.begin() + static_cast<std::ptrdiff_t>(q * (values.size() - 1) + 0.5);
+  std::nth_element(values.begin(), at, values.end());
+  return *at;
+}
+
+// The percentile a cell's paper is read at for each estimate.
+constexpr double kLightestPaper = 0.9, kDarkestPaper = 0.1;
+
+PaperSurface::PaperSurface(const GrayImage& image, PaperEstimate estimate)
     : half_width_(image.width / 2.0), half_height_(image.height / 2.0) {
   const int nx = std::min(kCellsPerSide, image.width), ny = std::min(kCellsPerSide, image.height);
   std::vector<std::array<double, kTerms>> terms;
-  std::vector<double> medians;
+  std::vector<double> medians, gaps;  // gaps: the estimate's percentile less the median, per cell
   std::vector<double> cell;
   for (int cy = 0; cy < ny; ++cy) {
     const int y0 = cy * image.height / ny, y1 = (cy + 1) * image.height / ny;
@@ -114,7 +123,12 @@ PaperSurface::PaperSurface(const GrayImage& image)
         const float* row = &image.pixels[static_cast<std::size_t>(y) * image.width];
         cell.insert(cell.end(), row + x0, row + x1);
       }
-      medians.push_back(median_of(cell));
+      const double median = median_of(cell);
+      const double at = estimate == PaperEstimate::lightest  ? quantile_of(cell, kLightestPaper)
+                        : estimate == PaperEstimate::darkest ? quantile_of(cell, kDarkestPaper)
+                                                             : median;
+      medians.push_back(at);
+      gaps.push_back(at - median);
       terms.push_back(quadratic_terms(((x0 + x1) / 2.0 - half_width_) / half_width_,
                                       ((y0 + y1) / 2.0 - half_height_) / half_height_));
     }
@@ -155,6 +169,14 @@ PaperSurface::PaperSurface(const GrayImage& image)
     high_ = std::max(high_, static_cast<float>(medians[i]));
   }
   if (n_paper == 0) low_ = high_ = static_cast<float>(median_of(medians));
+  // An envelope of the paper sits above (below) its middle by the paper's noise at that
+  // percentile: taken off, so that the surface is the paper's middle grey whatever the estimate.
+  std::vector<double> paper_gaps;
+  for (std::size_t i = 0; i < gaps.size(); ++i)
+    if (paper[i]) paper_gaps.push_back(gaps[i]);
+  const double gap = paper_gaps.empty() ? 0.0 : median_of(paper_gaps);
+  coefficients_[0] -= gap;
+  low_ -= static_cast<float>(gap), high_ -= static_cast<float>(gap);
   brightest_ = high_;
   // The cells' centres lie half a cell inside the image, so the paper at the image's edge may go
   // a little beyond their range; a tenth of the range either way allows for that and still keeps

@@ -12,12 +12,22 @@
 
 namespace lenet5 {
 
-// The paper's brightness as a smooth surface: a quadratic in x and y fitted to the medians of a
-// grid of cells, the cells whose median is ink (far from the fit) left out. It follows a shadow
-// across the sheet or a vignette, not the strokes, as long as most cells are mostly paper.
+// What a cell of the grid says about the paper under it.
+// - median: its middle grey, paper wherever most of the cell is paper, whatever the ink's
+//   polarity;
+// - lightest, darkest: its grey at the 90th (10th) percentile, less the median gap between that
+//   and the median over the cells kept as paper (the paper's own noise at that percentile). Paper
+//   wherever a tenth of the cell is paper, when the ink is darker (lighter) than the paper: bold
+//   strokes in a shadow fill cells that their paper's brighter tenth still reveals.
+enum class PaperEstimate { median, lightest, darkest };
+
+// The paper's brightness as a smooth surface: a quadratic in x and y fitted to what a grid of
+// cells says of it (PaperEstimate), the cells that say ink (far from the fit) left out. It
+// follows a shadow across the sheet or a vignette, not the strokes, as long as most cells say
+// paper.
 class PaperSurface {
  public:
-  explicit PaperSurface(const GrayImage& image);
+  explicit PaperSurface(const GrayImage& image, PaperEstimate estimate = PaperEstimate::median);
   float at(int x, int y) const;  // clamped near the range of the paper cells' medians
   // Every pixel's at(), (height, width), computed row by row: the same values, a fraction of
   // the cost per pixel.

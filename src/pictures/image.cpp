@@ -77,6 +77,17 @@ std::string png_bytes(const RgbImage& image) {
   return encode_png(image.width(), image.height(), 3, image.bytes().data());
 }
 
+std::string jpeg_bytes(const RgbImage& image, int quality) {
+  if (quality < 1 || quality > 100)
+    throw UsageError("JPEG quality " + std::to_string(quality) + " is outside 1..100");
+  std::string bytes;
+  if (!stbi_write_jpg_to_func(&append_to_string, &bytes, image.width(), image.height(), 3,
+                              image.bytes().data(), quality))
+    throw Error("internal: stb_image_write could not encode a " + std::to_string(image.width()) +
+                "x" + std::to_string(image.height()) + " JPEG");
+  return bytes;
+}
+
 void write_png(const std::filesystem::path& file, const RgbImage& image) {
   write_bytes(file, png_bytes(image));
 }

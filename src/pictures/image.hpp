@@ -41,6 +41,9 @@ class RgbImage {
 
 // The PNG file's bytes.
 std::string png_bytes(const RgbImage& image);
+// A baseline JPEG file's bytes at `quality` (1 = smallest file, 100 = best), as a camera or an
+// image editor saves a photograph. UsageError outside 1..100.
+std::string jpeg_bytes(const RgbImage& image, int quality);
 // Written atomically (io/atomic_file.hpp): a reader never sees half a picture. Throws
 // lenet5::Error naming the file.
 void write_png(const std::filesystem::path& file, const RgbImage& image);

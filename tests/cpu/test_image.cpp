@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "image/image_io.hpp"
 #include "image/ink.hpp"
 #include "image/preprocess.hpp"
+#include "image/resample.hpp"
 #include "pictures/image.hpp"
 #include "test_util.hpp"
 
@@ -703,6 +705,149 @@ TEST_F(ImageTest, BlankImagesAreRefused) {
   faint.pixels[465] = 190.0f / 255.0f;
   expect_error_mentioning([&] { preprocess_digit(faint, InvertMode::automatic, "faint.png"); },
                           {"faint.png is blank"});
+}
+
+// ---- digits cropped to their ink, scanned small, and what is not a digit -----------------------
+
+// Part of a canvas, [x0, x1) x [y0, y1), as the grey picture a loader gives (0 black, 1 white).
+GrayImage part_of(const Canvas& c, int x0, int y0, int x1, int y1) {
+  GrayImage image{x1 - x0, y1 - y0, {}};
+  for (int y = y0; y < y1; ++y) {
+    for (int x = x0; x < x1; ++x) image.pixels.push_back(*const_cast<Canvas&>(c).at(x, y) / 255.0f);
+  }
+  return image;
+}
+
+// The ring of ring_digit spans x 12..47 and y 12..67: cropped to them, it touches every side.
+GrayImage tight_ring(std::uint8_t paper, std::uint8_t ink) {
+  return part_of(ring_digit(paper, ink), 12, 12, 48, 68);
+}
+
+// A normal deviate of standard deviation `sigma` per pixel, from a fixed seed.
+void add_noise(GrayImage& image, double sigma, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  for (float& p : image.pixels) {
+    const double u = 1.0 - rng.uniform(), v = rng.uniform();
+    const double normal = std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
+    p = std::clamp(p + static_cast<float>(sigma * normal), 0.0f, 1.0f);
+  }
+}
+
+// Before: the paper's noise was measured on the ink that fills the frame, and the digit was
+// called blank. Both polarities, with a scanner's noise.
+TEST_F(ImageTest, DigitCroppedToItsInkIsRead) {
+  for (const bool dark_ink : {true, false}) {
+    GrayImage image = dark_ink ? tight_ring(245, 20) : tight_ring(20, 245);
+    add_noise(image, 0.01, 3);
+    const Digit28 d = preprocess_digit(image, InvertMode::automatic, "tight.png");
+    EXPECT_EQ(d.inverted, dark_ink);
+    expect_mnist_like(d);
+    EXPECT_EQ(pixel(d, 14, 14), 0) << "the ring's hole is background, not ink";
+  }
+}
+
+// The tight ring scanned at 8 px on its longer side and enlarged x6 by an image editor.
+TEST_F(ImageTest, SmallScanOfACroppedDigitIsRead) {
+  const GrayImage ring = tight_ring(245, 20);
+  const int w = 5, h = 8;  // 36 x 56 at 8 px: 5.1 x 8
+  const std::vector<float> scan = resample_area(ring.pixels, ring.width, ring.height, w, h);
+  for (const bool blocky : {true, false}) {
+    GrayImage enlarged{6 * w, 6 * h,
+                       blocky ? resample_nearest(scan, w, h, 6 * w, 6 * h)
+                              : resample_bilinear(scan, w, h, 6 * w, 6 * h)};
+    add_noise(enlarged, 0.01, 4);
+    const Digit28 d = preprocess_digit(enlarged, InvertMode::automatic, "scan.png");
+    EXPECT_TRUE(d.inverted) << (blocky ? "nearest" : "bilinear");
+    EXPECT_EQ(ink_box(d).height, 20);
+    EXPECT_LT(ink_box(d).width, 20) << "the ring is taller than wide";
+  }
+}
+
+// A "1" cropped to its ink leaves no paper in the frame but its edges' grey: read as a stroke.
+TEST_F(ImageTest, StrokeThatFillsItsFrameIsRead) {
+  GrayImage bar{16, 80, std::vector<float>(16 * 80, 0.08f)};
+  for (int y = 0; y < 80; ++y) {
+    // The anti-aliased edges: a column of partial ink on each side.
+    bar.pixels[static_cast<std::size_t>(y * 16)] = 0.6f;
+    bar.pixels[static_cast<std::size_t>(y * 16 + 15)] = 0.7f;
+  }
+  add_noise(bar, 0.01, 5);
+  const Digit28 d = preprocess_digit(bar, InvertMode::automatic, "one.png");
+  EXPECT_TRUE(d.inverted);
+  EXPECT_EQ(ink_box(d).height, 20);
+  EXPECT_LE(ink_box(d).width, 6);
+}
+
+// A bold ring under a shadow that halves the light across the sheet: the cells its strokes fill
+// still show the paper in their brightest tenth.
+TEST_F(ImageTest, BoldDigitInADeepShadowIsRead) {
+  Canvas canvas(112, 112, 1, 240);
+  for (int y = 0; y < 112; ++y) {
+    for (int x = 0; x < 112; ++x) {
+      const double u = (x + 0.5 - 56.0) / 36.0, v = (y + 0.5 - 56.0) / 44.0;
+      const double r2 = u * u + v * v;
+      if (r2 > 0.3 * 0.3 && r2 < 1.0) *canvas.at(x, y) = 20;
+    }
+  }
+  GrayImage image = part_of(canvas, 0, 0, 112, 112);
+  for (int y = 0; y < 112; ++y)
+    for (int x = 0; x < 112; ++x)
+      image.pixels[static_cast<std::size_t>(y * 112 + x)] *= 1.0f - 0.5f * x / 111.0f;
+  add_noise(image, 0.02, 6);
+  const Digit28 d = preprocess_digit(image, InvertMode::automatic, "shadow.png");
+  EXPECT_TRUE(d.inverted);
+  expect_mnist_like(d);
+}
+
+// What is not a digit stays refused: flat noise, a sheet under a vignette, two flat halves.
+TEST_F(ImageTest, NoiseAndFlatPicturesAreBlank) {
+  for (const auto& [side, sigma] :
+       {std::pair{60, 0.08}, std::pair{200, 0.05}, std::pair{600, 0.03}}) {
+    SCOPED_TRACE("flat noise of " + std::to_string(side) + " px");
+    GrayImage noise{side, side, std::vector<float>(std::size_t(side * side), 0.7f)};
+    add_noise(noise, sigma, 7);
+    expect_error_mentioning([&] { preprocess_digit(noise, InvertMode::automatic, "noise.png"); },
+                            {"noise.png is blank"});
+  }
+  GrayImage vignette{160, 120, std::vector<float>(160 * 120)};
+  for (int y = 0; y < 120; ++y) {
+    for (int x = 0; x < 160; ++x) {
+      const double u = (x - 80.0) / 80.0, v = (y - 60.0) / 60.0;
+      vignette.pixels[static_cast<std::size_t>(y * 160 + x)] = float(0.85 - 0.2 * (u * u + v * v));
+    }
+  }
+  add_noise(vignette, 0.01, 8);
+  SCOPED_TRACE("a vignette");
+  expect_error_mentioning([&] { preprocess_digit(vignette, InvertMode::automatic, "wall.jpg"); },
+                          {"wall.jpg is blank"});
+  GrayImage halves{16, 8, std::vector<float>(16 * 8, 0.9f)};
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 8; ++x) halves.pixels[static_cast<std::size_t>(y * 16 + x)] = 0.2f;
+  expect_error_mentioning([&] { preprocess_digit(halves, InvertMode::automatic, "halves.png"); },
+                          {"halves.png is blank"});
+}
+
+// A thin "1" 40 px tall in a 1000 x 800 photo of paper whose brightness varies in blotches by a
+// few per cent, more than the fitted surface follows: the digit is the stroke, not the blotches.
+TEST(PhotoFixtures, SmallDigitOnBlotchyPaperIsTheDigit) {
+  constexpr int kW = 1000, kH = 800;
+  std::vector<float> blotches(36);
+  SplitMix64 rng(9);
+  for (float& b : blotches) b = static_cast<float>(0.04 * (2.0 * rng.uniform() - 1.0));
+  const std::vector<float> smooth = resample_bilinear(blotches, 6, 6, kW, kH);
+  GrayImage photo{kW, kH, std::vector<float>(std::size_t(kW) * kH)};
+  for (int y = 0; y < kH; ++y) {
+    for (int x = 0; x < kW; ++x) {
+      const std::size_t i = static_cast<std::size_t>(y) * kW + x;
+      const bool stroke = y >= 300 && y < 340 && x >= 600 && x < 605;
+      photo.pixels[i] = (stroke ? 0.1f : 0.85f + smooth[i]) * (1.0f - 0.3f * x / kW);
+    }
+  }
+  add_noise(photo, 0.02, 10);
+  const Digit28 d = preprocess_digit(photo, InvertMode::automatic, "photo.jpg");
+  EXPECT_TRUE(d.inverted);
+  EXPECT_EQ(ink_box(d).height, 20);
+  EXPECT_LE(ink_box(d).width, 5) << "a 5 x 40 stroke is 3 px wide at 20 px tall";
 }
 
 TEST(InvertMode, ParsesTheThreeValuesAndRejectsOthers) {
