@@ -53,7 +53,7 @@ CENTRE = (SIDE - 1) / 2.0       # 13.5: rotation and scale about it (core/augmen
 # tests/cpu/test_bench.cpp checks that they are the table's. A config file overrides them, and the
 # command line overrides both.
 DEFAULTS = {
-    "dataset": "mnist", "data": "", "train-limit": 0, "epochs": 20, "batch-size": 128, "lr": 0.05,
+    "dataset": "mnist", "data": "", "train-limit": 0, "validation": 5000, "epochs": 20, "batch-size": 128, "lr": 0.05,
     "schedule": "cosine", "lr-gamma": 0.1, "lr-step-epochs": 1.0, "min-lr": 0.0,
     "warmup-epochs": 0.0, "one-cycle-start": 0.25, "momentum": 0.9, "nesterov": False,
     "weight-decay": 5e-4, "optimizer": "sgd", "sdlm-mu": 0.02, "sdlm-samples": 500, "seed": 1,
@@ -61,6 +61,7 @@ DEFAULTS = {
     "input-scaling": "dataset",
     "augment": "dataset", "augment-rotation": 10.0, "augment-scale": 0.1,
     "augment-shear": 10.0, "augment-translation": 2.0, "elastic-alpha": 10.0, "elastic-sigma": 4.0,
+    "augment-low-resolution": 0.0, "augment-low-resolution-scan": 8.0,
 }
 # Settings of lenet5 alone (which device and how many threads, which kernels in which precision,
 # where to write, what to evaluate): accepted in a config, not used (the peer takes --device and
@@ -184,6 +185,30 @@ def smoothing_matrix(sigma, device):
     return g.to(device=device, dtype=torch.float32)
 
 
+def resolution_operators(smallest, device):
+    """(29 - smallest, 28, 28): the identity, then for each side m from smallest to 27 the matrix A
+    with A @ x @ A.T = x reduced to m x m by area averaging and enlarged back bilinearly (lenet5's
+    area_mean and enlarged_bilinear, core/augment.hpp), so that a batch picks its samples'
+    operators by index with static shapes, as a CUDA graph needs."""
+    operators = [torch.eye(SIDE, device=device)]
+    for m in range(smallest, SIDE):
+        step = SIDE / m
+        down = torch.zeros(m, SIDE, device=device)
+        for o in range(m):
+            for i in range(SIDE):
+                overlap = min((o + 1) * step, i + 1) - max(o * step, i)
+                if overlap > 0:
+                    down[o, i] = overlap / step
+        up = torch.zeros(SIDE, m, device=device)
+        for x in range(SIDE):
+            u = min(max((x + 0.5) * m / SIDE - 0.5, 0.0), m - 1.0)
+            i = int(u)
+            up[x, i] += 1 - (u - i)
+            up[x, min(i + 1, m - 1)] += u - i
+        operators.append(up @ down)
+    return torch.stack(operators)
+
+
 class Augmenter:
     """Transforms a batch of (B, 28, 28) intensities; draws from PyTorch's default CUDA generator
     (seeded by the run's seed), which a CUDA graph may capture."""
@@ -196,6 +221,10 @@ class Augmenter:
         self.smooth = smoothing_matrix(s["elastic-sigma"], device) if self.kind == "elastic" else None
         offsets = torch.arange(SIDE, dtype=torch.float32, device=device) - CENTRE
         self.oy, self.ox = torch.meshgrid(offsets, offsets, indexing="ij")  # (28, 28) each
+        self.low_resolution = s["augment-low-resolution"]
+        self.smallest = int(SIDE * s["augment-low-resolution-scan"] / 20 + 0.5)
+        self.resolution = (resolution_operators(self.smallest, device)
+                           if self.low_resolution > 0 else None)
 
     def __call__(self, x):
         b = x.shape[0]
@@ -220,8 +249,16 @@ class Augmenter:
         # align_corners=True puts -1 and 1 on the centres of pixels 0 and 27; "zeros" makes every
         # neighbour outside the image black, as lenet5's bilinear sampler does.
         grid = torch.stack((sx, sy), dim=-1) * (2.0 / (SIDE - 1)) - 1
-        return F.grid_sample(x.unsqueeze(1), grid, mode="bilinear", padding_mode="zeros",
-                             align_corners=True).squeeze(1)
+        y = F.grid_sample(x.unsqueeze(1), grid, mode="bilinear", padding_mode="zeros",
+                          align_corners=True).squeeze(1)
+        if self.resolution is None:
+            return y
+        # The resolution stage: the share --augment-low-resolution of the samples, each at a side
+        # drawn evenly from smallest to 27 (index 0, the identity, for the others).
+        r = torch.rand(b, 2, device=x.device)
+        side = 1 + (r[:, 1] * (SIDE - self.smallest)).long()
+        a = self.resolution[torch.where(r[:, 0] < self.low_resolution, side, torch.zeros_like(side))]
+        return a @ y @ a.transpose(1, 2)
 
 
 # ---- the network ------------------------------------------------------------------------------
@@ -381,12 +418,20 @@ def load(s, device):
         return os.path.join(folder, name)
     x_train = intensities(read_idx(path("train-images-idx3-ubyte")), device)
     y_train = torch.tensor(read_idx(path("train-labels-idx1-ubyte")), dtype=torch.long, device=device)
+    # As lenet5 holds them out (src/data/mnist.cpp): the last N training images choose the best
+    # epoch; the test set only reports.
+    kept = len(x_train) - s["validation"]
+    if s["validation"] < 0 or kept < 1:
+        sys.exit(f"pytorch_peer: --validation {s['validation']} leaves no training image")
+    x_val = normalise_and_pad(x_train[kept:], input_scaling(s))
+    y_val = y_train[kept:]
+    x_train, y_train = x_train[:kept], y_train[:kept]
     if s["train-limit"] > 0:
         x_train, y_train = x_train[:s["train-limit"]], y_train[:s["train-limit"]]
     x_test = normalise_and_pad(intensities(read_idx(path("t10k-images-idx3-ubyte")), device),
                                input_scaling(s))
     y_test = torch.tensor(read_idx(path("t10k-labels-idx1-ubyte")), dtype=torch.long, device=device)
-    return x_train, y_train, x_test, y_test
+    return x_train, y_train, x_val, y_val, x_test, y_test
 
 
 def main():
@@ -401,7 +446,7 @@ def main():
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(s["seed"])  # the augmentation's draws (the default CUDA generator)
     act = ACTIVATIONS[s["activation"]]
-    x_train, y_train, x_test, y_test = load(s, device)
+    x_train, y_train, x_val, y_val, x_test, y_test = load(s, device)
     if s["augment"] == "none":
         # Prepared once: each step only gathers its batch, as before augmentation existed.
         x_train, prepare = normalise_and_pad(x_train, input_scaling(s)), (lambda x: x)
@@ -423,7 +468,7 @@ def main():
     synchronize()
     setup_s = time.perf_counter() - setup_start
     shuffle = torch.Generator(device=device).manual_seed(s["seed"])
-    times, accuracies, elapsed = [], [], 0.0
+    times, accuracies, validated, elapsed = [], [], [], 0.0
     time_to = {0.99: None, 0.992: None}
     for epoch in range(s["epochs"]):
         order = torch.randperm(n, generator=shuffle, device=device)
@@ -437,12 +482,14 @@ def main():
         times.append(seconds)
         elapsed += seconds
         accuracies.append(evaluate(params, x_test, y_test, act))
+        validated.append(evaluate(params, x_val, y_val, act) if len(x_val) else None)
         for target in time_to:
             if time_to[target] is None and accuracies[-1] >= target:
                 time_to[target] = elapsed
         print(json.dumps({"event": "epoch", "framework": "pytorch", "mode": args.mode,
                           "epoch": epoch + 1, "seconds": seconds,
                           "images_per_s": steps * b / seconds,
+                          "validation_accuracy": validated[-1],
                           "test_accuracy": accuracies[-1]}), flush=True)
     steady = times[1:] if len(times) > 1 else times
     print(json.dumps({"event": "summary", "framework": "pytorch", "mode": args.mode,
@@ -454,7 +501,10 @@ def main():
                       "augment": s["augment"],
                       "median_epoch_s": statistics.median(steady), "setup_s": setup_s,
                       "training_s": elapsed, "final_test_accuracy": accuracies[-1],
-                      "best_test_accuracy": max(accuracies),
+                      "final_validation_accuracy": validated[-1],
+                      # The test accuracy of the first epoch the held-out images read best.
+                      "chosen_test_accuracy": accuracies[validated.index(max(validated))]
+                      if validated[-1] is not None else None,
                       "time_to_99_s": time_to[0.99], "time_to_99_2_s": time_to[0.992],
                       "peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20 if on_gpu
                       else None}), flush=True)

@@ -56,13 +56,28 @@ struct DeviceDataset {
   }
 };
 
+// The device copies of the sets evaluated after each epoch besides the training set: the
+// validation set and the test set, each uploaded the first time it is seen and kept for later
+// epochs. A third set replaces the one used least recently.
+struct EvaluationCopies {
+  DeviceDataset sets[2];
+  int least_recent = 0;
+};
+
 // The device copy of an evaluated set: the training set's own copy when that is what is evaluated,
-// else `eval`, uploaded the first time the set is seen and kept for later epochs.
+// else one of `eval`'s.
 inline const DeviceDataset& evaluation_copy(const Dataset& data, const DeviceDataset& train,
-                                            DeviceDataset& eval) {
+                                            EvaluationCopies& eval) {
   if (train.holds(data)) return train;
-  if (!eval.holds(data)) eval.upload(data);
-  return eval;
+  for (int i = 0; i < 2; ++i) {
+    if (!eval.sets[i].holds(data)) continue;
+    eval.least_recent = 1 - i;
+    return eval.sets[i];
+  }
+  DeviceDataset& copy = eval.sets[eval.least_recent];
+  copy.upload(data);
+  eval.least_recent = 1 - eval.least_recent;
+  return copy;
 }
 
 // An epoch's permutation and rates, checked against the training set's `count` images and the

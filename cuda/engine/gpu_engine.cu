@@ -196,7 +196,7 @@ class GpuEngine final : public NetworkEngine {
   GraphExec m_epoch_graph;
   Buffer<cuda::StepStats> m_step_stats;  // (steps per epoch)
   std::int64_t m_seen = 0;
-  DeviceDataset m_eval;                // the last evaluated data set (the test set, in practice)
+  EvaluationCopies m_eval;             // the validation and test sets, in practice
   EvaluationSlots m_evaluation_slots;  // the whole-step kernel set's evaluation only
 };
 

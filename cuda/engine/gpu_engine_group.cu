@@ -315,7 +315,7 @@ class GpuEngineGroup final : public EngineGroup {
   GraphExec m_epoch_graph;
   std::vector<Range> m_pending;
   std::vector<std::int64_t> m_seen;
-  DeviceDataset m_eval;  // the last evaluated set that is not the training set (the test set)
+  EvaluationCopies m_eval;  // the evaluated sets that are not the training set (validation, test)
   EvaluationSlots m_evaluation_slots;
   std::vector<KeptEvaluations> m_kept;
 };

@@ -33,6 +33,10 @@ static_assert(3 * kMaxElasticSigma <= 84, "kAugmentMaxTaps covers the widest Gau
 // by a model of the addresses (scripts/perf-notes.md, seventh session).
 constexpr int kAugmentRowStride = kImageSide + 1;
 constexpr int kAugmentPlane = kImageSide * kAugmentRowStride;  // one field's floats, so laid out
+// The resolution stage keeps the transformed image and its reduction in the first smoothing
+// pass's buffer.
+static_assert(2 * kAugmentPlane >= int(kImageBytes) + (kImageSide - 1) * (kImageSide - 1),
+              "the first pass's buffer holds the image and its largest reduction");
 
 // The shared memory augment_sample works in: the field's noise and its smoothed version (x and y
 // each), the taps, the image's bytes, the affine map's terms and the map, the field's scale.
@@ -191,15 +195,33 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   __syncthreads();
   const AffineMap map = scratch.map;
   const float field_scale = elastic ? scratch.field_scale : 0.0f;
-  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) {
+  const auto transformed = [&](int p) {
     float sx, sy;
     affine_source(map, p % kImageSide, p / kImageSide, sx, sy);
     if (elastic) {
       sx += field_scale * scratch.noise[p];
       sy += field_scale * scratch.noise[kImageBytes + p];
     }
-    store(p, bilinear_sample(scratch.image, sx, sy));
+    return bilinear_sample(scratch.image, sx, sy);
+  };
+  // The same side for the whole block (one sample's draws): every thread takes the same branch.
+  const int side = low_resolution_side(s, random);
+  if (side == 0) {
+    for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) store(p, transformed(p));
+    return;
   }
+  // The resolution stage, in the first pass's buffer (free once the field is smoothed): the
+  // transformed image, then its side x side reduction, then each pixel enlarged back.
+  float* staged = scratch.along_x;
+  float* low = scratch.along_x + kImageBytes;
+  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) staged[p] = transformed(p);
+  __syncthreads();
+  for (int q = threadIdx.x; q < side * side; q += blockDim.x)
+    low[q] = area_mean<float>(RowMajorValues<float>{staged, kImageSide}, side, q % side, q / side);
+  __syncthreads();
+  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x)
+    store(p, enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, p % kImageSide,
+                                      p / kImageSide));
 }
 #endif  // __CUDACC__
 

@@ -18,8 +18,11 @@ constexpr const char* kOutputHelp = R"(Output (stdout; the log goes to stderr):
   JSON lines by default:
     setup    the program, device, GPU and the settings that matter
     epoch    per seed and epoch: seconds (training only), images_per_s, lr, train_loss,
-             test_accuracy, test_loss (-1: not evaluated)
-    seed     per seed: final_test_accuracy, best_test_accuracy; time_to_99_s and time_to_99_2_s
+             validation_accuracy, validation_loss (the training images held out by
+             --validation), test_accuracy, test_loss (-1: not evaluated or none held out)
+    seed     per seed: final_test_accuracy, final_validation_accuracy, chosen_test_accuracy
+             (the test accuracy of the epoch the held-out images read best: what
+             best.safetensors scores; null with --validation 0); time_to_99_s and time_to_99_2_s
              (training seconds, evaluation excluded, to the end of the first epoch whose test
              accuracy reached 99 % / 99.2 %; null: never reached); median_epoch_s (epochs 2 and
              later); when the run augments, median_epoch_s_no_augment (the same, from a run of

@@ -43,9 +43,10 @@ void warn_of_sweep_table(const CLI::App& train_command) {
     while (std::getline(in, line)) {
       const std::size_t start = line.find_first_not_of(" \t");
       if (start != std::string::npos && line.compare(start, 7, "[sweep]") == 0) {
-        spdlog::warn("{} holds a [sweep] table, which lenet5 train ignores: it trains one model "
-                     "with the [train] settings (for every combination: lenet5 sweep --config {})",
-                     file, file);
+        spdlog::warn(
+            "{} holds a [sweep] table, which lenet5 train ignores: it trains one model "
+            "with the [train] settings (for every combination: lenet5 sweep --config {})",
+            file, file);
         return;
       }
     }
@@ -60,7 +61,13 @@ TrainSettings resumed_settings(const CLI::App& given, const Checkpoint& checkpoi
   fresh.allow_config_extras(CLI::config_extras_mode::error);
   CLI::App* cmd = fresh.add_subcommand("train");
   bind_train_settings(*cmd, settings);
-  std::istringstream stored(checkpoint.config_toml);
+  // A checkpoint written before training images were held out trained on all of them: its run
+  // goes on holding out none (the [train] table is the stored text's only one).
+  std::istringstream stored(
+      checkpoint.config_toml +
+      (stored_setting(checkpoint.config_toml, "validation").empty()
+           ? "\nvalidation=" + std::to_string(checkpoint.validation_images) + "\n"
+           : ""));
   try {
     fresh.parse_from_stream(stored);
   } catch (const CLI::Error& e) {
@@ -117,20 +124,9 @@ Command add_train_command(CLI::App& parent) {
             const TrainOutcome outcome = train(effective, config_toml, checkpoint, *resume);
             // The shell's convention for a process ended by a signal: 128 + its number.
             if (outcome.interrupted) return 128 + outcome.stop_signal;
-            std::printf("trained %d epoch%s; best test accuracy %s; run folder %s\n",
-                        outcome.epochs_done, outcome.epochs_done == 1 ? "" : "s",
-                        outcome.best_accuracy < 0
-                            ? "not measured"
-                            : (fmt::format("{:.2f}%", 100 * outcome.best_accuracy)).c_str(),
-                        outcome.run_dir.string().c_str());
-            if (outcome.best_evaluation) {
-              const std::string best = (outcome.run_dir / "best.safetensors").string();
-              std::printf(
-                  "\n%s (after epoch %d), as `lenet5 evaluate` reports it:\n%s", best.c_str(),
-                  outcome.best_epoch,
-                  format_evaluation(*outcome.best_evaluation, find_dataset(effective.dataset))
-                      .c_str());
-            }
+            std::fputs(
+                format_outcome(outcome, effective.epochs, find_dataset(effective.dataset)).c_str(),
+                stdout);
             return 0;
           }};
 }

@@ -33,6 +33,13 @@ struct AugmentSettings {
   double translation_pixels = 0;  // each axis
   double elastic_alpha = 0;       // pixels of displacement per unit of the smoothed field
   double elastic_sigma = 4;       // pixels, the Gaussian's standard deviation (> 0)
+  // The share of samples (0 to 1) seen as a small scan enlarged: after the transform above, the
+  // image area-averaged down to a side drawn from low_resolution_side's range and enlarged back
+  // bilinearly, as an image editor enlarges a digit scanned at a few pixels (blocky edges
+  // smoothed into blur). The digit, 20 px tall in MNIST's field, is then as if scanned at between
+  // low_resolution_scan and 20 px.
+  double low_resolution = 0;
+  double low_resolution_scan = 8;
 };
 
 // The largest value each range accepts (the settings table and validate() both read these): a
@@ -45,6 +52,11 @@ constexpr double kMaxTranslationPixels = 14;
 constexpr double kMaxElasticAlpha = 100;
 constexpr double kMaxElasticSigma = 28;
 constexpr double kScaleBelow = 1;
+// The smallest scan the resolution stage may simulate, and the largest that still changes the
+// image (the digit's 20 px in MNIST's field).
+constexpr double kMinScanPixels = 4;
+constexpr double kMaxScanPixels = 19;
+constexpr double kDigitPixels = 20;
 
 // A run's augmentation: the transform, and the seed whose (epoch, sample) keys draw it.
 struct Augmentation {
@@ -55,13 +67,17 @@ struct Augmentation {
 
 // Draw counters of one sample: the affine transform's five numbers, then the elastic field's
 // noise, x for every pixel and then y.
+// After the field's noise, the resolution stage's two draws: whether the sample is seen as a small
+// scan, and at which side.
 enum AugmentDraw : std::uint32_t {
   kDrawRotation,
   kDrawScale,
   kDrawShear,
   kDrawShiftX,
   kDrawShiftY,
-  kDrawFieldNoise
+  kDrawFieldNoise,
+  kDrawLowResolution = kDrawFieldNoise + 2 * std::uint32_t(kImageBytes),
+  kDrawScanSide
 };
 
 // The counter-based generator of one sample: draw `counter` of it without the draws before it.
@@ -217,6 +233,64 @@ struct ImageValues {
 template <class T>
 LENET5_HD inline T bilinear_sample(const std::uint8_t* image, T sx, T sy) {
   return bilinear_sample_of(ImageValues<T>{image}, sx, sy);
+}
+
+// ---- the resolution stage -------------------------------------------------------------------
+// The side (kImageSide down to the smallest scan's, 28 * low_resolution_scan / 20 rounded) that
+// the sample keyed by `random` is reduced to, or 0 when it is seen as it is. Uniform in [0, 1)
+// draws: the first below low_resolution applies the stage, the second picks the side evenly.
+LENET5_HD inline int low_resolution_side(const AugmentSettings& s, const AugmentRandom& random) {
+  if (s.low_resolution <= 0) return 0;
+  if (0.5 * (random.symmetric_uniform(kDrawLowResolution) + 1.0) >= s.low_resolution) return 0;
+  const int smallest = int(kImageSide * s.low_resolution_scan / kDigitPixels + 0.5);
+  const double pick = 0.5 * (random.symmetric_uniform(kDrawScanSide) + 1.0);  // [0, 1)
+  return smallest + int(pick * (kImageSide - smallest));  // smallest .. kImageSide - 1
+}
+
+// A row-major image of `width` columns as the functions below read it: values(x, y).
+template <class T>
+struct RowMajorValues {
+  const T* values;
+  int width;
+  LENET5_HD T operator()(int x, int y) const { return values[y * width + x]; }
+};
+
+// Pixel (ox, oy) of the image reduced to side x side: the mean of value(x, y) over the pixel's
+// footprint [o * 28 / side, (o + 1) * 28 / side) on each axis, each source pixel weighed by the
+// length it shares (a box filter, separable: each row's weighted sum, then the rows'), as
+// image/resample.hpp's resample_area reduces a digit.
+template <class T, class Values>
+LENET5_HD inline T area_mean(const Values& value, int side, int ox, int oy) {
+  const T step = T(kImageSide) / T(side);
+  const T x0 = T(ox) * step, x1 = T(ox + 1) * step, y0 = T(oy) * step, y1 = T(oy + 1) * step;
+  T total = 0;
+  for (int y = int(y0); y < kImageSide && T(y) < y1; ++y) {
+    const T wy = (y1 < T(y + 1) ? y1 : T(y + 1)) - (y0 > T(y) ? y0 : T(y));
+    T row = 0;
+    for (int x = int(x0); x < kImageSide && T(x) < x1; ++x) {
+      const T wx = (x1 < T(x + 1) ? x1 : T(x + 1)) - (x0 > T(x) ? x0 : T(x));
+      row += wx * value(x, y);
+    }
+    total += wy * row;
+  }
+  return total / (step * step);
+}
+
+// Pixel (x, y) of the side x side image `low` enlarged back to 28 x 28: the output pixel's centre
+// mapped onto low's ((x + 0.5) * side / 28 - 0.5, edges clamped), between the four nearest of its
+// pixels, as image/resample.hpp's resample_bilinear enlarges.
+template <class T, class Values>
+LENET5_HD inline T enlarged_bilinear(const Values& low, int side, int x, int y) {
+  const T scale = T(side) / T(kImageSide), last = T(side - 1);
+  T u = (T(x) + T(0.5)) * scale - T(0.5), v = (T(y) + T(0.5)) * scale - T(0.5);
+  u = u < T(0) ? T(0) : u > last ? last : u;
+  v = v < T(0) ? T(0) : v > last ? last : v;
+  const int i = int(u), j = int(v);  // u, v >= 0: truncation is floor
+  const int i1 = i + 1 < side ? i + 1 : side - 1, j1 = j + 1 < side ? j + 1 : side - 1;
+  const T fu = u - T(i), fv = v - T(j);
+  const T top = (1 - fu) * low(i, j) + fu * low(i1, j);
+  const T bottom = (1 - fu) * low(i, j1) + fu * low(i1, j1);
+  return (1 - fv) * top + fv * bottom;
 }
 
 }  // namespace lenet5

@@ -102,6 +102,13 @@ void validate(const AugmentSettings& s) {
   check(s.translation_pixels, 0, true, kMaxTranslationPixels, "the translation range (pixels)");
   check(s.elastic_alpha, 0, true, kMaxElasticAlpha, "the elastic alpha (pixels)");
   check(s.elastic_sigma, 0, false, kMaxElasticSigma, "the elastic sigma (pixels)");
+  check(s.low_resolution, 0, true, 1, "the share of low-resolution samples");
+  check(s.low_resolution_scan, kMinScanPixels, true, kMaxScanPixels,
+        "the smallest simulated scan (pixels)");
+  if (s.kind == AugmentKind::none && s.low_resolution > 0)
+    throw UsageError(
+        "--augment-low-resolution follows the transform: it needs --augment affine "
+        "or elastic");
   if (!(std::isfinite(s.scale) && s.scale >= 0 && s.scale < kScaleBelow))
     throw UsageError(
         "the scale range must be at least 0 and below 1 (the factor stays "
@@ -176,6 +183,18 @@ __attribute__((target_clones("avx2", "default"))) void resample_cpu(const std::u
     }
 }
 
+void seen_at_low_resolution(double* image, int side) {
+  std::vector<double> low(std::size_t(side * side));
+  for (int oy = 0; oy < side; ++oy)
+    for (int ox = 0; ox < side; ++ox)
+      low[std::size_t(oy * side + ox)] =
+          area_mean<double>(RowMajorValues<double>{image, kImageSide}, side, ox, oy);
+  for (int y = 0; y < kImageSide; ++y)
+    for (int x = 0; x < kImageSide; ++x)
+      image[y * kImageSide + x] =
+          enlarged_bilinear<double>(RowMajorValues<double>{low.data(), side}, side, x, y);
+}
+
 void augment_image_cpu(const std::uint8_t* image, const AugmentPlan& plan, std::uint64_t seed,
                        std::uint32_t epoch, std::uint32_t sample, double* out) {
   const AugmentSettings& s = plan.settings;
@@ -184,9 +203,14 @@ void augment_image_cpu(const std::uint8_t* image, const AugmentPlan& plan, std::
     return;
   }
   const AffineMap map = draw_affine(s, seed, epoch, sample);
-  if (s.kind == AugmentKind::affine) return resample_cpu(image, map, nullptr, out);
-  const DisplacementField field = draw_elastic_field(plan, seed, epoch, sample);
-  resample_cpu(image, map, &field, out);
+  if (s.kind == AugmentKind::affine) {
+    resample_cpu(image, map, nullptr, out);
+  } else {
+    const DisplacementField field = draw_elastic_field(plan, seed, epoch, sample);
+    resample_cpu(image, map, &field, out);
+  }
+  const int side = low_resolution_side(s, AugmentRandom(seed, epoch, sample));
+  if (side > 0) seen_at_low_resolution(out, side);
 }
 
 }  // namespace lenet5

@@ -51,7 +51,12 @@ DisplacementField draw_elastic_field(const AugmentPlan& plan, std::uint64_t seed
 void resample_cpu(const std::uint8_t* image, const AffineMap& map, const DisplacementField* field,
                   double* out);
 
-// Sample `sample` of epoch `epoch`, augmented as the plan's settings say (a copy for kind none).
+// The resolution stage on a 28 x 28 image (core/augment.hpp): reduced to side x side by area
+// averaging, then enlarged back bilinearly, in place.
+void seen_at_low_resolution(double* image, int side);
+
+// Sample `sample` of epoch `epoch`, augmented as the plan's settings say (a copy for kind none):
+// the transform, then the resolution stage for the samples it draws.
 void augment_image_cpu(const std::uint8_t* image, const AugmentPlan& plan, std::uint64_t seed,
                        std::uint32_t epoch, std::uint32_t sample, double* out);
 

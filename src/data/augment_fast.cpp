@@ -192,6 +192,19 @@ LENET5_AVX2_CLONES void resample_float(const PaddedGrey& image, const AffineMap&
   }
 }
 
+// The resolution stage in float, in the order a device thread computes each pixel (area_mean's,
+// then enlarged_bilinear's).
+void seen_at_low_resolution_float(float* grey, int side) {
+  float low[kImageBytes];
+  for (int oy = 0; oy < side; ++oy)
+    for (int ox = 0; ox < side; ++ox)
+      low[oy * side + ox] = area_mean<float>(RowMajorValues<float>{grey, kImageSide}, side, ox, oy);
+  for (int y = 0; y < kImageSide; ++y)
+    for (int x = 0; x < kImageSide; ++x)
+      grey[y * kImageSide + x] =
+          enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, x, y);
+}
+
 }  // namespace
 
 void augment_image_fast(const std::uint8_t* image, const AugmentPlan& plan, std::uint64_t seed,
@@ -204,12 +217,17 @@ void augment_image_fast(const std::uint8_t* image, const AugmentPlan& plan, std:
   const AugmentRandom random(seed, epoch, sample);
   const AffineMap map = draw_affine(s, random);
   const PaddedGrey padded(image);
-  if (s.kind == AugmentKind::affine) return resample_float(padded, map, nullptr, nullptr, 0, grey);
-  Plane noise_x, noise_y, pass_x, pass_y;
-  draw_noise(random, noise_x, noise_y);
-  smooth_along_x(noise_x, noise_y, plan.float_taps, pass_x, pass_y);
-  smooth_along_y(pass_x, pass_y, plan.float_taps, noise_x, noise_y);
-  resample_float(padded, map, &noise_x, &noise_y, plan.field_scale, grey);
+  if (s.kind == AugmentKind::affine) {
+    resample_float(padded, map, nullptr, nullptr, 0, grey);
+  } else {
+    Plane noise_x, noise_y, pass_x, pass_y;
+    draw_noise(random, noise_x, noise_y);
+    smooth_along_x(noise_x, noise_y, plan.float_taps, pass_x, pass_y);
+    smooth_along_y(pass_x, pass_y, plan.float_taps, noise_x, noise_y);
+    resample_float(padded, map, &noise_x, &noise_y, plan.field_scale, grey);
+  }
+  const int side = low_resolution_side(s, random);
+  if (side > 0) seen_at_low_resolution_float(grey, side);
 }
 
 }  // namespace lenet5

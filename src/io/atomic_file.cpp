@@ -146,18 +146,14 @@ pid_t temporary_file_writer(const std::string& name) {
   return pid <= 0x7fffffff ? static_cast<pid_t>(pid) : 0;
 }
 
-bool process_exists(pid_t pid) {
-  return ::kill(pid, 0) == 0 || errno == EPERM;
-}
-
 }  // namespace
 
-int remove_stale_temporary_files(const std::filesystem::path& folder) {
+int remove_others_temporary_files(const std::filesystem::path& folder) {
   int n_removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
     const pid_t writer = temporary_file_writer(entry.path().filename().string());
-    if (writer <= 0 || process_exists(writer) || !entry.is_regular_file(error)) continue;
+    if (writer <= 0 || writer == ::getpid() || !entry.is_regular_file(error)) continue;
     if (std::filesystem::remove(entry.path(), error)) ++n_removed;
   }
   return n_removed;

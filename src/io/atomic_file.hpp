@@ -28,9 +28,13 @@ void write_file_atomically(const std::filesystem::path& target,
                            const std::function<void(std::ostream&)>& writer);
 
 // A process killed inside a write leaves its temporary file behind (nothing else: the target is
-// untouched). Removes, from `folder`, every such file whose writing process no longer exists, and
-// returns how many; files it cannot remove are left, silently. The targets are never touched.
-int remove_stale_temporary_files(const std::filesystem::path& folder);
+// untouched). For a folder whose files only the holder of its lock writes (a run folder, under
+// io/folder_lock.hpp's lock), called by that holder: removes every such file in `folder` that
+// another process wrote, and returns how many. The lock, not the writer's process id, says the
+// writer is gone: a process id is reused, and a killed run's id may belong to another process
+// by the time its folder is resumed. Files it cannot remove are left, silently; the targets are
+// never touched.
+int remove_others_temporary_files(const std::filesystem::path& folder);
 
 // The whole of a file these functions wrote (a run's config.toml, say): what a reader sees is one
 // complete version. lenet5::Error naming the file when it cannot be read.

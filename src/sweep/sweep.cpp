@@ -42,10 +42,12 @@ bool finished(const SweepModelRun& run, const Checkpoint& last) {
 }
 
 std::string result_text(const TrainOutcome& outcome) {
-  if (outcome.best_accuracy < 0) return "not evaluated";
   const EpochReport& last = outcome.epochs.empty() ? EpochReport{} : outcome.epochs.back();
-  return fmt::format("final test {:.2f}%, best {:.2f}%", 100 * last.test_accuracy,
-                     100 * outcome.best_accuracy);
+  if (last.test_accuracy < 0) return "not evaluated";
+  std::string text = fmt::format("final test {:.2f}%", 100 * last.test_accuracy);
+  if (outcome.best_validation_accuracy >= 0)
+    text += fmt::format(", best validation {:.2f}%", 100 * outcome.best_validation_accuracy);
+  return text;
 }
 
 }  // namespace

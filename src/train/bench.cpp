@@ -77,10 +77,16 @@ std::string heading(const nlohmann::json& machine) {
 }
 
 nlohmann::json epoch_json(std::uint64_t seed, const EpochReport& e) {
-  return {{"event", "epoch"},         {"seed", seed},
-          {"epoch", e.epoch},         {"seconds", e.seconds},
-          {"images_per_s", e.images_per_s}, {"lr", e.lr},
-          {"train_loss", e.train_loss},     {"test_accuracy", e.test_accuracy},
+  return {{"event", "epoch"},
+          {"seed", seed},
+          {"epoch", e.epoch},
+          {"seconds", e.seconds},
+          {"images_per_s", e.images_per_s},
+          {"lr", e.lr},
+          {"train_loss", e.train_loss},
+          {"validation_accuracy", e.validation_accuracy},
+          {"validation_loss", e.validation_loss},
+          {"test_accuracy", e.test_accuracy},
           {"test_loss", e.test_loss}};
 }
 
@@ -88,7 +94,8 @@ nlohmann::json seed_json(const SeedBench& s) {
   return {{"event", "seed"},
           {"seed", s.seed},
           {"final_test_accuracy", or_null(s.final_accuracy)},
-          {"best_test_accuracy", or_null(s.best_accuracy)},
+          {"final_validation_accuracy", or_null(s.final_validation_accuracy)},
+          {"chosen_test_accuracy", or_null(s.chosen_accuracy)},
           {"time_to_99_s", or_null(s.time_to_99_s)},
           {"time_to_99_2_s", or_null(s.time_to_99_2_s)},
           {"median_epoch_s", s.median_epoch_s},
@@ -115,10 +122,12 @@ struct Measure {
 const std::vector<Measure>& measures() {
   static const std::vector<Measure> all{
       {"final_test_accuracy", [](const SeedBench& s) { return s.final_accuracy; }},
-      {"best_test_accuracy", [](const SeedBench& s) { return s.best_accuracy; }},
+      {"final_validation_accuracy", [](const SeedBench& s) { return s.final_validation_accuracy; }},
+      {"chosen_test_accuracy", [](const SeedBench& s) { return s.chosen_accuracy; }},
       {"time_to_99_s", [](const SeedBench& s) { return s.time_to_99_s; }},
       {"time_to_99_2_s", [](const SeedBench& s) { return s.time_to_99_2_s; }},
-      {"median_epoch_s", [](const SeedBench& s) { return std::optional<double>(s.median_epoch_s); }},
+      {"median_epoch_s",
+       [](const SeedBench& s) { return std::optional<double>(s.median_epoch_s); }},
       {"median_epoch_s_no_augment", [](const SeedBench& s) { return s.median_epoch_s_no_augment; }},
       {"augment_epoch_ratio", [](const SeedBench& s) { return s.augment_epoch_ratio(); }},
       {"training_s", [](const SeedBench& s) { return std::optional<double>(s.training_s); }},
@@ -130,8 +139,8 @@ const std::vector<Measure>& measures() {
 
 nlohmann::json spread_json(const std::optional<Spread>& spread) {
   if (!spread) return nullptr;
-  return {{"mean", spread->mean}, {"min", spread->min}, {"max", spread->max},
-          {"count", spread->count}};
+  return {
+      {"mean", spread->mean}, {"min", spread->min}, {"max", spread->max}, {"count", spread->count}};
 }
 
 // The last line: the settings again, then every measure's mean, min and max over the seeds. The
@@ -150,11 +159,14 @@ nlohmann::json summary_json(const nlohmann::json& machine, const std::vector<std
   const std::optional<Spread> final_accuracy =
       spread_of(column(results, [](const SeedBench& s) { return s.final_accuracy; }));
   summary["final_test_accuracy"] = accuracies;
-  summary["mean_final_test_accuracy"] = final_accuracy ? nlohmann::json(final_accuracy->mean) : nullptr;
-  summary["min_final_test_accuracy"] = final_accuracy ? nlohmann::json(final_accuracy->min) : nullptr;
+  summary["mean_final_test_accuracy"] =
+      final_accuracy ? nlohmann::json(final_accuracy->mean) : nullptr;
+  summary["min_final_test_accuracy"] =
+      final_accuracy ? nlohmann::json(final_accuracy->min) : nullptr;
   summary["median_epoch_s"] = median(epoch_medians);
   nlohmann::json over_seeds;
-  for (const Measure& m : measures()) over_seeds[m.name] = spread_json(spread_of(column(results, m.read)));
+  for (const Measure& m : measures())
+    over_seeds[m.name] = spread_json(spread_of(column(results, m.read)));
   summary["over_seeds"] = over_seeds;
   return summary;
 }
@@ -206,22 +218,34 @@ struct TableColumn {
   std::string (*format)(double);
 };
 
-std::string percent(double fraction) { return fmt::format("{:.2f}", 100 * fraction); }
-std::string seconds(double value) { return fmt::format("{:.3f}", value); }
-std::string milliseconds(double value) { return fmt::format("{:.1f}", 1000 * value); }
-std::string ratio(double value) { return fmt::format("{:.2f}x", value); }
-std::string megabytes(double value) { return fmt::format("{:.1f}", value); }
+std::string percent(double fraction) {
+  return fmt::format("{:.2f}", 100 * fraction);
+}
+std::string seconds(double value) {
+  return fmt::format("{:.3f}", value);
+}
+std::string milliseconds(double value) {
+  return fmt::format("{:.1f}", 1000 * value);
+}
+std::string ratio(double value) {
+  return fmt::format("{:.2f}x", value);
+}
+std::string megabytes(double value) {
+  return fmt::format("{:.1f}", value);
+}
 
 // The columns that apply: the epoch without augmentation only for runs that augment, memory only
 // on the GPU.
 std::vector<TableColumn> table_columns(const BenchReport& report) {
   std::vector<TableColumn> columns{{"final %", measure("final_test_accuracy"), percent},
-                                   {"best %", measure("best_test_accuracy"), percent},
+                                   {"validation %", measure("final_validation_accuracy"), percent},
+                                   {"chosen %", measure("chosen_test_accuracy"), percent},
                                    {"to 99 % (s)", measure("time_to_99_s"), seconds},
                                    {"to 99.2 % (s)", measure("time_to_99_2_s"), seconds},
                                    {"epoch (ms)", measure("median_epoch_s"), milliseconds}};
   if (report.augments) {
-    columns.push_back({"no-augment epoch (ms)", measure("median_epoch_s_no_augment"), milliseconds});
+    columns.push_back(
+        {"no-augment epoch (ms)", measure("median_epoch_s_no_augment"), milliseconds});
     columns.push_back({"epoch / no-augment", measure("augment_epoch_ratio"), ratio});
   }
   columns.push_back({"training (s)", measure("training_s"), seconds});
@@ -256,7 +280,8 @@ std::string markdown_table(const Rows& rows) {
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   const auto line = [&](const std::vector<std::string>& cells) {
     std::string out = "|";
-    for (std::size_t i = 0; i < cells.size(); ++i) out += fmt::format(" {:>{}} |", cells[i], width[i]);
+    for (std::size_t i = 0; i < cells.size(); ++i)
+      out += fmt::format(" {:>{}} |", cells[i], width[i]);
     return out + "\n";
   };
   std::vector<std::string> rule;
@@ -302,13 +327,19 @@ double median_steady_epoch_seconds(const std::vector<EpochReport>& epochs) {
 SeedBench summarise_epochs(std::uint64_t seed, const std::vector<EpochReport>& epochs) {
   SeedBench s;
   s.seed = seed;
+  double best_validation = -1;
   for (const EpochReport& e : epochs) {
     s.training_s += e.seconds;
-    if (e.test_accuracy >= 0)  // -1: not evaluated
-      s.best_accuracy = std::max(s.best_accuracy.value_or(0.0), e.test_accuracy);
+    // As the trainer chooses best.safetensors: the first epoch of the highest validation accuracy.
+    if (e.validation_accuracy > best_validation) {
+      best_validation = e.validation_accuracy;
+      if (e.test_accuracy >= 0) s.chosen_accuracy = e.test_accuracy;
+    }
   }
-  if (!epochs.empty() && epochs.back().test_accuracy >= 0)
+  if (!epochs.empty() && epochs.back().test_accuracy >= 0)  // -1: not evaluated
     s.final_accuracy = epochs.back().test_accuracy;
+  if (!epochs.empty() && epochs.back().validation_accuracy >= 0)
+    s.final_validation_accuracy = epochs.back().validation_accuracy;
   s.time_to_99_s = time_to_accuracy(epochs, 0.99);
   s.time_to_99_2_s = time_to_accuracy(epochs, 0.992);
   s.median_epoch_s = median_steady_epoch_seconds(epochs);
@@ -369,13 +400,15 @@ std::string format_bench_table(const BenchReport& report) {
       "whose test accuracy reached it; \"-\": never reached. epoch: the median epoch, epochs 2 "
       "and later.";
   if (report.augments)
-    notes += fmt::format(" no-augment epoch: the same, from a run of the same settings with --augment "
-                         "none ({} epochs, or fewer if the run has fewer).",
-                         kNoAugmentEpochs);
+    notes += fmt::format(
+        " no-augment epoch: the same, from a run of the same settings with --augment "
+        "none ({} epochs, or fewer if the run has fewer).",
+        kNoAugmentEpochs);
   if (report.on_gpu)
-    notes += " peak: lenet5's own device buffers during that seed's run. device at end: the "
-             "GPU's memory in use after it (cudaMemGetInfo: every process, CUDA context "
-             "included).";
+    notes +=
+        " peak: lenet5's own device buffers during that seed's run. device at end: the "
+        "GPU's memory in use after it (cudaMemGetInfo: every process, CUDA context "
+        "included).";
   return report.heading + "\n\n" + markdown_table(rows) + "\n" + notes + "\n";
 }
 
@@ -389,7 +422,8 @@ void run_layer_benchmark(const TrainSettings& settings, int repetitions, const J
     throw UsageError(
         "bench --layers times the layer-by-layer kernels, which compute in fp32 only: drop "
         "--precision " +
-        settings.precision + " (the whole-step kernels' tf32 stages are timed by bench without "
+        settings.precision +
+        " (the whole-step kernels' tf32 stages are timed by bench without "
         "--layers)");
   const int n = settings.batch_size;
   Network<float> network(settings.net_config(), Device::gpu, n);
@@ -398,17 +432,17 @@ void run_layer_benchmark(const TrainSettings& settings, int repetitions, const J
     const Buffer<float> x = random_device_buffer(layer->in().size() * n, 1);
     const Buffer<float> dy = random_device_buffer(layer->out().size() * n, 2);
     Buffer<float> y(Device::gpu, layer->out().size() * n), dx(Device::gpu, layer->in().size() * n);
-    const double forward = cuda::median_microseconds(repetitions, [&] {
-      layer->forward(x.data(), y.data(), n);
-    });
-    const double backward_input = cuda::median_microseconds(repetitions, [&] {
-      layer->backward_input(x.data(), y.data(), dy.data(), dx.data(), n);
-    });
-    const double backward_weights = cuda::median_microseconds(repetitions, [&] {
-      layer->backward_weights(x.data(), y.data(), dy.data(), n);
-    });
-    emit(nlohmann::json{{"event", "layer"}, {"layer", layer->name()}, {"batch", n},
-                        {"forward_us", forward}, {"backward_input_us", backward_input},
+    const double forward =
+        cuda::median_microseconds(repetitions, [&] { layer->forward(x.data(), y.data(), n); });
+    const double backward_input = cuda::median_microseconds(
+        repetitions, [&] { layer->backward_input(x.data(), y.data(), dy.data(), dx.data(), n); });
+    const double backward_weights = cuda::median_microseconds(
+        repetitions, [&] { layer->backward_weights(x.data(), y.data(), dy.data(), n); });
+    emit(nlohmann::json{{"event", "layer"},
+                        {"layer", layer->name()},
+                        {"batch", n},
+                        {"forward_us", forward},
+                        {"backward_input_us", backward_input},
                         {"backward_weights_us", backward_weights}}
              .dump());
   }

@@ -27,7 +27,10 @@ constexpr int kNoAugmentEpochs = 3;
 // What bench reports of one seed.
 struct SeedBench {
   std::uint64_t seed = 0;
-  std::optional<double> final_accuracy, best_accuracy;  // fractions; none without evaluation
+  // Fractions; none without evaluation. The last epoch's test accuracy; the last epoch's accuracy
+  // on the held-out training images, and the test accuracy of the epoch they read best (what
+  // best.safetensors scores), none without held-out images.
+  std::optional<double> final_accuracy, final_validation_accuracy, chosen_accuracy;
   // Training seconds (evaluation excluded) to the end of the first epoch whose test accuracy
   // reached 99 % (99.2 %); none when no epoch did.
   std::optional<double> time_to_99_s, time_to_99_2_s;

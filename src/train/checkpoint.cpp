@@ -100,6 +100,12 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
   if (c.net.output != OutputLayer::softmax) metadata["output"] = to_string(c.net.output);
   // Absent means linear, the only units versions 1 and 2 describe.
   if (c.net.conv_units != ConvUnits::linear) metadata["conv_units"] = to_string(c.net.conv_units);
+  // Absent means not measured: no images held out (as in every file written before they were),
+  // or saved in mid-epoch.
+  if (c.validation_accuracy >= 0)
+    metadata["validation_accuracy"] = fmt::format("{:.17g}", c.validation_accuracy);
+  // Absent means none: every file written before images were held out trained on all of them.
+  if (c.validation_images > 0) metadata["validation_images"] = std::to_string(c.validation_images);
   return metadata;
 }
 
@@ -230,6 +236,9 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
   c.learning_rate = number<double>(m, "learning_rate");
   c.seed = std::uint64_t(std::stoull(required(m, "seed")));
   c.test_accuracy = number<double>(m, "test_accuracy");
+  if (m.count("validation_accuracy"))
+    c.validation_accuracy = number<double>(m, "validation_accuracy");
+  if (m.count("validation_images")) c.validation_images = number<int>(m, "validation_images");
   c.data = {number<std::uint32_t>(m, "train_images_crc32"),
             number<std::uint32_t>(m, "train_labels_crc32"),
             number<std::uint32_t>(m, "test_images_crc32"),
@@ -243,8 +252,8 @@ Checkpoint decode_checkpoint(const SafetensorsFile& file) {
                   ": it was written by a lenet5 that knows more data sets than this one");
     }
   }
-  if (c.position.epoch < 0 || c.position.step < 0)
-    throw Error("negative epoch or step in the metadata");
+  if (c.position.epoch < 0 || c.position.step < 0 || c.validation_images < 0)
+    throw Error("negative epoch, step or validation_images in the metadata");
 
   const ParamLayout layout = lenet5_layout(c.net);
   c.parameters = flat_tensors(file, layout, "");

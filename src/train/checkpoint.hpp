@@ -40,7 +40,9 @@ struct TrainingPosition {
   int epoch = 0;  // completed epochs
   int step = 0;   // steps already taken in epoch `epoch` (0 at an epoch boundary)
   EpochTotals partial;  // train loss/accuracy sums of those steps
-  double best_accuracy = -1;  // best test accuracy so far (fraction), -1: none yet
+  // The best epoch's accuracy on the images held out for validation (fraction), -1: none yet.
+  // In a checkpoint written before images were held out: the best test accuracy.
+  double best_accuracy = -1;
 };
 
 struct DataChecksums {
@@ -60,6 +62,9 @@ struct Checkpoint {
   double learning_rate = 0;      // rate of the last step taken
   std::uint64_t seed = 0;
   double test_accuracy = -1;     // of this checkpoint's weights, -1: not evaluated
+  double validation_accuracy = -1;  // the same on the held-out images, -1: none or not evaluated
+  // How many training images the run held out (--validation): a resumed run holds out the same.
+  int validation_images = 0;
   DataChecksums data;
   // The data/datasets.hpp name of the data set it was trained on, whose class names its outputs
   // are; files without the record are MNIST's, the only data set before it.

@@ -33,7 +33,7 @@ FolderLock lock_run_dir(const fs::path& dir, const fs::path& resume_file) {
   FolderLock lock(dir, fmt::format("wait for that training to end, or stop it (on SIGTERM it saves "
                                    "{}) and continue it with --resume {}; or choose another --out",
                                    last, last));
-  if (const int n_removed = remove_stale_temporary_files(dir))
+  if (const int n_removed = remove_others_temporary_files(dir))
     spdlog::debug("removed {} temporary files that an interrupted run left in {}", n_removed,
                   dir.string());
   if (resume_file.empty() && fs::exists(dir / "last.safetensors"))

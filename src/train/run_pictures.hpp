@@ -32,22 +32,31 @@ struct MetricsRow {
   double test_loss = -1, test_accuracy = -1;
   double seconds = 0;  // the epoch's training time (evaluation excluded)
   double train_eval_loss = -1, train_eval_accuracy = -1;
+  double validation_loss = -1, validation_accuracy = -1;  // the held-out training images
 };
 
-// metrics.csv's rows after the header, empty lines left out. A file larger than this (some
+// metrics.csv's header and its rows after it, empty lines left out. A file larger than this (some
 // 150,000 epochs) is refused unread: no run writes one, and a damaged or planted one must not
 // make a resumed run or `serve` read without end.
 inline constexpr std::uintmax_t kMaxMetricsBytes = std::uintmax_t(16) << 20;
-std::vector<std::string> read_metrics_lines(const std::filesystem::path& file);
+struct MetricsLines {
+  std::string header;
+  std::vector<std::string> rows;
+};
+MetricsLines read_metrics_lines(const std::filesystem::path& file);
 
-// The rows of `lines` (read_metrics_lines' of `file`, which names it in errors). Throws
-// lenet5::Error naming the file and line when a row cannot be read.
-std::vector<MetricsRow> parse_metrics_lines(const std::vector<std::string>& lines,
+// The rows of `lines` (read_metrics_lines' of `file`, which names it in errors), each field found
+// by the header's name for it: epoch, train_loss, train_acc, test_loss, test_acc and seconds in
+// every run's file; val_loss and val_acc where images were held out, train_eval_loss and
+// train_eval_acc with --evaluate-training-set. Throws lenet5::Error naming the file and line when
+// the header lacks a column every run writes, or a row cannot be read.
+std::vector<MetricsRow> parse_metrics_lines(const MetricsLines& lines,
                                             const std::filesystem::path& file);
 // read_metrics_lines, then parse_metrics_lines.
 std::vector<MetricsRow> read_metrics_csv(const std::filesystem::path& file);
 
-// The two charts of curves.svg: loss, and accuracy in percent, each with its train and test series.
+// The two charts of curves.svg: loss, and accuracy in percent, each with its train and test
+// series, and its validation series where images were held out.
 std::vector<pictures::LineChart> training_curves(const std::vector<MetricsRow>& rows);
 
 // Writes the three pictures into `run_dir` (atomically, each replacing any older one).

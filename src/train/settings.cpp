@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "data/augment.hpp"
 #include "data/datasets.hpp"
+#include "data/mnist.hpp"
 #include "engine/optimizers.hpp"
 
 namespace lenet5 {
@@ -103,7 +104,12 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "data folder (default: $LENET5_DATA, else data/mnist or data/fashion-mnist by "
               "--dataset)"),
       setting(&S::train_limit, "--train-limit", 0,
-              "train on the first N training images only (0: all)")
+              "train on the first N training images only (0: all), of those not held out")
+          .within(at_least(0)),
+      setting(&S::validation, "--validation", kDefaultValidationImages,
+              "hold out the last N training images and save best.safetensors at the epoch that "
+              "reads them best (the test set only reports); 0: train on all of them, choose no "
+              "best epoch, keep last.safetensors only")
           .within(at_least(0)),
       setting(&S::epochs, "--epochs", 20, "passes over the training set").within(at_least(1)),
       setting(&S::batch_size, "--batch-size", 128, "images per SGD step").within(between(1, 60000)),
@@ -263,6 +269,19 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "elastic: width in pixels of the Gaussian that smooths the field")
           .within(above(0).at_most(kMaxElasticSigma))
           .in_group("Augmentation"),
+      // Added after checkpoints were written without them, which meant 0 (and its range unused).
+      setting(&S::augment_low_resolution, "--augment-low-resolution", 0,
+              "the share of training images also seen as a small scan enlarged: after the "
+              "transform, reduced (area averaging) so that the digit is scanned at between "
+              "--augment-low-resolution-scan and 20 px, then enlarged back bilinearly (blur)")
+          .within(between(0, 1))
+          .in_group("Augmentation")
+          .in_checkpoint_unless_default(),
+      setting(&S::augment_low_resolution_scan, "--augment-low-resolution-scan", 8,
+              "the smallest scan --augment-low-resolution simulates, in pixels of the digit's 20")
+          .within(between(kMinScanPixels, kMaxScanPixels))
+          .in_group("Augmentation")
+          .in_checkpoint_unless_default(),
   };
 }
 
@@ -570,6 +589,8 @@ Augmentation TrainSettings::augmentation() const {
   result.settings.translation_pixels = augment_translation;
   result.settings.elastic_alpha = elastic_alpha;
   result.settings.elastic_sigma = elastic_sigma;
+  result.settings.low_resolution = augment_low_resolution;
+  result.settings.low_resolution_scan = augment_low_resolution_scan;
   result.seed = seed;
   return result;
 }

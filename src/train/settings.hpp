@@ -30,6 +30,9 @@ struct TrainSettings {
   std::string dataset;   // a data/datasets.hpp name: mnist | fashion-mnist
   std::string data_dir;  // empty: $LENET5_DATA or the data set's folder (data/mnist)
   int train_limit;       // train on the first N images only (0: all)
+  // training images held out to choose the best epoch on (data/mnist.hpp's hold_out_validation;
+  // 0: none, and no best is chosen)
+  int validation;
   // network (core/net_config.hpp)
   std::string activation;
   std::string subsampling;
@@ -65,6 +68,8 @@ struct TrainSettings {
   double augment_translation;
   double elastic_alpha;
   double elastic_sigma;
+  double augment_low_resolution;       // the share of samples seen as a small scan
+  double augment_low_resolution_scan;  // the smallest such scan, in pixels of the digit's 20
   // running
   std::string device;
   int threads;      // CPU threads (core/cpu_threads.hpp); the results do not depend on it

@@ -22,6 +22,7 @@
 #include "core/stop_signals.hpp"
 #include "data/mnist.hpp"
 #include "io/atomic_file.hpp"
+#include "train/evaluate.hpp"
 #include "train/progress.hpp"
 #include "train/report.hpp"
 #include "train/run_folder.hpp"
@@ -65,20 +66,22 @@ class RunLog {
 };
 
 // metrics.csv, rewritten atomically after every epoch (add forms the text, write puts it on disk,
-// on any thread); a resumed run keeps the rows up to its checkpoint's epoch. With
-// --evaluate-training-set the header and each new row end in two more columns, train_eval_loss and
-// train_eval_acc; without it the file is what it always was. Rows kept from before a resume keep
-// their own fields (the readers take rows with or without the two).
+// on any thread); a resumed run keeps the rows up to its checkpoint's epoch. Images held out for
+// validation add two columns, val_loss and val_acc, after train_acc; --evaluate-training-set two
+// at the end, train_eval_loss and train_eval_acc; without either the file is what it always was.
+// The readers find the columns by the header's names (run_pictures.hpp). A resumed run holds out
+// what its checkpoint's run held out, so its rows and the kept ones have the same columns.
 class MetricsFile {
  public:
-  MetricsFile(fs::path file, int keep_epochs, bool training_set_columns)
+  MetricsFile(fs::path file, int keep_epochs, bool validation_columns, bool training_set_columns)
       : m_file(std::move(file)),
-        m_header(std::string(kHeader) + (training_set_columns ? kTrainingSetColumns : "") + "\n") {
+        m_header(std::string(kLeadingColumns) + (validation_columns ? kValidationColumns : "") +
+                 kTrailingColumns + (training_set_columns ? kTrainingSetColumns : "") + "\n") {
     if (keep_epochs == 0 || !fs::exists(m_file)) return;
-    const std::vector<std::string> lines = read_metrics_lines(m_file);
+    const MetricsLines lines = read_metrics_lines(m_file);
     const std::vector<MetricsRow> rows = parse_metrics_lines(lines, m_file);  // refuses damage
     for (std::size_t i = 0; i < rows.size(); ++i)
-      if (rows[i].epoch <= keep_epochs) m_rows += lines[i] + "\n";
+      if (rows[i].epoch <= keep_epochs) m_rows += lines.rows[i] + "\n";
   }
   // The file's text with `row` added.
   std::string add(const std::string& row) {
@@ -88,8 +91,9 @@ class MetricsFile {
   void write(const std::string& text) const { write_file_atomically(m_file, text); }
 
  private:
-  static constexpr const char* kHeader =
-      "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s";
+  static constexpr const char* kLeadingColumns = "epoch,lr,train_loss,train_acc";
+  static constexpr const char* kValidationColumns = ",val_loss,val_acc";
+  static constexpr const char* kTrailingColumns = ",test_loss,test_acc,seconds,images_per_s";
   static constexpr const char* kTrainingSetColumns = ",train_eval_loss,train_eval_acc";
   fs::path m_file;
   std::string m_header;
@@ -137,7 +141,7 @@ class Run {
 
   void start_fresh() {
     m_engine.initialise(m_settings.seed);
-    m_metrics.emplace(m_dir / "metrics.csv", 0, m_settings.evaluate_training_set);
+    m_metrics.emplace(m_dir / "metrics.csv", 0, holds_out(), m_settings.evaluate_training_set);
   }
 
   void resume_from(const Checkpoint& checkpoint) {
@@ -149,7 +153,8 @@ class Run {
           "the checkpoint was trained on different data files than {} (CRC-32 differ)",
           resolve_data_dir(m_settings.data_dir, find_dataset(m_settings.dataset)).string());
     spdlog::info("resuming at epoch {} step {}", m_position.epoch + 1, m_position.step);
-    m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch, m_settings.evaluate_training_set);
+    m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch, holds_out(),
+                      m_settings.evaluate_training_set);
   }
 
   int steps_per_epoch() const {
@@ -213,7 +218,7 @@ class Run {
   // After the last epoch, first: the run's pictures, drawn on a host thread of their own while
   // best checkpoints are read back and evaluated (finish; on the GPU, or by the CPU's other
   // threads), so that they cost the command next to no wall time. The weights are copied first,
-  // since report_best replaces them. The future gives draw_pictures' outcome, for
+  // since report_final replaces them. The future gives draw_pictures' outcome, for
   // report_pictures; its get() rethrows what draw_pictures does not catch itself.
   std::future<std::string> begin_pictures() {
     return std::async(std::launch::async,
@@ -221,10 +226,10 @@ class Run {
   }
 
   // After the last epoch, after begin_pictures (which copies the weights that this replaces): the
-  // best checkpoint's evaluation.
+  // run's result and its evaluation (report_final).
   TrainOutcome finish() {
     TrainOutcome outcome = outcome_so_far(m_position.epoch);
-    report_best(outcome);
+    report_final(outcome);
     return outcome;
   }
 
@@ -242,7 +247,7 @@ class Run {
     const int epoch = m_position.epoch;
     m_progress.reset();
     m_position = {epoch, step, m_carried + m_engine.take_epoch_totals(), m_position.best_accuracy};
-    save(m_dir / "last.safetensors", make_checkpoint(-1));
+    save(m_dir / "last.safetensors", make_checkpoint(-1, -1));
     report_pictures(draw_pictures(m_engine.parameters()));
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
                  stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
@@ -270,37 +275,45 @@ class Run {
   // they are being recorded), its report; then its files, to be written.
   EpochFiles finish_epoch(int epoch, const EpochTotals& totals, std::int64_t trained,
                           double seconds) {
-    std::optional<Evaluation> test, training_set;
-    if (m_settings.evaluate_every_epoch) test = m_engine.evaluate(m_data.test);
+    std::optional<Evaluation> validation, test, training_set;
+    if (m_settings.evaluate_every_epoch) {
+      if (holds_out()) validation = m_engine.evaluate(m_data.validation);
+      test = m_engine.evaluate(m_data.test);
+    }
     // The images the epoch trained on, as they are: without the epoch's distortions.
     if (m_settings.evaluate_training_set) training_set = m_engine.evaluate(m_data.train);
     const double images_per_s = seconds > 0 ? double(trained) / seconds : 0;
     const double train_loss = totals.loss_sum / double(std::max<std::int64_t>(totals.seen, 1));
+    const auto loss = [](const std::optional<Evaluation>& e) { return e ? e->mean_loss() : -1; };
+    const auto accuracy = [](const std::optional<Evaluation>& e) { return e ? e->accuracy() : -1; };
     m_reports.push_back({epoch + 1, m_last_lr, train_loss,
                          double(totals.correct) / double(std::max<std::int64_t>(totals.seen, 1)),
-                         test ? test->mean_loss() : -1, test ? test->accuracy() : -1,
-                         training_set ? training_set->mean_loss() : -1,
-                         training_set ? training_set->accuracy() : -1, seconds, images_per_s});
+                         loss(validation), accuracy(validation), loss(test), accuracy(test),
+                         loss(training_set), accuracy(training_set), seconds, images_per_s});
+    const auto percent = [](const std::optional<Evaluation>& e) {
+      return e ? format_percent(e->correct, e->count) : "";
+    };
+    const auto loss_field = [](const std::optional<Evaluation>& e) {
+      return e ? fmt::format("{:.6f}", e->mean_loss()) : "";
+    };
     const std::string train_acc = format_percent(totals.correct, totals.seen);
-    const std::string test_acc = test ? format_percent(test->correct, test->count) : "";
-    std::string row = fmt::format(
-        "{},{:.6g},{:.6f},{},{},{},{:.3f},{:.0f}", epoch + 1, m_last_lr, train_loss, train_acc,
-        test ? fmt::format("{:.6f}", test->mean_loss()) : "", test_acc, seconds, images_per_s);
-    if (training_set)
-      row += fmt::format(",{:.6f},{}", training_set->mean_loss(),
-                         format_percent(training_set->correct, training_set->count));
+    std::string row =
+        fmt::format("{},{:.6g},{:.6f},{}", epoch + 1, m_last_lr, train_loss, train_acc);
+    if (holds_out()) row += fmt::format(",{},{}", loss_field(validation), percent(validation));
+    row +=
+        fmt::format(",{},{},{:.3f},{:.0f}", loss_field(test), percent(test), seconds, images_per_s);
+    if (training_set) row += fmt::format(",{},{}", loss_field(training_set), percent(training_set));
     std::string metrics = m_metrics->add(row);
-    spdlog::info("epoch {}/{} | loss {:.4f} | train {}% | test {} | {:.2f} s | {} img/s{}",
-                 epoch + 1, m_settings.epochs, train_loss, train_acc, test ? test_acc + "%" : "-",
-                 seconds, format_rate(images_per_s),
-                 training_set ? " | training set " +
-                                    format_percent(training_set->correct, training_set->count) + "%"
-                              : "");
+    spdlog::info("epoch {}/{} | loss {:.4f} | train {}%{} | test {} | {:.2f} s | {} img/s{}",
+                 epoch + 1, m_settings.epochs, train_loss, train_acc,
+                 validation ? " | validation " + percent(validation) + "%" : "",
+                 test ? percent(test) + "%" : "-", seconds, format_rate(images_per_s),
+                 training_set ? " | training set " + percent(training_set) + "%" : "");
     m_position = {epoch + 1, 0, {}, m_position.best_accuracy};
-    const double accuracy = test ? test->accuracy() : -1;
-    const bool improved = test && accuracy > m_position.best_accuracy;
-    if (improved) m_position.best_accuracy = accuracy;
-    return {std::move(metrics), make_checkpoint(accuracy), improved};
+    // The best epoch is the one the held-out images read best; the test set only reports.
+    const bool improved = validation && validation->accuracy() > m_position.best_accuracy;
+    if (improved) m_position.best_accuracy = validation->accuracy();
+    return {std::move(metrics), make_checkpoint(accuracy(test), accuracy(validation)), improved};
   }
 
   // A failed save (a full disk, a folder made read-only) leaves the file as it was: the error
@@ -334,16 +347,18 @@ class Run {
     }
   }
 
-  // Reads best.safetensors back (so the report is of the file a user would evaluate, and proves
+  // Reads the run's result back (so the report is of the file a user would evaluate, and proves
   // it loads) and evaluates it with the engine that trained it; the training is over, so the
-  // engine's weights may be replaced.
-  void report_best(TrainOutcome& outcome) {
-    const fs::path best = m_dir / "best.safetensors";
-    if (!m_settings.evaluate_every_epoch || !fs::exists(best)) return;
-    const Checkpoint checkpoint = load_checkpoint(best);
+  // engine's weights may be replaced. The result is best.safetensors where images are held out
+  // (chosen on them), else last.safetensors.
+  void report_final(TrainOutcome& outcome) {
+    const fs::path file = m_dir / (holds_out() ? "best.safetensors" : "last.safetensors");
+    if (!m_settings.evaluate_every_epoch || !fs::exists(file)) return;
+    const Checkpoint checkpoint = load_checkpoint(file);
     m_engine.set_state(checkpoint.parameters, checkpoint.optimizer_state);
-    outcome.best_evaluation = m_engine.evaluate(m_data.test);
-    outcome.best_epoch = checkpoint.position.epoch;
+    outcome.final_evaluation = m_engine.evaluate(m_data.test);
+    outcome.final_checkpoint = file;
+    outcome.final_epoch = checkpoint.position.epoch;
   }
 
   TrainOutcome outcome_so_far(int epochs_done) const {
@@ -351,11 +366,14 @@ class Run {
     outcome.run_dir = m_dir;
     outcome.epochs = m_reports;
     outcome.epochs_done = epochs_done;
-    outcome.best_accuracy = m_position.best_accuracy;
+    outcome.validation_images = m_data.validation.count;
+    outcome.best_validation_accuracy = holds_out() ? m_position.best_accuracy : -1;
     return outcome;
   }
 
-  Checkpoint make_checkpoint(double test_accuracy) const {
+  bool holds_out() const { return m_data.validation.count > 0; }
+
+  Checkpoint make_checkpoint(double test_accuracy, double validation_accuracy) const {
     Checkpoint c;
     c.net = m_net;
     c.config_toml = checkpoint_config(m_config_toml);
@@ -365,6 +383,8 @@ class Run {
     c.learning_rate = m_last_lr;
     c.seed = m_settings.seed;
     c.test_accuracy = test_accuracy;
+    c.validation_accuracy = validation_accuracy;
+    c.validation_images = m_data.validation.count;
     c.data = checksums(m_data);
     c.dataset = m_settings.dataset;
     return c;
@@ -401,6 +421,13 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
   if (settings.dataset != checkpoint.dataset)
     throw UsageError("--dataset " + settings.dataset + " differs from the checkpoint's data set, " +
                      checkpoint.dataset + ": a resumed run trains on the data it started on");
+  if (settings.validation != checkpoint.validation_images)
+    throw UsageError("--validation " + std::to_string(settings.validation) +
+                     " differs from the checkpoint's run, which held out " +
+                     std::to_string(checkpoint.validation_images) +
+                     " of the training images: a resumed run trains and chooses on the images "
+                     "it started with (resume with --validation " +
+                     std::to_string(checkpoint.validation_images) + ")");
   if (settings.seed != checkpoint.seed)
     spdlog::warn("--seed {} differs from the checkpoint's {}: the shuffling order changes",
                  settings.seed, checkpoint.seed);
@@ -605,6 +632,9 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
   Mnist data = device_start.overlapping([&] { return load_dataset(dataset, data_dir); });
   require_dataset_files(dataset, data.train, Split::train, data_dir);
   require_dataset_files(dataset, data.test, Split::test, data_dir);
+  HeldOut parts = hold_out_validation(std::move(data.train), lead.validation);
+  data.train = std::move(parts.train);
+  data.validation = std::move(parts.validation);
   limit_training_set(data.train, lead.train_limit);
   const Device device = device_start.wait();
 
@@ -621,9 +651,12 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
                                          engines->model(i), /*show_progress=*/models == 1));
     const RunLog::Active log(runs.back()->log());
     spdlog::info(
-        "run folder {}: {} trainable parameters, training on {} images for {} epochs, "
+        "run folder {}: {} trainable parameters, training on {} images ({}) for {} epochs, "
         "batch {}, on the {}{}{}",
         dir.string(), lenet5_layout(job.settings.net_config()).trainable_count, data.train.count,
+        data.validation.count > 0
+            ? fmt::format("{} more held out to choose the best epoch on", data.validation.count)
+            : "none held out: no best epoch is chosen",
         job.settings.epochs, job.settings.batch_size, to_string(device),
         device == Device::cpu ? fmt::format(" ({} threads)", job.settings.threads) : "",
         models > 1 ? fmt::format(", packed with {} other models", models - 1) : "");
@@ -633,6 +666,27 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
       runs.back()->start_fresh();
   }
   return train_lockstep(runs);
+}
+
+std::string format_outcome(const TrainOutcome& outcome, int epochs,
+                           const DatasetDescription& dataset) {
+  std::string text = fmt::format("trained {} epoch{}; run folder {}\n", outcome.epochs_done,
+                                 outcome.epochs_done == 1 ? "" : "s", outcome.run_dir.string());
+  if (!outcome.final_evaluation) return text;
+  const std::string how =
+      outcome.validation_images > 0
+          ? fmt::format(
+                "after epoch {} of {}: the epoch that the {} training images held out for "
+                "validation read best, {:.2f}%",
+                outcome.final_epoch, epochs, outcome.validation_images,
+                100 * outcome.best_validation_accuracy)
+          : fmt::format(
+                "after epoch {} of {}, the last: no training images were held out "
+                "(--validation 0), so no best epoch was chosen",
+                outcome.final_epoch, epochs);
+  return text + fmt::format("\n{} ({}); on the test set, as `lenet5 evaluate` reports it:\n{}",
+                            outcome.final_checkpoint.string(), how,
+                            format_evaluation(*outcome.final_evaluation, dataset));
 }
 
 TrainOutcome train(const TrainSettings& settings, const std::string& config_toml,

@@ -18,6 +18,9 @@ namespace lenet5 {
 struct EpochReport {
   int epoch = 0;  // 1-based
   double lr = 0, train_loss = 0, train_accuracy = 0;
+  // The held-out training images (--validation), which choose the best epoch; -1: none held out,
+  // or not evaluated.
+  double validation_loss = -1, validation_accuracy = -1;
   double test_loss = -1, test_accuracy = -1;  // -1: not evaluated
   // The undistorted training set evaluated after the epoch (--evaluate-training-set); -1: not.
   double train_eval_loss = -1, train_eval_accuracy = -1;
@@ -28,15 +31,25 @@ struct TrainOutcome {
   std::filesystem::path run_dir;
   std::vector<EpochReport> epochs;  // the epochs this call trained
   int epochs_done = 0;
-  double best_accuracy = -1;  // fraction, -1 when never evaluated
+  int validation_images = 0;  // held out of the training set (--validation)
+  // The best epoch's accuracy on them (fraction): -1 when none are held out or none evaluated.
+  double best_validation_accuracy = -1;
   bool interrupted = false;   // stopped by a signal after saving last.safetensors
   int stop_signal = 0;        // that signal (SIGINT, SIGTERM), when interrupted
-  // best.safetensors read back from the run folder and evaluated on the test set, as `lenet5
-  // evaluate` would report it, when the run evaluated and was not interrupted: one process
+  // The run's result, when it evaluated and was not interrupted: best.safetensors (the epoch the
+  // held-out images read best), or last.safetensors where none are held out, read back from the
+  // run folder and evaluated on the test set as `lenet5 evaluate` would report it: one process
   // trains and reports, without paying for a second GPU context.
-  std::optional<Evaluation> best_evaluation;
-  int best_epoch = 0;  // the epoch best.safetensors was saved after (1-based), with the above
+  std::optional<Evaluation> final_evaluation;
+  std::filesystem::path final_checkpoint;  // best.safetensors or last.safetensors
+  int final_epoch = 0;  // the epoch it was saved after (1-based)
 };
+
+// What `train` prints when a run ends: the epochs, the run folder, and which checkpoint is the
+// run's result and how it was chosen, with that checkpoint's test evaluation as `lenet5 evaluate`
+// reports it.
+std::string format_outcome(const TrainOutcome& outcome, int epochs,
+                           const DatasetDescription& dataset);
 
 // config_toml: the effective settings, written to the run folder and into every checkpoint.
 // resume: the checkpoint to continue from (its weights, optimizer state and position).

@@ -70,6 +70,12 @@ inline AugmentSettings extreme_elastic(double sigma) {
 //    so both axes' errors cost 255 * 2 * (position error); the float evaluation itself (a few
 //    operations on values up to 255) and the reference's rounding of its double to float add
 //    at most 10 u * 255 grey levels.
+//  - the resolution stage, where the sample draws it: its area means and its bilinear enlargement
+//    are weighted averages (weights summing to 1), which carry the error of their inputs
+//    unchanged, plus their own rounding: a weight is a difference of positions up to 28 computed
+//    in a few operations (at most 4 u * 28 off), a mean sums at most 4 x 4 such products of
+//    values up to 255, and the enlargement's fractions err as much: under 2000 u * 255 grey
+//    levels in all.
 //  - normalisation: (grey / 255 - mean) / std moves by 1 / (255 * 0.3081) per grey level; both
 //    sides round its three operations on values up to 2.83, under 2e-6 between them.
 // Moderate elastic settings give 1.7e-3 (0.13 grey levels); alpha 100 with sigma 28, 2.7e-2.
@@ -85,7 +91,9 @@ inline double augmented_pixel_tolerance(const AugmentSettings& s, std::uint64_t 
       std::max(std::fabs(m.tx), std::fabs(m.ty)) + kAugmentCentre + alpha;
   const int taps = elastic ? 2 * gaussian_radius(s.elastic_sigma) + 1 : 0;
   const double position_error = 9 * u * reach + (4 * taps + 11) * u * alpha;
-  const double grey_error = 255 * 2 * position_error + 10 * u * 255;
+  const bool low_resolution = low_resolution_side(s, AugmentRandom(seed, epoch, sample)) > 0;
+  const double grey_error =
+      255 * 2 * position_error + 10 * u * 255 + (low_resolution ? 2000 * u * 255 : 0);
   // Divided by the smallest std of the input scalings (core/net_config.hpp): the largest error.
   double smallest_std = 1;
   for (const InputScalingInfo& info : input_scalings())

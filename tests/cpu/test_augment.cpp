@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -361,6 +364,75 @@ std::vector<std::uint8_t> rough_images() {
   return images;
 }
 
+// ---- the resolution stage
+
+// Moderate elastic settings with every sample seen as a scan of 8 to 20 px.
+AugmentSettings every_sample_scanned_small() {
+  AugmentSettings s = test::moderate_augmentation(AugmentKind::elastic);
+  s.low_resolution = 1;
+  s.low_resolution_scan = 8;
+  return s;
+}
+
+TEST(LowResolution, ReachesItsShareOfSamplesAtEverySideOfItsRange) {
+  AugmentSettings s = test::moderate_augmentation(AugmentKind::elastic);
+  s.low_resolution = 0.3;
+  s.low_resolution_scan = 8;  // the digit's 20 px at 8: the field's 28 at 11.2, so 11
+  std::set<int> sides;
+  int reduced = 0;
+  constexpr int kSamples = 4000;
+  for (std::uint32_t sample = 0; sample < kSamples; ++sample) {
+    const int side = low_resolution_side(s, AugmentRandom(3, 1, sample));
+    if (side == 0) continue;
+    ++reduced;
+    sides.insert(side);
+  }
+  // Binomial(4000, 0.3): a standard deviation of 29 samples; 5 of them either way.
+  EXPECT_NEAR(reduced, 0.3 * kSamples, 5 * 29);
+  EXPECT_EQ(*sides.begin(), 11);
+  EXPECT_EQ(*sides.rbegin(), 27);
+  EXPECT_EQ(sides.size(), 17u) << "every side from 11 to 27";
+  s.low_resolution = 0;
+  for (std::uint32_t sample = 0; sample < 100; ++sample)
+    EXPECT_EQ(low_resolution_side(s, AugmentRandom(3, 1, sample)), 0);
+}
+
+// Area averaging keeps an image's mean exactly and bilinear enlargement nearly; both keep a flat
+// image flat, and the stage blurs: the strongest pixel of a thin stroke falls.
+TEST(LowResolution, KeepsTheInkAndBlursTheStrokes) {
+  std::array<double, kImageBytes> flat;
+  flat.fill(77);
+  seen_at_low_resolution(flat.data(), 11);
+  for (double v : flat) EXPECT_NEAR(v, 77, 1e-9);
+  std::array<double, kImageBytes> stroke{};
+  for (int y = 4; y < 24; ++y) stroke[std::size_t(y * kImageSide + 13)] = 255;
+  const double before = std::accumulate(stroke.begin(), stroke.end(), 0.0);
+  seen_at_low_resolution(stroke.data(), 11);
+  const double after = std::accumulate(stroke.begin(), stroke.end(), 0.0);
+  // Enlarging 11 to 28 weighs the reduced pixels unevenly near the edges of each: the ink's sum
+  // moves by a few per cent, not more.
+  EXPECT_NEAR(after, before, 0.05 * before);
+  EXPECT_LT(*std::max_element(stroke.begin(), stroke.end()), 0.6 * 255);
+}
+
+// The stage follows the transform; with a share of 0 the images are those of a run without it.
+TEST(LowResolution, AShareOfZeroLeavesEveryImageAsItWas) {
+  const std::vector<std::uint8_t> images = rough_images();
+  AugmentSettings with = test::moderate_augmentation(AugmentKind::elastic);
+  with.low_resolution = 0;
+  with.low_resolution_scan = 5;
+  const AugmentSettings without = test::moderate_augmentation(AugmentKind::elastic);
+  for (std::uint32_t sample = 0; sample < 4; ++sample) {
+    std::array<float, kImageBytes> a{}, b{};
+    augment_image_fast(images.data(), with, 9, 2, sample, a.data());
+    augment_image_fast(images.data(), without, 9, 2, sample, b.data());
+    EXPECT_EQ(a, b);
+  }
+  AugmentSettings none;
+  none.low_resolution = 0.5;
+  EXPECT_THROW(validate(none), UsageError) << "nothing to follow without a transform";
+}
+
 // The fast gather computes as the device does, in float, from the same draws: every input value
 // lies within the float bound of tests/common/augment_tolerance.hpp (derived there) of the
 // reference's, for moderate settings and every range at its limit, over several keys. Other
@@ -370,8 +442,10 @@ TEST(FastAugmentation, IsWithinTheFloatBoundOfTheReference) {
   const std::vector<std::int32_t> indices{0, 1};
   const AugmentSettings cases[] = {test::moderate_augmentation(AugmentKind::affine),
                                    test::moderate_augmentation(AugmentKind::elastic),
-                                   test::extreme_affine(), test::extreme_elastic(28),
-                                   test::extreme_elastic(0.5)};
+                                   test::extreme_affine(),
+                                   test::extreme_elastic(28),
+                                   test::extreme_elastic(0.5),
+                                   every_sample_scanned_small()};
   double worst_share = 0;  // the largest error seen, as a fraction of its tolerance
   for (const AugmentSettings& settings : cases)
     for (std::uint64_t seed : {1ull, 977ull})

@@ -21,12 +21,14 @@ using testing::TempDir;
 
 // Epochs of `seconds` each, with these test accuracies (-1: not evaluated).
 std::vector<EpochReport> epochs_with(const std::vector<double>& accuracies,
-                                     const std::vector<double>& seconds) {
+                                     const std::vector<double>& seconds,
+                                     const std::vector<double>& validation = {}) {
   std::vector<EpochReport> epochs;
   for (std::size_t i = 0; i < accuracies.size(); ++i) {
     EpochReport e;
     e.epoch = int(i) + 1;
     e.test_accuracy = accuracies[i];
+    if (i < validation.size()) e.validation_accuracy = validation[i];
     e.seconds = seconds[i];
     epochs.push_back(e);
   }
@@ -59,12 +61,20 @@ TEST(Bench, TheMedianEpochLeavesOutTheFirstUnlessItIsTheOnlyOne) {
   EXPECT_EQ(median_steady_epoch_seconds(epochs_with({-1}, {9})), 9.0);
 }
 
-TEST(Bench, ASeedsSummaryHasItsFinalAndBestAccuracyAndBothTimes) {
-  const SeedBench s =
-      summarise_epochs(7, epochs_with({0.98, 0.9921, 0.991}, {2, 1, 1}));
+TEST(Bench, ASeedsSummaryHasItsFinalAndChosenAccuracyAndBothTimes) {
+  std::vector<EpochReport> epochs = epochs_with({0.98, 0.9921, 0.991}, {2, 1, 1});
+  // The held-out images read epoch 3 best, though the test set reads epoch 2 best: the chosen
+  // epoch's test accuracy is epoch 3's, never the test set's maximum.
+  for (const auto& [epoch, validation] : {std::pair{0, 0.97}, {1, 0.985}, {2, 0.99}})
+    epochs[std::size_t(epoch)].validation_accuracy = validation;
+  const SeedBench s = summarise_epochs(7, epochs);
   EXPECT_EQ(s.seed, 7u);
   EXPECT_EQ(s.final_accuracy, 0.991);
-  EXPECT_EQ(s.best_accuracy, 0.9921);
+  EXPECT_EQ(s.final_validation_accuracy, 0.99);
+  EXPECT_EQ(s.chosen_accuracy, 0.991);
+  // A tie keeps the first epoch of the highest accuracy, as the trainer's best.safetensors does.
+  epochs[2].validation_accuracy = 0.985;
+  EXPECT_EQ(summarise_epochs(7, epochs).chosen_accuracy, 0.9921);
   EXPECT_EQ(s.time_to_99_s, 3.0);
   EXPECT_EQ(s.time_to_99_2_s, 3.0);
   EXPECT_EQ(s.training_s, 4.0);
@@ -76,7 +86,8 @@ TEST(Bench, ASeedsSummaryHasItsFinalAndBestAccuracyAndBothTimes) {
 
   const SeedBench unevaluated = summarise_epochs(1, epochs_with({-1, -1}, {1, 1}));
   EXPECT_EQ(unevaluated.final_accuracy, std::nullopt);
-  EXPECT_EQ(unevaluated.best_accuracy, std::nullopt);
+  EXPECT_EQ(unevaluated.chosen_accuracy, std::nullopt);
+  EXPECT_EQ(unevaluated.final_validation_accuracy, std::nullopt);
   EXPECT_EQ(unevaluated.time_to_99_s, std::nullopt);
   EXPECT_EQ(unevaluated.training_s, 2.0);
 }
@@ -121,8 +132,9 @@ BenchReport two_seeds(bool augments, bool on_gpu) {
   report.heading = "lenet5 on the test";
   report.augments = augments;
   report.on_gpu = on_gpu;
-  SeedBench a = summarise_epochs(1, epochs_with({0.985, 0.9925}, {0.5, 0.25}));
-  SeedBench b = summarise_epochs(2, epochs_with({0.99, 0.9911}, {0.5, 0.25}));
+  // Seed 1's held-out images read its last epoch best, seed 2's its first.
+  SeedBench a = summarise_epochs(1, epochs_with({0.985, 0.9925}, {0.5, 0.25}, {0.98, 0.99}));
+  SeedBench b = summarise_epochs(2, epochs_with({0.99, 0.9911}, {0.5, 0.25}, {0.99, 0.985}));
   if (augments) {
     a.median_epoch_s_no_augment = b.median_epoch_s_no_augment = 0.125;
   }
@@ -140,24 +152,27 @@ TEST(Bench, TheTableHasARowPerSeedThenMeanMinAndMax) {
   EXPECT_EQ(text.rfind("lenet5 on the test\n", 0), 0u) << text;
   const auto rows = table_cells(text);
   ASSERT_EQ(rows.size(), 7u) << text;  // header, rule, 2 seeds, mean, min, max
-  EXPECT_EQ(rows[0], (std::vector<std::string>{
-                         "seed", "final %", "best %", "to 99 % (s)", "to 99.2 % (s)", "epoch (ms)",
-                         "no-augment epoch (ms)", "epoch / no-augment", "training (s)",
-                         "peak (MB)", "device at end (MB)"}));
-  EXPECT_EQ(rows[2], (std::vector<std::string>{"1", "99.25", "99.25", "0.750", "0.750", "250.0",
-                                               "125.0", "2.00x", "0.750", "72.5", "580.0"}));
-  EXPECT_EQ(rows[3], (std::vector<std::string>{"2", "99.11", "99.11", "0.500", "-", "250.0",
-                                               "125.0", "2.00x", "0.750", "70.5", "580.0"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"seed", "final %", "validation %", "chosen %",
+                                               "to 99 % (s)", "to 99.2 % (s)", "epoch (ms)",
+                                               "no-augment epoch (ms)", "epoch / no-augment",
+                                               "training (s)", "peak (MB)", "device at end (MB)"}));
+  EXPECT_EQ(rows[2],
+            (std::vector<std::string>{"1", "99.25", "99.00", "99.25", "0.750", "0.750", "250.0",
+                                      "125.0", "2.00x", "0.750", "72.5", "580.0"}));
+  EXPECT_EQ(rows[3],
+            (std::vector<std::string>{"2", "99.11", "98.50", "99.00", "0.500", "-", "250.0",
+                                      "125.0", "2.00x", "0.750", "70.5", "580.0"}));
   // Seed 2 never reached 99.2 %: the mean is seed 1's, marked as over one seed of two.
   EXPECT_EQ(rows[4][0], "mean");
   EXPECT_EQ(rows[4][1], "99.18");  // (99.25 + 99.11) / 2
-  EXPECT_EQ(rows[4][3], "0.625");
-  EXPECT_EQ(rows[4][4], "0.750 (1/2)");
-  EXPECT_EQ(rows[4][9], "71.5");
+  EXPECT_EQ(rows[4][3], "99.12");  // (99.25 + 99.00) / 2
+  EXPECT_EQ(rows[4][4], "0.625");
+  EXPECT_EQ(rows[4][5], "0.750 (1/2)");
+  EXPECT_EQ(rows[4][10], "71.5");
   EXPECT_EQ(rows[5][0], "min");
-  EXPECT_EQ(rows[5][3], "0.500");
+  EXPECT_EQ(rows[5][4], "0.500");
   EXPECT_EQ(rows[6][0], "max");
-  EXPECT_EQ(rows[6][9], "72.5");
+  EXPECT_EQ(rows[6][10], "72.5");
   EXPECT_TRUE(mentions(text, "cudaMemGetInfo")) << text;  // says what the device column counts
 }
 
@@ -165,8 +180,9 @@ TEST(Bench, TheTableLeavesOutTheColumnsThatDoNotApply) {
   const std::string text = format_bench_table(two_seeds(false, false));
   const auto rows = table_cells(text);
   ASSERT_FALSE(rows.empty());
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"seed", "final %", "best %", "to 99 % (s)",
-                                               "to 99.2 % (s)", "epoch (ms)", "training (s)"}));
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"seed", "final %", "validation %", "chosen %", "to 99 % (s)",
+                                      "to 99.2 % (s)", "epoch (ms)", "training (s)"}));
   EXPECT_FALSE(mentions(text, "no-augment")) << text;
   EXPECT_FALSE(mentions(text, "cudaMemGetInfo")) << text;
 }
@@ -185,27 +201,29 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
 TEST(Bench, OnTheCpuEachSeedReportsEveryFieldAndTheSummarySpreadsThem) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
-  const auto result = run_lenet5("bench --device cpu --train-limit 64 --epochs 2 --seeds 3,4 "
-                                 "--augment affine --evaluate false --data '" +
-                                     testing::mnist_dir().string() + "'",
-                                 dir);
+  const auto result = run_lenet5(
+      "bench --device cpu --train-limit 64 --epochs 2 --seeds 3,4 "
+      "--augment affine --evaluate false --data '" +
+          testing::mnist_dir().string() + "'",
+      dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::vector<nlohmann::json> lines = json_lines(result.out);
-  ASSERT_EQ(lines.size(), 1u + 2 * (2 + 1) + 1) << result.out;  // setup, 2 x (2 epochs, seed), summary
+  ASSERT_EQ(lines.size(), 1u + 2 * (2 + 1) + 1)
+      << result.out;  // setup, 2 x (2 epochs, seed), summary
   EXPECT_EQ(lines[0]["event"], "setup");
   EXPECT_EQ(lines[0]["augment"], "affine");
   EXPECT_EQ(lines[0]["parameters"], 61706);  // the book's network (core/layout.hpp's count)
   for (const std::size_t at : {3u, 6u}) {
     const nlohmann::json& seed = lines[at];
     ASSERT_EQ(seed["event"], "seed") << seed;
-    for (const char* unevaluated :
-         {"final_test_accuracy", "best_test_accuracy", "time_to_99_s", "time_to_99_2_s"})
+    for (const char* unevaluated : {"final_test_accuracy", "final_validation_accuracy",
+                                    "chosen_test_accuracy", "time_to_99_s", "time_to_99_2_s"})
       EXPECT_TRUE(seed[unevaluated].is_null()) << unevaluated << ": " << seed;
     EXPECT_GT(seed["median_epoch_s"].get<double>(), 0.0) << seed;
     EXPECT_GT(seed["median_epoch_s_no_augment"].get<double>(), 0.0) << seed;
-    EXPECT_DOUBLE_EQ(seed["augment_epoch_ratio"].get<double>(),
-                     seed["median_epoch_s"].get<double>() /
-                         seed["median_epoch_s_no_augment"].get<double>());
+    EXPECT_DOUBLE_EQ(
+        seed["augment_epoch_ratio"].get<double>(),
+        seed["median_epoch_s"].get<double>() / seed["median_epoch_s_no_augment"].get<double>());
     EXPECT_DOUBLE_EQ(seed["training_s"].get<double>(), lines[at - 2]["seconds"].get<double>() +
                                                            lines[at - 1]["seconds"].get<double>());
     EXPECT_TRUE(seed["peak_allocated_mb"].is_null()) << seed;  // no device memory on the CPU
@@ -217,8 +235,9 @@ TEST(Bench, OnTheCpuEachSeedReportsEveryFieldAndTheSummarySpreadsThem) {
   EXPECT_EQ(summary["event"], "summary");
   EXPECT_EQ(summary["over_seeds"]["training_s"]["count"], 2);
   EXPECT_EQ(summary["over_seeds"]["augment_epoch_ratio"]["count"], 2);
-  EXPECT_DOUBLE_EQ(summary["over_seeds"]["training_s"]["max"].get<double>(),
-                   std::max(lines[3]["training_s"].get<double>(), lines[6]["training_s"].get<double>()));
+  EXPECT_DOUBLE_EQ(
+      summary["over_seeds"]["training_s"]["max"].get<double>(),
+      std::max(lines[3]["training_s"].get<double>(), lines[6]["training_s"].get<double>()));
   EXPECT_TRUE(summary["over_seeds"]["final_test_accuracy"].is_null());
   EXPECT_TRUE(summary["over_seeds"]["peak_allocated_mb"].is_null());
   EXPECT_TRUE(summary["mean_final_test_accuracy"].is_null());
@@ -237,8 +256,9 @@ TEST(Bench, TableIsTheSameReportAndExcludesLayers) {
   ASSERT_EQ(rows.size(), 6u) << result.out;  // header, rule, the seed, mean, min, max
   EXPECT_EQ(rows[2][0], "5");
   EXPECT_GT(std::stod(rows[2][1]), 0.0) << result.out;  // final %
-  EXPECT_EQ(rows[2][2], rows[2][1]);                     // one epoch: best is final
-  EXPECT_EQ(rows[2][3], "-");                            // 99 % is not reached on 64 images
+  EXPECT_GT(std::stod(rows[2][2]), 0.0) << result.out;  // validation %
+  EXPECT_EQ(rows[2][3], rows[2][1]);                    // one epoch: the chosen one is final
+  EXPECT_EQ(rows[2][4], "-");                           // 99 % is not reached on 64 images
   EXPECT_EQ(rows[3][0], "mean");
   EXPECT_EQ(rows[3][1], rows[2][1]);
   EXPECT_FALSE(mentions(result.out, "\"event\"")) << result.out;  // no JSON lines with --table
@@ -252,22 +272,24 @@ TEST(Bench, HelpDescribesTheOutput) {
   TempDir dir;
   const auto help = run_lenet5("bench --help", dir);
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* field : {"--table", "time_to_99_s", "time_to_99_2_s", "best_test_accuracy",
-                            "median_epoch_s_no_augment", "augment_epoch_ratio",
-                            "peak_allocated_mb", "device_used_at_end_mb", "over_seeds"})
+  for (const char* field : {"--table", "time_to_99_s", "time_to_99_2_s", "chosen_test_accuracy",
+                            "median_epoch_s_no_augment", "augment_epoch_ratio", "peak_allocated_mb",
+                            "device_used_at_end_mb", "over_seeds"})
     EXPECT_TRUE(mentions(help.out, field)) << field << " missing in\n" << help.out;
 }
 
 // The `"key": value` pairs of the Python dict or set literal `name = {...}` in the peer's source
 // (a set's members map to "").
-std::map<std::string, std::string> python_literal(const std::string& source, const std::string& name) {
+std::map<std::string, std::string> python_literal(const std::string& source,
+                                                  const std::string& name) {
   const std::size_t begin = source.find("\n" + name + " = {");
   EXPECT_NE(begin, std::string::npos) << name << " not found in scripts/pytorch_peer.py";
   if (begin == std::string::npos) return {};
   const std::string body = source.substr(begin, source.find('}', begin) - begin);
   static const std::regex item(R"re("([a-z0-9-]+)"(?:\s*:\s*("[^"]*"|[^,\s]+))?)re");
   std::map<std::string, std::string> items;
-  for (auto it = std::sregex_iterator(body.begin(), body.end(), item); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), item); it != std::sregex_iterator();
+       ++it)
     items[(*it)[1]] = (*it)[2];
   return items;
 }
@@ -277,9 +299,12 @@ std::string python_text(const SettingValue& value) {
   return std::visit(
       [](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::string>) return "\"" + v + "\"";
-        else if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
-        else return std::to_string(v);
+        if constexpr (std::is_same_v<T, std::string>)
+          return "\"" + v + "\"";
+        else if constexpr (std::is_same_v<T, bool>)
+          return v ? "True" : "False";
+        else
+          return std::to_string(v);
       },
       value);
 }
@@ -287,7 +312,8 @@ std::string python_text(const SettingValue& value) {
 // scripts/pytorch_peer.py keeps its own copy of lenet5's defaults (it runs where lenet5 may not be
 // built), for the keys a config file may leave out; a change of a default here must reach it.
 TEST(Bench, ThePytorchPeersDefaultsAreTheSettingsTables) {
-  const std::string source = testing::read_text(testing::source_dir() / "scripts" / "pytorch_peer.py");
+  const std::string source =
+      testing::read_text(testing::source_dir() / "scripts" / "pytorch_peer.py");
   const auto defaults = python_literal(source, "DEFAULTS");
   const auto lenet5_only = python_literal(source, "LENET5_ONLY");
   std::set<std::string> keys;
@@ -302,8 +328,10 @@ TEST(Bench, ThePytorchPeersDefaultsAreTheSettingsTables) {
     else  // numbers: 10 and 10.0 are the same default
       EXPECT_EQ(std::stod(peer), std::stod(expected)) << key;
   }
-  for (const auto& [key, value] : defaults) EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
-  for (const auto& [key, value] : lenet5_only) EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
+  for (const auto& [key, value] : defaults)
+    EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
+  for (const auto& [key, value] : lenet5_only)
+    EXPECT_TRUE(keys.count(key)) << key << " is not a setting";
 }
 
 // The peer resolves --augment dataset itself: its table must say what the data sets' table says.

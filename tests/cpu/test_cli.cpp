@@ -15,12 +15,13 @@
 #include "cuda/runtime/runtime.hpp"
 #include "settings_test_util.hpp"
 #include "test_util.hpp"
+#include "train/checkpoint.hpp"
 
 namespace lenet5 {
 namespace {
 
-using testing::run_lenet5;
 using testing::mentions;
+using testing::run_lenet5;
 using testing::TempDir;
 
 TEST(Cli, HelpListsEveryCommandAndVersionPrintsIt) {
@@ -36,9 +37,9 @@ TEST(Cli, HelpListsEveryCommandAndVersionPrintsIt) {
   }
   const auto train_help = run_lenet5("train --help", dir);
   EXPECT_EQ(train_help.exit_code, 0);
-  for (const char* flag : {"--epochs", "--batch-size", "--lr", "--schedule", "--momentum",
-                           "--weight-decay", "--seed", "--device", "--out", "--resume",
-                           "--train-limit", "--data"})
+  for (const char* flag :
+       {"--epochs", "--batch-size", "--lr", "--schedule", "--momentum", "--weight-decay", "--seed",
+        "--device", "--out", "--resume", "--train-limit", "--data"})
     EXPECT_TRUE(mentions(train_help.out, flag)) << flag;
   const auto version = run_lenet5("--version", dir);
   EXPECT_EQ(version.exit_code, 0);
@@ -125,8 +126,8 @@ TEST(Cli, EachOutOfRangeSettingIsAUsageErrorNamingTheFlag) {
           "train --device cpu " + d.flag + "=" + testing::number_argument(value);
       const auto result = run_lenet5(arguments, dir);
       EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.err;
-      EXPECT_TRUE(mentions(result.err, d.flag + " must be " + d.range->text()))
-          << arguments << "\n" << result.err;
+      EXPECT_TRUE(mentions(result.err, d.flag + " must be " + d.range->text())) << arguments << "\n"
+                                                                                << result.err;
     }
   }
 }
@@ -222,8 +223,11 @@ TEST(Cli, ResumingWithAnotherAugmentationWarns) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
   const std::string data = testing::mnist_dir().string(), run = (dir / "run").string();
-  const auto first = run_lenet5("train --device cpu --train-limit 64 --epochs 1 --evaluate false"
-                                " --data " + data + " --out " + run, dir);
+  const auto first = run_lenet5(
+      "train --device cpu --train-limit 64 --epochs 1 --evaluate false"
+      " --data " +
+          data + " --out " + run,
+      dir);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string checkpoint = run + "/last.safetensors";
   const auto same = run_lenet5("train --epochs 2 --resume " + checkpoint, dir);
@@ -250,9 +254,8 @@ TEST(Cli, SigtermSavesACheckpointAndExitsWith143) {
     const int quiet = open("/dev/null", O_WRONLY);
     dup2(quiet, STDOUT_FILENO);
     dup2(quiet, STDERR_FILENO);
-    execl(LENET5_BINARY, LENET5_BINARY, "train", "--device", "cpu", "--epochs", "1",
-          "--evaluate", "false", "--out", out.c_str(), "--data", data.c_str(),
-          static_cast<char*>(nullptr));
+    execl(LENET5_BINARY, LENET5_BINARY, "train", "--device", "cpu", "--epochs", "1", "--evaluate",
+          "false", "--out", out.c_str(), "--data", data.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   // The log's first line is written just before the engine is built and the handlers installed;
@@ -279,9 +282,7 @@ TEST(Cli, SigtermSavesACheckpointAndExitsWith143) {
 // error (exit code 2) that names the key.
 void expect_unknown_key_refused(const TempDir& dir, const std::string& command) {
   const std::string typo = (dir / "typo.toml").string();
-  {
-    std::ofstream(typo) << "[train]\nepochs = 1\nlearning-rate = 0.1\n";
-  }
+  { std::ofstream(typo) << "[train]\nepochs = 1\nlearning-rate = 0.1\n"; }
   const auto result = run_lenet5("--config '" + typo + "' " + command, dir);
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_TRUE(mentions(result.err, "learning-rate")) << result.err;
@@ -301,7 +302,8 @@ TEST(Cli, BenchUsesTheConfigTrainSectionAndFlagsWin) {
   }
   const auto result = run_lenet5("--config '" + (dir / "b.toml").string() +
                                      "' bench --device cpu --train-limit 64 --evaluate false "
-                                     "--epochs 1 --data '" + testing::mnist_dir().string() + "'",
+                                     "--epochs 1 --data '" +
+                                     testing::mnist_dir().string() + "'",
                                  dir);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(mentions(result.out, "\"lr\":0.123")) << result.out;
@@ -313,14 +315,14 @@ TEST(Cli, BenchUsesTheConfigTrainSectionAndFlagsWin) {
 
 TEST(Cli, RuntimeFailuresExitWithOneAndSayHowToFix) {
   TempDir dir;
-  const auto no_data = run_lenet5("train --device cpu --data '" + (dir / "empty").string() + "'", dir);
+  const auto no_data =
+      run_lenet5("train --device cpu --data '" + (dir / "empty").string() + "'", dir);
   EXPECT_EQ(no_data.exit_code, 1) << no_data.err;
   EXPECT_TRUE(mentions(no_data.err, "fetch_mnist.sh")) << no_data.err;
 
-  {
-    std::ofstream(dir / "junk.safetensors") << "this is not a checkpoint";
-  }
-  const auto junk = run_lenet5("evaluate --device cpu --checkpoint '" + (dir / "junk.safetensors").string() + "'", dir);
+  { std::ofstream(dir / "junk.safetensors") << "this is not a checkpoint"; }
+  const auto junk = run_lenet5(
+      "evaluate --device cpu --checkpoint '" + (dir / "junk.safetensors").string() + "'", dir);
   EXPECT_EQ(junk.exit_code, 1) << junk.err;
   EXPECT_TRUE(mentions(junk.err, "junk.safetensors")) << junk.err;
 }
@@ -346,15 +348,16 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
   const std::string run = (dir / "run").string();
-  const auto trained = run_lenet5("--config '" + (testing::source_dir() / "configs" / "quick.toml").string() +
-                                      "' train --train-limit 500 --device cpu --seed 5 --out '" + run +
-                                      "' --data '" + testing::mnist_dir().string() + "'",
-                                  dir);
+  const auto trained =
+      run_lenet5("--config '" + (testing::source_dir() / "configs" / "quick.toml").string() +
+                     "' train --train-limit 500 --device cpu --seed 5 --out '" + run +
+                     "' --data '" + testing::mnist_dir().string() + "'",
+                 dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string config = testing::read_text(dir / "run" / "config.toml");
   EXPECT_TRUE(mentions(config, "train-limit=500")) << config;  // the flag overrides the file
   EXPECT_TRUE(mentions(config, "seed=5")) << config;
-  EXPECT_TRUE(mentions(config, "epochs=1")) << config;          // from quick.toml
+  EXPECT_TRUE(mentions(config, "epochs=1")) << config;  // from quick.toml
   // The thread count is stored in config.toml, the log names it with the device.
   EXPECT_TRUE(mentions(config, "\nthreads=" + std::to_string(available_cpu_threads()) + "\n"))
       << config;
@@ -375,21 +378,58 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
                                  dir);
   ASSERT_EQ(report.exit_code, 0) << report.err;
   EXPECT_TRUE(mentions(report.out, "confusion matrix")) << report.out;
-  EXPECT_TRUE(mentions(trained.out, "best.safetensors (after epoch 1)")) << trained.out;
+  // ... and says which checkpoint that is and how it was chosen: on the held-out images.
+  EXPECT_TRUE(mentions(trained.out,
+                       "best.safetensors (after epoch 1 of 1: the epoch that the "
+                       "5000 training images held out for validation read best"))
+      << trained.out;
   EXPECT_TRUE(mentions(trained.out, report.out)) << trained.out << "\n---\n" << report.out;
 
   // One unreadable image among good ones: the others are still classified, the exit code is 1.
-  {
-    std::ofstream(dir / "broken.png") << "not a png";
-  }
-  const auto classified = run_lenet5("classify --device cpu --checkpoint '" + checkpoint + "' '" +
-                                         (dir / "broken.png").string() + "' '" +
-                                         (testing::source_dir() / "tests" / "data" / "digit7.pgm").string() +
-                                         "' --top 3",
-                                     dir);
+  { std::ofstream(dir / "broken.png") << "not a png"; }
+  const auto classified = run_lenet5(
+      "classify --device cpu --checkpoint '" + checkpoint + "' '" + (dir / "broken.png").string() +
+          "' '" + (testing::source_dir() / "tests" / "data" / "digit7.pgm").string() + "' --top 3",
+      dir);
   EXPECT_EQ(classified.exit_code, 1);
   EXPECT_TRUE(mentions(classified.err, "broken.png")) << classified.err;
   EXPECT_TRUE(mentions(classified.out, "digit7.pgm: ")) << classified.out;
+}
+
+}  // namespace
+}  // namespace lenet5
+
+namespace lenet5 {
+namespace {
+
+// A checkpoint written before training images were held out has no validation line and no
+// validation_images: resumed, its run goes on training on all its images, whatever the default
+// now holds out, and asking for another number is a usage error that says what to pass.
+TEST(Cli, ACheckpointFromBeforeHeldOutImagesResumesHoldingOutNone) {
+  LENET5_REQUIRE_MNIST();
+  testing::TempDir dir;
+  const std::string data = " --data '" + testing::mnist_dir().string() + "'";
+  const std::string run = (dir / "run").string();
+  const auto trained = testing::run_lenet5(
+      "train --device cpu --train-limit 64 --epochs 1 --validation 0 --out '" + run + "'" + data,
+      dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  Checkpoint old = load_checkpoint(dir / "run" / "last.safetensors");
+  const std::size_t line = old.config_toml.find("validation=0\n");
+  ASSERT_NE(line, std::string::npos) << old.config_toml;
+  old.config_toml.erase(line, std::string("validation=0\n").size());
+  save_checkpoint(dir / "run" / "last.safetensors", old);
+
+  const std::string resume = " --resume '" + run + "/last.safetensors'";
+  const auto refused = testing::run_lenet5("train --epochs 2 --validation 5000" + resume, dir);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_TRUE(testing::mentions(refused.err, "held out 0 of the training images")) << refused.err;
+  EXPECT_TRUE(testing::mentions(refused.err, "resume with --validation 0")) << refused.err;
+  const auto resumed = testing::run_lenet5("train --epochs 2" + resume, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(testing::mentions(resumed.err, "none held out")) << resumed.err;
+  EXPECT_TRUE(testing::mentions(resumed.out, "last.safetensors (after epoch 2 of 2, the last"))
+      << resumed.out;
 }
 
 }  // namespace

@@ -225,7 +225,7 @@ TEST(ConvUnitsTraining, ShortCpuRunLearnsMovesTheBiasesAndResumesOnlyAsSquashed)
   EXPECT_LT(outcome.epochs[1].train_loss, outcome.epochs[0].train_loss);
   // Two passes over 1,000 images: chance is 10 %, and 50 % catches a wrong sign or a broken
   // layer (the same run with linear units reaches the high 80s).
-  EXPECT_GT(outcome.best_accuracy, 0.5);
+  EXPECT_GT(outcome.best_validation_accuracy, 0.5);
   const Checkpoint checkpoint = load_checkpoint(dir / "a" / "last.safetensors");
   EXPECT_EQ(checkpoint.net.conv_units, ConvUnits::squashed);
   const ParamLayout layout = lenet5_layout(checkpoint.net);

@@ -43,11 +43,29 @@ Mnist write_tiny_mnist(const fs::path& dir) {
   return testing::write_tiny_mnist(dir, kTrainImages, kTestImages);
 }
 
+// Of the 64 training images, the last 16 are held out to choose best.safetensors on.
 std::vector<std::string> train_arguments(const fs::path& data, const fs::path& out, int epochs) {
-  return {"train",        "--device",    "cpu",   "--threads", "1",
-          "--batch-size", "32",          "--lr",  "0.05",      "--schedule",
-          "constant",     "--seed",      "3",     "--epochs",  std::to_string(epochs),
-          "--data",       data.string(), "--out", out.string()};
+  return {"train",
+          "--device",
+          "cpu",
+          "--threads",
+          "1",
+          "--batch-size",
+          "32",
+          "--lr",
+          "0.05",
+          "--schedule",
+          "constant",
+          "--seed",
+          "3",
+          "--validation",
+          "16",
+          "--epochs",
+          std::to_string(epochs),
+          "--data",
+          data.string(),
+          "--out",
+          out.string()};
 }
 
 std::vector<std::string> resume_arguments(const fs::path& out, int epochs) {
@@ -273,9 +291,11 @@ TEST(CrashSafety, ASecondTrainingOnALockedFolderIsRefusedAndADeadHoldersLockIsNo
   // holder's pid and what to do; it leaves the first run's files alone.
   TempDir scratch;
   const std::string pid_text = "pid " + std::to_string(holder);
-  const auto fresh = testing::run_lenet5("train --device cpu --threads 1 --epochs 1 --data '" +
-                                             data.string() + "' --out '" + run.string() + "'",
-                                         scratch);
+  const auto fresh = testing::run_lenet5(
+      "train --device cpu --threads 1 --epochs 1 "
+      "--validation 16 --data '" +
+          data.string() + "' --out '" + run.string() + "'",
+      scratch);
   EXPECT_EQ(fresh.exit_code, 1) << fresh.err;
   EXPECT_PRED2(mentions, fresh.err, "in use by another process (" + pid_text);
   EXPECT_PRED2(mentions, fresh.err, "--resume");
@@ -299,6 +319,32 @@ TEST(CrashSafety, ASecondTrainingOnALockedFolderIsRefusedAndADeadHoldersLockIsNo
   EXPECT_EQ(after.exit_code, 0) << after.err;
   EXPECT_EQ(load_checkpoint(run / "last.safetensors").position.epoch, epoch + 1);
   EXPECT_EQ(testing::read_text(run / kFolderLockFile), "") << "a finished run leaves no pid";
+}
+
+// A killed run's temporary files are removed by the next training to hold the folder's lock,
+// whoever's process id they carry: while the lock is held no other process writes the run's
+// files, and a dead writer's id may be another process's by then (here: init's, and this test's).
+TEST(CrashSafety, TheNextHolderOfTheLockRemovesEveryOtherWritersTemporaryFiles) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const fs::path data = dir / "data", run = dir / "run";
+  write_tiny_mnist(data);
+  ChildOptions options;
+  options.stderr_file = dir / "stderr.txt";
+  ASSERT_EQ(
+      testing::wait_for(testing::start_lenet5(train_arguments(data, run, 1), options)).exit_code(),
+      0)
+      << testing::read_text(dir / "stderr.txt");
+  const std::string alive = std::to_string(::getpid());
+  for (const std::string& name : {std::string("last.safetensors.tmp.1.7"),
+                                  "metrics.csv.tmp." + alive + ".0", std::string("notes.txt")})
+    std::ofstream(run / name) << "left behind";
+  ASSERT_EQ(testing::wait_for(testing::start_lenet5(resume_arguments(run, 2), options)).exit_code(),
+            0)
+      << testing::read_text(dir / "stderr.txt");
+  EXPECT_TRUE(temporary_files(run).empty());
+  EXPECT_TRUE(fs::exists(run / "notes.txt")) << "a file that is no temporary file stays";
+  EXPECT_EQ(load_checkpoint(run / "last.safetensors").position.epoch, 2);
 }
 
 // An epoch's files are written while the next epoch trains (trainer.cpp's end_epochs). A stop that
@@ -371,10 +417,10 @@ TEST(CrashSafety, AFullDiskGivesAClearErrorAndKeepsThePreviousCheckpoint) {
       testing::wait_for(testing::start_lenet5(resume_arguments(run, 3), options));
   const std::string err = testing::read_text(dir / "stderr.txt");
   EXPECT_EQ(end.exit_code(), 1) << err;
-  // The epoch improves on the first one's test accuracy, so best.safetensors is saved first; the
-  // error names the epoch, since it may surface while the next one trains.
-  EXPECT_PRED2(mentions, err,
-               "epoch 2's files: cannot write " + (run / "best.safetensors").string());
+  // The epoch's first save fails (best.safetensors where the held-out images read it better than
+  // epoch 1, else last.safetensors); the error names the epoch, since it may surface while the
+  // next one trains.
+  EXPECT_PRED2(mentions, err, "epoch 2's files: cannot write " + (run / "").string());
   EXPECT_PRED2(mentions, err, "File too large (a file size limit was reached");
   EXPECT_PRED2(mentions, err, "still holds its previous, complete save");
   EXPECT_PRED2(mentions, err, "continue with --resume " + (run / "last.safetensors").string());

@@ -46,7 +46,7 @@ int lines_led_by(const std::string& text, const std::string& name) {
 fs::path train_fashion_run(const TempDir& dir) {
   testing::write_tiny_striped_set(dir / "data", 200, 50);
   const auto trained = run_lenet5(
-      "train --device cpu --dataset fashion-mnist --epochs 1 --batch-size 20 "
+      "train --device cpu --dataset fashion-mnist --epochs 1 --batch-size 20 --validation 40 "
       "--augment none --data " +
           quoted(dir / "data") + " --out " + quoted(dir / "run"),
       dir);

@@ -27,6 +27,26 @@ std::pair<int, int> png_size(const fs::path& file) {
   return {width, height};
 }
 
+// Held-out images add val_loss and val_acc after train_acc, and a validation series to each chart.
+TEST(RunPictures, MetricsRowsWithValidationColumnsGiveAValidationSeries) {
+  TempDir dir;
+  std::ofstream(dir / "metrics.csv")
+      << "epoch,lr,train_loss,train_acc,val_loss,val_acc,test_loss,test_acc,seconds,images_per_s\n"
+         "1,0.05,1.5,60.00,0.75,80.00,0.5,85.00,1.0,100\n"
+         "2,0.04,0.5,90.00,0.125,97.50,0.25,95.50,1.0,100\n";
+  const std::vector<MetricsRow> rows = read_metrics_csv(dir / "metrics.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].validation_loss, 0.125);
+  EXPECT_EQ(rows[1].validation_accuracy, 97.5);
+  EXPECT_EQ(rows[1].test_accuracy, 95.5);
+  EXPECT_EQ(rows[1].seconds, 1);
+  const std::vector<pictures::LineChart> charts = training_curves(rows);
+  ASSERT_EQ(charts[1].series.size(), 3u);
+  EXPECT_EQ(charts[1].series[1].name, "validation");
+  EXPECT_EQ(charts[1].series[1].y, (std::vector<double>{80, 97.5}));
+  EXPECT_EQ(charts[1].series[2].name, "test");
+}
+
 TEST(RunPictures, MetricsRowsBecomeTrainAndTestSeries) {
   TempDir dir;
   std::ofstream(dir / "metrics.csv")
@@ -42,9 +62,15 @@ TEST(RunPictures, MetricsRowsBecomeTrainAndTestSeries) {
   EXPECT_EQ(charts[0].series[0].y, (std::vector<double>{1.5, 0.5}));  // train loss
   EXPECT_EQ(charts[0].series[1].x, (std::vector<double>{2}));         // test loss: epoch 2 only
   EXPECT_EQ(charts[1].series[1].y, (std::vector<double>{95.5}));      // test accuracy
-  std::ofstream(dir / "bad.csv") << "epoch,lr\n1,0.1,x,y,z,w\n";
+  std::ofstream(dir / "bad.csv") << "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds\n"
+                                    "1,0.1,x,y,z,w,1\n";
   EXPECT_TRUE(
       throws_error_mentioning([&] { read_metrics_csv(dir / "bad.csv"); }, {"bad.csv", "line 2"}));
+  // The columns are found by the header's names: one without a column every run writes is
+  // refused at line 1.
+  std::ofstream(dir / "headless.csv") << "epoch,lr\n1,0.1,0.5,90,0.25,95,1.0,100\n";
+  EXPECT_TRUE(throws_error_mentioning([&] { read_metrics_csv(dir / "headless.csv"); },
+                                      {"headless.csv", "line 1", "test_acc"}));
   // A file no run writes (a sparse 17 MiB here) is refused from its size, before it is read.
   std::ofstream(dir / "huge.csv") << "epoch,lr\n";
   std::filesystem::resize_file(dir / "huge.csv", kMaxMetricsBytes + 1);
@@ -69,7 +95,9 @@ TEST(RunPictures, MetricsRowsReadTheTrainingSetColumnsWhereTheyAre) {
   EXPECT_EQ(rows[1].train_eval_accuracy, 97.25);
   EXPECT_EQ(rows[1].train_accuracy, 90);  // the running accuracy stays where it was
   EXPECT_EQ(rows[1].seconds, 1);
-  std::ofstream(dir / "bad.csv") << "epoch,lr\n1,0.1,0.5,90,0.25,95,1.0,100,x,97\n";
+  std::ofstream(dir / "bad.csv")
+      << "epoch,lr,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,"
+         "train_eval_loss,train_eval_acc\n1,0.1,0.5,90,0.25,95,1.0,100,x,97\n";
   EXPECT_TRUE(
       throws_error_mentioning([&] { read_metrics_csv(dir / "bad.csv"); }, {"bad.csv", "line 2"}));
 }
@@ -95,11 +123,12 @@ TEST(RunPictures, TrainLeavesPicturesAndEvaluateWritesAReport) {
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string curves = read_text(dir / "run" / kCurvesFile);
   EXPECT_EQ(curves.rfind("<svg", 0), 0u);
-  // Two charts (loss, accuracy), each with a train and a test polyline of the one epoch.
+  // Two charts (loss, accuracy), each with a train, a validation (the 5,000 images held out by
+  // default) and a test polyline of the one epoch.
   std::size_t polylines = 0;
   for (std::size_t at = 0; (at = curves.find("<polyline", at)) != std::string::npos; ++at)
     ++polylines;
-  EXPECT_EQ(polylines, 4u);
+  EXPECT_EQ(polylines, 6u);
   EXPECT_GT(png_size(dir / "run" / kFiltersC1File).first, 0);
   EXPECT_GT(png_size(dir / "run" / kFiltersC3File).first, 0);
   // Drawn on a thread of their own, reported in the run's own log by the main thread.

@@ -60,12 +60,15 @@ ReadSettings read_stored(const std::string& text) {
 // The text every default run stores in its checkpoints, byte for byte: checkpoints written before a
 // change of the declarations must keep reading as they did, and runs after it must write what they
 // did. (CLI11 writes a default bool as 0 or 1, and a value that was given as it was given.)
-// config.toml holds the thread count too, which checkpoints leave out.
+// config.toml holds the thread count too, which checkpoints leave out. The one change a default
+// run's text has seen is validation=5000, when held-out images became the default: what a default
+// run computes changed with it (a checkpoint without the line held out none, and resumes so).
 const char* const kDefaultText =
     "# lenet5 train settings (lenet5 --config FILE train)\n"
     "[train]\n"
     "data=\"\"\n"
     "train-limit=0\n"
+    "validation=5000\n"
     "epochs=20\n"
     "batch-size=128\n"
     "lr=0.05\n"

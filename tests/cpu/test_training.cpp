@@ -57,11 +57,11 @@ TEST(Training, ShortCpuRunLearns) {
   // Chance is 10 %. One pass over 2,000 images at batch 32 reaches about 85 % with the default
   // settings; a wrong gradient sign, a broken layer or a shuffled label stays near chance. 60 %
   // leaves room for other seeds while still catching all of those.
-  EXPECT_GT(outcome.best_accuracy, 0.60);
+  EXPECT_GT(outcome.best_validation_accuracy, 0.60);
   EXPECT_FALSE(outcome.interrupted);
   EXPECT_EQ(outcome.epochs_done, 1);
-  for (const char* file : {"config.toml", "metrics.csv", "train.log", "last.safetensors",
-                           "best.safetensors"})
+  for (const char* file :
+       {"config.toml", "metrics.csv", "train.log", "last.safetensors", "best.safetensors"})
     EXPECT_TRUE(std::filesystem::exists(dir / "run" / file)) << file;
   // The log names the network's size (core/layout.hpp's count for the default network).
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "run" / "train.log"),
@@ -76,14 +76,20 @@ TEST(Training, EvaluateReportsTheAccuracyRecordedInMetrics) {
   const Checkpoint checkpoint = load_checkpoint(dir / "run" / "best.safetensors");
   const Mnist data = load_mnist(testing::mnist_dir());
   const Evaluation evaluation = engine_for(checkpoint, Device::cpu)->evaluate(data.test);
-  // The test_acc column of epoch 1, printed with the same formatter.
+  // The test_acc column of epoch 1 (after the held-out images' val_loss and val_acc), printed
+  // with the same formatter; val_acc is what the same weights score on the held-out images.
   const std::string row = metrics.substr(metrics.find('\n') + 1);
   std::vector<std::string> fields;
   std::stringstream stream(row);
   for (std::string field; std::getline(stream, field, ',');) fields.push_back(field);
-  ASSERT_EQ(fields.size(), 8u) << row;
-  EXPECT_EQ(fields[5], format_percent(evaluation.correct, evaluation.count));
+  ASSERT_EQ(fields.size(), 10u) << row;
+  EXPECT_EQ(fields[7], format_percent(evaluation.correct, evaluation.count));
   EXPECT_DOUBLE_EQ(checkpoint.test_accuracy, evaluation.accuracy());
+  const Dataset validation = hold_out_validation(data.train, kDefaultValidationImages).validation;
+  const Evaluation held_out = engine_for(checkpoint, Device::cpu)->evaluate(validation);
+  EXPECT_EQ(fields[5], format_percent(held_out.correct, held_out.count));
+  EXPECT_DOUBLE_EQ(checkpoint.validation_accuracy, held_out.accuracy());
+  EXPECT_EQ(checkpoint.validation_images, kDefaultValidationImages);
 }
 
 std::vector<std::string> split_text(const std::string& text, char separator) {
@@ -103,6 +109,7 @@ TEST(Training, EvaluatingTheTrainingSetRecordsWhatTheLastCheckpointScoresOnIt) {
   const Mnist tiny = testing::write_tiny_mnist(dir / "data", 256, 64);
   TrainSettings settings = small_run(dir, 0, 2);
   settings.data_dir = (dir / "data").string();
+  settings.validation = 0;  // all 256 images trained on: the columns are the two it adds alone
   settings.batch_size = 32;
   settings.evaluate_training_set = true;
   const TrainOutcome outcome = train(settings, "[train]\n");
@@ -145,6 +152,7 @@ TEST(Training, AResumeThatTurnsTheTrainingSetsEvaluationOnKeepsTheEarlierRows) {
   testing::write_tiny_mnist(dir / "data", 128, 32);
   TrainSettings first = small_run(dir, 0, 1);
   first.data_dir = (dir / "data").string();
+  first.validation = 0;  // 128 images, all trained on
   first.batch_size = 32;
   train(first, "[train]\n");
   TrainSettings second = first;

@@ -58,6 +58,13 @@ const Case kCases[] = {
     {"extreme affine", test::extreme_affine()},
     {"alpha 100, sigma 28", test::extreme_elastic(kMaxElasticSigma)},
     {"alpha 100, sigma 0.5", test::extreme_elastic(0.5)},
+    {"moderate elastic, every sample scanned at 8 to 20 px",
+     [] {
+       AugmentSettings s = test::moderate_augmentation(AugmentKind::elastic);
+       s.low_resolution = 1;
+       s.low_resolution_scan = 8;
+       return s;
+     }()},
 };
 // Seeds and epochs of the keys: the epoch 0 of a fresh run, a later one, and the largest (the
 // key's upper 32 bits all set).

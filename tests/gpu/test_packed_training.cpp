@@ -92,9 +92,9 @@ TEST_P(PackedTraining, EachModelWritesTheCheckpointsOfTrainAlone) {
     EXPECT_EQ(bytes_of(a / "last.safetensors"), bytes_of(b / "last.safetensors"));
     EXPECT_EQ(bytes_of(a / "best.safetensors"), bytes_of(b / "best.safetensors"));
     EXPECT_EQ(metrics_without_timing(a / "metrics.csv"), metrics_without_timing(b / "metrics.csv"));
-    EXPECT_EQ(outcomes[i].best_accuracy, trained.best_accuracy);
-    ASSERT_TRUE(outcomes[i].best_evaluation && trained.best_evaluation);
-    EXPECT_EQ(outcomes[i].best_evaluation->loss_sum, trained.best_evaluation->loss_sum);
+    EXPECT_EQ(outcomes[i].best_validation_accuracy, trained.best_validation_accuracy);
+    ASSERT_TRUE(outcomes[i].final_evaluation && trained.final_evaluation);
+    EXPECT_EQ(outcomes[i].final_evaluation->loss_sum, trained.final_evaluation->loss_sum);
   }
   // The models really differ: packing did not give them one another's weights.
   EXPECT_NE(load_checkpoint(fs::path(jobs[0].settings.out) / "last.safetensors").parameters,

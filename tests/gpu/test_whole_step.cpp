@@ -363,8 +363,8 @@ TEST_P(WholeStepTf32, GradientsMatchTheCpuReferenceWithinTf32Rounding) {
                       cuda::DenseTiles::fp32)
             .gradients;
     for (const ParamSpec& spec : layout.tensors) {
-      const bool dense = spec.name == "c5.weight" || spec.name == "f6.weight" ||
-                         spec.name == "output.weight";
+      const bool dense =
+          spec.name == "c5.weight" || spec.name == "f6.weight" || spec.name == "output.weight";
       EXPECT_EQ(same_bits(fp32_tiles, spec), !(dense && n >= 256)) << what << " " << spec.name;
     }
     const ParamSpec& c3 = layout.find("c3.weight");
@@ -664,7 +664,26 @@ INSTANTIATE_TEST_SUITE_P(CommandLineBatchSizes, WholeStepBatchSizes,
 //    that this input difference alone makes to the reference's gradient, computed exactly (both
 //    references in double): |g_gpu - g_ref(x_cpu)| <= |g_gpu - g_ref(x_gpu)| +
 //    |g_ref(x_gpu) - g_ref(x_cpu)|.
-class WholeStepAugmented : public ::testing::TestWithParam<AugmentKind> {};
+struct AugmentedStep {
+  const char* name;
+  AugmentSettings settings;
+};
+// Moderate affine and elastic settings, and elastic with every sample seen as a small scan (the
+// resolution stage's staging in shared memory, inside the whole-step kernel).
+const std::vector<AugmentedStep>& augmented_steps() {
+  static const std::vector<AugmentedStep> steps = [] {
+    AugmentSettings scanned = test::moderate_augmentation(AugmentKind::elastic);
+    scanned.low_resolution = 1;
+    scanned.low_resolution_scan = 8;
+    return std::vector<AugmentedStep>{
+        {"affine", test::moderate_augmentation(AugmentKind::affine)},
+        {"elastic", test::moderate_augmentation(AugmentKind::elastic)},
+        {"elastic_low_resolution", scanned}};
+  }();
+  return steps;
+}
+
+class WholeStepAugmented : public ::testing::TestWithParam<int> {};
 
 TEST_P(WholeStepAugmented, GradientsMatchTheCpuReferenceOnTheAugmentedBatch) {
   LENET5_REQUIRE_GPU();
@@ -674,13 +693,14 @@ TEST_P(WholeStepAugmented, GradientsMatchTheCpuReferenceOnTheAugmentedBatch) {
   const std::vector<float> params = initial_parameters(config, 13);
   constexpr int n = 64;
   const Batch batch = make_batch(100, n, 17);  // 64 distinct images
-  const Augmentation augmentation{test::moderate_augmentation(GetParam()), 29};
+  const AugmentedStep& step = augmented_steps()[std::size_t(GetParam())];
+  const Augmentation augmentation{step.settings, 29};
   const std::uint32_t epoch = 3;  // not 0: the epoch must come from the device buffer
   Buffer<std::uint32_t> device_epoch(Device::gpu, 1);
   device_epoch.copy_from_host(&epoch);
   const cuda::DeviceAugmentation on_device{augmentation.settings, augmentation.seed,
                                            device_epoch.data()};
-  const std::string what = std::string(to_string(GetParam())) + " epoch 3";
+  const std::string what = std::string(step.name) + " epoch 3";
 
   DeviceBatch device(batch);
   Buffer<float> gathered = test::poisoned(std::size_t(n) * kInputFloats);
@@ -732,8 +752,9 @@ TEST_P(WholeStepAugmented, GradientsMatchTheCpuReferenceOnTheAugmentedBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AffineAndElastic, WholeStepAugmented,
-                         ::testing::Values(AugmentKind::affine, AugmentKind::elastic),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+                         ::testing::Range(0, int(augmented_steps().size())), [](const auto& info) {
+                           return std::string(augmented_steps()[std::size_t(info.param)].name);
+                         });
 
 }  // namespace
 }  // namespace lenet5
