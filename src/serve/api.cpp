@@ -180,8 +180,8 @@ InvertMode request_invert(const std::string& parameter) {
   if (parameter.empty()) return InvertMode::automatic;
   try {
     return parse_invert_mode(parameter);
-  } catch (const UsageError& e) {
-    throw BadRequest(400, e.what());
+  } catch (const UsageError&) {
+    throw BadRequest(400, "the invert parameter must be auto, yes or no, not '" + parameter + "'");
   }
 }
 

@@ -11,29 +11,18 @@
 #include <optional>
 #include <string>
 
-#include "core/error.hpp"
 #include "data/datasets.hpp"
 #include "engine/engine.hpp"
 #include "image/image_io.hpp"
 #include "image/preprocess.hpp"
+#include "serve/http.hpp"
 #include "train/checkpoint.hpp"
 
 namespace lenet5::serve {
 
-// A request body larger than this is refused (413) before it is read whole.
-inline constexpr std::size_t kMaxBodyBytes = std::size_t(4) << 20;
 // An uploaded image or a drawing wider or taller than this is refused (422) from its header or
 // its stated size, before any pixel is decoded: a 4 MB PNG can claim 30000x30000 pixels, 3.6 GB.
 inline constexpr int kMaxUploadSide = 4096;
-
-class BadRequest : public Error {
- public:
-  BadRequest(int status, const std::string& message) : Error(message), m_status(status) {}
-  int status() const { return m_status; }
-
- private:
-  int m_status;
-};
 
 // The grey image a classify request carries: an image file's bytes (content type image/...), or
 // JSON {"pixels": [...], "width": W, "height": H} with W*H grey values 0..255 (0 black, 255
