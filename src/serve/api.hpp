@@ -53,9 +53,13 @@ nlohmann::json dataset_json(const DatasetDescription& dataset);
 // and the C1 (6, 1, 5, 5) and C3 (16, 6, 5, 5) filters with C3's table ([16][6] booleans).
 nlohmann::json model_json(const Checkpoint& checkpoint, const std::string& name);
 
-// Every run folder directly under `runs` (one holding metrics.csv, config.toml or a checkpoint),
-// with its epochs so far and last test accuracy, and every sweep folder (one holding sweep.toml),
-// with its models and how many have trained all their epochs; each marked "sweep": false or true.
+// {"runs": [...], "links": {...}}: every run folder directly under `runs` (one holding metrics.csv,
+// config.toml or a checkpoint), with its epochs so far, its last test accuracy (%) and that row's
+// epoch, and the checkpoint its evaluation reads ({"file", "epoch", "test_accuracy"} as recorded
+// in it, or null); every sweep folder (one holding sweep.toml), with its models and how many have
+// trained all their epochs; each marked "sweep": false or true. A link there to one of those
+// folders (runs/latest, which `train` points at its newest run) is no entry of its own: "links"
+// maps its name to the folder's.
 nlohmann::json runs_json(const std::filesystem::path& runs);
 // One run: its config.toml text, its metrics.csv rows (test values, and the training set's
 // train_eval_loss and train_eval_accuracy of --evaluate-training-set, null where not evaluated)

@@ -154,7 +154,13 @@ class Serve : public ::testing::Test {
     s_data = std::make_unique<TempDir>();
     write_test_split(s_data->path(), small_test_set());
     s_runs = std::make_unique<TempDir>();
-    write_run(*s_runs / "run-b", seeded_checkpoint(5));
+    Checkpoint run_b = seeded_checkpoint(5);
+    run_b.test_accuracy = 0.5;  // as the trainer records it: the list gives it in %
+    write_run(*s_runs / "run-b", run_b);
+    // runs/latest, as `train` leaves it, and a link to a run outside the runs folder.
+    fs::create_directory_symlink("run-b", *s_runs / "latest");
+    write_metrics(s_data->path() / "elsewhere", "1,0.05,0.5,90,0.3,97,1.0,100\n");
+    fs::create_directory_symlink(s_data->path() / "elsewhere", *s_runs / "elsewhere");
     write_run(*s_runs / "run-c", seeded_checkpoint(6), std::chrono::seconds(10));
     fs::create_directories(*s_runs / "run-a");
     std::ofstream(*s_runs / "run-a" / "metrics.csv")
@@ -279,6 +285,17 @@ TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   EXPECT_EQ(runs["runs"][0]["sweep"], false);
   EXPECT_EQ(runs["runs"][0]["epochs"], 2);
   EXPECT_EQ(runs["runs"][0]["test_accuracy"], 95.5);
+  EXPECT_EQ(runs["runs"][0]["test_accuracy_epoch"], 2);
+  EXPECT_TRUE(runs["runs"][0]["checkpoint"].is_null());  // metrics only: nothing to evaluate
+  // run-b's evaluation reads its best.safetensors: the list names it, with the epoch and the
+  // test accuracy recorded in it.
+  EXPECT_EQ(runs["runs"][1]["name"], "run-b");
+  EXPECT_EQ(runs["runs"][1]["checkpoint"],
+            json({{"file", "best.safetensors"}, {"epoch", 1}, {"test_accuracy", 50.0}}));
+  // runs/latest is a pointer to run-b, not a sixth run; the link out of the folder is not shown.
+  EXPECT_EQ(runs["links"], json({{"latest", "run-b"}}));
+  EXPECT_EQ(json_of(get("/api/runs/latest"), 200)["checkpoint"]["file"], "best.safetensors");
+  json_of(get("/api/runs/elsewhere"), 404);
   const json run = json_of(get("/api/runs/run-a"), 200);
   EXPECT_EQ(run["config_toml"], "[train]\nepochs = 2\n");
   ASSERT_EQ(run["metrics"].size(), 2u);
