@@ -1,8 +1,8 @@
 // `lenet5 serve` as a network sees it: the real server on a free loopback port, real sockets. The
 // requests that once ended the process, one test each; the router's 404, 405 and HEAD; every limit
-// of http_server.hpp in every framing of a request; slow and idle clients; the access log and -q.
-// Each timed bound is generous (a loaded 2-core machine, and the sanitizers' build): these tests
-// say what happens, not how fast.
+// of http_server.hpp in every framing of a request; slow and idle clients; the access log and -q;
+// the load script's short version. Each timed bound is generous (a loaded 2-core machine, and
+// the sanitizers' build): the figures themselves come from scripts/serve_load.py.
 #include <signal.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -448,6 +448,22 @@ TEST(ServeProcess, SurvivesTheRequestsThatEndedItLogsThemAndQuietsWithQ) {
     EXPECT_EQ(testing::mentions(err, "127.0.0.1 GET /%ff 404 "), !quiet) << err;
     EXPECT_EQ(testing::mentions(err, "GET /api/model 200 "), !quiet) << err;
   }
+}
+
+// ---- the load script's short version (scripts/serve_load.py --quick: 20 slow connections for
+// 2 s, 200 requests from 16 clients, 16 MB bodies), against this process's server ----
+
+TEST_F(ServeHttp, TheLoadScriptsShortVersionPasses) {
+  TempDir scratch;
+  const std::string command =
+      "python3 '" + (testing::source_dir() / "scripts/serve_load.py").string() +
+      "' --quick http://127.0.0.1:" + std::to_string(port()) + "/ --pid " +
+      std::to_string(getpid()) + " >'" + (scratch / "out.txt").string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  const std::string output = testing::read_text(scratch / "out.txt");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  for (const char* phase : {"slow:", "clients:", "bodies:", "afterwards: classify answered 200"})
+    EXPECT_TRUE(testing::mentions(output, phase)) << output;
 }
 
 }  // namespace
