@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -64,7 +63,7 @@ std::optional<HttpResponse> refusal(const beast::error_code& ec, const HttpLimit
         431, "the request line and headers are longer than " + size_text(limits.max_head_bytes));
   }
   if (is_disconnection(ec)) return std::nullopt;
-  return error_response(400, "not an HTTP/1.1 request that can be read: " + ec.message());
+  return error_response(400, "not an HTTP/1.x request that can be read: " + ec.message());
 }
 
 // A head that was read whole but has too many header fields.
@@ -375,16 +374,17 @@ void Core::admit(tcp::socket socket) {
 
 std::string Core::reserve(const std::string& address) {
   const std::lock_guard<std::mutex> lock(mutex);
-  int& from_address = per_address[address];
   if (stopping) return "the server is stopping";
-  if (from_address >= limits.max_connections_per_address)
+  const auto from_address = per_address.find(address);
+  if (from_address != per_address.end() &&
+      from_address->second >= limits.max_connections_per_address)
     return "too many connections from " + address + " (" +
            std::to_string(limits.max_connections_per_address) +
            " open): close one, or wait for one to finish";
   if (int(connections.size()) >= limits.max_connections)
     return "the server has " + std::to_string(limits.max_connections) +
            " connections open, its most: try again in a moment";
-  ++from_address;
+  ++per_address[address];  // only admitted addresses are kept
   return "";
 }
 
