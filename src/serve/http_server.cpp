@@ -451,10 +451,11 @@ HttpResponse answer_request_bytes(std::string_view bytes, const HttpLimits& limi
   beast::error_code ec;
   std::size_t used = 0;
   while (!parser->is_done()) {
-    const std::size_t n = parser->put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
-    used += n;
-    if (ec == http::error::need_more && n == 0) parser->put_eof(ec);
-    if (ec == http::error::need_more) ec = {};
+    used += parser->put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+    // Every byte left is given to each put: the parser wanting more, or having taken them all
+    // without a whole request, means the bytes end before the request does.
+    if (ec == http::error::need_more || (!ec && used == bytes.size() && !parser->is_done()))
+      return error_response(400, "the request is cut short");
     if (ec) break;
   }
   if (ec) {

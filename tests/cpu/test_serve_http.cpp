@@ -269,6 +269,25 @@ TEST_F(ServeHttp, HeadersOverTheirLimitsAre431AndALongRequestLine414) {
   expect_still_serving();
 }
 
+// Server::answer, the fuzz target's way in, reads the bytes as a connection's are read: a request
+// whose bytes end before it does is a 400, however it is cut.
+TEST_F(ServeHttp, BytesThatEndBeforeTheRequestAre400) {
+  const std::string drawing = bar_drawing().dump();
+  const std::string whole =
+      head("POST /api/classify HTTP/1.1", "Content-Type: application/json\r\nContent-Length: " +
+                                              std::to_string(drawing.size()) + "\r\n") +
+      drawing;
+  EXPECT_EQ(s_server->server.answer(whole).status, 200);
+  for (const std::size_t cut : {std::size_t(0), std::size_t(10), whole.size() - drawing.size() - 2,
+                                whole.size() - drawing.size() + 7, whole.size() - 1})
+    EXPECT_EQ(s_server->server.answer(whole.substr(0, cut)).status, 400) << cut;
+  const std::string chunked = head("POST /api/classify HTTP/1.1",
+                                   "Content-Type: application/json\r\n"
+                                   "Transfer-Encoding: chunked\r\n") +
+                              "10\r\n0123456789abcdef\r\n";  // no last chunk
+  EXPECT_EQ(s_server->server.answer(chunked).status, 400);
+}
+
 // ---- slow and idle clients ----
 
 // A client that keeps sending a header line every 200 ms never finishes its head: it is dropped
