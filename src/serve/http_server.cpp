@@ -1,5 +1,6 @@
 #include "serve/http_server.hpp"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio.hpp>
@@ -117,7 +118,13 @@ struct Core {
   asio::thread_pool workers;  // destroyed (joined) first: its tasks hold connections
 
   Core(HttpHandler h, HttpLimits l, int n_workers)
-      : handler(std::move(h)), limits(l), workers(std::size_t(std::max(1, n_workers))) {}
+      : handler(std::move(h)), limits(l), workers(std::size_t(std::max(1, n_workers))) {
+    // A body is read into one string of up to max_body_bytes. glibc serves a block that large
+    // from mmap and returns it on free, but raises that threshold to the largest block freed, so
+    // the next bodies come from the heap, which keeps their pages: a fixed threshold keeps every
+    // refused or answered body's memory going back to the system.
+    mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  }
 
   void accept();
   void admit(tcp::socket socket);
