@@ -24,8 +24,8 @@ Each classify request posts the page's own drawing (tests/data/page_drawing_7.pn
 scripts/serve_bench.py --page-drawing). Exits 1 when a check fails: a classify request not
 answered 200, an oversized body not answered 413, the server's process gone. The figures are
 printed, not judged: the targets are the README's (Reliability). --quick is the short version
-the test suite runs: 20 slow connections sending every 0.5 s for 2 s, 200 requests from 16
-clients, 16 MB bodies.
+the test suite runs: 20 slow connections sending every 0.5 s for 2 s, 100 requests from 16
+clients, 8 MB bodies.
 Standard library only.
 """
 import argparse
@@ -286,7 +286,7 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.slow, args.slow_interval, args.slow_seconds = 20, 0.5, 2
-        args.requests, args.clients, args.body_mb = 200, 16, 16
+        args.requests, args.clients, args.body_mb = 100, 16, 8
     address = urllib.parse.urlsplit(args.url)
     host, port = address.hostname, address.port
     with open(PAGE_DRAWING, "rb") as f:

@@ -84,6 +84,11 @@ struct HostileRequest {
   int status;
 };
 
+// How ctest and gtest name each case's parameter: the request itself.
+void PrintTo(const HostileRequest& request, std::ostream* out) {
+  *out << request.method << " " << request.target;
+}
+
 class RequestThatEndedTheServer : public ServeHttp,
                                   public ::testing::WithParamInterface<HostileRequest> {};
 
@@ -470,7 +475,7 @@ TEST(ServeProcess, SurvivesTheRequestsThatEndedItLogsThemAndQuietsWithQ) {
 }
 
 // ---- the load script's short version (scripts/serve_load.py --quick: 20 slow connections for
-// 2 s, 200 requests from 16 clients, 16 MB bodies), against this process's server ----
+// 2 s, 100 requests from 16 clients, 8 MB bodies), against this process's server ----
 
 TEST_F(ServeHttp, TheLoadScriptsShortVersionPasses) {
   TempDir scratch;
