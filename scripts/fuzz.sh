@@ -62,10 +62,12 @@ fuzz_one() {
   # Its seeds, and every input that fuzzing has found before (tests/data/fuzz-found/), whichever
   # reader it troubled: a regression of one is caught by every target that can reach it.
   cp -n tests/fuzz/corpus/"$name"/* tests/data/fuzz-found/* "$work"/ 2>/dev/null || true
+  # A target's dictionary (tests/fuzz/<name>.dict), where it has one: the words of its format.
+  local dict=tests/fuzz/$name.dict
   ASAN_OPTIONS=detect_leaks=1 \
     "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
-    $limits -report_slow_units=60 -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" \
-    >"$build/fuzz_$name.log" 2>&1
+    $limits -report_slow_units=60 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    $([ -f "$dict" ] && echo "-dict=$dict") "$work" >"$build/fuzz_$name.log" 2>&1
 }
 
 # A crash's input (libFuzzer's are at most 4 KiB here; the corpus seeds, at most 2.5 KiB) as one

@@ -41,10 +41,11 @@ done
 
 # libopenblas-dev: the BLAS (SGEMM) of the fast CPU layers, src/layers/blas_cpu.cpp, in its
 # pthreads build (CMakeLists.txt says why).
-# libcpp-httplib-dev: the HTTP server of `lenet5 serve` (src/serve/).
+# libboost-dev: Boost.Beast and Boost.Asio (headers only), the HTTP server of `lenet5 serve`
+# (src/serve/http_server.hpp).
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libspdlog-dev libstb-dev
           zlib1g-dev nlohmann-json3-dev libgtest-dev
-          libopenblas-dev libcpp-httplib-dev)
+          libopenblas-dev libboost-dev)
 if [ "$handwriting" -eq 1 ]; then
   # Digits in handwriting fonts for scripts/make_handwriting_set.py: fontconfig's fc-list finds
   # the fonts, Pillow draws them, NumPy does the photo-like lighting and noise.

@@ -12,8 +12,29 @@ const runsState = {
   data: {},
   timer: null
 };
+// What the list says of a run's accuracy: its evaluated checkpoint's (best or last, and its
+// epoch), which the evaluation below shows, else the last epoch's in metrics.csv.
+function runAccuracy(run) {
+  const c = run.checkpoint;
+  if (c && c.test_accuracy != null) {
+    const which = c.file.startsWith('best') ? 'best' : 'last';
+    return {
+      text: ` · ${which} ${c.test_accuracy.toFixed(2)}% (ep ${c.epoch})`,
+      title: `test accuracy of ${c.file}, epoch ${c.epoch}: the checkpoint evaluated below` +
+          (run.test_accuracy != null ?
+               `; epoch ${run.test_accuracy_epoch}, the last tested: ${run.test_accuracy.toFixed(2)}%` :
+               '')
+    };
+  }
+  if (run.test_accuracy == null) return {text: '', title: ''};
+  return {
+    text: ` · ${run.test_accuracy.toFixed(2)}% (ep ${run.test_accuracy_epoch})`,
+    title: `test accuracy of epoch ${run.test_accuracy_epoch}, the last tested (no checkpoint yet)`
+  };
+}
+
 async function showRuns() {
-  const {runs} = await getJson('api/runs');
+  const {runs, links} = await getJson('api/runs');
   const list = $('runs');
   list.textContent = '';
   if (!runs.length)
@@ -22,13 +43,16 @@ async function showRuns() {
   for (const run of runs) {
     const item = document.createElement('li');
     item.dataset.run = run.name;
+    // runs/latest and other links to a run: a tag on the run they point at.
+    const pointers = Object.keys(links || {}).filter((link) => links[link] === run.name)
+                         .map((link) => `<span class="kind">${escapeHtml(link)}</span>`).join('');
+    const accuracy = run.sweep ? null : runAccuracy(run);
     item.innerHTML = run.sweep ?
-        `<span class="kind">sweep</span><span>${run.name}</span><span class="acc">${
+        `<span class="kind">sweep</span><span>${escapeHtml(run.name)}</span>${pointers}<span class="acc">${
             run.error ? 'unreadable' : `${run.models} models · ${run.finished} done`}</span>` :
-        `<input type="checkbox" title="compare with the chosen run"><span>${run.name}</span>` +
-            `<span class="acc">${run.epochs} ep${
-                run.test_accuracy != null ? ` · ${run.test_accuracy.toFixed(2)}%` : ''}</span>`;
-    if (run.error) item.title = run.error;
+        `<input type="checkbox" title="compare with the chosen run"><span>${escapeHtml(run.name)}</span>` +
+            `${pointers}<span class="acc">${run.epochs} ep${accuracy.text}</span>`;
+    item.title = run.error || (accuracy ? accuracy.title : '');
     item.addEventListener('click', (e) => {
       // A sweep is a chart of its own: it is chosen, never compared, and compares with nothing.
       const compare = (e.shiftKey || e.target.type === 'checkbox') && !run.sweep &&

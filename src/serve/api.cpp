@@ -115,16 +115,39 @@ bool is_sweep(const fs::path& folder) {
   return fs::is_regular_file(folder / kSweepFile, ec);
 }
 
+// The checkpoint a run's evaluation reads (run_checkpoint: best, else last) with the epoch and test
+// accuracy (%) recorded in it; null before the first epoch ends. One that cannot be read is named
+// with its epoch and accuracy null: the evaluation says what is wrong with it.
+json checkpoint_entry(const fs::path& folder) {
+  const std::optional<RunCheckpoint> checkpoint = run_checkpoint(folder);
+  if (!checkpoint) return nullptr;
+  json entry{{"file", checkpoint->file.filename().string()},
+             {"epoch", nullptr},
+             {"test_accuracy", nullptr}};
+  try {
+    const Checkpoint loaded = load_checkpoint(checkpoint->file);
+    entry["epoch"] = loaded.position.epoch;
+    if (loaded.test_accuracy >= 0) entry["test_accuracy"] = 100 * loaded.test_accuracy;
+  } catch (const Error&) {
+  }
+  return entry;
+}
+
 json run_entry(const fs::path& folder) {
   std::error_code ec;
   const std::vector<MetricsRow> rows = metrics_or_none(folder);
-  json last_test = nullptr;
+  json last_test = nullptr, last_test_epoch = nullptr;
   for (const MetricsRow& row : rows)
-    if (row.test_accuracy >= 0) last_test = row.test_accuracy;
+    if (row.test_accuracy >= 0) {
+      last_test = row.test_accuracy;
+      last_test_epoch = row.epoch;
+    }
   return {{"name", folder.filename().string()},
           {"sweep", false},
           {"epochs", rows.size()},
           {"test_accuracy", last_test},
+          {"test_accuracy_epoch", last_test_epoch},
+          {"checkpoint", checkpoint_entry(folder)},
           {"has_best", fs::is_regular_file(folder / kBestFile, ec)}};
 }
 
@@ -180,8 +203,8 @@ InvertMode request_invert(const std::string& parameter) {
   if (parameter.empty()) return InvertMode::automatic;
   try {
     return parse_invert_mode(parameter);
-  } catch (const UsageError& e) {
-    throw BadRequest(400, e.what());
+  } catch (const UsageError&) {
+    throw BadRequest(400, "the invert parameter must be auto, yes or no, not '" + parameter + "'");
   }
 }
 
@@ -266,15 +289,28 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
 
 json runs_json(const fs::path& runs) {
   std::error_code ec;
+  const fs::path root = fs::canonical(runs, ec);
   std::vector<fs::path> folders;
-  for (fs::directory_iterator it(runs, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_directory(ec) && (is_run(it->path()) || is_sweep(it->path())))
-      folders.push_back(it->path());
+  json links = json::object();
+  for (fs::directory_iterator it(runs, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code entry_error;  // one unreadable entry (a dangling link) ends nothing
+    const fs::path& entry = it->path();
+    if (!it->is_directory(entry_error) || !(is_run(entry) || is_sweep(entry))) continue;
+    if (!it->is_symlink(entry_error)) {
+      folders.push_back(entry);
+      continue;
+    }
+    // runs/latest: a pointer to a run, not a second run. A link out of the runs folder is not
+    // shown (listed_folder refuses it too).
+    const fs::path target = fs::canonical(entry, entry_error);
+    if (!entry_error && target.parent_path() == root)
+      links[entry.filename().string()] = target.filename().string();
+  }
   std::sort(folders.begin(), folders.end());
   json list = json::array();
   for (const fs::path& folder : folders)
     list.push_back(is_run(folder) ? run_entry(folder) : sweep_entry(folder));
-  return {{"runs", list}};
+  return {{"runs", list}, {"links", links}};
 }
 
 json run_json(const fs::path& runs, const std::string& name) {

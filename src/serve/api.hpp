@@ -11,29 +11,18 @@
 #include <optional>
 #include <string>
 
-#include "core/error.hpp"
 #include "data/datasets.hpp"
 #include "engine/engine.hpp"
 #include "image/image_io.hpp"
 #include "image/preprocess.hpp"
+#include "serve/http.hpp"
 #include "train/checkpoint.hpp"
 
 namespace lenet5::serve {
 
-// A request body larger than this is refused (413) before it is read whole.
-inline constexpr std::size_t kMaxBodyBytes = std::size_t(4) << 20;
 // An uploaded image or a drawing wider or taller than this is refused (422) from its header or
 // its stated size, before any pixel is decoded: a 4 MB PNG can claim 30000x30000 pixels, 3.6 GB.
 inline constexpr int kMaxUploadSide = 4096;
-
-class BadRequest : public Error {
- public:
-  BadRequest(int status, const std::string& message) : Error(message), m_status(status) {}
-  int status() const { return m_status; }
-
- private:
-  int m_status;
-};
 
 // The grey image a classify request carries: an image file's bytes (content type image/...), or
 // JSON {"pixels": [...], "width": W, "height": H} with W*H grey values 0..255 (0 black, 255
@@ -64,9 +53,13 @@ nlohmann::json dataset_json(const DatasetDescription& dataset);
 // and the C1 (6, 1, 5, 5) and C3 (16, 6, 5, 5) filters with C3's table ([16][6] booleans).
 nlohmann::json model_json(const Checkpoint& checkpoint, const std::string& name);
 
-// Every run folder directly under `runs` (one holding metrics.csv, config.toml or a checkpoint),
-// with its epochs so far and last test accuracy, and every sweep folder (one holding sweep.toml),
-// with its models and how many have trained all their epochs; each marked "sweep": false or true.
+// {"runs": [...], "links": {...}}: every run folder directly under `runs` (one holding metrics.csv,
+// config.toml or a checkpoint), with its epochs so far, its last test accuracy (%) and that row's
+// epoch, and the checkpoint its evaluation reads ({"file", "epoch", "test_accuracy"} as recorded
+// in it, or null); every sweep folder (one holding sweep.toml), with its models and how many have
+// trained all their epochs; each marked "sweep": false or true. A link there to one of those
+// folders (runs/latest, which `train` points at its newest run) is no entry of its own: "links"
+// maps its name to the folder's.
 nlohmann::json runs_json(const std::filesystem::path& runs);
 // One run: its config.toml text, its metrics.csv rows (test values, and the training set's
 // train_eval_loss and train_eval_accuracy of --evaluate-training-set, null where not evaluated)

@@ -118,7 +118,7 @@ Answer RunEvaluations::evaluate(const RunCheckpoint& run) {
     ++m_evaluations;
   }
   return std::make_shared<const std::string>(
-      evaluation_json(run, checkpoint.position.epoch, dataset, evaluation, mistakes).dump());
+      json_text(evaluation_json(run, checkpoint.position.epoch, dataset, evaluation, mistakes)));
 }
 
 namespace {

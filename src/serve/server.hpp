@@ -1,4 +1,4 @@
-// `lenet5 serve`: an HTTP server (cpp-httplib) for one checkpoint and a folder of runs.
+// `lenet5 serve`: an HTTP server (http_server.hpp) for one checkpoint and a folder of runs.
 //   GET  /, /index.html, /app.js, /style.css   the page (web/, compiled in: web_assets.hpp)
 //   POST /api/classify      a digit -> prediction, probabilities, input, every layer's outputs
 //   GET  /api/model         the checkpoint's settings and C1/C3 filters
@@ -8,10 +8,11 @@
 //   GET  /api/runs/NAME/evaluation   its checkpoint on its data set's test set: accuracy, loss,
 //                                    confusion matrix, the misread images, the class names
 //                                    (run_evaluation.hpp)
-// Anything else is 404; every error answers {"error": "..."} (api.hpp). The checkpoint is loaded
-// once and only read; each request classifies on one engine (the CPU's unless settings.device says
-// the GPU), one at a time: a forward pass of one image takes well under a millisecond, so a lock
-// costs less than an engine per thread.
+// HEAD wherever GET; another method on one of these paths is 405 with Allow, any other path 404
+// (router.hpp); every error answers {"error": "..."}. The checkpoint is loaded once and only read;
+// each request classifies on one engine (the CPU's unless settings.device says the GPU), one at a
+// time: a forward pass of one image takes well under a millisecond, so a lock costs less than an
+// engine per worker.
 #pragma once
 
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "serve/http_server.hpp"
 #include "train/checkpoint.hpp"
 
 namespace lenet5::serve {
@@ -30,8 +32,10 @@ struct ServeSettings {
   Device device = Device::cpu;  // where classify requests run (the engine of engine_for)
   // MNIST, or the data set its files are, for the runs' evaluations (run_evaluation.hpp).
   std::filesystem::path data = "data/mnist";
-  int threads = 64;        // concurrent connections served; more wait in the queue
-  int read_timeout_s = 5;  // a client that sends nothing for this long is dropped
+  // Requests answered at once (evaluating a run takes seconds); more wait for a worker. Waiting
+  // connections hold no worker (http_server.hpp).
+  int workers = 16;
+  HttpLimits limits;  // http_server.hpp: each with what it answers
 };
 
 // Whether `host` is a loopback address (127.x.x.x, ::1, localhost), which only this machine
@@ -51,6 +55,10 @@ class Server {
   // Serves until stop() (from another thread); needs bind() first.
   void listen();
   void stop();
+
+  // The answer to `request_bytes` as they would arrive on a connection: read by the server's own
+  // parser within its limits, then routed (http_server.hpp's answer_request_bytes). No socket.
+  HttpResponse answer(std::string_view request_bytes) const;
 
  private:
   struct Impl;

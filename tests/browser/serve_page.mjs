@@ -107,6 +107,15 @@ try {
   const evalMessage = await page.$eval('#eval-message', (e) => e.hidden ? '' : e.textContent);
   check(evalMessage === '', `the evaluation is shown (${evalMessage || 'no message'})`);
   const evaluated = await page.evaluate(() => fetch('api/runs/short/evaluation').then((r) => r.json()));
+  // The list names the checkpoint its accuracy is of: the one evaluated here, with its epoch. The
+  // accuracy is the one the trainer recorded in it; the evaluation's may differ by a few of the
+  // 10,000 images (another engine's batches sum in another order and can flip a near tie): 0.1%.
+  const listed = await page.$eval('#runs li[data-run="short"] .acc', (e) => e.textContent);
+  const [, listedAccuracy, listedEpoch] = listed.match(/best ([0-9.]+)% \(ep ([0-9]+)\)/) || [];
+  check(evaluated.checkpoint === 'best.safetensors' && Number(listedEpoch) === evaluated.epoch &&
+      Math.abs(Number(listedAccuracy) - 100 * evaluated.accuracy) <= 0.1,
+    `the runs list gives the evaluated checkpoint's accuracy and epoch (${listed}; evaluation: ` +
+    `${evaluated.checkpoint}, epoch ${evaluated.epoch}, ${(100 * evaluated.accuracy).toFixed(2)}%)`);
   // Each cell's colour, read inside the cell away from its count: white where the count is 0, a
   // shade of red elsewhere, never lighter for the larger of two counts (log(1 + count) shading).
   const cells = await page.$eval('#confusion', (c) => {

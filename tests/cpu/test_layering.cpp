@@ -60,7 +60,7 @@ const std::vector<Rule>& layering() {
       {"src/sweep",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
         "src/backend", "src/train"}},
-      // the server of the page and its API (cpp-httplib); sweep: a sweep folder read as the
+      // the server of the page and its API (Boost.Beast); sweep: a sweep folder read as the
       // summary reads it
       {"src/serve",
        {"src/core", "cuda/runtime", "src/io", "src/data", "src/image", "src/pictures", "src/engine",
