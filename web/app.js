@@ -294,7 +294,9 @@ function highlightC3(j, on, s2, canvas) {
 
 // ---- the checkpoint: its settings and filters
 function showModel() {
-  const accuracy = model.test_accuracy ?? model.best_accuracy;
+  // The test set's accuracy, and the held-out training images' where the run held some out (they
+  // chose best.safetensors); a checkpoint saved in mid-epoch has neither.
+  const accuracy = model.test_accuracy, heldOut = model.validation_accuracy;
   // "Draw a digit"; for another data set, whose class noun is "class", what it is drawn from.
   $('draw-title').textContent = numberedClasses(model.classes) ?
       `Draw a ${model.class_noun}` :
@@ -306,6 +308,9 @@ function showModel() {
   $('model-info').textContent =
       `${model.checkpoint} · ${model.dataset_title} · epoch ${model.epoch}` +
       (accuracy != null ? ` · test ${(100 * accuracy).toFixed(2)}%` : '') +
+      (heldOut != null ?
+           ` · ${model.validation_images} held out ${(100 * heldOut).toFixed(2)}%` :
+           '') +
       ` · ${parts.join(', ')}`;
   const c1 = model.c1, c1Range = maxAbs(c1.values), c1Root = $('filters-c1');
   for (let m = 0; m < 6; m++) c1Root.appendChild(filterCanvas(c1.values, m * 25, c1Range, 8));

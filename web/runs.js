@@ -18,9 +18,13 @@ function runAccuracy(run) {
   const c = run.checkpoint;
   if (c && c.test_accuracy != null) {
     const which = c.file.startsWith('best') ? 'best' : 'last';
+    const chosen = c.validation_accuracy != null ?
+        ` (the epoch the ${c.validation_images} held-out training images read best: ` +
+            `${c.validation_accuracy.toFixed(2)}%)` :
+        '';
     return {
       text: ` · ${which} ${c.test_accuracy.toFixed(2)}% (ep ${c.epoch})`,
-      title: `test accuracy of ${c.file}, epoch ${c.epoch}: the checkpoint evaluated below` +
+      title: `test accuracy of ${c.file}, epoch ${c.epoch}${chosen}: the checkpoint evaluated below` +
           (run.test_accuracy != null ?
                `; epoch ${run.test_accuracy_epoch}, the last tested: ${run.test_accuracy.toFixed(2)}%` :
                '')
@@ -107,11 +111,13 @@ async function refreshRuns() {
 
 const RUN_COLOURS = ['#2166ac', '#b2182b'];
 // Each run's curves: the running figures of the training pass, the training set evaluated after
-// the epoch (only in runs with --evaluate-training-set, as LeCun 1998's Fig. 5 plots it), the test
-// set. Told apart by their dashes.
+// the epoch (only in runs with --evaluate-training-set, as LeCun 1998's Fig. 5 plots it), the
+// held-out training images that choose the best epoch (runs with --validation), the test set.
+// Told apart by their dashes.
 const SPLITS = [
   {key: 'train', dash: [], words: 'solid: train'},
   {key: 'train_eval', dash: [2, 3], words: 'dotted: training set evaluated'},
+  {key: 'validation', dash: [10, 3, 2, 3], words: 'dash-dot: held out (validation)'},
   {key: 'test', dash: [6, 4], words: 'dashed: test'},
 ];
 // One run's curve of one split: the epochs where metrics.csv has the value.

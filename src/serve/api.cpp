@@ -75,6 +75,9 @@ json metrics_json(const std::vector<MetricsRow>& rows) {
     array.push_back({{"epoch", row.epoch},
                      {"train_loss", row.train_loss},
                      {"train_accuracy", row.train_accuracy},
+                     // null unless the run held training images out (--validation)
+                     {"validation_loss", absent_as_null(row.validation_loss)},
+                     {"validation_accuracy", absent_as_null(row.validation_accuracy)},
                      {"test_loss", absent_as_null(row.test_loss)},
                      {"test_accuracy", absent_as_null(row.test_accuracy)},
                      // null unless the run was trained with --evaluate-training-set
@@ -115,19 +118,25 @@ bool is_sweep(const fs::path& folder) {
   return fs::is_regular_file(folder / kSweepFile, ec);
 }
 
-// The checkpoint a run's evaluation reads (run_checkpoint: best, else last) with the epoch and test
-// accuracy (%) recorded in it; null before the first epoch ends. One that cannot be read is named
-// with its epoch and accuracy null: the evaluation says what is wrong with it.
+// The checkpoint a run's evaluation reads (run_checkpoint: best, else last) with the epoch, the
+// test accuracy (%) and, where the run held training images out, their accuracy (%) and number
+// recorded in it: best.safetensors is the epoch they read best. Null before the first epoch ends.
+// One that cannot be read is named with the rest null: the evaluation says what is wrong with it.
 json checkpoint_entry(const fs::path& folder) {
   const std::optional<RunCheckpoint> checkpoint = run_checkpoint(folder);
   if (!checkpoint) return nullptr;
   json entry{{"file", checkpoint->file.filename().string()},
              {"epoch", nullptr},
-             {"test_accuracy", nullptr}};
+             {"test_accuracy", nullptr},
+             {"validation_accuracy", nullptr},
+             {"validation_images", nullptr}};
   try {
     const Checkpoint loaded = load_checkpoint(checkpoint->file);
     entry["epoch"] = loaded.position.epoch;
     if (loaded.test_accuracy >= 0) entry["test_accuracy"] = 100 * loaded.test_accuracy;
+    if (loaded.validation_accuracy >= 0)
+      entry["validation_accuracy"] = 100 * loaded.validation_accuracy;
+    entry["validation_images"] = loaded.validation_images;
   } catch (const Error&) {
   }
   return entry;
@@ -278,6 +287,11 @@ json model_json(const Checkpoint& checkpoint, const std::string& name) {
       {"config_toml", checkpoint.config_toml},
       {"epoch", checkpoint.position.epoch},
       {"test_accuracy", fraction_or_null(checkpoint.test_accuracy)},
+      // The held-out training images' accuracy of these weights, and the best epoch's; null
+      // without held-out images (a checkpoint from before them: best_accuracy is then the best
+      // test accuracy, as it was chosen).
+      {"validation_accuracy", fraction_or_null(checkpoint.validation_accuracy)},
+      {"validation_images", checkpoint.validation_images},
       {"best_accuracy", fraction_or_null(checkpoint.position.best_accuracy)},
       {"layers", layers},
       {"c1", filters_json(layout, checkpoint.parameters, "c1.weight")},

@@ -89,12 +89,14 @@ try {
     return coloured;
   });
   check(curve > 50, `the runs view draws an accuracy curve (${curve} coloured pixels)`);
-  // The run evaluated its training set after each epoch (--evaluate-training-set): a third,
-  // dotted curve beside the running training accuracy and the test accuracy, named in the key.
+  // The run evaluated its training set after each epoch (--evaluate-training-set) and the 5,000
+  // training images it held out (--validation's default): a dotted and a dash-dot curve beside
+  // the running training accuracy and the test accuracy, each named in the key.
   const drawnSeries = await page.$eval('#chart-accuracy', (c) => Number(c.dataset.series));
   const key = await page.$eval('#chart-key', (e) => e.textContent);
-  check(drawnSeries === 3 && key.includes('dotted: training set evaluated'),
-        `the accuracy chart has the training set's evaluated curve (${drawnSeries} curves; key: ${key})`);
+  check(drawnSeries === 4 && key.includes('dotted: training set evaluated') &&
+            key.includes('dash-dot: held out (validation)'),
+        `the accuracy chart has the training set's evaluated and the held-out curves (${drawnSeries} curves; key: ${key})`);
 
   // The run's checkpoint on the test set: the heat map is drawn (cells of several shades of the
   // white-to-red map, not only white), the gallery shows misread digits with their labels, and a

@@ -49,6 +49,7 @@ for (const [name, count] of [['train-images-idx3-ubyte', 2000], ['train-labels-i
 }
 EOF
 "$lenet5" -q train --device cpu --dataset fashion-mnist --data "$work/fashion" --epochs 1 --seed 1 \
+  --validation 200 \
   --out "$work/runs/wardrobe" >"$work/fashion.log" 2>&1 || { cat "$work/fashion.log"; exit 1; }
 
 LENET5_DATA="$work/fashion" "$lenet5" serve --checkpoint "$work/runs/short/best.safetensors" \

@@ -778,6 +778,26 @@ TEST_F(ImageTest, StrokeThatFillsItsFrameIsRead) {
   EXPECT_LE(ink_box(d).width, 6);
 }
 
+// A "1" scanned at 8 px leaves a frame that is all ink, darker in some places than others, and
+// no paper at all: read against white paper, as a stroke.
+TEST_F(ImageTest, StrokeWithNoPaperInItsFrameIsRead) {
+  GrayImage bar{14, 56, std::vector<float>(14 * 56)};
+  for (int y = 0; y < 56; ++y)
+    for (int x = 0; x < 14; ++x)
+      bar.pixels[static_cast<std::size_t>(y * 14 + x)] = 0.1f + 0.25f * float(y % 28) / 27.0f;
+  const Digit28 d = preprocess_digit(bar, InvertMode::automatic, "one.png");
+  EXPECT_TRUE(d.inverted);
+  EXPECT_EQ(ink_box(d).height, 20);
+  EXPECT_LE(ink_box(d).width, 6);
+  // The same grey square is no stroke: a picture of dark paper, blank.
+  GrayImage square{40, 40, std::vector<float>(40 * 40)};
+  for (int y = 0; y < 40; ++y)
+    for (int x = 0; x < 40; ++x)
+      square.pixels[static_cast<std::size_t>(y * 40 + x)] = 0.1f + 0.25f * float(y) / 39.0f;
+  expect_error_mentioning([&] { preprocess_digit(square, InvertMode::automatic, "dark.png"); },
+                          {"dark.png is blank"});
+}
+
 // A bold ring under a shadow that halves the light across the sheet: the cells its strokes fill
 // still show the paper in their brightest tenth.
 TEST_F(ImageTest, BoldDigitInADeepShadowIsRead) {

@@ -288,10 +288,14 @@ TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   EXPECT_EQ(runs["runs"][0]["test_accuracy_epoch"], 2);
   EXPECT_TRUE(runs["runs"][0]["checkpoint"].is_null());  // metrics only: nothing to evaluate
   // run-b's evaluation reads its best.safetensors: the list names it, with the epoch and the
-  // test accuracy recorded in it.
+  // test accuracy recorded in it (and no held-out images: a checkpoint made as before them).
   EXPECT_EQ(runs["runs"][1]["name"], "run-b");
   EXPECT_EQ(runs["runs"][1]["checkpoint"],
-            json({{"file", "best.safetensors"}, {"epoch", 1}, {"test_accuracy", 50.0}}));
+            json({{"file", "best.safetensors"},
+                  {"epoch", 1},
+                  {"test_accuracy", 50.0},
+                  {"validation_accuracy", nullptr},
+                  {"validation_images", 0}}));
   // runs/latest is a pointer to run-b, not a sixth run; the link out of the folder is not shown.
   EXPECT_EQ(runs["links"], json({{"latest", "run-b"}}));
   EXPECT_EQ(json_of(get("/api/runs/latest"), 200)["checkpoint"]["file"], "best.safetensors");
@@ -303,6 +307,7 @@ TEST_F(Serve, RunsListsRunFoldersAndGivesTheirMetrics) {
   EXPECT_EQ(run["metrics"][1]["train_loss"], 0.5);
   // A metrics.csv without the columns of --evaluate-training-set: the training set's are null.
   EXPECT_TRUE(run["metrics"][1]["train_eval_accuracy"].is_null());
+  EXPECT_TRUE(run["metrics"][1]["validation_accuracy"].is_null()) << "run-a held none out";
   EXPECT_TRUE(run["metrics"][1]["train_eval_loss"].is_null());
   EXPECT_TRUE(run["checkpoint"].is_null());  // no checkpoint yet: nothing to evaluate
   const json run_b = json_of(get("/api/runs/run-b"), 200);
