@@ -797,7 +797,7 @@ GrayImage with_paper_margin(const GrayImage& image, const FramePaper& paper, int
 // keeps a partly covered column of pixels on either side of its stroke). Ink that fills only part
 // of the frame is not what the picture was cropped to (the dark half of a picture of two flat
 // halves, say), and gives no digit. Nothing when no such digit is found.
-constexpr double kSpanSlack = 0.25;
+constexpr double kSpanSlack = 1.0 / 3.0;
 
 bool spans_frame(const Rect& box, int margin, int width, int height) {
   const int slack =
