@@ -793,8 +793,9 @@ GrayImage with_paper_margin(const GrayImage& image, const FramePaper& paper, int
 
 // The digit of a picture cropped to its ink, read with the paper's margin given back: the ink
 // that was cropped to must span the frame, within kSpanSlack of its longer side from each side
-// (a stroke's faint anti-aliased edge may fall below the threshold, and a "1" scanned small
-// keeps a partly covered column of pixels on either side of its stroke). Ink that fills only part
+// (a stroke's faint anti-aliased edge may fall below the threshold, a "1" scanned small keeps a
+// partly covered column of pixels on either side of its stroke, and a speck too far from the
+// digit to be its own may have set the crop's edge). Ink that fills only part
 // of the frame is not what the picture was cropped to (the dark half of a picture of two flat
 // halves, say), and gives no digit. Nothing when no such digit is found.
 constexpr double kSpanSlack = 1.0 / 3.0;
