@@ -321,36 +321,6 @@ TEST(CrashSafety, ASecondTrainingOnALockedFolderIsRefusedAndADeadHoldersLockIsNo
   EXPECT_EQ(testing::read_text(run / kFolderLockFile), "") << "a finished run leaves no pid";
 }
 
-// A killed run's temporary files are removed by the next training to hold the folder's lock,
-// whoever's process id they carry: while the lock is held no other process writes the run's
-// files, and a dead writer's id may be another process's by then (here: init's, and this test's).
-TEST(CrashSafety, TheNextHolderOfTheLockRemovesEveryOtherWritersTemporaryFiles) {
-  LENET5_REQUIRE_MNIST();
-  TempDir dir;
-  const fs::path data = dir / "data", run = dir / "run";
-  write_tiny_mnist(data);
-  ChildOptions options;
-  options.stderr_file = dir / "stderr.txt";
-  ASSERT_EQ(
-      testing::wait_for(testing::start_lenet5(train_arguments(data, run, 1), options)).exit_code(),
-      0)
-      << testing::read_text(dir / "stderr.txt");
-  const std::string alive = std::to_string(::getpid());
-  for (const std::string& name : {std::string("last.safetensors.tmp.1.7"),
-                                  "metrics.csv.tmp." + alive + ".0", std::string("notes.txt")})
-    std::ofstream(run / name) << "left behind";
-  ASSERT_EQ(testing::wait_for(testing::start_lenet5(resume_arguments(run, 2), options)).exit_code(),
-            0)
-      << testing::read_text(dir / "stderr.txt");
-  EXPECT_TRUE(temporary_files(run).empty());
-  EXPECT_TRUE(fs::exists(run / "notes.txt")) << "a file that is no temporary file stays";
-  EXPECT_EQ(load_checkpoint(run / "last.safetensors").position.epoch, 2);
-}
-
-// An epoch's files are written while the next epoch trains (trainer.cpp's end_epochs). A stop that
-// comes meanwhile saves last.safetensors only once they are written, so the stop's save is the
-// one that stays: at the position the run's message names, unevaluated (test accuracy -1), where
-// an epoch's save, had it come after, would hold that epoch's test accuracy.
 TEST(CrashSafety, AStopWhileAnEpochsFilesAreWrittenSavesAfterThem) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
@@ -445,6 +415,29 @@ TEST(CrashSafety, AReadOnlyRunFolderGivesAClearErrorAndKeepsThePreviousCheckpoin
   EXPECT_PRED2(mentions, err, run.string());
   EXPECT_PRED2(mentions, err, "Permission denied (the folder is not writable");
   expect_previous_checkpoints_intact(run, checksum);
+}
+
+// A killed run's temporary files are removed by the next training to hold the folder's lock,
+// whoever's process id they carry: while the lock is held no other process writes the run's
+// files, and a dead writer's id may be another process's by then (here: init's, and this test's).
+TEST(CrashSafety, TheNextHolderOfTheLockRemovesEveryOtherWritersTemporaryFiles) {
+  LENET5_REQUIRE_MNIST();
+  TempDir dir;
+  const fs::path data = dir / "data", run = dir / "run";
+  write_tiny_mnist(data);
+  train_one_epoch(dir, data);
+  const std::string alive = std::to_string(::getpid());
+  for (const std::string& name : {std::string("last.safetensors.tmp.1.7"),
+                                  "metrics.csv.tmp." + alive + ".0", std::string("notes.txt")})
+    std::ofstream(run / name) << "left behind";
+  ChildOptions options;
+  options.stderr_file = dir / "stderr.txt";
+  ASSERT_EQ(
+      testing::wait_for(testing::start_lenet5(resume_arguments(run, 2), options)).exit_code(), 0)
+      << testing::read_text(dir / "stderr.txt");
+  EXPECT_TRUE(temporary_files(run).empty());
+  EXPECT_TRUE(fs::exists(run / "notes.txt")) << "a file that is no temporary file stays";
+  EXPECT_EQ(load_checkpoint(run / "last.safetensors").position.epoch, 2);
 }
 
 }  // namespace
