@@ -23,6 +23,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "image/frame.hpp"
 #include "image/ink.hpp"
 #include "image/resample.hpp"
 
@@ -585,85 +586,11 @@ Digit28 prepared_digit(const Contrast& contrast, int width, const Ink& ink,
 // the margin it was cropped from given back: paper of the frame's brightness and grain, half the
 // picture's longer side wide on every side, so that the paper is at least three quarters of it.
 constexpr int kTightSides = 2;
-constexpr double kMarginOfLongerSide = 0.5;
-
-// A picture at least this many times longer than wide has the shape of a single stroke cropped to
-// its ink: a "1" (MNIST's are 20 px tall and at most about 8 wide), which may fill its frame.
-constexpr int kStrokeAspect = 5;  // in halves: 2.5
-
-bool stroke_shaped(const GrayImage& image) {
-  return 2 * std::max(image.width, image.height) >= kStrokeAspect * std::min(image.width, image.height);
-}
 
 int sides_reached(const Rect& box, int width, int height) {
   return (box.x0 <= 0) + (box.y0 <= 0) + (box.x1 >= width) + (box.y1 >= height);
 }
 
-float median_of(std::vector<float> values) {
-  if (values.empty()) return 0.0f;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
-}
-
-float quantile_of(std::vector<float> values, double q) {
-  const auto at = values.begin() + static_cast<std::ptrdiff_t>(q * (values.size() - 1));
-  std::nth_element(values.begin(), at, values.end());
-  return *at;
-}
-
-std::vector<float> outer_ring(const GrayImage& image) {
-  const int w = image.width, h = image.height;
-  std::vector<float> ring;
-  for (int x = 0; x < w; ++x) {
-    ring.push_back(image.pixels[static_cast<std::size_t>(x)]);
-    if (h > 1) ring.push_back(image.pixels[static_cast<std::size_t>(h - 1) * w + x]);
-  }
-  for (int y = 1; y + 1 < h; ++y) {
-    ring.push_back(image.pixels[static_cast<std::size_t>(y) * w]);
-    if (w > 1) ring.push_back(image.pixels[static_cast<std::size_t>(y) * w + (w - 1)]);
-  }
-  return ring;
-}
-
-// The mean of the four corner patches, each a sixteenth of the shorter side square (at least a
-// pixel).
-float corners_mean(const GrayImage& image) {
-  const int side = std::max(1, std::min(image.width, image.height) / 16);
-  double sum = 0.0;
-  for (const int x0 : {0, image.width - side}) {
-    for (const int y0 : {0, image.height - side}) {
-      for (int y = y0; y < y0 + side; ++y) {
-        for (int x = x0; x < x0 + side; ++x)
-          sum += image.pixels[static_cast<std::size_t>(y) * image.width + x];
-      }
-    }
-  }
-  return static_cast<float>(sum / (4.0 * side * side));
-}
-
-// What the frame of a picture says, for a digit cropped to its ink.
-// - Which of the picture's two extremes is the paper. A digit's box is its ink's, so the ink
-//   reaches every side of the frame; but it covers less than half of the frame's ring, and less
-//   than half of its corners (digits are rounded), measured as the coverage (L - v) / (L - D)
-//   between the lightest and the darkest grey. Either can fail alone on a digit scanned at 8 px
-//   (about 1 in 50 MNIST training digits each); their mean, less than half for the ink's side,
-//   failed on 27 of 2,000 held-out training digits at 8 px, 8 at 12 px, none at 16 px or at full
-//   size. The further the mean is from a half, the surer the answer.
-// - The noise from one pixel to the next: the median difference of horizontal neighbours, over
-//   0.954 (for independent normal noise of sigma s, the difference's median is 0.954 s), or of
-//   vertical ones where that is smaller: in a "1" a few pixels wide, most horizontal pairs cross
-//   the stroke's edge. A picture enlarged smoothly has less of it than its paper had.
-// - Whether the picture holds two levels at all: its range (L - D) at least kTwoLevels times that
-//   noise. Flat noise spans about 4 of its sigma between the 2nd and 98th percentiles.
-struct FrameReading {
-  bool paper_is_light = true;
-  double certainty = 0;  // |mean coverage - 1/2| * 2, 0 (a toss) to 1
-  float local_noise = 0;
-  bool two_levels = false;
-};
-
-constexpr float kTwoLevels = 8.0f;
 // A polarity the frame gives with at least this certainty overrules the paper surface's (whose
 // fit takes the ink for paper when the ink fills the frame). A vignette that darkens a
 // photograph's border gives the frame 0.55-0.6 the other way, against a surface that is right:
@@ -671,42 +598,6 @@ constexpr float kTwoLevels = 8.0f;
 // at 0.6 none, while 2,000 held-out training digits cropped tight or scanned small lost at most
 // 0.15 points a variant (at 0.7, up to 0.5; without the rule, up to 0.85).
 constexpr double kSureFrame = 0.6;
-
-float local_noise(const GrayImage& image) {
-  std::vector<float> across, down;
-  across.reserve(image.pixels.size());
-  down.reserve(image.pixels.size());
-  for (int y = 0; y < image.height; ++y) {
-    const float* row = &image.pixels[static_cast<std::size_t>(y) * image.width];
-    for (int x = 0; x + 1 < image.width; ++x) across.push_back(std::abs(row[x + 1] - row[x]));
-    if (y + 1 == image.height) continue;
-    for (int x = 0; x < image.width; ++x) down.push_back(std::abs(row[x + image.width] - row[x]));
-  }
-  const auto noise = [](std::vector<float>& steps) {
-    return steps.empty() ? std::numeric_limits<float>::infinity() : median_of(steps) / 0.954f;
-  };
-  const float smaller = std::min(noise(across), noise(down));
-  return std::isinf(smaller) ? 0.0f : smaller;
-}
-
-FrameReading read_frame(const GrayImage& image) {
-  FrameReading frame;
-  const float light = quantile_of(image.pixels, 0.98), dark = quantile_of(image.pixels, 0.02);
-  frame.local_noise = local_noise(image);
-  frame.two_levels = light - dark > kTwoLevels * frame.local_noise && light > dark;
-  if (light <= dark) return frame;
-  const auto darkness = [&](float v) {
-    return std::clamp((light - v) / (light - dark), 0.0f, 1.0f);
-  };
-  double ring = 0.0;
-  const std::vector<float> values = outer_ring(image);
-  for (const float v : values) ring += darkness(v);
-  ring /= static_cast<double>(values.size());
-  const double coverage = (ring + darkness(corners_mean(image))) / 2.0;
-  frame.paper_is_light = coverage < 0.5;
-  frame.certainty = std::abs(coverage - 0.5) * 2.0;
-  return frame;
-}
 
 // A digit found against the paper surface is read again with a margin when it reaches the frame
 // on kTightSides sides, or when the frame is sure of the other polarity (the surface took the ink
@@ -716,79 +607,6 @@ bool cropped_tight(const Rect& box, const GrayImage& image, bool inverted, Inver
   if (sides_reached(box, image.width, image.height) >= kTightSides) return true;
   return invert == InvertMode::automatic && frame.certainty >= kSureFrame &&
          inverted != frame.paper_is_light;
-}
-
-// The frame's paper: its level is the most common grey (the peak of the histogram, smoothed over
-// kPaperPeakBins either way) among the quarter of the ring's pixels nearest the paper's extreme,
-// which are paper even where strokes and their anti-aliased edges hold most of the ring. Its noise
-// is measured on the side away from the ink, where only paper lies: 1.4826 times the median
-// departure there, as for normal noise.
-struct FramePaper {
-  float level = 1.0f, sigma = 0.0f;
-};
-
-constexpr int kPaperPeakBins = 2;  // of 256: a peak 5 levels wide, about 2 sigma of scanner noise
-
-FramePaper frame_paper(const GrayImage& image, bool paper_is_light) {
-  std::vector<float> ring = outer_ring(image);
-  std::vector<double> histogram(kContrastBins, 0.0);
-  const auto bin = [](float v) {
-    return static_cast<int>(std::clamp(static_cast<int>(v * kContrastBins), 0, kContrastBins - 1));
-  };
-  for (const float v : ring) histogram[static_cast<std::size_t>(bin(v))] += 1.0;
-  const auto count = [&](int from, int to) {  // ring pixels in bins [from, to), clamped
-    double n = 0.0;
-    for (int b = std::max(from, 0); b < std::min(to, kContrastBins); ++b)
-      n += histogram[static_cast<std::size_t>(b)];
-    return n;
-  };
-  std::sort(ring.begin(), ring.end());
-  const std::size_t quarter = std::max<std::size_t>(1, ring.size() / 4);
-  const int first = bin(paper_is_light ? ring[ring.size() - quarter] : ring.front());
-  const int last = bin(paper_is_light ? ring.back() : ring[quarter - 1]) + 1;
-  int peak = first;
-  for (int b = first; b < last; ++b) {
-    if (count(b - kPaperPeakBins, b + kPaperPeakBins + 1) >
-        count(peak - kPaperPeakBins, peak + kPaperPeakBins + 1))
-      peak = b;
-  }
-  FramePaper paper;
-  paper.level = (peak + 0.5f) / kContrastBins;
-  std::vector<float> far_side;
-  for (const float v : ring) {
-    const float away = paper_is_light ? v - paper.level : paper.level - v;
-    if (away > 0.0f) far_side.push_back(away);
-  }
-  paper.sigma = 1.4826f * median_of(far_side);
-  return paper;
-}
-
-// The picture in the middle of a margin of its frame's paper. The margin's noise is drawn from a
-// fixed seed, so the same picture always gives the same digit.
-// Its noise is the smaller of the frame's and the picture's local noise: a stroke that fills the
-// frame leaves the ring no paper to measure, only the stroke's grey edges.
-int margin_for(const GrayImage& image) {
-  return std::max(
-      1, static_cast<int>(std::lround(kMarginOfLongerSide * std::max(image.width, image.height))));
-}
-
-GrayImage with_paper_margin(const GrayImage& image, const FramePaper& paper, int margin) {
-  GrayImage framed;
-  framed.width = image.width + 2 * margin;
-  framed.height = image.height + 2 * margin;
-  framed.pixels.resize(static_cast<std::size_t>(framed.width) * framed.height);
-  SplitMix64 rng(0x6d617267696eull);  // "margin"
-  for (float& p : framed.pixels) {
-    // Box-Muller: a normal deviate from two uniform ones.
-    const double u = 1.0 - rng.uniform(), v = rng.uniform();
-    const double normal = std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
-    p = std::clamp(paper.level + paper.sigma * static_cast<float>(normal), 0.0f, 1.0f);
-  }
-  for (int y = 0; y < image.height; ++y) {
-    std::copy_n(&image.pixels[static_cast<std::size_t>(y) * image.width], image.width,
-                &framed.pixels[static_cast<std::size_t>(y + margin) * framed.width + margin]);
-  }
-  return framed;
 }
 
 // The digit of a picture cropped to its ink, read with the paper's margin given back: the ink

@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "image/image_io.hpp"
+#include "image/frame.hpp"
 #include "image/ink.hpp"
 #include "image/preprocess.hpp"
 #include "image/resample.hpp"
@@ -731,6 +732,36 @@ void add_noise(GrayImage& image, double sigma, std::uint64_t seed) {
     const double normal = std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
     p = std::clamp(p + static_cast<float>(sigma * normal), 0.0f, 1.0f);
   }
+}
+
+// The frame of a tight crop says which side is paper, at which level, with which noise; a flat
+// grey picture holds no two levels, and a stroke's shape is long and narrow.
+TEST(Frame, ReadsTheFramesPaperOfATightCropEitherWay) {
+  for (const bool dark_ink : {true, false}) {
+    GrayImage image = dark_ink ? tight_ring(245, 20) : tight_ring(20, 245);
+    add_noise(image, 0.01, 11);
+    const FrameReading frame = read_frame(image);
+    EXPECT_EQ(frame.paper_is_light, dark_ink);
+    EXPECT_GT(frame.certainty, 0.6);
+    EXPECT_TRUE(frame.two_levels);
+    // Neighbouring pixels differ by sqrt(2) sigma; the estimate is within a few per cent of 0.01.
+    EXPECT_NEAR(frame.local_noise, 0.01, 0.002);
+    const FramePaper paper = frame_paper(image, frame.paper_is_light);
+    EXPECT_NEAR(paper.level, (dark_ink ? 245 : 20) / 255.0, 0.01);  // a 256-bin histogram's peak
+    // The peak of the ring's extreme quarter sits a little beyond the paper's mean, so the spread
+    // measured beyond it reads low: a noise of the right order, not the sigma exactly.
+    EXPECT_GT(paper.sigma, 0.004);
+    EXPECT_LT(paper.sigma, 0.012);
+    const int margin = margin_for(image);
+    EXPECT_EQ(margin, 28);  // half of 56
+    const GrayImage framed = with_paper_margin(image, paper, margin);
+    EXPECT_EQ(framed.width, 36 + 56);
+    EXPECT_EQ(framed.pixels, with_paper_margin(image, paper, margin).pixels) << "a fixed seed";
+  }
+  const GrayImage flat{40, 40, std::vector<float>(1600, 0.5f)};
+  EXPECT_FALSE(read_frame(flat).two_levels);
+  EXPECT_TRUE(stroke_shaped(GrayImage{10, 25, std::vector<float>(250, 0.5f)}));
+  EXPECT_FALSE(stroke_shaped(GrayImage{10, 24, std::vector<float>(240, 0.5f)}));
 }
 
 // Before: the paper's noise was measured on the ink that fills the frame, and the digit was
