@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The book's network against LeCun et al. 1998's, one difference at a time, in both directions
-# (README, "LeCun 1998": the ablation). Each row trains every seed and reports the final test
+# (docs/lecun1998.md: the ablation). Each row trains every seed and reports the final test
 # error (mean, standard deviation, min and max over the seeds), the trainable parameters and the
 # median epoch time (epochs 2 and later, training only).
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures packed sweeps on the GPU against one model (README, "Sweeps"): the wall time of
+# Measures packed sweeps on the GPU against one model (docs/results.md): the wall time of
 # `lenet5 train` with a config, then of `lenet5 sweep` with the same config over 16 and 64 seeds
 # (packed into one GPU run each), their aggregate training rate, and the GPU memory each extra
 # model costs (the process's peak, sampled with nvidia-smi every 50 ms).

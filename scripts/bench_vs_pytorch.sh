@@ -9,7 +9,7 @@
 #
 #   scripts/bench_vs_pytorch.sh [--config F] [--epochs N] [--seeds 1,2,3] [--batch-size B]
 #                               [--augment none|affine|elastic] [--modes LIST]
-#                               [--out DIR] [--readme README.md] [--from DIR]
+#                               [--out DIR] [--results docs/results.md] [--from DIR]
 #
 # --config (default configs/lenet5.toml) sets both sides; --epochs, --batch-size and --augment
 # override it on both sides. --modes picks what runs (default whole-step,fast,book,eager,graph):
@@ -19,15 +19,16 @@
 # minimum accuracy over them.
 # --out DIR (new or empty) keeps every program's JSON lines in DIR, and in DIR/run.txt the command,
 # the config, the reference kernel set and the date.
-# --readme FILE writes the table, with the date, the GPU, the commit and the command, into FILE
+# --results FILE writes the table, with the date, the GPU, the commit and the command, into FILE
 # between the lines <!-- bench_vs_pytorch.sh: begin --> and <!-- bench_vs_pytorch.sh: end -->
-# (README.md's "Results" holds them; scripts/readme_block.py). --from DIR measures nothing: it
-# makes the table from DIR, an earlier run's --out. BENCH_COMMIT overrides the commit named.
+# (docs/results.md holds them, under "Against PyTorch"; scripts/results_block.py). --from DIR
+# measures nothing: it makes the table from DIR, an earlier run's --out. BENCH_COMMIT overrides the
+# commit named.
 # Environment: LENET5 (default build/lenet5), PYTHON (default python3), LENET5_DATA (MNIST folder).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-config=configs/lenet5.toml seeds=1 modes=whole-step,fast,book,eager,graph keep="" readme="" from=""
+config=configs/lenet5.toml seeds=1 modes=whole-step,fast,book,eager,graph keep="" results="" from=""
 overrides=()  # flags both sides take, over the config
 shown=()      # the measuring arguments, for the table's heading
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
@@ -38,9 +39,9 @@ while [ $# -gt 0 ]; do
     --seed|--seeds) seeds=$2; shown+=("$1" "$2"); shift 2 ;;
     --modes) modes=$2; shown+=("$1" "$2"); shift 2 ;;
     --out) keep=$(absolute "$2"); shift 2 ;;
-    --readme) readme=$(absolute "$2"); shift 2 ;;
+    --results) results=$(absolute "$2"); shift 2 ;;
     --from) from=$(absolute "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_vs_pytorch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -56,16 +57,16 @@ done
 [ -n "$reference" ] || { echo "bench_vs_pytorch: --modes needs a lenet5 kernel set (whole-step, whole-step-tf32, fast or book)" >&2; exit 2; }
 lenet5=${LENET5:-build/lenet5}
 python=${PYTHON:-python3}
-[ -z "$readme" ] || "$python" "$root/scripts/readme_block.py" --check "$readme" bench_vs_pytorch.sh || exit 2
+[ -z "$results" ] || "$python" "$root/scripts/results_block.py" --check "$results" bench_vs_pytorch.sh || exit 2
 data=${LENET5_DATA:-data/mnist}
 wants() { case ",$modes," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
-block=$(mktemp)  # the table and its heading, for readme_block.py
+block=$(mktemp)  # the table and its heading, for results_block.py
 trap 'rm -f "$block"' EXIT
 if [ -n "$from" ]; then
   [ -f "$from/run.txt" ] && ls "$from"/lenet5-*.jsonl >/dev/null 2>&1 ||
     { echo "bench_vs_pytorch: --from $from: no run.txt and lenet5-*.jsonl there (an earlier run's --out folder)" >&2; exit 2; }
   [ ${#shown[@]} -eq 0 ] && [ -z "$keep" ] ||
-    { echo "bench_vs_pytorch: --from remakes an earlier run's table: it takes only --readme" >&2; exit 2; }
+    { echo "bench_vs_pytorch: --from remakes an earlier run's table: it takes only --results" >&2; exit 2; }
   out=$from
   command=$(sed -n 1p "$from/run.txt") config=$(sed -n 2p "$from/run.txt")
   reference=$(sed -n 3p "$from/run.txt") measured_on=$(sed -n 4p "$from/run.txt")
@@ -162,4 +163,4 @@ heading = (f"Measured on {sys.argv[6] or datetime.date.today().isoformat()} on t
 with open(sys.argv[4], "w") as block:
     block.write("\n".join([heading, ""] + table) + "\n")
 PY
-[ -z "$readme" ] || "$python" "$root/scripts/readme_block.py" "$readme" bench_vs_pytorch.sh <"$block"
+[ -z "$results" ] || "$python" "$root/scripts/results_block.py" "$results" bench_vs_pytorch.sh <"$block"

@@ -28,7 +28,7 @@
 # Environment: FUZZ_BUILD (build folder, default build-fuzz; an existing fuzz build keeps its own
 # settings), FUZZ_JOBS (targets run at once, default the number of cores), FUZZ_SEED (libFuzzer's
 # -seed; default a new seed each run). The same seed does not repeat a run: two runs of one build
-# from the same corpus and seed took different inputs after 163 (README, Reliability).
+# from the same corpus and seed took different inputs after 163 (docs/reliability.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -7,13 +7,13 @@
 # kernel time and the rest (launch gaps and waits), from `lenet5 bench`'s median epoch.
 #
 #   scripts/roofline_whole_step.sh [--config configs/fast.toml] [--batch-size N] [--out DIR]
-#                                  [--binary PATH] [--readme README.md] [--from DIR]
+#                                  [--binary PATH] [--results docs/results.md] [--from DIR]
 #
-# --readme FILE writes the tables, with the date, the GPU and the command, into FILE between the
-# lines <!-- roofline_whole_step.sh: begin --> and <!-- roofline_whole_step.sh: end --> (README.md's
-# "Results" holds them), replacing what was there. --from DIR measures nothing: it makes the tables
-# from DIR's ncu.csv and bench.json, written there by an earlier run with --out DIR, headed with
-# that run's command and date (DIR/run.txt).
+# --results FILE writes the tables, with the date, the GPU and the command, into FILE between the
+# lines <!-- roofline_whole_step.sh: begin --> and <!-- roofline_whole_step.sh: end -->
+# (docs/results.md holds them), replacing what was there. --from DIR measures nothing: it makes
+# the tables from DIR's ncu.csv and bench.json, written there by an earlier run with --out DIR,
+# headed with that run's command and date (DIR/run.txt).
 #
 # Peaks (H200 SXM; override with the environment): FP32_TFLOPS=66.9, DRAM_TBS=4.8. The shared
 # memory peak is 128 bytes per SM per cycle at the SM clock ncu reports.
@@ -26,7 +26,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "roofline_whole_step: $*" >&2; }
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
-config=$root/configs/fast.toml out=$root/roofline binary=$root/build/lenet5 batch="" readme="" from=""
+config=$root/configs/fast.toml out=$root/roofline binary=$root/build/lenet5 batch="" results="" from=""
 [ -n "${LENET5:-}" ] && binary=$(absolute "$LENET5")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,13 +34,13 @@ while [ $# -gt 0 ]; do
     --batch-size) batch=$2; shift 2 ;;
     --out) out=$(absolute "$2"); shift 2 ;;
     --binary) binary=$(absolute "$2"); shift 2 ;;
-    --readme) readme=$(absolute "$2"); shift 2 ;;
+    --results) results=$(absolute "$2"); shift 2 ;;
     --from) from=$(absolute "$2"); shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
 done
-[ -z "$readme" ] || python3 "$root/scripts/readme_block.py" --check "$readme" roofline_whole_step.sh || exit 2
+[ -z "$results" ] || python3 "$root/scripts/results_block.py" --check "$results" roofline_whole_step.sh || exit 2
 # The command and the date the tables are headed with: the measuring run's, kept in its --out
 # folder's run.txt, so that --from heads them as measured.
 command="scripts/roofline_whole_step.sh"
@@ -85,7 +85,7 @@ say "timing epochs with lenet5 bench"
   > "$out/bench.json" 2> "$out/bench.log" || { say "lenet5 bench failed:"; tail -5 "$out/bench.log" >&2; exit 1; }
 fi
 
-# The block for --readme: the heading and the tables, written by readme_block.py.
+# The block for --results: the heading and the tables, written by results_block.py.
 block=$(mktemp)
 trap 'rm -f "$block"' EXIT
 python3 - "$out/ncu.csv" "$out/bench.json" "${FP32_TFLOPS:-66.9}" "${DRAM_TBS:-4.8}" "$stalls" \
@@ -161,4 +161,4 @@ print("\n".join(report))
 with open(block_path, "w") as block:
     block.write("\n".join([heading, ""] + report) + "\n")
 EOF
-[ -z "$readme" ] || python3 "$root/scripts/readme_block.py" "$readme" roofline_whole_step.sh <"$block"
+[ -z "$results" ] || python3 "$root/scripts/results_block.py" "$results" roofline_whole_step.sh <"$block"

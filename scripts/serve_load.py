@@ -23,7 +23,7 @@ script read its memory (/proc/PID/status) and check that it is still alive at th
 Each classify request posts the page's own drawing (tests/data/page_drawing_7.png, as
 scripts/serve_bench.py --page-drawing). Exits 1 when a check fails: a classify request not
 answered 200, an oversized body not answered 413, the server's process gone. The figures are
-printed, not judged: the targets are the README's (Reliability). --quick is the short version
+printed, not judged: the targets are docs/reliability.md's. --quick is the short version
 the test suite runs: 20 slow connections sending every 0.5 s for 2 s, 100 requests from 16
 clients, 8 MB bodies.
 Standard library only.

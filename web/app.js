@@ -1,6 +1,6 @@
 // The page of `lenet5 serve`: draw a digit and watch LeNet-5 answer layer by layer; the Runs tab
 // is runs.js (loaded after this file, sharing its globals: $, diverging, showView's showRuns). It
-// talks to the server through /api/ only (README: the API) and needs no library.
+// talks to the server through /api/ only (docs/usage.md: the JSON API) and needs no library.
 'use strict';
 
 const $ = (id) => document.getElementById(id);

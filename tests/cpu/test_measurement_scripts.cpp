@@ -3,9 +3,10 @@
 // training comes from the list it is declared in (rows 1-7 and 15 the default training through
 // `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number;
 // scripts/roofline_whole_step.sh --from and scripts/bench_vs_pytorch.sh --from, which write their
-// tables into the README's blocks (through scripts/readme_block.py); scripts/stall_profile.sh
-// --from, which sums Nsight Compute's warp-stall samples per reason, function and line;
-// scripts/fuzz.sh --summary, the table of a fuzz run with each crash's input and report.
+// tables into their blocks of docs/results.md (through scripts/results_block.py), and the blocks
+// themselves; scripts/stall_profile.sh --from, which sums Nsight Compute's warp-stall samples per
+// reason, function and line; scripts/fuzz.sh --summary, the table of a fuzz run with each crash's
+// input and report.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -123,53 +124,53 @@ void write_ncu_csv(const std::filesystem::path& file) {
                   stall_values + "\n");
 }
 
-// A README.md in dir whose block for `script` holds an old table between lines of its own: what
-// scripts/readme_block.py must replace, and all it may replace.
-void write_readme_with_block(const TempDir& dir, const std::string& script) {
-  write(dir / "README.md", "# Results\nbefore\n<!-- " + script +
-                               ": begin -->\nan old table\n<!-- " + script + ": end -->\nafter\n");
+// A results.md in dir whose block for `script` holds an old table between lines of its own: what
+// scripts/results_block.py must replace, and all it may replace.
+void write_results_with_block(const TempDir& dir, const std::string& script) {
+  write(dir / "results.md", "# Results\nbefore\n<!-- " + script +
+                                ": begin -->\nan old table\n<!-- " + script + ": end -->\nafter\n");
 }
 
-// The script's block in dir's README.md holds new text, its heading first, and nothing around the
-// block changed; returns the README.
+// The script's block in dir's results.md holds new text, its heading first, and nothing around the
+// block changed; returns the page.
 std::string expect_block_rewritten(const TempDir& dir, const std::string& script) {
-  const std::string readme = testing::read_text(dir / "README.md");
+  const std::string results = testing::read_text(dir / "results.md");
   EXPECT_TRUE(
-      testing::mentions(readme, "# Results\nbefore\n<!-- " + script + ": begin -->\nMeasured on "))
-      << readme;
-  EXPECT_FALSE(testing::mentions(readme, "an old table")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "\n<!-- " + script + ": end -->\nafter\n")) << readme;
-  return readme;
+      testing::mentions(results, "# Results\nbefore\n<!-- " + script + ": begin -->\nMeasured on "))
+      << results;
+  EXPECT_FALSE(testing::mentions(results, "an old table")) << results;
+  EXPECT_TRUE(testing::mentions(results, "\n<!-- " + script + ": end -->\nafter\n")) << results;
+  return results;
 }
 
-// A README.md without any block: the scripts refuse it and leave it as it is.
-constexpr const char* kReadmeWithoutBlock = "# Results\nno block here\n";
+// A results.md without any block: the scripts refuse it and leave it as it is.
+constexpr const char* kResultsWithoutBlock = "# Results\nno block here\n";
 
-TEST(RooflineScript, WritesItsTablesIntoTheReadmeBlockAndNothingElse) {
+TEST(RooflineScript, WritesItsTablesIntoTheResultsBlockAndNothingElse) {
   TempDir dir;
   write_ncu_csv(dir / "measured" / "ncu.csv");
   write(dir / "measured" / "bench.json",
         "{\"event\":\"setup\",\"batch_size\":128,\"train_images\":0,\"device\":\"gpu\","
         "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\"}\n"
         "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.0196}\n");
-  write_readme_with_block(dir, "roofline_whole_step.sh");
+  write_results_with_block(dir, "roofline_whole_step.sh");
   const std::string arguments = "--batch-size 128 --from '" + (dir / "measured").string() +
-                                "' --readme '" + (dir / "README.md").string() + "'";
+                                "' --results '" + (dir / "results.md").string() + "'";
   ASSERT_EQ(run_script("roofline_whole_step.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
 
-  const std::string readme = expect_block_rewritten(dir, "roofline_whole_step.sh");
-  EXPECT_TRUE(testing::mentions(readme,
+  const std::string results = expect_block_rewritten(dir, "roofline_whole_step.sh");
+  EXPECT_TRUE(testing::mentions(results,
                                 "on the NVIDIA H200 at abc1234 "
                                 "(`scripts/roofline_whole_step.sh --batch-size 128`"))
-      << readme;
+      << results;
   // 660 MFLOP in 40 us; 60k images at 128 a step are 469 steps; 50 us of kernels a step.
-  EXPECT_TRUE(testing::mentions(readme, "| sample kernel | 40.0 µs | 16.50 TFLOP/s |")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "| update kernel | 10.0 µs | 0.20 TFLOP/s |")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "barrier 2.5, wait 1.5, not selected 1.2")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "19.6 ms for 469 steps of 128")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "50.0 µs a step, 23.4 ms an epoch")) << readme;
-  EXPECT_TRUE(testing::mentions(readme, "The epoch is 16 % shorter")) << readme;
+  EXPECT_TRUE(testing::mentions(results, "| sample kernel | 40.0 µs | 16.50 TFLOP/s |")) << results;
+  EXPECT_TRUE(testing::mentions(results, "| update kernel | 10.0 µs | 0.20 TFLOP/s |")) << results;
+  EXPECT_TRUE(testing::mentions(results, "barrier 2.5, wait 1.5, not selected 1.2")) << results;
+  EXPECT_TRUE(testing::mentions(results, "19.6 ms for 469 steps of 128")) << results;
+  EXPECT_TRUE(testing::mentions(results, "50.0 µs a step, 23.4 ms an epoch")) << results;
+  EXPECT_TRUE(testing::mentions(results, "The epoch is 16 % shorter")) << results;
 }
 
 // A measuring run keeps its command and date in run.txt beside its results: --from heads the
@@ -183,35 +184,48 @@ TEST(RooflineScript, HeadsTablesMadeFromAnEarlierRunWithThatRunsCommandAndDate) 
         "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.0154}\n");
   write(dir / "measured" / "run.txt",
         "scripts/roofline_whole_step.sh --batch-size 256\n2026-01-02\n");
-  write_readme_with_block(dir, "roofline_whole_step.sh");
+  write_results_with_block(dir, "roofline_whole_step.sh");
   ASSERT_EQ(run_script("roofline_whole_step.sh",
-                       "--from '" + (dir / "measured").string() + "' --readme '" +
-                           (dir / "README.md").string() + "'",
+                       "--from '" + (dir / "measured").string() + "' --results '" +
+                           (dir / "results.md").string() + "'",
                        dir),
             0)
       << testing::read_text(dir / "out.txt");
-  const std::string readme = expect_block_rewritten(dir, "roofline_whole_step.sh");
-  EXPECT_TRUE(testing::mentions(readme,
+  const std::string results = expect_block_rewritten(dir, "roofline_whole_step.sh");
+  EXPECT_TRUE(testing::mentions(results,
                                 "Measured on 2026-01-02 on the NVIDIA H200 at abc1234 "
                                 "(`scripts/roofline_whole_step.sh --batch-size 256`"))
-      << readme;
+      << results;
 }
 
-TEST(RooflineScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
+TEST(RooflineScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResults) {
   TempDir dir;
-  write(dir / "README.md", kReadmeWithoutBlock);
+  write(dir / "results.md", kResultsWithoutBlock);
   write(dir / "measured" / "bench.json", "{}\n");
   EXPECT_EQ(run_script("roofline_whole_step.sh",
-                       "--from '" + (dir / "measured").string() + "' --readme '" +
-                           (dir / "README.md").string() + "'",
+                       "--from '" + (dir / "measured").string() + "' --results '" +
+                           (dir / "results.md").string() + "'",
                        dir),
             2);
   EXPECT_TRUE(
       testing::mentions(testing::read_text(dir / "out.txt"), "roofline_whole_step.sh: begin"));
-  EXPECT_EQ(testing::read_text(dir / "README.md"), kReadmeWithoutBlock);
+  EXPECT_EQ(testing::read_text(dir / "results.md"), kResultsWithoutBlock);
   EXPECT_EQ(
       run_script("roofline_whole_step.sh", "--from '" + (dir / "measured").string() + "'", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no ncu.csv and bench.json"));
+}
+
+// The scripts write into docs/results.md itself (`--results docs/results.md`): the page must keep
+// each one's pair of marker lines, or the next measuring run is refused before it measures.
+TEST(ResultsPage, HoldsTheBlockOfEachScriptThatWritesIntoIt) {
+  for (const std::string script : {"roofline_whole_step.sh", "bench_vs_pytorch.sh"}) {
+    const std::string command =
+        "python3 '" + (testing::source_dir() / "scripts" / "results_block.py").string() +
+        "' --check '" + (testing::source_dir() / "docs" / "results.md").string() + "' " + script;
+    const int status = std::system(command.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "docs/results.md has no block for " << script;
+  }
 }
 
 // What scripts/bench_vs_pytorch.sh --out keeps: lenet5's JSON lines per kernel set (a setup line,
@@ -242,57 +256,57 @@ void write_comparison_run(const std::filesystem::path& dir) {
         "whole-step,graph\nconfigs/fast.toml\nwhole-step\n2026-01-02\n");
 }
 
-TEST(ComparisonScript, WritesItsTableIntoTheReadmeBlockAndNothingElse) {
+TEST(ComparisonScript, WritesItsTableIntoTheResultsBlockAndNothingElse) {
   TempDir dir;
   write_comparison_run(dir / "measured");
-  write_readme_with_block(dir, "bench_vs_pytorch.sh");
-  const std::string arguments = "--from '" + (dir / "measured").string() + "' --readme '" +
-                                (dir / "README.md").string() + "'";
+  write_results_with_block(dir, "bench_vs_pytorch.sh");
+  const std::string arguments = "--from '" + (dir / "measured").string() + "' --results '" +
+                                (dir / "results.md").string() + "'";
   ASSERT_EQ(run_script("bench_vs_pytorch.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
-  const std::string readme = expect_block_rewritten(dir, "bench_vs_pytorch.sh");
+  const std::string results = expect_block_rewritten(dir, "bench_vs_pytorch.sh");
   EXPECT_TRUE(testing::mentions(
-      readme,
+      results,
       "Measured on 2026-01-02 on the NVIDIA H200 at abc1234 (`scripts/bench_vs_pytorch.sh "
       "--config configs/fast.toml "
       "--seeds 1,2 --modes whole-step,graph`; written by the script):"))
-      << readme;
-  EXPECT_TRUE(testing::mentions(readme,
+      << results;
+  EXPECT_TRUE(testing::mentions(results,
                                 "configs/fast.toml: batch 128, 8 epochs, augment elastic; 2 "
                                 "seed(s) per program"))
-      << readme;
+      << results;
   // Medians of the seeds' median epochs (19.8 and 241.0 ms), mean and minimum accuracy, the mean
   // time to 99 % where every seed reached it, and how many did where not.
-  EXPECT_TRUE(testing::mentions(readme,
+  EXPECT_TRUE(testing::mentions(results,
                                 "| lenet5 | whole-step | 19.8 ms | 3000k | 99.15 %, 99.10 % | "
                                 "0.150 s | reached by 1 of 2 seeds | 74 MB | 1.0x |"))
-      << readme;
+      << results;
   EXPECT_TRUE(
-      testing::mentions(readme,
+      testing::mentions(results,
                         "| pytorch | graph | 241.0 ms | 250k | 99.23 %, 99.16 % | 1.650 s | "
                         "reached by 1 of 2 seeds | 455 MB | 12.2x |"))
-      << readme;
+      << results;
 }
 
-TEST(ComparisonScript, RefusesAReadmeWithoutTheBlockAndAFolderWithoutResults) {
+TEST(ComparisonScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResults) {
   TempDir dir;
   write_comparison_run(dir / "measured");
-  write(dir / "README.md", kReadmeWithoutBlock);
+  write(dir / "results.md", kResultsWithoutBlock);
   EXPECT_EQ(run_script("bench_vs_pytorch.sh",
-                       "--from '" + (dir / "measured").string() + "' --readme '" +
-                           (dir / "README.md").string() + "'",
+                       "--from '" + (dir / "measured").string() + "' --results '" +
+                           (dir / "results.md").string() + "'",
                        dir),
             2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "bench_vs_pytorch.sh: begin"));
-  EXPECT_EQ(testing::read_text(dir / "README.md"), kReadmeWithoutBlock);
-  EXPECT_EQ(run_script("bench_vs_pytorch.sh", "--from '" + (dir / "README.md").string() + "'", dir),
-            2);
+  EXPECT_EQ(testing::read_text(dir / "results.md"), kResultsWithoutBlock);
+  EXPECT_EQ(
+      run_script("bench_vs_pytorch.sh", "--from '" + (dir / "results.md").string() + "'", dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no run.txt and lenet5-"));
   // --from measures nothing, so it takes no measuring flags; --out must not mix two runs.
   EXPECT_EQ(run_script("bench_vs_pytorch.sh",
                        "--from '" + (dir / "measured").string() + "' --seeds 1,2", dir),
             2);
-  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "it takes only --readme"));
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "it takes only --results"));
   EXPECT_EQ(run_script("bench_vs_pytorch.sh", "--out '" + (dir / "measured").string() + "'", dir),
             2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "already holds files"));

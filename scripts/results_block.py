@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Replaces a measurement script's block in a Markdown file with the text on standard input.
 
-    readme_block.py FILE NAME < text
-    readme_block.py --check FILE NAME
+    results_block.py FILE NAME < text
+    results_block.py --check FILE NAME
 
 The block is every line between "<!-- NAME: begin -->" and "<!-- NAME: end -->" (the marker lines
 stay). --check only says whether FILE has the block, so that a script can refuse before it
 measures. The file is rewritten through a temporary file beside it and a rename, so a failure leaves
-it as it was. The measurement scripts that write their tables into README.md's "Results"
-(roofline_whole_step.sh, bench_vs_pytorch.sh) all go through here. Exit 2 when FILE has no such
-block, naming the lines it needs.
+it as it was. The measurement scripts that write their tables into docs/results.md
+(roofline_whole_step.sh and bench_vs_pytorch.sh, with --results FILE) all go through here. Exit 2
+when FILE has no such block, naming the lines it needs.
 """
 import os
 import sys
