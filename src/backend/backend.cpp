@@ -1,3 +1,4 @@
+// Resolving --device against the machine and making the engine (or group of engines) for it.
 #include "backend/backend.hpp"
 
 #include <spdlog/spdlog.h>

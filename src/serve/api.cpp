@@ -1,3 +1,5 @@
+// The API's answers as JSON: classify, the model, and the run and sweep folders under the runs
+// folder.
 #include "serve/api.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// The server of `lenet5 serve`: its routes (the page and the API) bound to the HTTP server.
 #include "serve/server.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,3 +1,5 @@
+// A sweep's results read from its models' run folders and summarised per setting, printed and
+// written as summary.csv and summary.json.
 #include "sweep/summary.hpp"
 
 #include <spdlog/fmt/fmt.h>

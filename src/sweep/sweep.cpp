@@ -1,3 +1,5 @@
+// Running a sweep: its folder claimed, the pending models found, grouped for packing, and
+// trained group by group.
 #include "sweep/sweep.hpp"
 
 #include <spdlog/fmt/fmt.h>

@@ -1,3 +1,5 @@
+// Reading a sweep's lists of values ([sweep] tables and --set), expanding ranges, and the models
+// of a shard in their fixed order.
 #include "sweep/sweep_spec.hpp"
 
 #include <algorithm>

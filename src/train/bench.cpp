@@ -1,3 +1,5 @@
+// `lenet5 bench`: runs trained per seed in a temporary folder, and their epochs, seeds and summary
+// printed as JSON lines or a table.
 #include "train/bench.hpp"
 
 #include <spdlog/fmt/fmt.h>

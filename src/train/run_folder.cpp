@@ -1,3 +1,4 @@
+// Claiming, locking and preparing a run folder, and pointing runs/latest at it.
 #include "train/run_folder.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -44,7 +45,7 @@ FolderLock lock_run_dir(const fs::path& dir, const fs::path& resume_file) {
   return lock;
 }
 
-// runs/latest -> the newest run folder in runs/ (replaced atomically), for scripts and the README.
+// runs/latest -> the newest run folder in runs/ (replaced atomically), for scripts and people.
 void point_latest_at(const fs::path& dir) {
   const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
   const fs::path link = parent / "latest", temporary = parent / ".latest.tmp";

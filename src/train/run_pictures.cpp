@@ -1,3 +1,4 @@
+// metrics.csv read back, and the run folder's pictures drawn from it and from the last weights.
 #include "train/run_pictures.hpp"
 
 #include <fstream>

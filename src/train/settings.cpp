@@ -1,3 +1,5 @@
+// The declaration table of every train setting (flag, default, range, help) and the checks that
+// read it.
 #include "train/settings.hpp"
 
 #include <algorithm>
@@ -225,7 +227,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "(matrix products on the tensor cores, operands rounded to TensorFloat-32, sums in "
               "float; --kernels whole-step only, on a GPU the build has tensor-core kernels for: "
               "the default build's sm_90, the H100 and H200; deterministic, other bits than "
-              "fp32, the same accuracy: README, \"On the GPU\")")
+              "fp32, the same accuracy)")
           .one_of(precision_names())
           .in_checkpoint_unless_default()
           .in_group("Network"),

@@ -1,3 +1,5 @@
+// The training loop: run folders, their logs and metrics, epochs of one model or of models packed
+// in lockstep, checkpoints, resume, and the end of training.
 #include "train/trainer.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -440,7 +442,7 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
 
 // The models' files at an epoch's end and after the last one, written side by side
 // (side_by_side.hpp), at most kSideBySide models' at a time (for the checkpoints, 64 measured no
-// faster than 16: README, Results, 2026-11-28). That work logs nothing, and must not: the
+// faster than 16). That work logs nothing, and must not: the
 // training thread adds and removes the logger's sinks at each model's RunLog::Active scope,
 // unguarded.
 constexpr std::size_t kSideBySide = 16;
@@ -477,11 +479,9 @@ void write_side_by_side(std::vector<ModelFiles>& ends) {
 // models finish, so each model's files are written in epoch order and a stop or a crash finds
 // them as writing them one at a time would leave them. If a model's end fails, the models before
 // it still write theirs, and then the first error in model order leaves, as one at a time.
-// Measured on the H200's machine (README, Results, 2026-11-28), packed sweeps of 16 and 64 models
-// of configs/fast.toml: 2.32 and 7.47 s with each model's checkpoints written one after the other;
-// 2.13 and 6.69 s side by side, with every write of an epoch ended before the next epoch began;
-// 1.88-1.96 and 5.92-5.96 s with the writes beside the next epoch, against 2.07-2.13 and 6.29-6.35
-// s in the same run. A lone run's wall time, 0.62 s, fell by 0.03 s.
+// Packed sweeps of 16 and 64 models measured faster with the writes side by side than one after
+// the other, and faster again with them beside the next epoch than with every write of an epoch
+// ended before the next began; a lone run's wall time fell a little too.
 std::future<void> end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
   auto ends = std::make_shared<std::vector<ModelFiles>>();
   try {
@@ -515,9 +515,8 @@ void log_unfinished_writes(std::future<void>& writing) {
 // The models' ends, after the last epoch: each model's pictures (three files, written as a
 // checkpoint is) drawn side by side while this thread evaluates each model's best checkpoint in
 // turn, and each model's line about its pictures logged, under its own log, as its drawing is
-// joined. Measured on the H200's machine against each model's pictures drawn beside its own
-// evaluation only (README, Results, 2026-11-28, three rounds): packed sweeps of 16 and 64 models of
-// configs/fast.toml 2.19 -> 2.08 s and 6.82 -> 6.39 s.
+// joined. Packed sweeps of 16 and 64 models measured faster so than with each model's pictures
+// drawn beside its own evaluation only.
 std::vector<TrainOutcome> finish_models(const std::vector<std::unique_ptr<Run>>& runs) {
   std::vector<TrainOutcome> outcomes;
   for_each_side_by_side<std::string>(
