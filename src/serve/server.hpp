@@ -22,13 +22,14 @@
 #include "core/device.hpp"
 #include "serve/http_server.hpp"
 #include "train/checkpoint.hpp"
+#include "train/run_folder.hpp"
 
 namespace lenet5::serve {
 
 struct ServeSettings {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (bind() says which)
-  std::filesystem::path runs = "runs";
+  std::filesystem::path runs = kRunsFolder;
   Device device = Device::cpu;  // where classify requests run (the engine of engine_for)
   // MNIST, or the data set its files are, for the runs' evaluations (run_evaluation.hpp).
   std::filesystem::path data = "data/mnist";

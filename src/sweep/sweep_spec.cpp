@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "train/run_folder.hpp"
 #include "train/settings.hpp"
 
 namespace lenet5 {
@@ -295,7 +296,7 @@ SweepSpec parse_sweep_table_toml(const std::string& text, const std::string& ori
     }
   }
   if (!found)
-    throw Error(origin + " holds no [sweep] table: it is not a sweep folder's sweep.toml");
+    throw Error(origin + " holds no [sweep] table: it is not a sweep folder's " + kSweepFile);
   return spec;
 }
 

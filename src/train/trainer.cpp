@@ -130,7 +130,7 @@ class Run {
       : m_settings(settings),
         m_config_toml(config_toml),
         m_dir(dir),
-        m_log(dir / "train.log"),
+        m_log(dir / kTrainLogFile),
         m_data(data),
         m_net(settings.net_config()),
         m_schedule(settings.schedule_config()),
@@ -143,7 +143,7 @@ class Run {
 
   void start_fresh() {
     m_engine.initialise(m_settings.seed);
-    m_metrics.emplace(m_dir / "metrics.csv", 0, holds_out(), m_settings.evaluate_training_set);
+    m_metrics.emplace(m_dir / kMetricsFile, 0, holds_out(), m_settings.evaluate_training_set);
   }
 
   void resume_from(const Checkpoint& checkpoint) {
@@ -155,7 +155,7 @@ class Run {
           "the checkpoint was trained on different data files than {} (CRC-32 differ)",
           resolve_data_dir(m_settings.data_dir, find_dataset(m_settings.dataset)).string());
     spdlog::info("resuming at epoch {} step {}", m_position.epoch + 1, m_position.step);
-    m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch, holds_out(),
+    m_metrics.emplace(m_dir / kMetricsFile, m_position.epoch, holds_out(),
                       m_settings.evaluate_training_set);
   }
 
@@ -210,8 +210,8 @@ class Run {
   void write_epoch_files(const EpochFiles& files) const {
     try {
       m_metrics->write(files.metrics);
-      if (files.improved) save(m_dir / "best.safetensors", files.checkpoint);
-      save(m_dir / "last.safetensors", files.checkpoint);
+      if (files.improved) save(m_dir / kBestCheckpointFile, files.checkpoint);
+      save(m_dir / kLastCheckpointFile, files.checkpoint);
     } catch (const Error& e) {
       throw Error(fmt::format("epoch {}'s files: {}", files.checkpoint.position.epoch, e.what()));
     }
@@ -249,11 +249,11 @@ class Run {
     const int epoch = m_position.epoch;
     m_progress.reset();
     m_position = {epoch, step, m_carried + m_engine.take_epoch_totals(), m_position.best_accuracy};
-    save(m_dir / "last.safetensors", make_checkpoint(-1, -1));
+    const fs::path last = m_dir / kLastCheckpointFile;
+    save(last, make_checkpoint(-1, -1));
     report_pictures(draw_pictures(m_engine.parameters()));
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
-                 stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
-                 (m_dir / "last.safetensors").string());
+                 stop_signal, epoch + 1, step, last.string(), last.string());
     TrainOutcome outcome = outcome_so_far(epoch);
     outcome.interrupted = true;
     outcome.stop_signal = stop_signal;
@@ -324,7 +324,7 @@ class Run {
     try {
       save_checkpoint(file, checkpoint);
     } catch (const Error& e) {
-      const fs::path last = m_dir / "last.safetensors";
+      const fs::path last = m_dir / kLastCheckpointFile;
       std::error_code error;
       const std::string kept = fs::is_regular_file(file, error)
                                    ? file.string() + " still holds its previous, complete save"
@@ -354,7 +354,7 @@ class Run {
   // engine's weights may be replaced. The result is best.safetensors where images are held out
   // (chosen on them), else last.safetensors.
   void report_final(TrainOutcome& outcome) {
-    const fs::path file = m_dir / (holds_out() ? "best.safetensors" : "last.safetensors");
+    const fs::path file = m_dir / (holds_out() ? kBestCheckpointFile : kLastCheckpointFile);
     if (!m_settings.evaluate_every_epoch || !fs::exists(file)) return;
     const Checkpoint checkpoint = load_checkpoint(file);
     m_engine.set_state(checkpoint.parameters, checkpoint.optimizer_state);

@@ -372,9 +372,10 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
   EXPECT_TRUE(mentions(evaluated.out, "\"accuracy\"")) << evaluated.out;
   EXPECT_TRUE(mentions(evaluated.out, "\"confusion\"")) << evaluated.out;
-  // train ends with the best checkpoint's report, the very text `evaluate` prints for that file.
-  const auto report = run_lenet5("evaluate --device cpu --checkpoint '" + checkpoint +
-                                     "' --data '" + testing::mnist_dir().string() + "'",
+  // train ends with the best checkpoint's report, the very text `evaluate` prints for that file,
+  // which is what a run folder given as --checkpoint means.
+  const auto report = run_lenet5("evaluate --device cpu --checkpoint '" + run + "' --data '" +
+                                     testing::mnist_dir().string() + "'",
                                  dir);
   ASSERT_EQ(report.exit_code, 0) << report.err;
   EXPECT_TRUE(mentions(report.out, "confusion matrix")) << report.out;
@@ -384,6 +385,11 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
                        "5000 training images held out for validation read best"))
       << trained.out;
   EXPECT_TRUE(mentions(trained.out, report.out)) << trained.out << "\n---\n" << report.out;
+  // A folder without a checkpoint is a usage error that says what --checkpoint takes.
+  const auto no_run = run_lenet5("evaluate --checkpoint '" + dir.path().string() + "'", dir);
+  EXPECT_EQ(no_run.exit_code, 2) << no_run.err;
+  EXPECT_TRUE(mentions(no_run.err, "holding no best.safetensors nor last.safetensors"))
+      << no_run.err;
 
   // One unreadable image among good ones: the others are still classified, the exit code is 1.
   { std::ofstream(dir / "broken.png") << "not a png"; }
