@@ -11,6 +11,7 @@
 
 #include "child_process.hpp"
 #include "core/error.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "sweep/summary.hpp"
 #include "sweep/sweep_spec.hpp"
 #include "test_util.hpp"
@@ -417,6 +418,26 @@ TEST(SweepCli, MergedShardsGiveTheWholeSweepsSummary) {
       "sweep --merge '" + (dir / "whole").string() + "' '" + (dir / "shard1").string() + "'", dir);
   EXPECT_EQ(other.exit_code, 2) << other.err;
   EXPECT_TRUE(mentions(other.err, "another sweep")) << other.err;
+}
+
+// Each model of a sweep resolves --device auto again; where the build has GPU support and the
+// machine no usable GPU, the fallback to the CPU is a warning said once, not once a model (-q
+// keeps warnings, so it used to be four lines of the same).
+TEST(SweepCli, TheFallbackToTheCpuIsSaidOnceNotOnceAModel) {
+  if (!cuda::gpu_available_in_build() || cuda::device_count() > 0)
+    GTEST_SKIP() << "--device auto falls back to the CPU only in a build with GPU support on a "
+                    "machine without a usable GPU";
+  TempDir dir;
+  const auto swept = run_lenet5("-q sweep --seeds 1-4 --device auto --validation 56 --epochs 1" +
+                                    data_flag() + " --out '" + (dir / "sweep").string() + "'",
+                                dir);
+  ASSERT_EQ(swept.exit_code, 0) << swept.err;
+  const std::string warning = "no usable CUDA device";
+  int said = 0;
+  for (std::size_t at = swept.err.find(warning); at != std::string::npos;
+       at = swept.err.find(warning, at + 1))
+    ++said;
+  EXPECT_EQ(said, 1) << swept.err;
 }
 
 // SIGINT in mid-sweep: the model in training saves, the sweep stops (exit 130); --resume finishes
