@@ -171,6 +171,21 @@ TEST(Cli, SettingsFileMustBeASmallRegularFile) {
   }
 }
 
+// A bare name that is no file of the working folder is a shipped config: the build tree's program
+// reads the source tree's configs/ (the installed one its share/lenet5/configs: tests/install/).
+TEST(Cli, ABareConfigNameIsAShippedConfig) {
+  TempDir dir;
+  const auto found = run_lenet5("--config quick.toml train --help", dir);
+  EXPECT_EQ(found.exit_code, 0) << found.err;
+  const auto missing = run_lenet5("--config no-such.toml train --device cpu", dir);
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  // The refusal names the file, where it looked and what it could have been.
+  for (const std::string& part :
+       {std::string("no-such.toml"), std::string("the working folder"),
+        (testing::source_dir() / "configs").string(), std::string("quick.toml")})
+    EXPECT_TRUE(mentions(missing.err, part)) << part << "\n" << missing.err;
+}
+
 TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
   if (!cuda::gpu_available_in_build())
     GTEST_SKIP() << "built without GPU support (DeviceGpuInABuildWithoutGpuSupportIsAUsageError)";
