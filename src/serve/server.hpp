@@ -1,5 +1,6 @@
 // `lenet5 serve`: an HTTP server (http_server.hpp) for one checkpoint and a folder of runs.
-//   GET  /, /index.html, /app.js, /style.css   the page (web/, compiled in: web_assets.hpp)
+//   GET  /, /index.html, /app.js, /style.css   the page (web/, compiled in: web_assets.hpp), and
+//        /favicon.svg (also at /favicon.ico)   its icon
 //   POST /api/classify      a digit -> prediction, probabilities, input, every layer's outputs
 //   GET  /api/model         the checkpoint's settings and C1/C3 filters
 //   GET  /api/runs          the run and sweep folders under the runs folder
