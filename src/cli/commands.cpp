@@ -19,8 +19,10 @@ std::multimap<int, AddCommand>& registered() {
 // --checkpoint's value, turned into the file it means: a run folder's checkpoint, or the file.
 std::string resolve_checkpoint(std::string& value) {
   std::error_code error;
+  // Anything but a folder is the file to load, whose reader refuses what is no checkpoint (a
+  // device, a huge file) with the reason.
   if (!std::filesystem::is_directory(value, error))
-    return std::filesystem::is_regular_file(value, error) ? "" : value + ": no such file";
+    return std::filesystem::exists(value, error) ? "" : value + ": no such file";
   const std::filesystem::path file = run_checkpoint_file(value);
   if (file.empty())
     return value + " is a folder holding no " + kBestCheckpointFile + " nor " +
@@ -49,7 +51,8 @@ CLI::Option* add_checkpoint_option(CLI::App& command, std::string& file) {
                   "checkpoint file (.safetensors), or a run folder (runs/latest): its " +
                       std::string(kBestCheckpointFile) + ", else its " + kLastCheckpointFile)
       ->required()
-      ->transform(CLI::Validator(resolve_checkpoint, "FILE|RUN"));
+      ->transform(CLI::Validator(resolve_checkpoint, ""))
+      ->type_name("FILE|RUN");
 }
 
 std::vector<Command> add_commands(CLI::App& parent) {
