@@ -109,7 +109,8 @@ CLI::Option* add_config_option(CLI::App& app) {
                        : ". A bare name that is no file here is a shipped config: " +
                              joined(shipped));
   return app.set_config("--config", "", help)
-      ->transform(CLI::Validator(resolve_config, "FILE|NAME"));
+      ->transform(CLI::Validator(resolve_config, ""))
+      ->type_name("FILE|NAME");
 }
 
 }  // namespace lenet5::cli

@@ -650,15 +650,19 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
                                          engines->model(i), /*show_progress=*/models == 1));
     const RunLog::Active log(runs.back()->log());
     spdlog::info(
-        "run folder {}: {} trainable parameters, training on {} images ({}) for {} epochs, "
+        "run folder {}: {} trainable parameters, training on {} images ({}) for {} epoch{}, "
         "batch {}, on the {}{}{}",
         dir.string(), lenet5_layout(job.settings.net_config()).trainable_count, data.train.count,
         data.validation.count > 0
             ? fmt::format("{} more held out to choose the best epoch on", data.validation.count)
             : "none held out: no best epoch is chosen",
-        job.settings.epochs, job.settings.batch_size, to_string(device),
-        device == Device::cpu ? fmt::format(" ({} threads)", job.settings.threads) : "",
-        models > 1 ? fmt::format(", packed with {} other models", models - 1) : "");
+        job.settings.epochs, job.settings.epochs == 1 ? "" : "s", job.settings.batch_size,
+        to_string(device),
+        device == Device::cpu
+            ? fmt::format(" ({} thread{})", job.settings.threads, job.settings.threads == 1 ? "" : "s")
+            : "",
+        models > 1 ? fmt::format(", packed with {} other model{}", models - 1, models == 2 ? "" : "s")
+                   : "");
     if (job.resume)
       runs.back()->resume_from(*job.resume);
     else

@@ -377,7 +377,8 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   EXPECT_TRUE(mentions(config, "\nthreads=" + std::to_string(available_cpu_threads()) + "\n"))
       << config;
   EXPECT_TRUE(
-      mentions(trained.err, "on the cpu (" + std::to_string(available_cpu_threads()) + " threads)"))
+      mentions(trained.err, "on the cpu (" + std::to_string(available_cpu_threads()) +
+                                (available_cpu_threads() == 1 ? " thread)" : " threads)")))
       << trained.err;
 
   const std::string checkpoint = run + "/best.safetensors";

@@ -472,7 +472,7 @@ TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   // --threads is the one flag --resume takes: it changes no result, so the bytes still match.
   const auto resumed = run_lenet5("sweep --resume '" + cut.string() + "' --threads 1", dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_TRUE(mentions(resumed.err, "(1 threads)")) << resumed.err;
+  EXPECT_TRUE(mentions(resumed.err, "(1 thread)")) << resumed.err;
   EXPECT_TRUE(mentions(resumed.err, "model 1/3 seed=1: already trained")) << resumed.err;
   EXPECT_TRUE(mentions(resumed.err, "model 2/3 seed=2: continuing")) << resumed.err;
   const auto whole = run_lenet5(lists + " --out '" + (dir / "whole").string() + "'", dir);
