@@ -2,7 +2,7 @@
 # Where a kernel's warps stall, by function and by source line: Nsight Compute's source counters
 # (warp-stall sampling) over one launch of the whole-step sample kernel, summed per stall reason,
 # per function of cuda/ (the definition that encloses each sampled line) and per line, as Markdown
-# tables. perf-notes.md's "Where the warps stall" comes from the same measurement.
+# tables. docs/performance.md's "Where the warps stall" comes from the same measurement.
 #
 #   scripts/stall_profile.sh [--config configs/fast.toml] [--batch-size 64] [--precision fp32]
 #                            [--kernel REGEX] [--skip N] [--top N] [--out DIR] [--binary PATH]
