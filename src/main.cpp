@@ -5,14 +5,14 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/config_file.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace lenet5::cli {
 bool g_json_output = false;
@@ -34,32 +34,16 @@ void configure_logging(int verbosity, bool quiet, bool json) {
   spdlog::set_level(std::min(level, spdlog::level::info));
 }
 
-// A settings file holds a few hundred bytes. Anything but a regular file of at most 1 MiB (a
-// device, a pipe, a huge file) is refused before CLI11 reads it line by line: an endless one never
-// ends.
-std::string settings_file_problem(std::string& path) {
-  constexpr std::uintmax_t kMaxSettingsBytes = std::uintmax_t(1) << 20;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    return path + " is not a regular file: give a TOML settings file";
-  if (std::filesystem::file_size(path, ec) > kMaxSettingsBytes)
-    return path +
-           " is larger than 1 MiB, far more than any settings file: give a TOML file "
-           "of [train] settings";
-  return {};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace lenet5;
   CLI::App app{"lenet5: LeNet-5 on MNIST with hand-written CUDA kernels (the PMPP chapter's network)"};
-  app.set_version_flag("--version", "lenet5 " LENET5_VERSION);
+  app.set_version_flag("--version",
+                       std::string("lenet5 ") + LENET5_VERSION + " (commit " + git_commit() + ")");
   app.require_subcommand(1);
   app.allow_config_extras(CLI::config_extras_mode::error);
-  app.set_config("--config", "", "TOML settings file; its [train] section sets train's options")
-      ->check(CLI::ExistingFile)
-      ->check(CLI::Validator(settings_file_problem, "FILE"));
+  cli::add_config_option(app);
   int verbosity = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbosity, "more log output (-vv for even more)");

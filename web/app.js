@@ -305,13 +305,15 @@ function showModel() {
   const parts = [`${net.activation}`, `${net.subsampling} pooling`, `${net.c3_table} C3 table`];
   if (net.conv_units === 'squashed') parts.push('squashed C1 and C3 (LeCun 1998)');
   if (net.output === 'rbf') parts.push('RBF output (LeCun 1998)');
-  $('model-info').textContent =
+  const info = $('model-info');
+  info.textContent =
       `${model.checkpoint} · ${model.dataset_title} · epoch ${model.epoch}` +
       (accuracy != null ? ` · test ${(100 * accuracy).toFixed(2)}%` : '') +
       (heldOut != null ?
            ` · ${model.validation_images} held out ${(100 * heldOut).toFixed(2)}%` :
            '') +
       ` · ${parts.join(', ')}`;
+  info.title = info.textContent;  // the whole line, where a narrow screen cuts it
   const c1 = model.c1, c1Range = maxAbs(c1.values), c1Root = $('filters-c1');
   for (let m = 0; m < 6; m++) c1Root.appendChild(filterCanvas(c1.values, m * 25, c1Range, 8));
   const c3 = model.c3, c3Range = maxAbs(c3.values), table = document.createElement('table');

@@ -143,8 +143,27 @@ function drawCharts(runs) {
       runs.map((run, r) => `${r ? 'red' : 'blue'}: ${run.name}`).join(' · ') +
       (runs.length ? ` · ${shown.map((split) => split.words).join(', ')}` : '');
 }
+// Tick values covering [lo, hi] in steps of 1, 2 or 5 times a power of ten, about `wanted` of
+// them (whole steps when `integers`), as the run folder's curves.svg has them
+// (src/pictures/svg_chart.cpp, nice_ticks); with the decimals that tell them apart.
+function niceTicks(lo, hi, wanted, integers) {
+  if (!(hi > lo)) return {ticks: [lo], decimals: 0};
+  const rough = (hi - lo) / Math.max(wanted - 1, 1);
+  let exponent = Math.floor(Math.log10(rough));
+  let mantissa = [1, 2, 5].find((m) => m * 10 ** exponent >= rough * (1 - 1e-9)) || 10;
+  if (integers && exponent < 0) [mantissa, exponent] = [1, 0];
+  // k * mantissa scaled in one rounding, so that 3 * 0.2 reads 0.6, not 0.6000000000000001.
+  const tick = (k) => exponent >= 0 ? k * mantissa * 10 ** exponent : k * mantissa / 10 ** -exponent;
+  const step = tick(1), ticks = [];
+  for (let k = Math.floor(lo / step + 1e-9);; k++) {
+    ticks.push(tick(k));
+    if (ticks[ticks.length - 1] >= hi - 1e-9 * step) break;
+  }
+  return {ticks, decimals: Math.max(0, Math.ceil(-Math.log10(step) - 1e-9))};
+}
 // Each series: points [[x, y]...], colour, dash (a line dash pattern; none: solid); a series may
-// carry a band [[x, low, high]...], filled in its `fill` colour beneath every line.
+// carry a band [[x, low, high]...], filled in its `fill` colour beneath every line. The y axis
+// runs from one round tick to another; the x axis spans the epochs, labelled at round ones.
 function drawChart(canvas, series) {
   const ctx = canvas.getContext('2d'), W = canvas.width, H = canvas.height,
         pad = {l: 50, r: 10, t: 10, b: 28};
@@ -167,22 +186,41 @@ function drawChart(canvas, series) {
     y0 -= 1;
     y1 += 1;
   }
+  const yTicks = niceTicks(y0, y1, 5, false);
+  [y0, y1] = [yTicks.ticks[0], yTicks.ticks[yTicks.ticks.length - 1]];
+  // Epochs are whole: a tick at each round one inside the run's span.
+  const xTicks = niceTicks(x0, x1, 8, true);
+  xTicks.ticks = xTicks.ticks.filter((x) => x >= x0 && x <= x1);
   const X = (x) => pad.l + (x - x0) / (x1 - x0) * (W - pad.l - pad.r);
   const Y = (y) => H - pad.b - (y - y0) / (y1 - y0) * (H - pad.t - pad.b);
   ctx.strokeStyle = '#d8dde3';
   ctx.fillStyle = '#5b6570';
   ctx.font = '11px system-ui';
   ctx.lineWidth = 1;
-  for (let k = 0; k <= 4; k++) {
-    const y = y0 + (y1 - y0) * k / 4;
+  ctx.textBaseline = 'middle';
+  ctx.textAlign = 'right';
+  for (const y of yTicks.ticks) {
     ctx.beginPath();
     ctx.moveTo(pad.l, Y(y));
     ctx.lineTo(W - pad.r, Y(y));
     ctx.stroke();
-    ctx.fillText(y.toPrecision(4), 4, Y(y) + 4);
+    ctx.fillText(y.toFixed(yTicks.decimals), pad.l - 6, Y(y));
   }
-  ctx.fillText(`epoch ${x0}`, pad.l, H - 8);
-  ctx.fillText(`${x1}`, W - pad.r - 14, H - 8);
+  ctx.textBaseline = 'top';
+  ctx.textAlign = 'center';
+  for (const x of xTicks.ticks) {
+    ctx.beginPath();
+    ctx.moveTo(X(x), H - pad.b);
+    ctx.lineTo(X(x), H - pad.b + 4);
+    ctx.stroke();
+    ctx.fillText(`${x}`, X(x), H - pad.b + 6);
+  }
+  ctx.textAlign = 'left';
+  ctx.fillText('epoch', 4, H - pad.b + 6);  // under the y labels, clear of the first tick's
+  ctx.textBaseline = 'alphabetic';
+  // What the page's browser test reads: the labels as drawn.
+  canvas.dataset.yTicks = yTicks.ticks.map((y) => y.toFixed(yTicks.decimals)).join(' ');
+  canvas.dataset.xTicks = xTicks.ticks.join(' ');
   const banded = series.filter((s) => s.band && s.band.length);
   canvas.dataset.bands = banded.length;  // what the page's browser test counts
   canvas.dataset.series = series.length;

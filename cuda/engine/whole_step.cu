@@ -50,7 +50,7 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   const auto row_shift = [sample](int rows) { return sample * 13 % rows; };
   // C5's rows in flight per warp. Four rows of 400 floats hold 64 registers of weights, all that
   // a thread has with two samples per SM: there they spilled, and two rows at a time measured
-  // faster (README, Results, 2026-11-28). The same bits either way: dense_forward sums each row
+  // faster. The same bits either way: dense_forward sums each row
   // alone, and in dense_backward_rows warp w still takes rows w, w + 16, ... in order, padding
   // rows included (kC5 / kWarps rounds up to 8 rows a warp, a multiple of both 2 and 4).
   constexpr int kC5Rows = SamplesPerSm > 1 ? 2 : 4;
@@ -103,10 +103,10 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
   // weight-gradient stage, where C1's partials (168 of 700) wait for it. With two samples per SM,
   // its first half runs on the warps that C3's input gradient leaves idle (120 of their 128
   // threads: half is what fits), the second half beside C1's partials below. Each thread computes
-  // the same sums either way: the same bits. Measured on the H200 against running it after
-  // (README, Results, 2026-11-28): batch-256 epochs 1.7 % shorter, packed sweeps 2 % faster; with
-  // one sample per SM, batch-64 and batch-128 epochs no shorter (0.4 % longer, within what two
-  // builds differ by), so version 1 (SamplesPerSm 1) keeps it after and compiles none of it.
+  // the same sums either way: the same bits. Measured against running it after: batch-256 epochs
+  // shorter and packed sweeps faster; with one sample per SM, batch-64 and batch-128 epochs no
+  // shorter (within what two builds differ by), so version 1 (SamplesPerSm 1) keeps it after and
+  // compiles none of it.
   constexpr int kC3WeightGradientBeside = SamplesPerSm > 1 ? kC3WeightGradientThreads / 2 : 0;
   static_assert(kC3WeightGradientBeside <= kSpareThreads, "the spare warps have room");
   if constexpr (R == Precision::tf32)
@@ -142,10 +142,10 @@ __device__ __forceinline__ void sample_step(const SampleArgs& group_args) {
 //      and asks for over half an SM's shared memory, the rest of which is L1: the shortest step;
 //   2. two per SM (kSampleBlocksPerSm), for larger grids (batch 256, packed sweeps): 64 registers
 //      a thread and the largest carveout, so that a second sample's warps issue while the first's
-//      wait at barriers or on L2. Measured on the H200 against version 1 alone: batch-256 epochs
-//      19.5 -> 16.0 ms, packed sweeps 3.3 -> 4.0 M images/s; but run on grids that fit the SMs, it
-//      made batch-64 and batch-128 epochs half as long again (fewer registers and 28 KB of L1
-//      beside the largest carveout; which of the two costs more was not measured apart).
+//      wait at barriers or on L2. Measured against version 1 alone: batch-256 epochs shorter and
+//      packed sweeps faster by a fifth; but run on grids that fit the SMs, it made batch-64 and
+//      batch-128 epochs much longer (fewer registers and 28 KB of L1 beside the largest carveout;
+//      which of the two costs more was not measured apart).
 // Both compile the same arithmetic in the same order, so they give the same bits (a test checks
 // it for every activation, subsampling kind and C3 table): which one ran never shows in the
 // weights.
@@ -279,13 +279,12 @@ UpdateKernelChoice update_kernel_for(Precision precision, int rows = 1) {
 
 // The rows per warp of the fp32 dense tiles (update_dense_tile), for `tiles` as asked. Four rows
 // read each input from L2 a quarter as often, but make 73 tiles where one row makes 287, each with
-// four times the work; two rows, 144 tiles, are between. Measured on the H200, the same bits
-// (README, Results, 2026-11-28), four rows against one: packed sweeps of 16 and 64 models at batch
-// 256 5 % more images/s, and a lone model's batch 128 (a grid that fits the SMs) 7 % shorter
-// epochs; but a lone model's batch 64 2 % and batch 256 5 % longer. There, two rows against one:
-// batch 256 3 % shorter. Why the lone model's batch sizes differ was not measured (a guess: beside
-// 128 sample blocks, 73 tiles' blocks all find room to start early; beside 64, even 287 do; a grid
-// larger than the SMs leaves no room).
+// four times the work; two rows, 144 tiles, are between. Measured, the same bits either way, four
+// rows against one: packed sweeps of 16 and 64 models at batch 256 faster, and a lone model's batch
+// 128 (a grid that fits the SMs) shorter epochs; but a lone model's batch 64 and batch 256 longer.
+// There, two rows against one: batch 256 shorter. Why the lone model's batch sizes differ was not
+// measured (a guess: beside 128 sample blocks, 73 tiles' blocks all find room to start early;
+// beside 64, even 287 do; a grid larger than the SMs leaves no room).
 int dense_tile_rows(int n, const ModelGroup& group, int sms, DenseTiles tiles) {
   if (tiles == DenseTiles::fp32_one_row) return 1;
   if (tiles == DenseTiles::fp32_two_rows) return 2;

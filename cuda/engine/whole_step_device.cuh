@@ -30,7 +30,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kSampleBlocksPerSm = 2;
 constexpr int kUpdateThreads = 256;
 // The parts of the batch each of the update kernel's gradient sums is split into
-// (whole_step_update.cuh): quarters (eighths measured slower, 2026-11-27, before the dense tiles).
+// (whole_step_update.cuh): quarters (eighths measured slower, before the dense tiles were added).
 constexpr int kUpdateSplit = 4;
 
 constexpr int kField = 32, kImage = 28, kK = 5;

@@ -232,12 +232,11 @@ __device__ void update_dense_tile(const UpdateArgs& args, int tile, int weight_a
 // then read by one block per 16 rows, where the fp32 tiles read it once per 2, 4 or 8 rows.
 // Deterministic (a fixed order throughout); other bits than fp32's, as the tf32 stages are.
 // They run for batches of kMmaMinBatch samples and more, where they measured faster than the fp32
-// tiles in their one-row form (H200, configs/fast.toml: batch 256 15.16 -> 14.87 ms an epoch, 16
-// and 64 packed models at batch 256 +6 % images/s; not measured since against the two- and
-// four-row forms that fp32 now runs there); at batch 64 and 128, with one or two steps of 8
-// samples per warp, the reduction through shared memory costs more than the sums (33.0 -> 34.0
-// and 19.9 -> 20.2 ms), and a tf32 run's smaller batches (its epoch's last one too) sum the dense
-// weights with the fp32 tiles.
+// tiles in their one-row form (configs/fast.toml at batch 256, alone and 16 or 64 models packed;
+// not measured since against the two- and four-row forms that fp32 now runs there); at batch 64
+// and 128, with one or two steps of 8 samples per warp, the reduction through shared memory costs
+// more than the sums (measured slower), and a tf32 run's smaller batches (its epoch's last one
+// too) sum the dense weights with the fp32 tiles.
 constexpr int kMmaMinBatch = 256;
 constexpr int kMmaTileRows = 16, kMmaTileColumns = 32;
 constexpr int kMmaParts = kUpdateThreads / 32;  // a warp per part of the batch

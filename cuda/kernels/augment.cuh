@@ -30,7 +30,7 @@ static_assert(3 * kMaxElasticSigma <= 84, "kAugmentMaxTaps covers the widest Gau
 // pass whose lanes took one column of 32 consecutive rows. The pass as it is (four lines a thread,
 // smooth_along_x) gives a warp 14 row groups at each of three or four columns, and then most of
 // its loads are two-way conflicts with either stride: 88 % at 29 against 93 % at 28, at radius 12,
-// by a model of the addresses (scripts/perf-notes.md, seventh session).
+// by a model of the addresses.
 constexpr int kAugmentRowStride = kImageSide + 1;
 constexpr int kAugmentPlane = kImageSide * kAugmentRowStride;  // one field's floats, so laid out
 // The resolution stage keeps the transformed image and its reduction in the first smoothing

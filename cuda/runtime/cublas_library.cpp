@@ -1,3 +1,5 @@
+// cuBLAS opened with dlopen on first use, its entry points resolved by name (cublas_library.hpp
+// says why it is not linked).
 #include "cuda/runtime/cublas_library.hpp"
 
 #include <dlfcn.h>

@@ -1,3 +1,5 @@
+// The CUDA runtime's host wrappers in a build with CUDA: the error checks' messages, the device
+// count and description, the context, and raw device memory (runtime.hpp).
 #include "cuda/runtime/runtime.hpp"
 
 #include <spdlog/fmt/fmt.h>

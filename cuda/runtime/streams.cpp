@@ -1,3 +1,5 @@
+// The layers' current stream (per thread) and the side stream that Network::backward branches the
+// weight gradients onto (streams.hpp).
 #include "cuda/runtime/streams.hpp"
 
 #include "cuda/runtime/check.hpp"

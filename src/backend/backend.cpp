@@ -1,7 +1,9 @@
+// Resolving --device against the machine and making the engine (or group of engines) for it.
 #include "backend/backend.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <mutex>
 #include <string>
 
 #include "core/error.hpp"
@@ -10,6 +12,19 @@
 #include "cuda/runtime/runtime.hpp"
 
 namespace lenet5 {
+namespace {
+
+// The fallback is said once a process: a sweep resolves the device again for every model, and
+// the answer never changes within one run of the program.
+void warn_of_cpu_fallback() {
+  static std::once_flag said;
+  std::call_once(said, [] {
+    spdlog::warn(
+        "no usable CUDA device: running on the CPU (slow; pass --device cpu to silence this)");
+  });
+}
+
+}  // namespace
 
 Device resolve_device(const std::string& request, bool warn_on_cpu_fallback) {
   if (request == "cpu") return Device::cpu;
@@ -24,8 +39,10 @@ Device resolve_device(const std::string& request, bool warn_on_cpu_fallback) {
   if (cuda::device_count() == 0) {
     if (request == "gpu")
       throw Error("--device gpu: no usable CUDA device (no GPU or no driver); use --device cpu");
-    spdlog::log(warn_on_cpu_fallback ? spdlog::level::warn : spdlog::level::debug,
-                "no usable CUDA device: running on the CPU (slow; pass --device cpu to silence this)");
+    if (warn_on_cpu_fallback)
+      warn_of_cpu_fallback();
+    else
+      spdlog::debug("no usable CUDA device: running on the CPU");
     return Device::cpu;
   }
   spdlog::info("device: {}", cuda::device_description());

@@ -27,12 +27,9 @@ inline CLI::App* add_subcommand(CLI::App& parent, const std::string& name,
   return command;
 }
 
-// --checkpoint F, required and an existing file: the model that evaluate and classify load.
-inline CLI::Option* add_checkpoint_option(CLI::App& command, std::string& file) {
-  return command.add_option("--checkpoint", file, "checkpoint file (.safetensors)")
-      ->required()
-      ->check(CLI::ExistingFile);
-}
+// --checkpoint F, required: the model that evaluate, classify and serve load. F is a checkpoint
+// file, or a run folder (runs/latest), which means its best checkpoint, else its last.
+CLI::Option* add_checkpoint_option(CLI::App& command, std::string& file);
 
 // --threads N for evaluate and classify: train's declaration (train/settings.cpp), its default
 // and range. The command passes the value to use_cpu_threads (core/cpu_threads.hpp).

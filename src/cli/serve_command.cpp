@@ -9,6 +9,7 @@
 #include "data/mnist.hpp"
 #include "serve/server.hpp"
 #include "train/checkpoint.hpp"
+#include "train/run_folder.hpp"
 
 namespace lenet5::cli {
 namespace {
@@ -18,7 +19,7 @@ Command add_serve_command(CLI::App& parent) {
       parent, "serve",
       "a page to draw a digit and watch every layer answer, and the runs' curves (HTTP)");
   struct Options {
-    std::string checkpoint, runs = "runs", host = "127.0.0.1", device = "cpu", data;
+    std::string checkpoint, runs = kRunsFolder, host = "127.0.0.1", device = "cpu", data;
     int port = 8080;
   };
   auto o = std::make_shared<Options>();

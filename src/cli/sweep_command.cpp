@@ -165,7 +165,7 @@ void print_summary(const fs::path& dir, const std::vector<SweepModelResult>& res
   const std::vector<SettingSummary> summaries = summarise_sweep(results);
   write_sweep_summary(dir, summaries);
   std::fputs(format_summary_table(summaries).c_str(), stdout);
-  std::printf("summary.csv and summary.json in %s\n", dir.string().c_str());
+  std::printf("%s and %s in %s\n", kSummaryCsvFile, kSummaryJsonFile, dir.string().c_str());
 }
 
 // Runs (or continues) the sweep of `spec` in `out` (empty: runs/sweep-<date-time>); the exit code.
@@ -174,7 +174,7 @@ int sweep(const GivenSettings& base, const SweepSpec& spec, const std::string& o
     return make_model_run(base, model);
   };
   const std::vector<SweepModelRun> runs = prepare_sweep(spec, make);  // before any folder exists
-  const fs::path dir = out.empty() ? claim_dated_folder("sweep-") : fs::path(out);
+  const fs::path dir = out.empty() ? claim_dated_folder(kSweepFolderPrefix) : fs::path(out);
   if (runs.empty())
     spdlog::warn("shard {}/{} of this sweep holds no model (it has fewer models than shards)",
                  spec.shard.index, spec.shard.count);
@@ -204,7 +204,7 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
                       prepare_sweep(stored.spec, make)});
   }
   const std::vector<SweepModelResult> results = merge_sweep_shards(shards);
-  const fs::path dir = out.empty() ? claim_dated_folder("sweep-") : fs::path(out);
+  const fs::path dir = out.empty() ? claim_dated_folder(kSweepFolderPrefix) : fs::path(out);
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw Error("cannot create folder " + dir.string() + ": " + error.message());
@@ -244,9 +244,11 @@ Command add_sweep_command(CLI::App& parent) {
       "with all --threads. --shard K/N trains models K, K+N, K+2N, ... (1-based).\n\n"
       "A --config file may hold a [sweep] table: seeds = \"1-16\", lr = [0.05, 0.1], shard = "
       "\"1/2\".\n\n"
-      "Summary (printed, and summary.csv, summary.json in the sweep folder): per setting, the "
-      "final epoch's test accuracy over its seeds (mean, sample standard deviation, min, max) and "
-      "the mean epoch and training seconds to 99 % test accuracy.");
+      "Summary (printed, and " +
+      std::string(kSummaryCsvFile) + ", " + kSummaryJsonFile +
+      " in the sweep folder): per setting, the final epoch's test accuracy over its seeds (mean, "
+      "sample standard deviation, min, max) and the mean epoch and training seconds to 99 % test "
+      "accuracy.");
   auto options = std::make_shared<SweepOptions>();
   bind_train_settings(*cmd, options->settings);
   cmd->get_option("--out")->description(

@@ -1,3 +1,5 @@
+// Binding each declared train setting to its option, and the effective config written into a
+// run folder, read back from the parsed command line.
 #include "cli/train_options.hpp"
 
 #include <algorithm>

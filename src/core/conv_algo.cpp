@@ -1,3 +1,5 @@
+// The convolution versions' table, filled by each version's registration, and its look-ups by
+// name or number.
 #include "core/conv_algo.hpp"
 
 #include "core/error.hpp"

@@ -1,3 +1,4 @@
+// The CPU thread count: what the machine offers, and the one setting OpenMP's loops use.
 #include "core/cpu_threads.hpp"
 
 #include <omp.h>

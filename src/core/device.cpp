@@ -1,3 +1,4 @@
+// Device names as the command line and the logs write them.
 #include "core/device.hpp"
 
 namespace lenet5 {

@@ -1,3 +1,5 @@
+// The flat parameter layout of the network (names, shapes, offsets), C3's connection mask, and
+// the seeded initial weights.
 #include "core/layout.hpp"
 
 #include <cmath>

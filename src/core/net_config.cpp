@@ -1,3 +1,4 @@
+// The network settings' names and parsers, and the table of GPU kernel sets.
 #include "core/net_config.hpp"
 
 #include <array>

@@ -1,3 +1,4 @@
+// The RBF output layer's prototypes, decoded from the paper's 7x12 bitmaps of the ten digits.
 #include "core/rbf_prototypes.hpp"
 
 #include <string_view>

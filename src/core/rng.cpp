@@ -1,3 +1,4 @@
+// The seeded epoch permutation (a Fisher-Yates shuffle driven by SplitMix64).
 #include "core/rng.hpp"
 
 #include <numeric>

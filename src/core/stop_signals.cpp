@@ -1,3 +1,4 @@
+// The SIGINT/SIGTERM handler that records a stop request, installed while a StopSignals lives.
 #include "core/stop_signals.hpp"
 
 namespace lenet5 {

@@ -1,3 +1,5 @@
+// LeNet-5's layers as data (the book's order, the RBF variant, fused activations) and their
+// weight tensors' names.
 #include "core/topology.hpp"
 
 namespace lenet5 {

@@ -1,3 +1,5 @@
+// XXH64 as its specification writes it: four lanes over 32-byte stripes, then the tail and the
+// avalanche.
 #include "core/xxh64.hpp"
 
 namespace lenet5 {

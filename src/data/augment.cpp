@@ -1,3 +1,5 @@
+// The augmentation's double-precision reference: affine draws, the smoothed elastic field, the
+// resampling, and the settings' names and checks.
 #include "data/augment.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Gathering a batch: MNIST bytes normalised into 32x32 input fields, plain or augmented.
 #include "data/batch.hpp"
 
 #include <cstddef>

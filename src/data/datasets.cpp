@@ -1,3 +1,4 @@
+// The table of known data sets (MNIST, Fashion-MNIST) and its look-ups.
 #include "data/datasets.hpp"
 
 #include "core/error.hpp"

@@ -1,3 +1,4 @@
+// Reading IDX files, plain or gzipped, with every header field checked against the file's size.
 #include "data/idx.hpp"
 
 #include <zlib.h>

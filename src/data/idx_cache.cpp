@@ -1,3 +1,5 @@
+// The decoded-IDX cache: its header, checked against the gzip source on every load, and its
+// atomic write.
 #include "data/idx_cache.hpp"
 
 #include <spdlog/spdlog.h>

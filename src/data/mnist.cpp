@@ -1,3 +1,4 @@
+// Finding a data set's folder and files and loading its training and test splits.
 #include "data/mnist.hpp"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// What every engine checks alike: a parameter vector's length against the layout.
 #include "engine/engine.hpp"
 
 #include <string>

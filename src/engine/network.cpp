@@ -1,3 +1,5 @@
+// Network<T>: the layers made for a device, their views into the flat buffers, and the forward
+// and backward passes through them.
 #include "engine/network.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The optimizers' table (SGD, SDLM) and the state buffers an engine keeps for the chosen one.
 #include "engine/optimizers.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Host versions of the chapter's printed listings (errata included) and the arithmetic behind its
+// CPU figure targets.
 #include "figures/chapter_math.hpp"
 
 #include <algorithm>

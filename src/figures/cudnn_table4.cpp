@@ -1,3 +1,4 @@
+// cudnn.tab4's phase arithmetic and tables, and the cuDNN paper's own Table 4.
 #include "figures/cudnn_table4.hpp"
 
 #include <algorithm>

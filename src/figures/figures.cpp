@@ -1,3 +1,5 @@
+// The figure targets' frame: tables as Markdown and CSV, labelled blocks with their checks, and
+// the run of the chosen targets with its summary.
 #include "figures/figures.hpp"
 
 #include <algorithm>

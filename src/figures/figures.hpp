@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "train/run_folder.hpp"
+
 namespace lenet5::figures {
 
 // A small table: printed as Markdown, written as .md and .csv.
@@ -104,7 +106,7 @@ std::vector<Target> all_targets();
 struct FiguresOptions {
   std::vector<std::string> ids;  // empty: every target
   // Inside runs/, which git ignores, beside the training runs.
-  std::filesystem::path out = "runs/figures";
+  std::filesystem::path out = std::filesystem::path(kRunsFolder) / "figures";
   // auto|gpu|cpu: cpu (or auto without a GPU, or a build without GPU support) skips GPU targets
   std::string device = "auto";
   TargetSettings settings;      // handed to every target's Block

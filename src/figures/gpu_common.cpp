@@ -1,3 +1,5 @@
+// What the GPU figure targets share: device data in and out, NaN poisoning, comparisons, test
+// data and timing.
 #include "figures/gpu_common.hpp"
 
 #include <cuda_runtime.h>

@@ -1,3 +1,5 @@
+// The memory-sector model of Exercise 2: every warp's loads and stores replayed through the
+// kernels' own thread mappings, and the distinct 32-byte sectors counted.
 #include "figures/layout_math.hpp"
 
 #include <algorithm>

@@ -19,6 +19,7 @@
 #include "io/atomic_file.hpp"
 #include "pictures/svg_chart.hpp"
 #include "train/bench.hpp"
+#include "train/run_folder.hpp"
 #include "train/run_pictures.hpp"
 #include "train/settings.hpp"
 
@@ -47,16 +48,15 @@ struct Run {
   std::vector<MetricsRow> rows;
 };
 
-// `path` itself when it holds metrics.csv; else its sub-folders that hold metrics.csv or
-// config.toml (a sweep's models; one with config.toml alone has not trained yet, and fails when
-// read), by name. Links are left out, so that runs/latest does not count its run twice.
+// `path` itself when it holds metrics.csv; else its sub-folders that hold a run (a sweep's models;
+// one that has not ended an epoch yet fails when read), by name. Links are left out, so that
+// runs/latest does not count its run twice.
 std::vector<fs::path> run_folders(const fs::path& path) {
-  if (fs::is_regular_file(path / "metrics.csv")) return {path};
+  if (fs::is_regular_file(path / kMetricsFile)) return {path};
   std::vector<fs::path> folders;
   for (const fs::directory_entry& entry : fs::directory_iterator(path)) {
     if (entry.is_symlink() || !entry.is_directory()) continue;
-    if (fs::exists(entry.path() / "metrics.csv") || fs::exists(entry.path() / "config.toml"))
-      folders.push_back(entry.path());
+    if (holds_run(entry.path())) folders.push_back(entry.path());
   }
   std::sort(folders.begin(), folders.end());
   return folders;
@@ -65,7 +65,7 @@ std::vector<fs::path> run_folders(const fs::path& path) {
 // What keeps a run from being one of configs/lecun1998.toml's ("" when nothing does): its
 // config.toml must say output rbf and optimizer sdlm (the paper's output layer and training).
 std::string not_lecun1998(const fs::path& folder) {
-  const fs::path config = folder / "config.toml";
+  const fs::path config = folder / kConfigFile;
   if (!fs::is_regular_file(config)) return config.string() + " is missing";
   const std::string text = read_text_file(config);
   const std::string output = stored_setting(text, "output"),
@@ -112,17 +112,19 @@ bool read_runs(Block& b, const fs::path& path, std::vector<Run>& runs) {
     return false;
   const std::vector<fs::path> folders = run_folders(path);
   if (!b.check("it holds run folders", !folders.empty(),
-               "no metrics.csv in " + path.string() + " nor in any folder directly under it"))
+               std::string("no ") + kMetricsFile + " in " + path.string() +
+                   " nor in any folder directly under it"))
     return false;
   std::string unreadable;
   for (const fs::path& folder : folders) {
     try {
-      runs.push_back({folder, read_metrics_csv(folder / "metrics.csv")});
+      runs.push_back({folder, read_metrics_csv(folder / kMetricsFile)});
     } catch (const Error& e) {
       unreadable += (unreadable.empty() ? "" : "; ") + std::string(e.what());
     }
   }
-  return b.check("every run's metrics.csv reads (" + std::to_string(folders.size()) + " runs)",
+  return b.check("every run's " + std::string(kMetricsFile) + " reads (" +
+                     std::to_string(folders.size()) + " runs)",
                  unreadable.empty(), unreadable);
 }
 
@@ -142,16 +144,16 @@ bool check_runs(Block& b, const std::vector<Run>& runs) {
       if (run.rows[p].test_accuracy < 0 || !in_order) {
         all_evaluated = false;
         unevaluated +=
-            (unevaluated.empty() ? "" : "; ") + (run.folder / "metrics.csv").string() + " row " +
+            (unevaluated.empty() ? "" : "; ") + (run.folder / kMetricsFile).string() + " row " +
             std::to_string(p + 1) +
             (in_order ? " has no test accuracy" : " is not pass " + std::to_string(p + 1));
       }
     }
   }
   // A figure of other runs would not be the paper's figure: a failure, not a warning.
-  const bool lecun =
-      b.check("the runs are LeCun 1998 runs (config.toml: output rbf, optimizer sdlm)",
-              others.empty(), others + "; train them with configs/lecun1998.toml");
+  const bool lecun = b.check(
+      "the runs are LeCun 1998 runs (" + std::string(kConfigFile) + ": output rbf, optimizer sdlm)",
+      others.empty(), others + "; train them with configs/lecun1998.toml");
   const bool same = b.check("every run has the same number of passes, at least one", same_passes,
                             "passes per run: " + passes);
   const bool evaluated =
@@ -260,12 +262,14 @@ void lecun98_fig5(Block& b) {
   std::string names;
   for (const Run& run : runs) names += (names.empty() ? "" : ", ") + run.folder.filename().string();
   b.line(std::to_string(runs.size()) + " runs under " + path.string() + ": " + names);
+  const std::string metrics = kMetricsFile;
   b.line(errors.evaluated_training_set
-             ? "training error: the undistorted training set evaluated after each pass "
-               "(metrics.csv's train_eval_acc), as the paper's figure plots it"
-             : "training error: the running error during each pass (metrics.csv's train_acc: "
-               "weights changing, distorted images when augmenting); the runs did not record the "
-               "training set's own (--evaluate-training-set), which the paper's figure plots");
+             ? "training error: the undistorted training set evaluated after each pass (" +
+                   metrics + "'s train_eval_acc), as the paper's figure plots it"
+             : "training error: the running error during each pass (" + metrics +
+                   "'s train_acc: weights changing, distorted images when augmenting); the runs "
+                   "did not record the training set's own (--evaluate-training-set), which the "
+                   "paper's figure plots");
   b.table("fig5", fig5_table(errors));
   b.svg("fig5", fig5_svg(errors, int(runs.size())));
   const std::size_t last = errors.test.size() - 1;

@@ -1,3 +1,5 @@
+// The cuDNN paper's output-size formulas and its Eq. (3) written literally, with the quantities
+// derived from its Table 2.
 #include "figures/paper_math.hpp"
 
 #include <cmath>

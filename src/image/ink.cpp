@@ -1,3 +1,5 @@
+// Ink against paper: the paper's surface fitted under uneven light, Otsu's threshold, connected
+// pieces and stroke width.
 #include "image/ink.hpp"
 
 #include <algorithm>

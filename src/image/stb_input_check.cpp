@@ -1,3 +1,5 @@
+// The checks run on an image file's bytes before stb_image reads them (PNG chunks, JPEG tables,
+// BMP and GIF headers): stb_input_check.hpp lists what each refuses.
 #include "image/stb_input_check.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Writing a file atomically (a temporary beside it, flushed, renamed, the folder synced) and
+// removing the temporaries a killed writer left.
 #include "io/atomic_file.hpp"
 
 #include <fcntl.h>

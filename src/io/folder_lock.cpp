@@ -1,3 +1,5 @@
+// FolderLock: flock() on the folder's lock file, the holder's pid written in it for the refusal's
+// message.
 #include "io/folder_lock.hpp"
 
 #include <fcntl.h>

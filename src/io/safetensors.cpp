@@ -1,3 +1,5 @@
+// The safetensors reader and writer: the JSON header checked field by field against the file, F32
+// tensors only.
 #include "io/safetensors.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,5 @@
+// TemporaryFolder: a fresh folder under the system's temporary folder, removed with everything in
+// it when it goes.
 #include "io/temporary_folder.hpp"
 
 #include <unistd.h>

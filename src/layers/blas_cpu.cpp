@@ -1,3 +1,4 @@
+// The GEMMs of the fast CPU layers through OpenBLAS's CBLAS, kept single-threaded.
 #include "layers/blas_cpu.hpp"
 
 #include <cblas.h>

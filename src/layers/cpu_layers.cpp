@@ -1,3 +1,4 @@
+// The CPU layers: Layer<T> objects around the reference or fast functions, chosen by kernel set.
 #include "layers/cpu_layers.hpp"
 
 #include "core/error.hpp"

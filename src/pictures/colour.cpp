@@ -1,3 +1,4 @@
+// Colour maps (greyscale, diverging, sequential) and the value ranges they read.
 #include "pictures/colour.hpp"
 
 #include <algorithm>

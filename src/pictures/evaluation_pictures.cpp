@@ -1,3 +1,4 @@
+// The confusion matrix heat map and the gallery of misread test images.
 #include "pictures/evaluation_pictures.hpp"
 
 #include <algorithm>

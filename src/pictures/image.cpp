@@ -1,3 +1,4 @@
+// RgbImage and its PNG encoding (stb_image_write), to a file or to bytes.
 #include "pictures/image.hpp"
 
 #include <stb_image_write.h>

@@ -1,3 +1,4 @@
+// The C1 filters side by side and the C3 filters laid out as the C3 table, in the diverging map.
 #include "pictures/network_pictures.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Line charts as SVG: the axes' ranges and ticks, the series' polylines and dots, the legend.
 #include "pictures/svg_chart.hpp"
 
 #include <algorithm>

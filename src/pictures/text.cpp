@@ -1,3 +1,4 @@
+// Text drawn into pictures with stb_easy_font's strokes, and its measured size.
 #include "pictures/text.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Tiling maps into one picture with integer upscaling, gaps and a colour legend.
 #include "pictures/tiles.hpp"
 
 #include <cstdio>

@@ -1,3 +1,5 @@
+// The API's answers as JSON: classify, the model, and the run and sweep folders under the runs
+// folder.
 #include "serve/api.hpp"
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include "core/topology.hpp"
 #include "data/datasets.hpp"
 #include "sweep/summary.hpp"
+#include "train/run_folder.hpp"
 #include "train/run_pictures.hpp"
 
 namespace lenet5::serve {
@@ -16,11 +19,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kMetricsFile = "metrics.csv";
-constexpr const char* kConfigFile = "config.toml";
-constexpr const char* kBestFile = "best.safetensors";
-constexpr const char* kLastFile = "last.safetensors";
 
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
@@ -106,18 +104,6 @@ std::vector<MetricsRow> metrics_or_none(const fs::path& run) {
   }
 }
 
-bool is_run(const fs::path& folder) {
-  std::error_code ec;
-  for (const char* file : {kMetricsFile, kConfigFile, kBestFile, kLastFile})
-    if (fs::is_regular_file(folder / file, ec)) return true;
-  return false;
-}
-
-bool is_sweep(const fs::path& folder) {
-  std::error_code ec;
-  return fs::is_regular_file(folder / kSweepFile, ec);
-}
-
 // The checkpoint a run's evaluation reads (run_checkpoint: best, else last) with the epoch, the
 // test accuracy (%) and, where the run held training images out, their accuracy (%) and number
 // recorded in it: best.safetensors is the epoch they read best. Null before the first epoch ends.
@@ -157,7 +143,7 @@ json run_entry(const fs::path& folder) {
           {"test_accuracy", last_test},
           {"test_accuracy_epoch", last_test_epoch},
           {"checkpoint", checkpoint_entry(folder)},
-          {"has_best", fs::is_regular_file(folder / kBestFile, ec)}};
+          {"has_best", fs::is_regular_file(folder / kBestCheckpointFile, ec)}};
 }
 
 // A sweep in the list: its models and how many finished. A sweep folder that cannot be read is
@@ -309,7 +295,7 @@ json runs_json(const fs::path& runs) {
   for (fs::directory_iterator it(runs, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code entry_error;  // one unreadable entry (a dangling link) ends nothing
     const fs::path& entry = it->path();
-    if (!it->is_directory(entry_error) || !(is_run(entry) || is_sweep(entry))) continue;
+    if (!it->is_directory(entry_error) || !(holds_run(entry) || holds_sweep(entry))) continue;
     if (!it->is_symlink(entry_error)) {
       folders.push_back(entry);
       continue;
@@ -323,13 +309,13 @@ json runs_json(const fs::path& runs) {
   std::sort(folders.begin(), folders.end());
   json list = json::array();
   for (const fs::path& folder : folders)
-    list.push_back(is_run(folder) ? run_entry(folder) : sweep_entry(folder));
+    list.push_back(holds_run(folder) ? run_entry(folder) : sweep_entry(folder));
   return {{"runs", list}, {"links", links}};
 }
 
 json run_json(const fs::path& runs, const std::string& name) {
   const fs::path folder = listed_folder(runs, name);
-  if (!is_run(folder)) return sweep_json(folder, name);
+  if (!holds_run(folder)) return sweep_json(folder, name);
   std::error_code ec;
   const bool has_config = fs::is_regular_file(folder / kConfigFile, ec);
   const std::optional<RunCheckpoint> checkpoint = run_checkpoint(folder);
@@ -337,7 +323,7 @@ json run_json(const fs::path& runs, const std::string& name) {
           {"sweep", false},
           {"config_toml", has_config ? json(file_text(folder / kConfigFile)) : json(nullptr)},
           {"metrics", metrics_json(metrics_or_none(folder))},
-          {"has_best", fs::is_regular_file(folder / kBestFile, ec)},
+          {"has_best", fs::is_regular_file(folder / kBestCheckpointFile, ec)},
           {"checkpoint", checkpoint ? json{{"file", checkpoint->file.filename().string()},
                                            {"stamp", checkpoint->stamp}}
                                     : json(nullptr)}};
@@ -371,19 +357,16 @@ json sweep_json(const fs::path& folder, const std::string& name) {
 }
 
 std::optional<RunCheckpoint> run_checkpoint(const fs::path& folder) {
-  for (const char* name : {kBestFile, kLastFile}) {
-    std::error_code ec;
-    const fs::path file = folder / name;
-    const auto size = fs::file_size(file, ec);
-    if (ec) continue;
-    const auto modified = fs::last_write_time(file, ec);
-    if (ec) continue;
-    // A checkpoint is written to a temporary file and renamed (io/atomic_file.hpp): a new one is a
-    // new file with its own time, and a run's next best differs in time even where the size agrees.
-    return RunCheckpoint{file, std::string(name) + ":" + std::to_string(size) + ":" +
-                                   std::to_string(modified.time_since_epoch().count())};
-  }
-  return std::nullopt;
+  const fs::path file = run_checkpoint_file(folder);
+  std::error_code ec;
+  const auto size = file.empty() ? 0 : fs::file_size(file, ec);
+  if (file.empty() || ec) return std::nullopt;
+  const auto modified = fs::last_write_time(file, ec);
+  if (ec) return std::nullopt;
+  // A checkpoint is written to a temporary file and renamed (io/atomic_file.hpp): a new one is a
+  // new file with its own time, and a run's next best differs in time even where the size agrees.
+  return RunCheckpoint{file, file.filename().string() + ":" + std::to_string(size) + ":" +
+                                 std::to_string(modified.time_since_epoch().count())};
 }
 
 fs::path listed_folder(const fs::path& runs, const std::string& name) {
@@ -399,14 +382,14 @@ fs::path listed_folder(const fs::path& runs, const std::string& name) {
   const fs::path folder = fs::canonical(runs / name, ec);
   const fs::path root = fs::canonical(runs, ec);
   if (ec || folder.parent_path() != root || !fs::is_directory(folder, ec) ||
-      !(is_run(folder) || is_sweep(folder)))
+      !(holds_run(folder) || holds_sweep(folder)))
     throw BadRequest(404, "no run '" + name + "' in the runs folder");
   return folder;
 }
 
 fs::path run_folder(const fs::path& runs, const std::string& name) {
   const fs::path folder = listed_folder(runs, name);
-  if (!is_run(folder))
+  if (!holds_run(folder))
     throw BadRequest(404, "'" + name + "' is a sweep folder, whose models are runs of their own");
   return folder;
 }

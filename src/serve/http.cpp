@@ -1,3 +1,4 @@
+// HTTP helpers apart from the network: header look-up, JSON and error answers, percent-decoding.
 #include "serve/http.hpp"
 
 #include <cctype>

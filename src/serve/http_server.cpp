@@ -1,3 +1,5 @@
+// The Boost.Beast server: reading requests within their limits, the worker pool that runs the
+// handler, writing and logging answers.
 #include "serve/http_server.hpp"
 
 #include <malloc.h>

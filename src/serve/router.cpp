@@ -1,3 +1,5 @@
+// The router: a request's target split and decoded, matched against the route table, behind the
+// one guard every request passes.
 #include "serve/router.hpp"
 
 #include <spdlog/spdlog.h>

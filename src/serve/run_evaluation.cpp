@@ -1,3 +1,5 @@
+// A run's evaluation for the page: its checkpoint on its data set's test set, kept until the
+// checkpoint changes.
 #include "serve/run_evaluation.hpp"
 
 #include <future>

@@ -1,3 +1,4 @@
+// The server of `lenet5 serve`: its routes (the page and the API) bound to the HTTP server.
 #include "serve/server.hpp"
 
 #include <spdlog/spdlog.h>
@@ -52,7 +53,10 @@ struct Server::Impl {
                             {}};
       };
       router.add("GET", asset.path, serve_asset);
+      // The page names favicon.svg in its head; a client that asks for the icon at the usual
+      // address gets the same picture, not a 404.
       if (std::string(asset.path) == "/index.html") router.add("GET", "/", serve_asset);
+      if (std::string(asset.path) == "/favicon.svg") router.add("GET", "/favicon.ico", serve_asset);
     }
     router.add("POST", "/api/classify", [this](const RouteRequest& request) {
       return json_response(classify_request(request.http.header("Content-Type"),

@@ -1,5 +1,6 @@
 // `lenet5 serve`: an HTTP server (http_server.hpp) for one checkpoint and a folder of runs.
-//   GET  /, /index.html, /app.js, /style.css   the page (web/, compiled in: web_assets.hpp)
+//   GET  /, /index.html, /app.js, /style.css   the page (web/, compiled in: web_assets.hpp), and
+//        /favicon.svg (also at /favicon.ico)   its icon
 //   POST /api/classify      a digit -> prediction, probabilities, input, every layer's outputs
 //   GET  /api/model         the checkpoint's settings and C1/C3 filters
 //   GET  /api/runs          the run and sweep folders under the runs folder
@@ -22,13 +23,14 @@
 #include "core/device.hpp"
 #include "serve/http_server.hpp"
 #include "train/checkpoint.hpp"
+#include "train/run_folder.hpp"
 
 namespace lenet5::serve {
 
 struct ServeSettings {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (bind() says which)
-  std::filesystem::path runs = "runs";
+  std::filesystem::path runs = kRunsFolder;
   Device device = Device::cpu;  // where classify requests run (the engine of engine_for)
   // MNIST, or the data set its files are, for the runs' evaluations (run_evaluation.hpp).
   std::filesystem::path data = "data/mnist";

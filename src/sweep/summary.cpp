@@ -1,3 +1,5 @@
+// A sweep's results read from its models' run folders and summarised per setting, printed and
+// written as summary.csv and summary.json.
 #include "sweep/summary.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -12,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
+#include "train/run_folder.hpp"
 #include "train/settings.hpp"
 
 namespace lenet5 {
@@ -102,7 +105,7 @@ std::vector<EpochSpread> epoch_spreads(const std::vector<const SweepModelResult*
 // The epochs a model's config.toml sets; unknown (no file or no line) reads as never finished.
 int configured_epochs(const fs::path& run_dir) {
   std::error_code ec;
-  const fs::path config = run_dir / "config.toml";
+  const fs::path config = run_dir / kConfigFile;
   if (!fs::is_regular_file(config, ec)) return std::numeric_limits<int>::max();
   try {
     return std::stoi(stored_setting(read_text_file(config), "epochs"));
@@ -112,7 +115,7 @@ int configured_epochs(const fs::path& run_dir) {
 }
 
 SweepModelResult read_model_result(const fs::path& run_dir, const SweepModel& model, int epochs) {
-  const fs::path metrics = run_dir / "metrics.csv";
+  const fs::path metrics = run_dir / kMetricsFile;
   return {model, epochs,
           fs::exists(metrics) ? read_metrics_csv(metrics) : std::vector<MetricsRow>{}};
 }
@@ -272,8 +275,8 @@ std::string summary_json(const std::vector<SettingSummary>& summaries) {
 }
 
 void write_sweep_summary(const fs::path& dir, const std::vector<SettingSummary>& summaries) {
-  write_file_atomically(dir / "summary.csv", summary_csv(summaries));
-  write_file_atomically(dir / "summary.json", summary_json(summaries));
+  write_file_atomically(dir / kSummaryCsvFile, summary_csv(summaries));
+  write_file_atomically(dir / kSummaryJsonFile, summary_json(summaries));
 }
 
 }  // namespace lenet5

@@ -1,3 +1,5 @@
+// Running a sweep: its folder claimed, the pending models found, grouped for packing, and
+// trained group by group.
 #include "sweep/sweep.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -9,6 +11,7 @@
 #include "io/atomic_file.hpp"
 #include "io/folder_lock.hpp"
 #include "train/checkpoint.hpp"
+#include "train/run_folder.hpp"
 #include "train/trainer.hpp"
 
 namespace lenet5 {
@@ -85,7 +88,7 @@ std::vector<PendingModel> pending_models(const fs::path& sweep_dir,
   for (int i = 0; i < n; ++i) {
     TrainJob job{runs[i].settings, runs[i].config_toml, std::nullopt, {}};
     job.settings.out = model_run_dir(sweep_dir, runs[i].model).string();
-    const fs::path last = fs::path(job.settings.out) / "last.safetensors";
+    const fs::path last = fs::path(job.settings.out) / kLastCheckpointFile;
     if (resume && fs::exists(last)) {
       job.resume = load_checkpoint(last);
       job.resume_file = last;

@@ -20,7 +20,6 @@
 
 namespace lenet5 {
 
-inline constexpr const char* kSweepFile = "sweep.toml";
 // The most models packed into one run: beyond it a GPU gains no throughput (64 models of batch 128
 // are 8,192 blocks a step, tens of waves), and each model holds two files open (its lock and its
 // train.log).

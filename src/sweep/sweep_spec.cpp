@@ -1,3 +1,5 @@
+// Reading a sweep's lists of values ([sweep] tables and --set), expanding ranges, and the models
+// of a shard in their fixed order.
 #include "sweep/sweep_spec.hpp"
 
 #include <algorithm>
@@ -6,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "train/run_folder.hpp"
 #include "train/settings.hpp"
 
 namespace lenet5 {
@@ -293,7 +296,7 @@ SweepSpec parse_sweep_table_toml(const std::string& text, const std::string& ori
     }
   }
   if (!found)
-    throw Error(origin + " holds no [sweep] table: it is not a sweep folder's sweep.toml");
+    throw Error(origin + " holds no [sweep] table: it is not a sweep folder's " + kSweepFile);
   return spec;
 }
 

@@ -1,3 +1,4 @@
+// The augmentation preview: six training images, each as stored and as augmented in seven epochs.
 #include "train/augment_preview.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// `lenet5 bench`: runs trained per seed in a temporary folder, and their epochs, seeds and summary
+// printed as JSON lines or a table.
 #include "train/bench.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -12,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/rng.hpp"
+#include "core/version.hpp"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/runtime.hpp"
 #include "engine/network.hpp"
@@ -37,7 +40,7 @@ nlohmann::json or_null(const std::optional<double>& value) {
 }
 
 nlohmann::json machine_description(const TrainSettings& settings) {
-  nlohmann::json json{{"lenet5_version", LENET5_VERSION}, {"commit", LENET5_GIT_COMMIT}};
+  nlohmann::json json{{"lenet5_version", LENET5_VERSION}, {"commit", git_commit()}};
   const Device device = resolve_device(settings.device);
   json["device"] = to_string(device);
   if (device == Device::gpu) json["gpu"] = cuda::device_description();

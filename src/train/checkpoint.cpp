@@ -1,3 +1,5 @@
+// Checkpoints written and read: tensors by name, the optimizer's state, and the metadata a resume
+// needs, with a checksum of the tensors' bytes that a load verifies.
 #include "train/checkpoint.hpp"
 
 #include <spdlog/fmt/fmt.h>

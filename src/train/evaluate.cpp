@@ -1,3 +1,5 @@
+// `evaluate` and `classify`: a checkpoint's engine, the test set's evaluation, and the user's
+// images preprocessed and read.
 #include "train/evaluate.hpp"
 
 #include <spdlog/fmt/fmt.h>

@@ -1,3 +1,4 @@
+// `evaluate --report`: index.html, confusion.png and errors.png written into the report folder.
 #include "train/evaluation_report.hpp"
 
 #include <spdlog/fmt/fmt.h>

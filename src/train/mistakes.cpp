@@ -1,3 +1,4 @@
+// The test images a network reads wrong, most confident first.
 #include "train/mistakes.hpp"
 
 #include <algorithm>

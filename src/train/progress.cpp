@@ -1,3 +1,5 @@
+// The progress bar: drawn on stderr only when it is a terminal showing info lines, at most ten
+// times a second.
 #include "train/progress.hpp"
 
 #include <spdlog/sinks/sink.h>

@@ -1,3 +1,4 @@
+// The shared number formats: percentages and rates.
 #include "train/report.hpp"
 
 #include <spdlog/fmt/fmt.h>

@@ -1,3 +1,4 @@
+// metrics.csv read back, and the run folder's pictures drawn from it and from the last weights.
 #include "train/run_pictures.hpp"
 
 #include <fstream>
@@ -7,6 +8,7 @@
 #include "core/layout.hpp"
 #include "io/atomic_file.hpp"
 #include "pictures/network_pictures.hpp"
+#include "train/run_folder.hpp"
 
 namespace lenet5 {
 namespace fs = std::filesystem;
@@ -168,7 +170,7 @@ void write_run_pictures(const fs::path& run_dir, const NetConfig& net,
   // A run stopped before its first epoch ended has no metrics.csv yet: its charts are empty. A
   // folder that cannot be looked into is an Error, which the trainer reports as a warning (the
   // pictures are a view of the run), where filesystem_error would stop the run.
-  const fs::path metrics = run_dir / "metrics.csv";
+  const fs::path metrics = run_dir / kMetricsFile;
   std::error_code error;
   const bool has_metrics = fs::exists(metrics, error);
   if (error) throw Error("cannot read " + metrics.string() + ": " + error.message());

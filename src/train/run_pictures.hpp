@@ -1,5 +1,5 @@
-// The run folder's pictures, drawn when `train` ends (finished, resumed to its end, or stopped by
-// a signal), all from what the folder holds at that moment:
+// The run folder's pictures (named in run_folder.hpp), drawn when `train` ends (finished, resumed
+// to its end, or stopped by a signal), all from what the folder holds at that moment:
 //   curves.svg       loss and accuracy per epoch, train and test, from metrics.csv (every epoch
 //                    of the run, those before a resume included);
 //   filters_c1.png   the six C1 filters of the weights just saved in last.safetensors;
@@ -15,10 +15,6 @@
 #include "pictures/svg_chart.hpp"
 
 namespace lenet5 {
-
-inline constexpr const char* kCurvesFile = "curves.svg";
-inline constexpr const char* kFiltersC1File = "filters_c1.png";
-inline constexpr const char* kFiltersC3File = "filters_c3.png";
 
 // One row of metrics.csv as numbers; accuracies in percent, test values absent (-1) when the
 // epoch was not evaluated. train_accuracy is the running accuracy during the epoch (weights

@@ -1,3 +1,4 @@
+// The learning-rate schedules' names and their rate as a function of the epochs done.
 #include "train/schedule.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The declaration table of every train setting (flag, default, range, help) and the checks that
+// read it.
 #include "train/settings.hpp"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include "data/datasets.hpp"
 #include "data/mnist.hpp"
 #include "engine/optimizers.hpp"
+#include "train/run_folder.hpp"
 
 namespace lenet5 {
 namespace {
@@ -107,9 +110,10 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "train on the first N training images only (0: all), of those not held out")
           .within(at_least(0)),
       setting(&S::validation, "--validation", kDefaultValidationImages,
-              "hold out the last N training images and save best.safetensors at the epoch that "
-              "reads them best (the test set only reports); 0: train on all of them, choose no "
-              "best epoch, keep last.safetensors only")
+              std::string("hold out the last N training images and save ") + kBestCheckpointFile +
+                  " at the epoch that reads them best (the test set only reports); 0: train on "
+                  "all of them, choose no best epoch, keep " +
+                  kLastCheckpointFile + " only")
           .within(at_least(0)),
       setting(&S::epochs, "--epochs", 20, "passes over the training set").within(at_least(1)),
       setting(&S::batch_size, "--batch-size", 128, "images per SGD step").within(between(1, 60000)),
@@ -168,10 +172,12 @@ std::vector<SettingDeclaration> declare_train_settings() {
       // What a run records, not what it computes: kept out of the checkpoints, so that they stay
       // byte-identical whether it is on or off.
       setting(&S::evaluate_training_set, "--evaluate-training-set", false,
-              "also evaluate the undistorted training set after each epoch, recorded in "
-              "metrics.csv as train_eval_loss and train_eval_acc (LeCun 1998's Fig. 5 plots that "
-              "error; train_acc is the running accuracy during the epoch); costs a forward pass "
-              "over the training set per epoch")
+              std::string("also evaluate the undistorted training set after each epoch, "
+                          "recorded in ") +
+                  kMetricsFile +
+                  " as train_eval_loss and train_eval_acc (LeCun 1998's Fig. 5 plots that error; "
+                  "train_acc is the running accuracy during the epoch); costs a forward pass over "
+                  "the training set per epoch")
           .not_in_checkpoint(),
 
       setting(&S::activation, "--activation", "relu", "activation function")
@@ -225,7 +231,7 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "(matrix products on the tensor cores, operands rounded to TensorFloat-32, sums in "
               "float; --kernels whole-step only, on a GPU the build has tensor-core kernels for: "
               "the default build's sm_90, the H100 and H200; deterministic, other bits than "
-              "fp32, the same accuracy: README, \"On the GPU\")")
+              "fp32, the same accuracy)")
           .one_of(precision_names())
           .in_checkpoint_unless_default()
           .in_group("Network"),

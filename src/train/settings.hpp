@@ -4,7 +4,7 @@
 // config-file reader, the run folder's config.toml and the range errors all read that table. The
 // defaults are configs/lenet5.toml's: the book's network, trained by the whole-step kernels on
 // elastically distorted images, with the settings measured to end every seed of 1-5 at 99.2 % or
-// more (README, "Choosing the defaults").
+// more.
 #pragma once
 
 #include <cstdint>

@@ -1,3 +1,5 @@
+// The training loop: run folders, their logs and metrics, epochs of one model or of models packed
+// in lockstep, checkpoints, resume, and the end of training.
 #include "train/trainer.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -128,7 +130,7 @@ class Run {
       : m_settings(settings),
         m_config_toml(config_toml),
         m_dir(dir),
-        m_log(dir / "train.log"),
+        m_log(dir / kTrainLogFile),
         m_data(data),
         m_net(settings.net_config()),
         m_schedule(settings.schedule_config()),
@@ -141,7 +143,7 @@ class Run {
 
   void start_fresh() {
     m_engine.initialise(m_settings.seed);
-    m_metrics.emplace(m_dir / "metrics.csv", 0, holds_out(), m_settings.evaluate_training_set);
+    m_metrics.emplace(m_dir / kMetricsFile, 0, holds_out(), m_settings.evaluate_training_set);
   }
 
   void resume_from(const Checkpoint& checkpoint) {
@@ -153,7 +155,7 @@ class Run {
           "the checkpoint was trained on different data files than {} (CRC-32 differ)",
           resolve_data_dir(m_settings.data_dir, find_dataset(m_settings.dataset)).string());
     spdlog::info("resuming at epoch {} step {}", m_position.epoch + 1, m_position.step);
-    m_metrics.emplace(m_dir / "metrics.csv", m_position.epoch, holds_out(),
+    m_metrics.emplace(m_dir / kMetricsFile, m_position.epoch, holds_out(),
                       m_settings.evaluate_training_set);
   }
 
@@ -208,8 +210,8 @@ class Run {
   void write_epoch_files(const EpochFiles& files) const {
     try {
       m_metrics->write(files.metrics);
-      if (files.improved) save(m_dir / "best.safetensors", files.checkpoint);
-      save(m_dir / "last.safetensors", files.checkpoint);
+      if (files.improved) save(m_dir / kBestCheckpointFile, files.checkpoint);
+      save(m_dir / kLastCheckpointFile, files.checkpoint);
     } catch (const Error& e) {
       throw Error(fmt::format("epoch {}'s files: {}", files.checkpoint.position.epoch, e.what()));
     }
@@ -247,11 +249,11 @@ class Run {
     const int epoch = m_position.epoch;
     m_progress.reset();
     m_position = {epoch, step, m_carried + m_engine.take_epoch_totals(), m_position.best_accuracy};
-    save(m_dir / "last.safetensors", make_checkpoint(-1, -1));
+    const fs::path last = m_dir / kLastCheckpointFile;
+    save(last, make_checkpoint(-1, -1));
     report_pictures(draw_pictures(m_engine.parameters()));
     spdlog::warn("stopped by signal {} at epoch {} step {}: saved {}; continue with --resume {}",
-                 stop_signal, epoch + 1, step, (m_dir / "last.safetensors").string(),
-                 (m_dir / "last.safetensors").string());
+                 stop_signal, epoch + 1, step, last.string(), last.string());
     TrainOutcome outcome = outcome_so_far(epoch);
     outcome.interrupted = true;
     outcome.stop_signal = stop_signal;
@@ -322,7 +324,7 @@ class Run {
     try {
       save_checkpoint(file, checkpoint);
     } catch (const Error& e) {
-      const fs::path last = m_dir / "last.safetensors";
+      const fs::path last = m_dir / kLastCheckpointFile;
       std::error_code error;
       const std::string kept = fs::is_regular_file(file, error)
                                    ? file.string() + " still holds its previous, complete save"
@@ -352,7 +354,7 @@ class Run {
   // engine's weights may be replaced. The result is best.safetensors where images are held out
   // (chosen on them), else last.safetensors.
   void report_final(TrainOutcome& outcome) {
-    const fs::path file = m_dir / (holds_out() ? "best.safetensors" : "last.safetensors");
+    const fs::path file = m_dir / (holds_out() ? kBestCheckpointFile : kLastCheckpointFile);
     if (!m_settings.evaluate_every_epoch || !fs::exists(file)) return;
     const Checkpoint checkpoint = load_checkpoint(file);
     m_engine.set_state(checkpoint.parameters, checkpoint.optimizer_state);
@@ -440,7 +442,7 @@ void check_resume_matches(const TrainSettings& settings, const Checkpoint& check
 
 // The models' files at an epoch's end and after the last one, written side by side
 // (side_by_side.hpp), at most kSideBySide models' at a time (for the checkpoints, 64 measured no
-// faster than 16: README, Results, 2026-11-28). That work logs nothing, and must not: the
+// faster than 16). That work logs nothing, and must not: the
 // training thread adds and removes the logger's sinks at each model's RunLog::Active scope,
 // unguarded.
 constexpr std::size_t kSideBySide = 16;
@@ -477,11 +479,9 @@ void write_side_by_side(std::vector<ModelFiles>& ends) {
 // models finish, so each model's files are written in epoch order and a stop or a crash finds
 // them as writing them one at a time would leave them. If a model's end fails, the models before
 // it still write theirs, and then the first error in model order leaves, as one at a time.
-// Measured on the H200's machine (README, Results, 2026-11-28), packed sweeps of 16 and 64 models
-// of configs/fast.toml: 2.32 and 7.47 s with each model's checkpoints written one after the other;
-// 2.13 and 6.69 s side by side, with every write of an epoch ended before the next epoch began;
-// 1.88-1.96 and 5.92-5.96 s with the writes beside the next epoch, against 2.07-2.13 and 6.29-6.35
-// s in the same run. A lone run's wall time, 0.62 s, fell by 0.03 s.
+// Packed sweeps of 16 and 64 models measured faster with the writes side by side than one after
+// the other, and faster again with them beside the next epoch than with every write of an epoch
+// ended before the next began; a lone run's wall time fell a little too.
 std::future<void> end_epochs(const std::vector<std::unique_ptr<Run>>& runs) {
   auto ends = std::make_shared<std::vector<ModelFiles>>();
   try {
@@ -515,9 +515,8 @@ void log_unfinished_writes(std::future<void>& writing) {
 // The models' ends, after the last epoch: each model's pictures (three files, written as a
 // checkpoint is) drawn side by side while this thread evaluates each model's best checkpoint in
 // turn, and each model's line about its pictures logged, under its own log, as its drawing is
-// joined. Measured on the H200's machine against each model's pictures drawn beside its own
-// evaluation only (README, Results, 2026-11-28, three rounds): packed sweeps of 16 and 64 models of
-// configs/fast.toml 2.19 -> 2.08 s and 6.82 -> 6.39 s.
+// joined. Packed sweeps of 16 and 64 models measured faster so than with each model's pictures
+// drawn beside its own evaluation only.
 std::vector<TrainOutcome> finish_models(const std::vector<std::unique_ptr<Run>>& runs) {
   std::vector<TrainOutcome> outcomes;
   for_each_side_by_side<std::string>(
@@ -651,15 +650,19 @@ std::vector<TrainOutcome> train_models(const std::vector<TrainJob>& jobs) {
                                          engines->model(i), /*show_progress=*/models == 1));
     const RunLog::Active log(runs.back()->log());
     spdlog::info(
-        "run folder {}: {} trainable parameters, training on {} images ({}) for {} epochs, "
+        "run folder {}: {} trainable parameters, training on {} images ({}) for {} epoch{}, "
         "batch {}, on the {}{}{}",
         dir.string(), lenet5_layout(job.settings.net_config()).trainable_count, data.train.count,
         data.validation.count > 0
             ? fmt::format("{} more held out to choose the best epoch on", data.validation.count)
             : "none held out: no best epoch is chosen",
-        job.settings.epochs, job.settings.batch_size, to_string(device),
-        device == Device::cpu ? fmt::format(" ({} threads)", job.settings.threads) : "",
-        models > 1 ? fmt::format(", packed with {} other models", models - 1) : "");
+        job.settings.epochs, job.settings.epochs == 1 ? "" : "s", job.settings.batch_size,
+        to_string(device),
+        device == Device::cpu
+            ? fmt::format(" ({} thread{})", job.settings.threads, job.settings.threads == 1 ? "" : "s")
+            : "",
+        models > 1 ? fmt::format(", packed with {} other model{}", models - 1, models == 2 ? "" : "s")
+                   : "");
     if (job.resume)
       runs.back()->resume_from(*job.resume);
     else

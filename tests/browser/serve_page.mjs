@@ -8,6 +8,14 @@ const puppeteer = require('puppeteer-core');
 const [url, dir] = process.argv.slice(2);
 const failures = [];
 const check = (ok, what) => { console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`); if (!ok) failures.push(what); };
+// A chart's tick labels (the canvas's data-y-ticks, data-x-ticks: the labels as drawn) are round:
+// at least three, evenly spaced, the step 1, 2 or 5 times a power of ten.
+const roundTicks = (labels) => {
+  const values = labels.split(' ').map(Number), step = values[1] - values[0];
+  const mantissa = step / 10 ** Math.floor(Math.log10(step) + 1e-9);
+  return values.length >= 3 && [1, 2, 5].some((m) => Math.abs(mantissa - m) < 1e-6) &&
+    values.every((v, i) => Math.abs(v - values[0] - i * step) < 1e-6 * step);
+};
 
 const browser = await puppeteer.launch({
   executablePath: process.env.LENET5_CHROMIUM, headless: 'new',
@@ -18,6 +26,11 @@ try {
   await page.setViewport({ width: 1280, height: 1100 });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
+  // The page's own files, its icon included, are all there (the API's 404s are answers).
+  const missingFiles = [];
+  page.on('response', (r) => {
+    if (r.status() === 404 && !new URL(r.url()).pathname.startsWith('/api/')) missingFiles.push(r.url());
+  });
   await page.goto(url, { waitUntil: 'networkidle0' });
   await page.waitForFunction(() => document.querySelectorAll('#filters-c3 canvas').length > 0);
 
@@ -97,6 +110,15 @@ try {
   check(drawnSeries === 4 && key.includes('dotted: training set evaluated') &&
             key.includes('dash-dot: held out (validation)'),
         `the accuracy chart has the training set's evaluated and the held-out curves (${drawnSeries} curves; key: ${key})`);
+  // Round values on the y axes (0.2 0.4 0.6, not 0.3369 0.4513), and a tick at each of the run's
+  // two epochs on the x axes.
+  const ticks = await page.evaluate(() => ['chart-loss', 'chart-accuracy'].map((id) => ({
+    id, y: document.getElementById(id).dataset.yTicks, x: document.getElementById(id).dataset.xTicks,
+  })));
+  for (const t of ticks) {
+    check(roundTicks(t.y), `${t.id}: the y axis is labelled at round values (${t.y})`);
+    check(t.x === '1 2', `${t.id}: the x axis is labelled at each epoch (${t.x})`);
+  }
 
   // The run's checkpoint on the test set: the heat map is drawn (cells of several shades of the
   // white-to-red map, not only white), the gallery shows misread digits with their labels, and a
@@ -231,12 +253,60 @@ try {
     check(band > 20 && line > 20, `${settings[k]}: its band (${band} pixels) and mean line (${line}) are drawn`);
   }
   check(sweepView.rows === settings.length, `a summary row per setting (${sweepView.rows})`);
+  const sweepTicks = await page.$eval('#chart-sweep', (c) => ({ y: c.dataset.yTicks, x: c.dataset.xTicks }));
+  check(roundTicks(sweepTicks.y) && sweepTicks.x === '1 2 3',
+    `the sweep's chart is labelled at round values and at its three epochs (y ${sweepTicks.y}; x ${sweepTicks.x})`);
   check(sweepView.runCharts && sweepView.testSet, 'the run charts and the test set are hidden');
   await page.$eval('#view-runs', (v) => v.scrollIntoView());
   await page.screenshot({ path: `${dir}/sweep.png`, fullPage: true });
   await page.click('#runs li[data-run="short"]');
   await page.waitForFunction(() => !document.querySelector('#run-charts').hidden);
   check(await page.$eval('#sweep-view', (v) => v.hidden), 'choosing a run again shows its charts');
+
+  // The icon the page names in its head is served.
+  const icon = await page.evaluate(() => {
+    const link = document.querySelector('link[rel="icon"]');
+    return link ? fetch(link.href).then((r) => ({ status: r.status, type: r.headers.get('Content-Type') }))
+                : { status: 'no <link rel="icon">' };
+  });
+  check(icon.status === 200 && icon.type === 'image/svg+xml', `the page's icon is served (${icon.status}, ${icon.type})`);
+  check(missingFiles.length === 0, `no file the page asked for was missing (${missingFiles.join(', ')})`);
+
+  // A phone, 360 px wide: the header is one line (the name, the tabs and the model's line, cut to
+  // what is left, side by side) and nothing in it runs past the screen's edge. 60 px: one line of
+  // the tabs' height with the header's padding, where a wrapped header takes two or more.
+  await page.setViewport({ width: 360, height: 740, deviceScaleFactor: 2 });
+  await page.click('#tab-draw');
+  const header = await page.evaluate(() => {
+    const box = (q) => document.querySelector(q).getBoundingClientRect();
+    const middle = (q) => (box(q).top + box(q).bottom) / 2;
+    const h = document.querySelector('header');
+    return { height: box('header').height, middles: ['h1', 'nav', '#model-info'].map(middle),
+             infoRight: box('#model-info').right, overflow: h.scrollWidth - h.clientWidth };
+  });
+  const oneLine = Math.max(...header.middles) - Math.min(...header.middles) < 6;
+  check(header.height <= 60 && oneLine && header.infoRight <= 360 && header.overflow <= 0,
+    `at 360 px the header is one line: ${header.height.toFixed(0)} px high, the name, the tabs and ` +
+    `the model's line centred at ${header.middles.map((m) => m.toFixed(0)).join(', ')} px, the ` +
+    `model's line ending at ${header.infoRight.toFixed(0)} px, ${header.overflow} px past the edge`);
+  // Neither view is wider than the phone: what is wider (C3's 16 filters) scrolls in its panel.
+  // The page's width, and its widest element (tag, id or class, parent's): where to look when it
+  // is too wide.
+  const pageWidth = () => page.evaluate(() => {
+    const shown = [...document.querySelectorAll('body *')].filter((e) => e.getClientRects().length);
+    const widest = shown.reduce((a, e) => e.getBoundingClientRect().right > a.getBoundingClientRect().right ? e : a);
+    const name = (e) => `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}${e.className ? '.' + e.className : ''}`;
+    return `${document.documentElement.scrollWidth} px (widest: ${name(widest)} in ${name(widest.parentElement)})`;
+  });
+  const drawWidth = await pageWidth();
+  await page.screenshot({ path: `${dir}/phone.png` });
+  await page.click('#tab-runs');
+  await page.waitForFunction(() => !document.querySelector('#run-charts').hidden);
+  const runsWidth = await pageWidth();
+  check(parseInt(drawWidth) <= 360 && parseInt(runsWidth) <= 360,
+    `at 360 px the page needs no sideways scrolling (draw view ${drawWidth}, runs view ${runsWidth})`);
+  await page.screenshot({ path: `${dir}/phone-runs.png`, fullPage: true });
+  await page.setViewport({ width: 1280, height: 1100 });
 
   // When the server cannot evaluate (here its answer when the test set is missing, stood in for
   // by the browser), the page shows the server's message in place of the heat map and gallery.
@@ -259,5 +329,5 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png, ${dir}/runs-filtered.png, ${dir}/runs-fashion.png, ${dir}/sweep.png`);
+console.log(`screenshots: ${dir}/draw.png, ${dir}/runs.png, ${dir}/runs-filtered.png, ${dir}/runs-fashion.png, ${dir}/sweep.png, ${dir}/phone.png, ${dir}/phone-runs.png`);
 process.exit(failures.length ? 1 : 0);

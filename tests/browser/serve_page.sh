@@ -4,8 +4,9 @@
 # (serve_page.mjs): draws a 7, checks the answer, the layers' tiles, the runs view's curve, and
 # its confusion heat map and gallery of misread digits (with a cell's filter), a Fashion-MNIST run's
 # (named in its classes), and a sweep's chart (a band and a legend entry per setting) and summary
-# table. Screenshots, and
-# the drawn 7 as the page posts it (drawn-7.png), go to the test's folder. Exit 77 (ctest:
+# table; the charts' round tick values and epoch ticks, the page's icon, and its header on a
+# 360-px-wide phone. Screenshots (phone.png and phone-runs.png at 360 px), and the drawn 7 as the
+# page posts it (drawn-7.png), go to the test's folder. Exit 77 (ctest:
 # skipped) with the reason when chromium, node or puppeteer-core is missing (scripts/setup.sh
 # installs them).
 #   serve_page.sh LENET5_BINARY WORK_DIR NODE_MODULES_DIR MNIST_DIR

@@ -171,6 +171,21 @@ TEST(Cli, SettingsFileMustBeASmallRegularFile) {
   }
 }
 
+// A bare name that is no file of the working folder is a shipped config: the build tree's program
+// reads the source tree's configs/ (the installed one its share/lenet5/configs: tests/install/).
+TEST(Cli, ABareConfigNameIsAShippedConfig) {
+  TempDir dir;
+  const auto found = run_lenet5("--config quick.toml train --help", dir);
+  EXPECT_EQ(found.exit_code, 0) << found.err;
+  const auto missing = run_lenet5("--config no-such.toml train --device cpu", dir);
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  // The refusal names the file, where it looked and what it could have been.
+  for (const std::string& part :
+       {std::string("no-such.toml"), std::string("the working folder"),
+        (testing::source_dir() / "configs").string(), std::string("quick.toml")})
+    EXPECT_TRUE(mentions(missing.err, part)) << part << "\n" << missing.err;
+}
+
 TEST(Cli, DeviceGpuWithoutAGpuIsAClearError) {
   if (!cuda::gpu_available_in_build())
     GTEST_SKIP() << "built without GPU support (DeviceGpuInABuildWithoutGpuSupportIsAUsageError)";
@@ -362,7 +377,8 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   EXPECT_TRUE(mentions(config, "\nthreads=" + std::to_string(available_cpu_threads()) + "\n"))
       << config;
   EXPECT_TRUE(
-      mentions(trained.err, "on the cpu (" + std::to_string(available_cpu_threads()) + " threads)"))
+      mentions(trained.err, "on the cpu (" + std::to_string(available_cpu_threads()) +
+                                (available_cpu_threads() == 1 ? " thread)" : " threads)")))
       << trained.err;
 
   const std::string checkpoint = run + "/best.safetensors";
@@ -372,9 +388,10 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
   EXPECT_TRUE(mentions(evaluated.out, "\"accuracy\"")) << evaluated.out;
   EXPECT_TRUE(mentions(evaluated.out, "\"confusion\"")) << evaluated.out;
-  // train ends with the best checkpoint's report, the very text `evaluate` prints for that file.
-  const auto report = run_lenet5("evaluate --device cpu --checkpoint '" + checkpoint +
-                                     "' --data '" + testing::mnist_dir().string() + "'",
+  // train ends with the best checkpoint's report, the very text `evaluate` prints for that file,
+  // which is what a run folder given as --checkpoint means.
+  const auto report = run_lenet5("evaluate --device cpu --checkpoint '" + run + "' --data '" +
+                                     testing::mnist_dir().string() + "'",
                                  dir);
   ASSERT_EQ(report.exit_code, 0) << report.err;
   EXPECT_TRUE(mentions(report.out, "confusion matrix")) << report.out;
@@ -384,6 +401,11 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
                        "5000 training images held out for validation read best"))
       << trained.out;
   EXPECT_TRUE(mentions(trained.out, report.out)) << trained.out << "\n---\n" << report.out;
+  // A folder without a checkpoint is a usage error that says what --checkpoint takes.
+  const auto no_run = run_lenet5("evaluate --checkpoint '" + dir.path().string() + "'", dir);
+  EXPECT_EQ(no_run.exit_code, 2) << no_run.err;
+  EXPECT_TRUE(mentions(no_run.err, "holding no best.safetensors nor last.safetensors"))
+      << no_run.err;
 
   // One unreadable image among good ones: the others are still classified, the exit code is 1.
   { std::ofstream(dir / "broken.png") << "not a png"; }

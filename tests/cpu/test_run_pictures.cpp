@@ -8,6 +8,7 @@
 #include "error_assertions.hpp"
 #include "test_util.hpp"
 #include "train/evaluation_report.hpp"
+#include "train/run_folder.hpp"
 #include "train/run_pictures.hpp"
 
 namespace lenet5 {

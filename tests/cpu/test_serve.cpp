@@ -217,6 +217,14 @@ TEST_F(Serve, ThePageAndItsAssetsAreTheEmbeddedFiles) {
   ASSERT_TRUE(index);
   EXPECT_EQ(index.header("Content-Type"), "text/html; charset=utf-8");
   EXPECT_TRUE(testing::mentions(index.body, "app.js"));
+  // The page's icon, named in its head, and at the address browsers ask for without being told.
+  EXPECT_TRUE(testing::mentions(index.body,
+                                "<link rel=\"icon\" type=\"image/svg+xml\" href=\"favicon.svg\">"));
+  const auto icon = get("/favicon.ico");
+  ASSERT_TRUE(icon);
+  EXPECT_EQ(icon.status, 200);
+  EXPECT_EQ(icon.header("Content-Type"), "image/svg+xml");
+  EXPECT_TRUE(testing::mentions(icon.body, "<svg")) << icon.body;
 }
 
 TEST_F(Serve, ModelGivesTheSettingsAndTheC1AndC3Filters) {

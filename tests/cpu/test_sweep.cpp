@@ -11,6 +11,7 @@
 
 #include "child_process.hpp"
 #include "core/error.hpp"
+#include "cuda/runtime/runtime.hpp"
 #include "sweep/summary.hpp"
 #include "sweep/sweep_spec.hpp"
 #include "test_util.hpp"
@@ -419,6 +420,26 @@ TEST(SweepCli, MergedShardsGiveTheWholeSweepsSummary) {
   EXPECT_TRUE(mentions(other.err, "another sweep")) << other.err;
 }
 
+// Each model of a sweep resolves --device auto again; where the build has GPU support and the
+// machine no usable GPU, the fallback to the CPU is a warning said once, not once a model (-q
+// keeps warnings, so it used to be four lines of the same).
+TEST(SweepCli, TheFallbackToTheCpuIsSaidOnceNotOnceAModel) {
+  if (!cuda::gpu_available_in_build() || cuda::device_count() > 0)
+    GTEST_SKIP() << "--device auto falls back to the CPU only in a build with GPU support on a "
+                    "machine without a usable GPU";
+  TempDir dir;
+  const auto swept = run_lenet5("-q sweep --seeds 1-4 --device auto --validation 56 --epochs 1" +
+                                    data_flag() + " --out '" + (dir / "sweep").string() + "'",
+                                dir);
+  ASSERT_EQ(swept.exit_code, 0) << swept.err;
+  const std::string warning = "no usable CUDA device";
+  int said = 0;
+  for (std::size_t at = swept.err.find(warning); at != std::string::npos;
+       at = swept.err.find(warning, at + 1))
+    ++said;
+  EXPECT_EQ(said, 1) << swept.err;
+}
+
 // SIGINT in mid-sweep: the model in training saves, the sweep stops (exit 130); --resume finishes
 // the sweep, and every model ends byte-identical to an uninterrupted sweep's.
 TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
@@ -451,7 +472,7 @@ TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   // --threads is the one flag --resume takes: it changes no result, so the bytes still match.
   const auto resumed = run_lenet5("sweep --resume '" + cut.string() + "' --threads 1", dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_TRUE(mentions(resumed.err, "(1 threads)")) << resumed.err;
+  EXPECT_TRUE(mentions(resumed.err, "(1 thread)")) << resumed.err;
   EXPECT_TRUE(mentions(resumed.err, "model 1/3 seed=1: already trained")) << resumed.err;
   EXPECT_TRUE(mentions(resumed.err, "model 2/3 seed=2: continuing")) << resumed.err;
   const auto whole = run_lenet5(lists + " --out '" + (dir / "whole").string() + "'", dir);
