@@ -59,7 +59,8 @@ usage: scripts/fetch_mnist.sh [--dataset mnist|fashion-mnist] [DIR]
 
 Puts the data set's four files (uncompressed, SHA-256 verified) into DIR.
 DIR defaults to \$LENET5_DATA, else data/mnist (or data/fashion-mnist) under the
-project root.
+project root; installed (as lenet5-fetch-mnist), under the working folder, where
+an installed lenet5 looks.
 
 Sources, in order: files already in DIR (plain or .gz); the mirror folder below
 (plain or .gz); for Fashion-MNIST, /usr/share/datasets/fashion-mnist (Debian's
@@ -205,8 +206,11 @@ main() {
     exit 2
   fi
   choose_dataset "$dataset"
+  # The project root when run from the source tree; installed (bin/lenet5-fetch-mnist), the
+  # working folder, whose data/ an installed lenet5 reads by default.
   local root
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  [[ -f $root/CMakeLists.txt && -d $root/src ]] || root=$PWD
   DIR=${1:-${LENET5_DATA:-$root/data/$dataset}}
   FILE_MODE=$(printf '%04o' $((0666 & ~0$(umask))))
   mkdir -p -- "$DIR"

@@ -11,7 +11,7 @@ const std::vector<DatasetDescription>& datasets() {
        "MNIST",
        "digit",
        "data/mnist",
-       "run scripts/fetch_mnist.sh or pass --data DIR",
+       "run scripts/fetch_mnist.sh (an installed lenet5: lenet5-fetch-mnist) or pass --data DIR",
        {"train-images-idx3-ubyte",
         "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db", 0xE9F4D8B3},
        {"train-labels-idx1-ubyte",
@@ -29,7 +29,8 @@ const std::vector<DatasetDescription>& datasets() {
        "Fashion-MNIST",
        "class",
        "data/fashion-mnist",
-       "run scripts/fetch_mnist.sh --dataset fashion-mnist or pass --data DIR",
+       "run scripts/fetch_mnist.sh --dataset fashion-mnist (an installed lenet5: lenet5-fetch-mnist "
+       "--dataset fashion-mnist) or pass --data DIR",
        {"train-images-idx3-ubyte",
         "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888", 0xB4F29F28},
        {"train-labels-idx1-ubyte",

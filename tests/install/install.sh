@@ -3,9 +3,9 @@
 # fresh prefix, then runs the installed program from a folder that is neither the source nor the
 # build tree: --help, --version (which names the commit), a shipped config found by its bare name
 # (a file of that name in the working folder first; a missing one refused with the list of
-# shipped ones), and a short training whose run folder
-# shows the config's settings took effect. Exit 77 (ctest: skipped) after the checks that need no
-# data when MNIST is not in MNIST_DIR.
+# shipped ones), a short training whose run folder shows the config's settings took effect, and
+# the installed fetcher filling a fresh folder's data/mnist, where the installed program finds it.
+# Exit 77 (ctest: skipped) after the checks that need no data when MNIST is not in MNIST_DIR.
 #   install.sh CMAKE BUILD_DIR WORK_DIR MNIST_DIR
 set -euo pipefail
 cmake=$1 build=$2 work=$3 mnist=$4
@@ -55,4 +55,15 @@ grep -q '^epochs=1$' run/config.toml && grep -q '^batch-size=64$' run/config.tom
   grep -q '^train-limit=256$' run/config.toml ||
   fail "run/config.toml does not hold quick.toml's settings: $(cat run/config.toml)"
 [ -f run/last.safetensors ] || fail "the run saved no checkpoint"
+
+# The data sets' fetcher, installed beside it, fills the working folder's data/mnist (offline, from
+# MNIST_DIR as a mirror), where the installed program then finds MNIST without --data.
+fetch=$prefix/bin/lenet5-fetch-mnist
+[ -x "$fetch" ] || fail "no $fetch"
+mkdir -p fresh && cd fresh
+env -u LENET5_DATA LENET5_MNIST_MIRROR="$mnist" LENET5_FETCH_OFFLINE=1 "$fetch" >fetch.log 2>&1 ||
+  { cat fetch.log; fail "lenet5-fetch-mnist"; }
+[ -f data/mnist/t10k-labels-idx1-ubyte ] || fail "lenet5-fetch-mnist left no $PWD/data/mnist"
+env -u LENET5_DATA "$lenet5" -q --config quick.toml train --device cpu --train-limit 256 \
+  --validation 0 --evaluate false --out run >train.log 2>&1 || { cat train.log; fail "train without --data"; }
 echo "installed into $prefix; ran from $PWD"
