@@ -459,11 +459,13 @@ TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   std::vector<std::string> cut_arguments = arguments;
   cut_arguments.insert(cut_arguments.end(), {"--out", cut.string()});
   const pid_t child = testing::start_lenet5(cut_arguments, options);
-  // Model 2's log appears when model 1 is done; the signal then lands 0.3 s into model 2.
+  // Model 2's log appears when model 1 is done; the signal lands as soon as model 2 has ended its
+  // first epoch, while five remain (a fixed delay after its start was not enough on a 16-core
+  // machine, where model 2 ended before the signal came). Polled every 5 ms: an epoch of 1,500
+  // images takes tens of milliseconds there.
   const fs::path log = cut / "seed=2" / "train.log";
-  for (int i = 0; i < 1200 && !mentions(read_text(log), "training on"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 12000 && !mentions(read_text(log), "epoch 1/6"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   kill(child, SIGINT);
   const testing::ChildEnd end = testing::wait_for(child);
   ASSERT_EQ(end.exit_code(), 130) << read_text(dir / "cut.txt");
