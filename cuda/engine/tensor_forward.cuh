@@ -24,7 +24,9 @@
 // subsampling, squashed convolution units and the RBF output, which it does not compute.
 //
 // Its use today: evaluation only (TensorForward::evaluate, the same contract as
-// WholeStep::evaluate), chosen by name; training still runs whole-step's kernels.
+// WholeStep::evaluate), where --kernels tensor asks for it (core/net_config.hpp's
+// tensor_evaluation: the GPU engine's and the packed group's evaluations after each epoch);
+// training still runs whole-step's kernels. Never chosen otherwise.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,10 +47,11 @@ std::string tensor_forward_refusal(const NetConfig& config);
 
 class TensorForward {
  public:
-  // The tile sizes there are kernels for, and the one used unless another is asked for (the
-  // fastest measured on the H200: docs/tensor-cores.md).
+  // The tile sizes there are kernels for, and the one used unless another is asked for: the
+  // fastest measured on the H200 (docs/tensor-cores.md), the smallest, whose blocks fit two to an
+  // SM where the larger tiles fit one.
   static const std::vector<int>& tiles();
-  static constexpr int kDefaultTile = 32;
+  static constexpr int kDefaultTile = 16;
 
   // Throws UsageError when the network has an option the kernels do not compute, the tile has no
   // kernel, or this GPU (or this build's kernels for it) lacks TF32 tensor cores.

@@ -19,9 +19,13 @@
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/rng.hpp"
+#include "cuda/engine/engine_parts.hpp"
+#include "cuda/engine/gpu_engine.hpp"
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "data/batch.hpp"
+#include "data/mnist.hpp"
+#include "engine/engine.hpp"
 #include "engine/network.hpp"
 #include "gpu_test_util.hpp"
 
@@ -227,6 +231,67 @@ TEST(TensorForward, RepeatRunsAndPackedModelsGiveTheSameBits) {
     EXPECT_EQ(model(packed.predicted, 1, 1), alone.predicted) << describe(config);
     EXPECT_NE(once.logits, alone.logits) << "the two models' weights differ";
   }
+}
+
+// make_images as a Dataset, for the engines.
+Dataset as_dataset(const Images& images) {
+  Dataset data;
+  data.count = int(images.labels.size());
+  data.images = images.pixels;
+  data.labels = images.labels;
+  return data;
+}
+
+// --kernels tensor: the GPU engine trains as whole-step does (the same bits), and evaluates with
+// the tensor cores' forward pass (TensorForward's own bits, not whole-step's fp32 ones), lone or
+// packed in a group of models.
+TEST(TensorForward, KernelsTensorTrainAsWholeStepAndEvaluateOnTheTensorCores) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  NetConfig config;
+  config.activation = Activation::relu;
+  config.subsampling = Subsampling::max;
+  config.kernels = GpuKernels::tensor;
+  NetConfig whole_step = config;
+  whole_step.kernels = GpuKernels::whole_step;
+  const SgdSettings sgd{0.9, false, 0.0};
+  constexpr int kBatch = 32;
+  const Dataset train = as_dataset(make_images(200, 11)), test = as_dataset(make_images(150, 12));
+  const auto trained = [&](const NetConfig& net) {
+    std::unique_ptr<Engine> engine = make_gpu_engine(net, sgd, kBatch);
+    engine->initialise(7);
+    engine->set_training_data(train, Augmentation{});
+    const int steps = (train.count + kBatch - 1) / kBatch;
+    engine->begin_epoch(0, epoch_permutation(7, 0, train.count), std::vector<float>(steps, 0.05f));
+    engine->train_steps(0, steps);
+    engine->take_epoch_totals();
+    return engine;
+  };
+  const std::unique_ptr<Engine> tensor = trained(config), fp32 = trained(whole_step);
+  const std::vector<float> params = tensor->parameters();
+  ASSERT_EQ(params, fp32->parameters()) << "--kernels tensor trains as whole-step does";
+  const Evaluation got = tensor->evaluate(test), fp32_got = fp32->evaluate(test);
+  const ParamLayout layout = lenet5_layout(config);
+  const cuda::TensorForward forward(config, layout);
+  DeviceDataset set;
+  set.upload(test);
+  EvaluationSlots slots;
+  const Buffer<float> device_params = test::upload(params);
+  const Evaluation want = evaluate_models(forward, set, test, device_params.data(), 0, 1, slots)[0];
+  EXPECT_EQ(got.loss_sum, want.loss_sum);
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_EQ(got.confusion, want.confusion);
+  EXPECT_NE(got.loss_sum, fp32_got.loss_sum) << "whole-step's fp32 stages evaluated, not TF32";
+  // Each loss within twice the logits' tolerance (MatchesTheCpuReferenceWithinTf32Rounding), for
+  // logits of a scale well under 10 here.
+  EXPECT_NEAR(got.mean_loss(), fp32_got.mean_loss(), 2 * kLogitTolerance * 10);
+  // Packed: model 1 of a group gets the lone engine's evaluation, bit for bit.
+  const std::unique_ptr<EngineGroup> group = make_gpu_engine_group(config, sgd, kBatch, 2);
+  group->model(0).initialise(3);
+  group->model(1).set_state(params, tensor->optimizer_state());
+  const Evaluation packed = group->model(1).evaluate(test);
+  EXPECT_EQ(packed.loss_sum, got.loss_sum);
+  EXPECT_EQ(packed.correct, got.correct);
 }
 
 TEST(TensorForward, RefusesWhatItDoesNotCompute) {
