@@ -1,6 +1,6 @@
-// The tensor-core forward pass (issue 44's first brick): each block holds a tile of samples and runs
-// the whole network's forward pass and the softmax cross-entropy, every layer a matrix product on
-// the tensor cores (mma.sync m16n8k8, TF32 operands, products added in float).
+// The tensor-core forward pass (issue 44's first brick): each block holds a tile of samples and
+// runs the whole network's forward pass and the softmax cross-entropy, every layer a matrix product
+// on the tensor cores (mma.sync m16n8k8, TF32 operands, products added in float).
 //
 // Why: the whole-step kernels (whole_step.cuh) run one sample per block on the FP32 cores, and the
 // FP32 cores are their wall. Here C1 and C3 are implicit GEMMs whose operands the lanes gather
@@ -66,8 +66,8 @@ class TensorForward {
   // gets its 10 logits at (m * n + i) * 10. A sample's results are the same bits whatever tile it
   // falls in and however many models share the launch. Nothing waits for the device.
   void evaluate(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
-                const ModelGroup& group, double* loss, std::int32_t* predicted,
-                cudaStream_t stream, float* logits = nullptr) const;
+                const ModelGroup& group, double* loss, std::int32_t* predicted, cudaStream_t stream,
+                float* logits = nullptr) const;
 
  private:
   NetConfig m_config;
