@@ -10,9 +10,9 @@
 // Each network is a checkpoint's (--checkpoint, repeatable), or, without one, the default config's
 // (relu, max subsampling) and the book's (tanh, average) with their seed-1 initial weights. Every
 // kernel is checked before any is timed: its accuracy, mean loss and the share of its predictions
-// that agree with FP32's are printed, the tensor cores' tiles must give the same bits as each other,
-// and a kernel whose predictions agree with FP32's on less than 95 % of the images stops the run
-// (exit 1). Then K rounds time each kernel: the median of R evaluations of the whole set, each
+// that agree with FP32's are printed, the tensor cores' tiles must give the same bits as each
+// other, and a kernel whose predictions agree with FP32's on less than 95 % of the images stops the
+// run (exit 1). Then K rounds time each kernel: the median of R evaluations of the whole set, each
 // bracketed by CUDA events. Exit 77 without a GPU (CTest's skip), 2 on a bad argument.
 #include <cuda_runtime.h>
 
@@ -120,7 +120,8 @@ std::vector<Network> networks(const Options& options) {
 struct Outputs {
   Buffer<double> loss;
   Buffer<std::int32_t> predicted;
-  explicit Outputs(int n) : loss(Device::gpu, std::size_t(n)), predicted(Device::gpu, std::size_t(n)) {}
+  explicit Outputs(int n)
+      : loss(Device::gpu, std::size_t(n)), predicted(Device::gpu, std::size_t(n)) {}
 };
 
 struct Scored {
@@ -166,17 +167,16 @@ void bench_network(const Network& network, const DeviceDataset& set, const Datas
   for (const int tile : cuda::TensorForward::tiles())
     tensor.push_back(std::make_unique<cuda::TensorForward>(network.config, layout, tile));
   const cuda::ModelGroup group;
-  std::vector<Contender> contenders{{"whole-step fp32", 1, [&](Outputs& out) {
-                                       whole_step.evaluate(set.images.data(), set.labels.data(),
-                                                           data.count, params.data(), group,
-                                                           out.loss.data(), out.predicted.data(),
-                                                           cudaStreamPerThread);
-                                     }}};
+  std::vector<Contender> contenders{
+      {"whole-step fp32", 1, [&](Outputs& out) {
+         whole_step.evaluate(set.images.data(), set.labels.data(), data.count, params.data(), group,
+                             out.loss.data(), out.predicted.data(), cudaStreamPerThread);
+       }}};
   for (const auto& forward : tensor)
     contenders.push_back({"tensor tf32", forward->tile(), [&, f = forward.get()](Outputs& out) {
                             f->evaluate(set.images.data(), set.labels.data(), data.count,
-                                        params.data(), group, out.loss.data(),
-                                        out.predicted.data(), cudaStreamPerThread);
+                                        params.data(), group, out.loss.data(), out.predicted.data(),
+                                        cudaStreamPerThread);
                           }});
   Outputs out(data.count);
   std::vector<Scored> scored;
@@ -185,8 +185,8 @@ void bench_network(const Network& network, const DeviceDataset& set, const Datas
     cuda::synchronize();
     scored.push_back(score(out, data));
     const Scored& s = scored.back();
-    const bool same_as_first_tile = scored.size() <= 2 || (s.loss == scored[1].loss &&
-                                                           s.predicted == scored[1].predicted);
+    const bool same_as_first_tile =
+        scored.size() <= 2 || (s.loss == scored[1].loss && s.predicted == scored[1].predicted);
     std::printf(
         "{\"check\":1,\"network\":\"%s\",\"kernels\":\"%s\",\"tile\":%d,\"images\":%d,"
         "\"accuracy\":%.4f,\"mean_loss\":%.6f,\"agree_with_fp32\":%.5f,"
@@ -195,7 +195,8 @@ void bench_network(const Network& network, const DeviceDataset& set, const Datas
         100 * s.accuracy, s.mean_loss, agreement(s, scored[0]),
         same_as_first_tile ? "true" : "false");
     if (agreement(s, scored[0]) < 0.95 || !same_as_first_tile)
-      throw Error(contender.kernels + " disagrees with fp32 whole-step, or across tiles: not timed");
+      throw Error(contender.kernels +
+                  " disagrees with fp32 whole-step, or across tiles: not timed");
   }
   for (int round = 0; round < options.rounds; ++round)
     for (Contender& contender : contenders) {
@@ -216,10 +217,10 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "skipped: no CUDA device\n");
     return 77;
   }
-  const Dataset data = options.synthetic > 0
-                           ? synthetic_images(options.synthetic)
-                           : load_split(mnist_dataset(), resolve_data_dir(options.data),
-                                        Split::test);
+  const Dataset data =
+      options.synthetic > 0
+          ? synthetic_images(options.synthetic)
+          : load_split(mnist_dataset(), resolve_data_dir(options.data), Split::test);
   DeviceDataset set;
   set.upload(data);
   cudaDeviceProp properties{};

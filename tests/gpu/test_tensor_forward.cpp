@@ -88,7 +88,8 @@ Results run(const NetConfig& config, int tile, const std::vector<float>& params,
             const Images& images, int n, int models = 1) {
   const ParamLayout layout = lenet5_layout(config);
   const cuda::TensorForward forward(config, layout, tile);
-  Buffer<std::uint8_t> pixels(Device::gpu, images.pixels.size()), labels(Device::gpu, std::size_t(n));
+  Buffer<std::uint8_t> pixels(Device::gpu, images.pixels.size()),
+      labels(Device::gpu, std::size_t(n));
   pixels.copy_from_host(images.pixels.data());
   labels.copy_from_host(images.labels.data());
   const Buffer<float> device_params = test::upload(params);
