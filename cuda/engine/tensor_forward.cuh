@@ -8,8 +8,8 @@
 // GEMMs over the tile's samples, so that a dense weight read from L2 serves every sample of the
 // tile. The subsampling, its bias and the activation are fused into the convolutions' epilogues.
 //
-//   tensor_forward_kernel1<Activation, Subsampling, Tile>: one block of kTensorForwardThreads
-//   threads per Tile samples (16, 32 or 64). Each warp takes the tile's samples in turn through
+//   tensor_forward_kernel1<Activation, Subsampling, Tile>: one block of 256 threads (8 warps,
+//   tensor_tile.cuh's kThreads) per Tile samples (16, 32 or 64). Each warp takes the tile's samples in turn through
 //   C1-S2 and C3-S4 (a sample's two convolutions on one warp, its working set in the warp's part of
 //   shared memory); S4's outputs of the whole tile meet in shared memory, and then all warps share
 //   out the n-tiles of C5, F6 and the output layer, each over the tile's rows; finally a thread per
