@@ -9,8 +9,9 @@
 // captured once into a CUDA graph and replayed, as the lone engine does. Evaluation is packed too:
 // the first member to ask for its evaluation at an epoch's end gets every member evaluated in one
 // launch (WholeStep::evaluate, or with --kernels tensor TensorForward::evaluate), and the others'
-// results wait for them, each until its weights change. Probabilities and activations of a member run on one shared lone engine that is handed
-// the member's weights first: a copy of 62k floats each, for single images.
+// results wait for them, each until its weights change. Probabilities and activations of a member
+// run on one shared lone engine that is handed the member's weights first: a copy of 62k floats
+// each, for single images.
 #include <algorithm>
 #include <functional>
 #include <memory>

@@ -56,7 +56,7 @@ const std::vector<GpuKernelSet>& gpu_kernel_sets() {
        ConvAlgo::staged, false, true, true, false},
       {GpuKernels::tensor, "tensor",
        "trains as whole-step does; only the evaluations after each epoch run on the tensor cores, "
-       "a tile of samples per block in TF32 (other bits than fp32; not on the CPU)",
+       "a tile of samples per block in TF32, other bits than fp32; GPU only",
        ConvAlgo::staged, false, true, true, true},
   };
   return table;

@@ -51,8 +51,8 @@ enum class ConvUnits { linear, squashed };
 enum class Precision { fp32, tf32 };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
-// kernels; on the CPU book runs the sequential reference layers and the others the fast CPU
-// layers (src/layers/fast_cpu.hpp). What each set means is its row of gpu_kernel_sets(), which the
+// kernels; on the CPU book runs the sequential reference layers, fast and whole-step the fast CPU
+// layers (src/layers/fast_cpu.hpp), and tensor is refused. What each set means is its row of gpu_kernel_sets(), which the
 // settings, the network, the engines and the layers all read.
 enum class GpuKernels { book, fast, whole_step, tensor };
 
@@ -74,7 +74,8 @@ struct GpuKernelSet {
   // A training run's evaluations (the test set and the held-out images after each epoch, and a
   // sweep's, packed) run on the tensor cores, a tile of samples per block in TF32
   // (cuda/engine/tensor_forward.cuh), instead of the whole-step kernels' FP32 forward stages. On
-  // the GPU only: the CPU has no tensor cores and evaluates with its fast layers.
+  // the GPU only: the CPU has no tensor cores, so a run there is refused (the settings, and
+  // backend.cpp's make_engine) rather than silently evaluated in fp32.
   bool tensor_evaluation;
 };
 
@@ -83,8 +84,8 @@ struct GpuKernelSet {
 // convolution and dense kernels; whole-step: trains in two kernels per step and evaluates with
 // the same forward stages (a checkpoint read later, by evaluate, runs the fast set); tensor:
 // trains as whole-step does and evaluates on the tensor cores (the first part of the tensor-core
-// kernel set: docs/tensor-cores.md). On the CPU, book is the sequential reference and the others
-// are the fast CPU layers. In --kernels' order.
+// kernel set: docs/tensor-cores.md). On the CPU, book is the sequential reference, fast and
+// whole-step are the fast CPU layers, and tensor is refused. In --kernels' order.
 const std::vector<GpuKernelSet>& gpu_kernel_sets();
 const GpuKernelSet& gpu_kernel_set(GpuKernels kernels);
 

@@ -208,8 +208,8 @@ std::vector<SettingDeclaration> declare_train_settings() {
           .in_group("Network"),
       setting(&S::kernels, "--kernels", "whole-step",
               "kernels: " + kernels_help() +
-                  "; on the CPU, book runs the sequential reference layers and the others the "
-                  "fast CPU layers")
+                  "; on the CPU, book runs the sequential reference layers, fast and whole-step "
+                  "the fast CPU layers, and tensor is refused")
           .in_group("Network"),
       setting(&S::conv_algo, "--conv-algo", "auto",
               "GPU convolution version for C1 and C3, by name or number: auto (direct with "
