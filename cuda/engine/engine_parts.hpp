@@ -124,15 +124,16 @@ class EvaluationSlots {
   Buffer<std::int32_t> m_predicted;
 };
 
-// The evaluations of `models` whole-step models on `data` (set: its device copy), whose parameters
-// start at `params`, `stride` floats apart: one launch of WholeStep::evaluate, then per model the
-// loss summed in sample order on the host (the same double every run, however many models shared
-// the launch), the correct count and the confusion matrix of the predictions.
-inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep& step,
-                                                          const DeviceDataset& set,
-                                                          const Dataset& data, const float* params,
-                                                          std::size_t stride, int models,
-                                                          EvaluationSlots& slots) {
+// The evaluations of `models` models on `data` (set: its device copy), whose parameters start at
+// `params`, `stride` floats apart, by `kernels`: a kernel set whose evaluate() keeps
+// WholeStep::evaluate's contract (cuda::WholeStep, or cuda::TensorForward, the tensor cores'). One
+// launch of it, then per model the loss summed in sample order on the host (the same double every
+// run, however many models shared the launch), the correct count and the confusion matrix of the
+// predictions.
+template <class Kernels>
+std::vector<Evaluation> evaluate_models(const Kernels& kernels, const DeviceDataset& set,
+                                        const Dataset& data, const float* params,
+                                        std::size_t stride, int models, EvaluationSlots& slots) {
   std::vector<Evaluation> results(static_cast<std::size_t>(models));
   for (Evaluation& result : results) result.count = data.count;
   if (data.count == 0) return results;
@@ -141,8 +142,8 @@ inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep&
   cuda::ModelGroup group;
   group.models = models;
   group.params_stride = stride;
-  step.evaluate(set.images.data(), set.labels.data(), data.count, params, group, slots.loss(),
-                slots.predicted(), cuda::kDefaultStream);
+  kernels.evaluate(set.images.data(), set.labels.data(), data.count, params, group, slots.loss(),
+                   slots.predicted(), cuda::kDefaultStream);
   std::vector<double> loss(samples);
   std::vector<std::int32_t> predicted(samples);
   // Synchronous copies on the legacy default stream, which waits for kDefaultStream's launch (the
@@ -162,6 +163,15 @@ inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep&
     }
   }
   return results;
+}
+
+// The same by the whole-step kernels' own forward stages.
+inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep& step,
+                                                          const DeviceDataset& set,
+                                                          const Dataset& data, const float* params,
+                                                          std::size_t stride, int models,
+                                                          EvaluationSlots& slots) {
+  return evaluate_models(step, set, data, params, stride, models, slots);
 }
 
 // An instantiated CUDA graph, destroyed with its owner.

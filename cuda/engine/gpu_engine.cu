@@ -12,7 +12,8 @@
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
-// stages.
+// stages; with --kernels tensor, evaluation runs the tensor cores' forward pass instead
+// (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "core/topology.hpp"
 #include "cuda/engine/engine_parts.hpp"
 #include "cuda/engine/gpu_engine.hpp"
+#include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/whole_step.cuh"
 #include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/dense.cuh"
@@ -57,6 +59,8 @@ class GpuEngine final : public NetworkEngine {
                          "themselves: choose --kernels fast or book");
       m_whole_step = std::make_unique<cuda::WholeStep>(net, m_network.layout(), batch_size);
     }
+    if (gpu_kernel_set(net.kernels).tensor_evaluation)
+      m_tensor_forward = std::make_unique<cuda::TensorForward>(net, m_network.layout());
   }
 
   Device device() const override { return Device::gpu; }
@@ -188,6 +192,7 @@ class GpuEngine final : public NetworkEngine {
   Buffer<std::uint8_t> m_labels;
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;  // the whole-step kernel set only
+  std::unique_ptr<cuda::TensorForward> m_tensor_forward;  // --kernels tensor only
   DeviceDataset m_train;
   Buffer<std::uint32_t> m_epoch{Device::gpu, 1};  // the current epoch, read by the augmentation
   cuda::DeviceAugmentation m_augmentation;        // kind none unless the run augments
@@ -197,7 +202,7 @@ class GpuEngine final : public NetworkEngine {
   Buffer<cuda::StepStats> m_step_stats;  // (steps per epoch)
   std::int64_t m_seen = 0;
   EvaluationCopies m_eval;             // the validation and test sets, in practice
-  EvaluationSlots m_evaluation_slots;  // the whole-step kernel set's evaluation only
+  EvaluationSlots m_evaluation_slots;  // the whole-step and tensor kernel sets' evaluation only
 };
 
 // Uploads an evaluation set the first time it is seen; later epochs reuse the device copy (the
@@ -214,6 +219,11 @@ const DeviceDataset& GpuEngine::device_copy(const Dataset& data) {
 Evaluation GpuEngine::evaluate(const Dataset& data) {
   // The whole-step kernel set evaluates with its own forward stages, as a packed group of its
   // models does (gpu_engine_group.cu): a model's figures are then the same bits alone or packed.
+  // So does the tensor cores' forward pass, where the kernel set asks for it.
+  if (m_tensor_forward)
+    return evaluate_models(*m_tensor_forward, device_copy(data), data,
+                           m_network.parameters().data(), 0, 1, m_evaluation_slots)
+        .front();
   if (m_whole_step)
     return evaluate_whole_step_models(*m_whole_step, device_copy(data), data,
                                       m_network.parameters().data(), 0, 1, m_evaluation_slots)

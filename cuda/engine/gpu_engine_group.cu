@@ -8,9 +8,10 @@
 // queued once every member asked for the same range (engine.hpp's EngineGroup); a whole epoch is
 // captured once into a CUDA graph and replayed, as the lone engine does. Evaluation is packed too:
 // the first member to ask for its evaluation at an epoch's end gets every member evaluated in one
-// launch (WholeStep::evaluate), and the others' results wait for them, each until its weights
-// change. Probabilities and activations of a member run on one shared lone engine that is handed
-// the member's weights first: a copy of 62k floats each, for single images.
+// launch (WholeStep::evaluate, or with --kernels tensor TensorForward::evaluate), and the others'
+// results wait for them, each until its weights change. Probabilities and activations of a member
+// run on one shared lone engine that is handed the member's weights first: a copy of 62k floats
+// each, for single images.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "core/error.hpp"
 #include "cuda/engine/engine_parts.hpp"
 #include "cuda/engine/gpu_engine.hpp"
+#include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/whole_step.cuh"
 #include "cuda/kernels/dense.cuh"
 #include "cuda/runtime/buffer.hpp"
@@ -78,6 +80,8 @@ class GpuEngineGroup final : public EngineGroup {
         m_seeds(std::size_t(models), 0) {
     if (!gpu_kernel_set(net.kernels).whole_step)
       throw Error("internal: only the whole-step kernel set packs models into one launch");
+    if (gpu_kernel_set(net.kernels).tensor_evaluation)
+      m_tensor_forward = std::make_unique<cuda::TensorForward>(net, m_layout);
     if (sgd.momentum != 0) m_velocity = Buffer<float>(Device::gpu, m_stride * models);
     m_params.zero();
     if (m_velocity.size()) m_velocity.zero();
@@ -191,12 +195,17 @@ class GpuEngineGroup final : public EngineGroup {
       const auto stale = std::count_if(kept.results.begin(), kept.results.end(),
                                        [](const std::optional<Evaluation>& r) { return !r; });
       const DeviceDataset& set = evaluation_copy(data, m_train, m_eval);
+      const auto evaluated = [&](const float* params, std::size_t stride, int models) {
+        if (m_tensor_forward)
+          return evaluate_models(*m_tensor_forward, set, data, params, stride, models,
+                                 m_evaluation_slots);
+        return evaluate_whole_step_models(m_whole_step, set, data, params, stride, models,
+                                          m_evaluation_slots);
+      };
       if (stale == 1) {
-        kept.results[std::size_t(i)] = evaluate_whole_step_models(
-            m_whole_step, set, data, params_of(i), 0, 1, m_evaluation_slots)[0];
+        kept.results[std::size_t(i)] = evaluated(params_of(i), 0, 1)[0];
       } else {
-        std::vector<Evaluation> all = evaluate_whole_step_models(
-            m_whole_step, set, data, m_params.data(), m_stride, m_models, m_evaluation_slots);
+        std::vector<Evaluation> all = evaluated(m_params.data(), m_stride, m_models);
         for (int m = 0; m < m_models; ++m) kept.results[std::size_t(m)] = all[std::size_t(m)];
       }
     }
@@ -298,6 +307,7 @@ class GpuEngineGroup final : public EngineGroup {
   std::size_t m_floats;
   std::size_t m_stride;  // floats from one model's parameters (or velocity) to the next's
   cuda::WholeStep m_whole_step;
+  std::unique_ptr<cuda::TensorForward> m_tensor_forward;  // --kernels tensor only
   Buffer<float> m_params;    // (models, floats)
   Buffer<float> m_velocity;  // (models, floats); empty without momentum
   Buffer<std::uint64_t> m_augment_seeds;

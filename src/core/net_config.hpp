@@ -51,10 +51,10 @@ enum class ConvUnits { linear, squashed };
 enum class Precision { fp32, tf32 };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
-// kernels; on the CPU book runs the sequential reference layers and the other two the fast CPU
-// layers (src/layers/fast_cpu.hpp). What each set means is its row of gpu_kernel_sets(), which the
+// kernels; on the CPU book runs the sequential reference layers, fast and whole-step the fast CPU
+// layers (src/layers/fast_cpu.hpp), and tensor is refused. What each set means is its row of gpu_kernel_sets(), which the
 // settings, the network, the engines and the layers all read.
-enum class GpuKernels { book, fast, whole_step };
+enum class GpuKernels { book, fast, whole_step, tensor };
 
 struct GpuKernelSet {
   GpuKernels kernels;
@@ -71,14 +71,21 @@ struct GpuKernelSet {
   // Training runs the whole step in two kernels, one block per sample (cuda/engine/whole_step.cuh)
   // instead of layer by layer.
   bool whole_step;
+  // A training run's evaluations (the test set and the held-out images after each epoch, and a
+  // sweep's, packed) run on the tensor cores, a tile of samples per block in TF32
+  // (cuda/engine/tensor_forward.cuh), instead of the whole-step kernels' FP32 forward stages. On
+  // the GPU only: the CPU has no tensor cores, so a run there is refused (the settings, and
+  // backend.cpp's make_engine) rather than silently evaluated in fp32.
+  bool tensor_evaluation;
 };
 
 // book: the chapter's direct convolution kernel (Fig 16.12) and cuBLAS for the fully connected
 // layers, every layer on its own; fast: each activation fused into the layer before it, the faster
 // convolution and dense kernels; whole-step: trains in two kernels per step and evaluates with
-// the same forward stages (a checkpoint read later, by evaluate, runs the fast set). On the CPU,
-// book is the sequential reference and fast and whole-step are the fast CPU layers. In --kernels'
-// order.
+// the same forward stages (a checkpoint read later, by evaluate, runs the fast set); tensor:
+// trains as whole-step does and evaluates on the tensor cores (the first part of the tensor-core
+// kernel set: docs/tensor-cores.md). On the CPU, book is the sequential reference, fast and
+// whole-step are the fast CPU layers, and tensor is refused. In --kernels' order.
 const std::vector<GpuKernelSet>& gpu_kernel_sets();
 const GpuKernelSet& gpu_kernel_set(GpuKernels kernels);
 
@@ -123,7 +130,7 @@ const std::vector<std::string>& subsampling_names();  // "average", "max", "trai
 const std::vector<std::string>& c3_table_names();     // "full", "lecun"
 const std::vector<std::string>& output_layer_names();  // "softmax", "rbf"
 const std::vector<std::string>& conv_units_names();    // "linear", "squashed"
-const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step"
+const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step", "tensor"
 const std::vector<std::string>& precision_names();    // "fp32", "tf32"
 // "mnist", "fashion-mnist", "lecun1998"
 const std::vector<std::string>& input_scaling_names();

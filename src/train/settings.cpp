@@ -214,8 +214,8 @@ std::vector<SettingDeclaration> declare_train_settings() {
           .in_group("Network"),
       setting(&S::kernels, "--kernels", "whole-step",
               "kernels: " + kernels_help() +
-                  "; on the CPU, book runs the sequential reference layers and the others the "
-                  "fast CPU layers")
+                  "; on the CPU, book runs the sequential reference layers, fast and whole-step "
+                  "the fast CPU layers, and tensor is refused")
           .in_group("Network"),
       setting(&S::conv_algo, "--conv-algo", "auto",
               "GPU convolution version for C1 and C3, by name or number: auto (direct with "
@@ -333,10 +333,14 @@ void check_combinations(const TrainSettings& s) {
     throw UsageError(
         "--precision tf32 runs on a GPU's tensor cores, not with --device cpu, which computes in "
         "fp32: use --precision fp32, or --device gpu");
-  if (s.optimizer == kSdlmName && parse_gpu_kernels(s.kernels) == GpuKernels::whole_step)
-    throw UsageError(
-        "--optimizer sdlm does not run in --kernels whole-step, whose kernels apply "
-        "SGD themselves: choose --kernels fast (or book)");
+  const GpuKernelSet& set = gpu_kernel_set(parse_gpu_kernels(s.kernels));
+  if (s.optimizer == kSdlmName && set.whole_step)
+    throw UsageError("--optimizer sdlm does not run in --kernels " + std::string(set.name) +
+                     ", whose kernels apply SGD themselves: choose --kernels fast (or book)");
+  if (set.tensor_evaluation && s.device == "cpu")
+    throw UsageError("--kernels " + std::string(set.name) +
+                     " evaluates on a GPU's tensor cores, not with --device cpu: use --kernels "
+                     "whole-step (or fast), or --device gpu");
 }
 
 // Every declared range, then the combinations: what schedule_config() and sgd() need.

@@ -61,7 +61,7 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"train --activation softplus --device cpu", "unknown activation 'softplus'"},
       {"train --kernels fast --conv-algo winograd --device cpu",
        "unknown convolution version 'winograd'"},
-      {"train --kernels turbo --device cpu", "accepted: book, fast, whole-step"},
+      {"train --kernels turbo --device cpu", "accepted: book, fast, whole-step, tensor"},
       {"train --kernels whole-step --conv-algo tiled --device cpu",
        "does not apply to --kernels whole-step"},
       // Refused before any data is read (there is none under --data here), on any device.
@@ -88,6 +88,8 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       // The tensor cores (C3, and the dense weights' gradients from batch 256): the whole-step
       // kernels on a GPU only.
       {"train --precision tf32 --device cpu", "--precision tf32 runs on a GPU's tensor cores"},
+      // Its evaluations need the tensor cores, which the CPU has none of: not silently fp32 there.
+      {"train --kernels tensor --device cpu", "--kernels tensor evaluates on a GPU's tensor cores"},
       {"train --precision tf32 --kernels fast --device gpu",
        "--precision tf32 runs in the whole-step kernels only"},
       {"train --precision fp16 --device cpu", "fp16"},

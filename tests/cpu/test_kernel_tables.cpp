@@ -65,7 +65,7 @@ TEST(ConvVersions, ParsedByNameOrNumber) {
 
 TEST(GpuKernelSets, RowsInEnumOrderWithRegisteredDefaults) {
   const std::vector<GpuKernelSet>& sets = gpu_kernel_sets();
-  ASSERT_EQ(sets.size(), 3u);
+  ASSERT_EQ(sets.size(), 4u);
   for (std::size_t i = 0; i < sets.size(); ++i) {
     EXPECT_EQ(sets[i].kernels, GpuKernels(i)) << sets[i].name;
     EXPECT_EQ(parse_gpu_kernels(sets[i].name), sets[i].kernels);
@@ -77,6 +77,11 @@ TEST(GpuKernelSets, RowsInEnumOrderWithRegisteredDefaults) {
   EXPECT_EQ(gpu_kernel_set(GpuKernels::book).default_conv_algo, ConvAlgo::direct);
   EXPECT_FALSE(gpu_kernel_set(GpuKernels::book).fused_layers);
   EXPECT_EQ(gpu_kernel_set(GpuKernels::fast).default_conv_algo, ConvAlgo::staged);
+  // Only --kernels tensor evaluates on the tensor cores, and it trains as whole-step does (the
+  // settings' refusals of whole-step apply to it too).
+  for (const GpuKernelSet& set : sets)
+    EXPECT_EQ(set.tensor_evaluation, set.kernels == GpuKernels::tensor) << set.name;
+  EXPECT_TRUE(gpu_kernel_set(GpuKernels::tensor).whole_step);
 }
 
 }  // namespace

@@ -1,0 +1,413 @@
+// What the tensor-core kernels share (tensor_forward.cu, tensor_backward.cu): the network's sizes,
+// a block's shared-memory layout, and the forward pass of a tile of samples up to its logits, every
+// product an mma.sync m16n8k8 TF32 tile (tensor_mma.cuh).
+//
+// Shapes (core/topology.hpp): input 32x32 -> C1 6@28x28 -> S2 6@14x14 -> C3 16@10x10 -> S4 16@5x5
+// -> C5 120 -> F6 84 -> output 10; C5's 16x5x5 input flattened NCHW (m * 25 + 5 y + x) is a row of
+// 400, as c5.weight's (120, 16, 5, 5) reads it.
+//
+// The convolutions as implicit GEMMs, one sample per warp: C = A B with A's rows the output
+// positions, B's columns the output maps and k the taps (C1: k = 5 p + q; C3: k = (input map,
+// 5 p + q)). Each map's 25 taps take four k-steps of 8 (taps 25-31: zero weights, and a lane that
+// would gather one reads the window's corner instead, a finite value), so that a step's gather
+// offsets are constants of the unrolled loop plus one per-lane value. The rows are ordered so that
+// the subsampling needs no exchange between lanes: two m16 tiles cover 8 subsampling windows,
+// window g of the pair in rows g, g + 8 of the first tile and g, g + 8 of the second, which hold
+// its four positions in row-major order (dy, dx) = (0, 0), (0, 1), (1, 0), (1, 1). Lane (g, t) then
+// holds all four positions of window g for output maps 2 t and 2 t + 1 (the C fragment's rows g
+// and g + 8), pools them in the CPU reference's order, adds the bias and applies the activation.
+//
+// The dense layers as GEMMs over the tile: Y (Tile x N) = X (Tile x K) W^T, X in shared memory,
+// W read from global memory (L2) once per block as B fragments, each warp one n-tile (8 outputs)
+// at a time over all of the tile's m-tiles, so that each weight it loads serves every sample.
+//
+// Every value that only a product reads (the input field, S2, S4, C5 and F6 activations, C1's and
+// C3's weights) is stored already rounded to TF32, so the gathers need no conversion; the dense
+// weights are rounded as they are loaded. Shared-memory matrices that a fragment load reads as 8
+// rows by 4 columns have row strides that are odd multiples of 4 floats: the 32 lanes then fall in
+// 32 different banks.
+//
+// Included by tensor_forward.cu and tensor_backward.cu, each of which compiles its kernels in a
+// translation unit of its own (device code is not linked across files here): the unnamed
+// namespace gives every definition internal linkage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/activation_math.hpp"
+#include "core/error.hpp"
+#include "core/layout.hpp"
+#include "core/net_config.hpp"
+#include "core/shapes.hpp"
+#include "cuda/engine/tensor_mma.cuh"
+#include "cuda/engine/whole_step.cuh"
+#include "cuda/kernels/pixel.cuh"
+#include "cuda/runtime/check.hpp"
+
+namespace lenet5::cuda {
+namespace {
+
+using mma::mma_tf32;
+using mma::rounded_to_tf32;
+using mma::to_tf32;
+
+constexpr int kThreads = 256;  // 8 warps: 8 samples through the convolutions at a time
+constexpr int kWarps = kThreads / 32;
+
+constexpr int kField = kInputSide, kK = 5, kTaps = kK * kK;
+constexpr int kTapSteps = 4;  // k-steps of 8 per map's taps (taps 25-31 are zeros)
+constexpr int kMaps1 = 6, kSide2 = 14, kWindows2 = kSide2 * kSide2;  // S2: 196 windows a map
+constexpr int kMaps3 = 16, kSide4 = 5, kWindows4 = kSide4 * kSide4;  // S4: 25 windows a map
+constexpr int kFlat4 = kMaps3 * kWindows4, kC5 = 120, kF6 = 84, kOut = kClasses;
+
+// Row strides (floats), odd multiples of 4 where a fragment load reads the rows.
+constexpr int kW1Row = 36;                          // C1's B: [8 maps][32 taps] (maps 6, 7 zero)
+constexpr int kW3Row = kMaps1 * 8 * kTapSteps + 4;  // C3's B: [16 maps][6 input maps x 32 taps]
+constexpr int kA4Row = kFlat4 + 4;                  // 404: S4's outputs, a row per sample
+constexpr int kA5Row = kC5 + 4;                     // 124
+constexpr int kA6Row = kF6 + 8;                     // 92: k-steps read columns 84-87 (as zeros)
+constexpr int kZRow = 12;
+static_assert(kW1Row % 8 == 4 && kW3Row % 8 == 4 && kA4Row % 8 == 4 && kA5Row % 8 == 4 &&
+                  kA6Row % 8 == 4,
+              "fragment rows in distinct banks");
+// Each warp's working set for one sample: the input field and S2's activation.
+constexpr int kWarpX = kField * kField, kWarpS2 = kMaps1 * kWindows2;
+constexpr int kWarpFloats = kWarpX + kWarpS2;
+
+// The block's shared memory, in floats from its start. The dense layers' outputs reuse the warps'
+// working sets, which the convolutions have finished with by then.
+template <int Tile>
+struct SharedLayout {
+  static constexpr int w1 = 0;
+  static constexpr int w3 = w1 + 8 * kW1Row;
+  static constexpr int s2_bias = w3 + kMaps3 * kW3Row;
+  static constexpr int s4_bias = s2_bias + 8;
+  static constexpr int warps = s4_bias + kMaps3;
+  static constexpr int a4 = warps + kWarps * kWarpFloats;
+  static constexpr int floats = a4 + Tile * kA4Row;
+  static constexpr int a5 = warps;
+  static constexpr int a6 = a5 + Tile * kA5Row;
+  static constexpr int z = a6 + Tile * kA6Row;
+  static_assert(z + Tile * kZRow <= a4, "the dense layers' outputs fit the warps' working sets");
+  static_assert(Tile % 16 == 0, "the tile is whole m16 tiles");
+};
+
+// What the forward pass of a tile reads: the images (no permutation, no augmentation), n of them,
+// scaled as the network's input is; one model's parameters, where its layout puts each tensor; and
+// the C3 table's mask (16, 6, 5, 5), 0 where a weight is disconnected.
+struct TileInputs {
+  const std::uint8_t* images;
+  int n;
+  PixelScaling scaling;
+  const float* params;
+  WholeStepOffsets at;
+  const float* c3_mask;
+};
+
+// A 2x2 window's pooled value as the CPU reference computes it (subsample_cpu.cpp, and
+// whole_step_forward.cuh's pool2x2): the sum in row-major order divided by 4, or the maximum.
+template <Subsampling P>
+__device__ float pool4(float v00, float v01, float v10, float v11) {
+  if constexpr (P == Subsampling::max) {
+    float best = v00;
+    best = v01 > best ? v01 : best;
+    best = v10 > best ? v10 : best;
+    return v11 > best ? v11 : best;
+  } else {
+    return (((v00 + v01) + v10) + v11) / 4.0f;
+  }
+}
+
+// Where tap k = 8 j + t + 4 h (what lane t gathers in k-step j, h = 0 and 1) sits relative to
+// the window's corner in a map of rows `row` floats apart: p row + q, and 0 (the corner, a finite
+// value that a zero weight multiplies) for taps 25-31.
+__device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) {
+#pragma unroll
+  for (int j = 0; j < kTapSteps; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = 8 * j + t + 4 * h;
+      offset[j][h] = k < kTaps ? k / kK * row + k % kK : 0;
+    }
+}
+
+// The A fragment of one m16 tile whose rows g and g + 8 are the positions `top` and `top + 1`
+// (the window's left and right columns), at k-step j.
+__device__ inline void gather_a(const float* top, const int (&tap)[kTapSteps][2], int j,
+                                std::uint32_t (&a)[4]) {
+  a[0] = __float_as_uint(top[tap[j][0]]);
+  a[1] = __float_as_uint(top[tap[j][0] + 1]);
+  a[2] = __float_as_uint(top[tap[j][1]]);
+  a[3] = __float_as_uint(top[tap[j][1] + 1]);
+}
+
+// The pooled window of lane (g, t)'s output map 2 t + h from a window pair's two m16 tiles.
+template <Subsampling P>
+__device__ inline float pooled(const float (&upper)[4], const float (&lower)[4], int h) {
+  return pool4<P>(upper[h], upper[2 + h], lower[h], lower[2 + h]);
+}
+
+// C1's and C3's weights (rounded, in their B layouts, the C3 table's disconnected weights zero)
+// and S2's and S4's biases into shared memory, by the whole block.
+__device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_at, int w3_at,
+                                   int s2_bias_at, int s4_bias_at) {
+  const float* params = in.params;
+  const WholeStepOffsets& at = in.at;
+  for (int i = threadIdx.x; i < 8 * kW1Row; i += kThreads) {
+    const int m = i / kW1Row, k = i % kW1Row;
+    const bool real = m < kMaps1 && k < kTaps;
+    shared[w1_at + i] = rounded_to_tf32(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
+  }
+  for (int i = threadIdx.x; i < kMaps3 * kW3Row; i += kThreads) {
+    const int m = i / kW3Row, c = i % kW3Row / 32, k = i % kW3Row % 32;
+    const int flat = (m * kMaps1 + c) * kTaps + k;
+    const bool real = c < kMaps1 && k < kTaps && in.c3_mask[flat] != 0.0f;
+    shared[w3_at + i] = rounded_to_tf32(real ? params[at.c3_weight + flat] : 0.0f);
+  }
+  for (int i = threadIdx.x; i < kMaps1; i += kThreads)
+    shared[s2_bias_at + i] = params[at.s2_bias + i];
+  for (int i = threadIdx.x; i < kMaps3; i += kThreads)
+    shared[s4_bias_at + i] = params[at.s4_bias + i];
+}
+
+// The sample's image, normalised and padded as gather_batch does (cuda/kernels/pixel.cuh), into
+// the warp's input field, rounded to TF32.
+__device__ void load_image(const std::uint8_t* image, PixelScaling scaling, float* x, int lane) {
+  const float background = normalise_pixel_device(0, scaling);
+  for (int i = lane; i < kField * kField; i += 32) {
+    const int y = i / kField - kPad, col = i % kField - kPad;
+    const bool inside = y >= 0 && y < kImageSide && col >= 0 && col < kImageSide;
+    x[i] = rounded_to_tf32(inside ? normalise_pixel_device(image[y * kImageSide + col], scaling)
+                                  : background);
+  }
+}
+
+// C1 and S2 of one sample, by one warp: C1 (784 x 8) = X (784 x 32 taps) W1^T in 25 window
+// pairs of m16 tiles (windows 196-199 recompute window 195 and are not written), B (the 6 maps'
+// filters, 2 columns of zeros) held in registers for all of them.
+template <Activation A, Subsampling P>
+__device__ void c1_s2(const float* x, const float* w1, const float* bias, float* s2, int lane) {
+  const int g = lane / 4, t = lane % 4;
+  std::uint32_t b[kTapSteps][2];
+#pragma unroll
+  for (int j = 0; j < kTapSteps; ++j) {
+    b[j][0] = __float_as_uint(w1[g * kW1Row + 8 * j + t]);
+    b[j][1] = __float_as_uint(w1[g * kW1Row + 8 * j + t + 4]);
+  }
+  int tap[kTapSteps][2];
+  tap_offsets(t, kField, tap);
+  constexpr int kPairs = (kWindows2 + 7) / 8;  // 25
+  for (int pair = 0; pair < kPairs; ++pair) {
+    const int window = min(pair * 8 + g, kWindows2 - 1);
+    const float* corner = x + 2 * (window / kSide2) * kField + 2 * (window % kSide2);
+    float acc[2][4] = {};  // m16 tile dy = 0 and 1
+#pragma unroll
+    for (int dy = 0; dy < 2; ++dy)
+#pragma unroll
+      for (int j = 0; j < kTapSteps; ++j) {
+        std::uint32_t a[4];
+        gather_a(corner + dy * kField, tap, j, a);
+        mma_tf32(acc[dy], a, b[j]);
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int map = 2 * t + h;
+      if (map < kMaps1 && pair * 8 + g < kWindows2)
+        s2[map * kWindows2 + window] =
+            rounded_to_tf32(activate(A, pooled<P>(acc[0], acc[1], h) + bias[map]));
+    }
+  }
+}
+
+// C3 and S4 of one sample, by one warp: C3 (100 x 16) = X (100 x 6 x 32 taps) W3^T with the 25
+// windows in 4 pairs of m16 tiles (windows 25-31 recompute window 24 and are not written) and the
+// 16 maps in 2 n-tiles. Each k-step's B fragments are loaded once for all 16 tiles of the
+// product. Writes the sample's row of S4's activations (m * 25 + window).
+template <Activation A, Subsampling P>
+__device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row,
+                      int lane) {
+  const int g = lane / 4, t = lane % 4;
+  constexpr int kPairs = (kWindows4 + 7) / 8;  // 4
+  int corner[kPairs];
+#pragma unroll
+  for (int pair = 0; pair < kPairs; ++pair) {
+    const int window = min(pair * 8 + g, kWindows4 - 1);
+    corner[pair] = 2 * (window / kSide4) * kSide2 + 2 * (window % kSide4);
+  }
+  int tap[kTapSteps][2];
+  tap_offsets(t, kSide2, tap);
+  float acc[kPairs][2][2][4] = {};  // window pair, m16 tile dy, n-tile (maps 0-7, 8-15)
+#pragma unroll 1
+  for (int c = 0; c < kMaps1; ++c) {
+    const float* map = s2 + c * kWindows2;
+#pragma unroll
+    for (int j = 0; j < kTapSteps; ++j) {
+      std::uint32_t b[2][2];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        const float* filter = w3 + (8 * nt + g) * kW3Row + c * 32 + 8 * j + t;
+        b[nt][0] = __float_as_uint(filter[0]);
+        b[nt][1] = __float_as_uint(filter[4]);
+      }
+#pragma unroll
+      for (int pair = 0; pair < kPairs; ++pair)
+#pragma unroll
+        for (int dy = 0; dy < 2; ++dy) {
+          std::uint32_t a[4];
+          gather_a(map + corner[pair] + dy * kSide2, tap, j, a);
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) mma_tf32(acc[pair][dy][nt], a, b[nt]);
+        }
+    }
+  }
+#pragma unroll
+  for (int pair = 0; pair < kPairs; ++pair) {
+    const int window = pair * 8 + g;
+    if (window >= kWindows4) continue;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = 8 * nt + 2 * t + h;
+        const float value = pooled<P>(acc[pair][0][nt], acc[pair][1][nt], h) + bias[m];
+        a4_row[m * kWindows4 + window] = rounded_to_tf32(activate(A, value));
+      }
+  }
+}
+
+// Y (Tile x N) = f(X (Tile x K) W^T + b), X in shared memory (rows LdX apart, TF32), W (N, K) and
+// b in global memory; f the activation when Activate, and Y rounded to TF32 when Round (it is only
+// a product's operand). Warp w takes n-tiles w, w + 8, ...; per k-step it loads its B fragment
+// once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11 k-steps)
+// are zeros on both sides.
+template <int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round, Activation A>
+__device__ void dense_tile(const float* x, const float* weight, const float* bias, float* y,
+                           int warp, int lane) {
+  constexpr int kNTiles = (N + 7) / 8, kKSteps = (K + 7) / 8, kMTiles = Tile / 16;
+  static_assert(8 * kKSteps <= LdX, "k-steps stay inside X's rows");
+  const int g = lane / 4, t = lane % 4;
+  for (int nt = warp; nt < kNTiles; nt += kWarps) {
+    const int column = 8 * nt + g;  // B's column g: output `column`
+    const bool column_real = column < N;
+    const float* w_row = weight + (column_real ? column : 0) * K;
+    float acc[kMTiles][4] = {};
+#pragma unroll 10
+    for (int step = 0; step < kKSteps; ++step) {
+      const int k0 = 8 * step + t, k1 = k0 + 4;
+      const bool real0 = K % 8 == 0 || k0 < K, real1 = K % 8 == 0 || k1 < K;
+      const std::uint32_t b[2] = {column_real && real0 ? to_tf32(w_row[k0]) : 0u,
+                                  column_real && real1 ? to_tf32(w_row[k1]) : 0u};
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        const float* top = x + (16 * mt + g) * LdX;
+        const float* bottom = top + 8 * LdX;
+        const std::uint32_t a[4] = {
+            real0 ? __float_as_uint(top[k0]) : 0u, real0 ? __float_as_uint(bottom[k0]) : 0u,
+            real1 ? __float_as_uint(top[k1]) : 0u, real1 ? __float_as_uint(bottom[k1]) : 0u};
+        mma_tf32(acc[mt], a, b);
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = 16 * mt + g + 8 * (r / 2), out = 8 * nt + 2 * t + r % 2;
+        if (out >= N) continue;
+        float value = acc[mt][r] + bias[out];
+        if constexpr (Activate) value = activate(A, value);
+        y[row * LdY + out] = Round ? rounded_to_tf32(value) : value;
+      }
+  }
+}
+
+// The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
+// afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
+// L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
+// zero S4 rows and results that nothing reads. Ends with a barrier.
+template <Activation A, Subsampling P, int Tile>
+__device__ void forward_tile(float* shared, const TileInputs& in, int first) {
+  using L = SharedLayout<Tile>;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  stage_conv_weights(shared, in, L::w1, L::w3, L::s2_bias, L::s4_bias);
+  __syncthreads();
+  float* x = shared + L::warps + warp * kWarpFloats;
+  float* s2 = x + kWarpX;
+  for (int local = warp; local < Tile; local += kWarps) {
+    float* a4_row = shared + L::a4 + local * kA4Row;
+    const int sample = first + local;
+    if (sample >= in.n) {
+      for (int i = lane; i < kA4Row; i += 32) a4_row[i] = 0.0f;
+      continue;
+    }
+    load_image(in.images + std::size_t(sample) * kImageBytes, in.scaling, x, lane);
+    __syncwarp();
+    c1_s2<A, P>(x, shared + L::w1, shared + L::s2_bias, s2, lane);
+    __syncwarp();
+    c3_s4<A, P>(s2, shared + L::w3, shared + L::s4_bias, a4_row, lane);
+    __syncwarp();  // before the warp's next sample overwrites x and S2
+  }
+  __syncthreads();
+  const float* params = in.params;
+  const WholeStepOffsets& at = in.at;
+  dense_tile<kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A>(
+      shared + L::a4, params + at.c5_weight, params + at.c5_bias, shared + L::a5, warp, lane);
+  __syncthreads();
+  dense_tile<kC5, kF6, kA5Row, kA6Row, Tile, true, true, A>(
+      shared + L::a5, params + at.f6_weight, params + at.f6_bias, shared + L::a6, warp, lane);
+  __syncthreads();
+  dense_tile<kF6, kOut, kA6Row, kZRow, Tile, false, false, A>(
+      shared + L::a6, params + at.output_weight, params + at.output_bias, shared + L::z, warp,
+      lane);
+  __syncthreads();
+}
+
+// ---- the host side's checks, shared by the kernels' owners --------------------------------------
+
+// Where each parameter tensor starts in the flat buffer, in floats.
+inline WholeStepOffsets offsets_of(const ParamLayout& layout) {
+  const auto at = [&layout](const char* name) { return int(layout.find(name).offset); };
+  WholeStepOffsets offsets{};
+  offsets.c1_weight = at("c1.weight");
+  offsets.s2_bias = at("s2.bias");
+  offsets.c3_weight = at("c3.weight");
+  offsets.s4_bias = at("s4.bias");
+  offsets.c5_weight = at("c5.weight");
+  offsets.c5_bias = at("c5.bias");
+  offsets.f6_weight = at("f6.weight");
+  offsets.f6_bias = at("f6.bias");
+  offsets.output_weight = at("output.weight");
+  offsets.output_bias = at("output.bias");
+  offsets.buffer_floats = int(layout.buffer_floats);
+  return offsets;
+}
+
+// Refuses a GPU without TF32 tensor cores, or a build whose kernels for it lack them (PTX older
+// than 8.0 JIT-compiled for a newer GPU), and one whose blocks cannot have the tile's shared
+// memory.
+template <class Kernel>
+void check_device_runs(Kernel kernel, std::size_t bytes, int tile) {
+  int device = 0, major = 0, minor = 0, shared_limit = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (major < 8 || attributes.ptxVersion < 80)
+    throw UsageError(
+        "the tensor-core kernels need TF32 tensor cores (compute capability 8.0 or "
+        "newer) and kernels built for them; this GPU is " +
+        std::to_string(major) + "." + std::to_string(minor) +
+        ": evaluate with the whole-step or fast kernels, or rebuild with "
+        "CMAKE_CUDA_ARCHITECTURES naming it");
+  if (std::size_t(shared_limit) < bytes)
+    throw UsageError("a tile of " + std::to_string(tile) + " samples keeps " +
+                     std::to_string(bytes / 1024) + " KB in shared memory; this GPU allows " +
+                     std::to_string(shared_limit / 1024) + " KB a block: use a tile of 16");
+}
+
+}  // namespace
+}  // namespace lenet5::cuda
