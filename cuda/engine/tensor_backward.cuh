@@ -1,4 +1,4 @@
-// The tensor-core backward pass, its first part (issue 44): the dense layers' gradients over a
+// The tensor-core backward pass, its first part: the dense layers' gradients over a
 // tile of samples, every product an mma.sync TF32 tile.
 //
 //   tensor_dense_backward_kernel1<Activation, Subsampling>: one block per tile of kTile samples

@@ -1,4 +1,4 @@
-// The tensor-core forward pass (issue 44's first brick): each block holds a tile of samples and
+// The tensor-core forward pass: each block holds a tile of samples and
 // runs the whole network's forward pass and the softmax cross-entropy, every layer a matrix product
 // on the tensor cores (mma.sync m16n8k8, TF32 operands, products added in float).
 //
