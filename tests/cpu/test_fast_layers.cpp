@@ -117,6 +117,13 @@ std::vector<NetConfig> every_option() {
   return configs;
 }
 
+// The batch sizes each option is checked at: one sample (a single chunk, no threads started), two
+// whole chunks of kCpuChunkSamples (their partial gradients summed in chunk order) and two chunks
+// and three samples (a short last chunk). Each path of the chunking, at a quarter of the work that
+// 1, 64 and 67 cost: the sanitized stage of .ci/run runs these tests too.
+constexpr int kBatchSizes[] = {1, 2 * kCpuChunkSamples, 2 * kCpuChunkSamples + 3};
+static_assert(kCpuChunkSamples > 3, "the last size's last chunk is short");
+
 // In double both compute the same function by the same formulas (std::tanh included); only the
 // order of the sums differs (GEMM blocking, the chunks' partial gradients), which moves a double
 // result by a few units of 1e-16 per term: 1e-12 leaves three orders of magnitude for sums over
@@ -125,7 +132,7 @@ std::vector<NetConfig> every_option() {
 // rounding difference.
 TEST(FastCpuLayers, MatchTheReferenceForEveryOptionInDouble) {
   for (const NetConfig& config : every_option())
-    for (int n : {1, 64, 67}) expect_fast_matches_reference<double>(config, n, 1e-12);
+    for (int n : kBatchSizes) expect_fast_matches_reference<double>(config, n, 1e-12);
 }
 
 // In float the fast tanh (tanh_fast_cpu, a few units in the last place from std::tanh) adds to the
@@ -137,7 +144,7 @@ TEST(FastCpuLayers, MatchTheReferenceForEveryOptionInDouble) {
 TEST(FastCpuLayers, MatchTheReferenceForEveryActivationInFloat) {
   for (const NetConfig& config : every_option())
     if (config.subsampling != Subsampling::max)
-      for (int n : {1, 64, 67}) expect_fast_matches_reference<float>(config, n, 1e-4);
+      for (int n : kBatchSizes) expect_fast_matches_reference<float>(config, n, 1e-4);
 }
 
 // Over tanh's whole range, every float step near 0 and a grid beyond: Eigen's approximation is

@@ -445,11 +445,10 @@ TEST(SweepCli, TheFallbackToTheCpuIsSaidOnceNotOnceAModel) {
 TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
-  // Long enough per model for the signal to land inside one: 9,000 images, about a second on
-  // one core (2 epochs, 0.3 s, were over before the signal on a fast machine).
+  // Four epochs a model, so that a signal sent when model 2 ends its first lands inside it.
   const std::vector<std::string> arguments{
       "sweep",         "--seeds",    "1-3",      "--device", "cpu",
-      "--train-limit", "1500",       "--epochs", "6",        "--augment",
+      "--train-limit", "1000",       "--epochs", "4",        "--augment",
       "none",          "--evaluate", "false",    "--data",   testing::mnist_dir().string()};
   std::string lists;
   for (const std::string& word : arguments) lists += " '" + word + "'";
@@ -457,14 +456,16 @@ TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   testing::ChildOptions options;
   options.stderr_file = dir / "cut.txt";
   std::vector<std::string> cut_arguments = arguments;
-  cut_arguments.insert(cut_arguments.end(), {"--out", cut.string()});
+  // On one thread, so that even a many-core machine spends long enough on model 2's last three
+  // epochs for the signal to land in them (threads change no result: the bytes still match).
+  cut_arguments.insert(cut_arguments.end(), {"--out", cut.string(), "--threads", "1"});
   const pid_t child = testing::start_lenet5(cut_arguments, options);
   // Model 2's log appears when model 1 is done; the signal lands as soon as model 2 has ended its
-  // first epoch, while five remain (a fixed delay after its start was not enough on a 16-core
-  // machine, where model 2 ended before the signal came). Polled every 5 ms: an epoch of 1,500
+  // first epoch, while three remain (a fixed delay after its start was not enough on a 16-core
+  // machine, where model 2 ended before the signal came). Polled every 5 ms: an epoch of 1,000
   // images takes tens of milliseconds there.
   const fs::path log = cut / "seed=2" / "train.log";
-  for (int i = 0; i < 12000 && !mentions(read_text(log), "epoch 1/6"); ++i)
+  for (int i = 0; i < 12000 && !mentions(read_text(log), "epoch 1/4"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   kill(child, SIGINT);
   const testing::ChildEnd end = testing::wait_for(child);
