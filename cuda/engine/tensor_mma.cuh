@@ -1,7 +1,6 @@
-// The tensor cores' TF32 multiply-add for the tensor-core kernel set (tensor_forward.cu): one
-// m16n8k8 tile of mma.sync with TF32 operands and float accumulators, and the rounding to TF32.
-// (whole_step_device.cuh keeps its own copies for the whole-step kernels, which compile in a
-// translation unit of their own.)
+// The tensor cores' TF32 multiply-add, for the tensor-core kernel set (tensor_forward.cu) and the
+// whole-step kernels' --precision tf32 (whole_step_device.cuh): one m16n8k8 tile of mma.sync with
+// TF32 operands and float accumulators, and the rounding to TF32.
 //
 // The fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8" with .tf32), for lane = 4 g + t:
 //   A (16 x 8, row-major): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);

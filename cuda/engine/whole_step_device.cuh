@@ -13,6 +13,7 @@
 
 #include "core/net_config.hpp"
 #include "core/shapes.hpp"
+#include "cuda/engine/tensor_mma.cuh"
 #include "cuda/engine/whole_step.cuh"
 
 namespace lenet5::cuda {
@@ -189,34 +190,13 @@ __device__ inline void wait_for_previous_grid() {
 #endif
 }
 
-// --precision tf32 (whole_step_tf32.cuh, whole_step_update.cuh): whether this build of the kernels
-// has the tensor-core instructions. The host asks the loaded kernel's PTX version (whole_step.cu's
-// has_tensor_float32) and refuses --precision tf32 without them, so the trap below is never
-// reached.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-constexpr bool kTensorFloat32 = true;
-#else
-constexpr bool kTensorFloat32 = false;
-#endif
-
-__device__ inline std::uint32_t to_tf32(float value) {
-  std::uint32_t rounded = 0;
-  if constexpr (kTensorFloat32) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(value));
-  return rounded;
-}
-
-// d += a b for one m16n8k8 tile, the warp's 32 lanes together.
-__device__ inline void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4],
-                                const std::uint32_t (&b)[2]) {
-  if constexpr (kTensorFloat32) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    __trap();
-  }
-}
+// --precision tf32 (whole_step_tf32.cuh, whole_step_update.cuh): the tensor cores' TF32 rounding
+// and m16n8k8 product, shared with the tensor-core kernel set (tensor_mma.cuh). The host asks the
+// loaded kernel's PTX version (whole_step.cu's has_tensor_float32) and refuses --precision tf32
+// without the instructions, so their traps on older architectures are never reached.
+using mma::mma_tf32;
+using mma::rounded_to_tf32;
+using mma::to_tf32;
 
 __device__ float warp_sum(float value) {
   // A butterfly: every lane ends with the same sum, combined in the same order every run.

@@ -59,10 +59,6 @@ constexpr int w3_tf32_index(int m, int c, int k) {
 static_assert(w3_tf32_index(kMaps3 - 1, 7, 8 * kTapSteps - 1) < kMaps3 * kMaps1 * kK * kW3Q,
               "the layout fits SampleShared::w3");
 
-__device__ inline float rounded_to_tf32(float value) {
-  return __uint_as_float(to_tf32(value));
-}
-
 // load_weights' store for --precision tf32: c3.weight rounded, in w3_tf32_index's layout.
 struct RoundedW3 {
   __device__ void operator()(SampleShared& s, int flat, float value) const {
