@@ -26,9 +26,10 @@
 # of its report: a CI machine keeps no files, and its log's end is then enough.
 #
 # Environment: FUZZ_BUILD (build folder, default build-fuzz; an existing fuzz build keeps its own
-# settings), FUZZ_JOBS (targets run at once, default the number of cores), FUZZ_SEED (libFuzzer's
-# -seed; default a new seed each run). The same seed does not repeat a run: two runs of one build
-# from the same corpus and seed took different inputs after 163 (docs/reliability.md).
+# settings), FUZZ_JOBS (targets run at once, default the number of cores), FUZZ_SHARE_CORES (every
+# target at once, each for SECONDS of a core; see where it is read), FUZZ_SEED (libFuzzer's -seed;
+# default a new seed each run). The same seed does not repeat a run: two runs of one build from the
+# same corpus and seed took different inputs after 163 (docs/reliability.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -130,6 +131,15 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 configure_and_build
+# FUZZ_SHARE_CORES=1: every target at once, for as long as gives each SECONDS of a core (five
+# targets on two cores: 150 s), instead of FUZZ_JOBS at a time for SECONDS each, where a core
+# idles while the last of an odd number of targets runs alone.
+if [ -n "${FUZZ_SHARE_CORES:-}" ]; then
+  cores=$(nproc)
+  jobs=${#targets[@]}
+  seconds=$((seconds * jobs / (cores < jobs ? cores : jobs)))
+  echo "fuzz.sh: the ${jobs} targets at once on ${cores} cores, for ${seconds} s"
+fi
 export -f fuzz_one
 export build seconds limits
 status=0

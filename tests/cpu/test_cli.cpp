@@ -15,6 +15,7 @@
 #include "cuda/runtime/runtime.hpp"
 #include "settings_test_util.hpp"
 #include "test_util.hpp"
+#include "tiny_mnist.hpp"
 #include "train/checkpoint.hpp"
 
 namespace lenet5 {
@@ -365,10 +366,14 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
   const std::string run = (dir / "run").string();
+  // MNIST's first 1,500 training images (500 trained on, 1,000 held out) and 1,000 test images:
+  // the full sets' 15,000 evaluated images would take most of the run's time.
+  testing::write_tiny_mnist(dir / "data", 1500, 1000);
+  const std::string data = " --data '" + (dir / "data").string() + "'";
   const auto trained =
       run_lenet5("--config '" + (testing::source_dir() / "configs" / "quick.toml").string() +
-                     "' train --train-limit 500 --device cpu --seed 5 --out '" + run +
-                     "' --data '" + testing::mnist_dir().string() + "'",
+                     "' train --train-limit 500 --validation 1000 --device cpu --seed 5 --out '" +
+                     run + "'" + data,
                  dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string config = testing::read_text(dir / "run" / "config.toml");
@@ -378,29 +383,25 @@ TEST(Cli, TrainWritesTheEffectiveConfigAndEvaluatesAndClassifies) {
   // The thread count is stored in config.toml, the log names it with the device.
   EXPECT_TRUE(mentions(config, "\nthreads=" + std::to_string(available_cpu_threads()) + "\n"))
       << config;
-  EXPECT_TRUE(
-      mentions(trained.err, "on the cpu (" + std::to_string(available_cpu_threads()) +
-                                (available_cpu_threads() == 1 ? " thread)" : " threads)")))
+  EXPECT_TRUE(mentions(trained.err, "on the cpu (" + std::to_string(available_cpu_threads()) +
+                                        (available_cpu_threads() == 1 ? " thread)" : " threads)")))
       << trained.err;
 
   const std::string checkpoint = run + "/best.safetensors";
-  const auto evaluated = run_lenet5("evaluate --json --device cpu --checkpoint '" + checkpoint +
-                                        "' --data '" + testing::mnist_dir().string() + "'",
-                                    dir);
+  const auto evaluated =
+      run_lenet5("evaluate --json --device cpu --checkpoint '" + checkpoint + "'" + data, dir);
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
   EXPECT_TRUE(mentions(evaluated.out, "\"accuracy\"")) << evaluated.out;
   EXPECT_TRUE(mentions(evaluated.out, "\"confusion\"")) << evaluated.out;
   // train ends with the best checkpoint's report, the very text `evaluate` prints for that file,
   // which is what a run folder given as --checkpoint means.
-  const auto report = run_lenet5("evaluate --device cpu --checkpoint '" + run + "' --data '" +
-                                     testing::mnist_dir().string() + "'",
-                                 dir);
+  const auto report = run_lenet5("evaluate --device cpu --checkpoint '" + run + "'" + data, dir);
   ASSERT_EQ(report.exit_code, 0) << report.err;
   EXPECT_TRUE(mentions(report.out, "confusion matrix")) << report.out;
   // ... and says which checkpoint that is and how it was chosen: on the held-out images.
   EXPECT_TRUE(mentions(trained.out,
                        "best.safetensors (after epoch 1 of 1: the epoch that the "
-                       "5000 training images held out for validation read best"))
+                       "1000 training images held out for validation read best"))
       << trained.out;
   EXPECT_TRUE(mentions(trained.out, report.out)) << trained.out << "\n---\n" << report.out;
   // A folder without a checkpoint is a usage error that says what --checkpoint takes.
@@ -432,7 +433,9 @@ namespace {
 TEST(Cli, ACheckpointFromBeforeHeldOutImagesResumesHoldingOutNone) {
   LENET5_REQUIRE_MNIST();
   testing::TempDir dir;
-  const std::string data = " --data '" + testing::mnist_dir().string() + "'";
+  // A subset of MNIST (its first 200 training and 200 test images): each epoch is evaluated.
+  testing::write_tiny_mnist(dir / "data", 200, 200);
+  const std::string data = " --data '" + (dir / "data").string() + "'";
   const std::string run = (dir / "run").string();
   const auto trained = testing::run_lenet5(
       "train --device cpu --train-limit 64 --epochs 1 --validation 0 --out '" + run + "'" + data,
@@ -445,7 +448,7 @@ TEST(Cli, ACheckpointFromBeforeHeldOutImagesResumesHoldingOutNone) {
   save_checkpoint(dir / "run" / "last.safetensors", old);
 
   const std::string resume = " --resume '" + run + "/last.safetensors'";
-  const auto refused = testing::run_lenet5("train --epochs 2 --validation 5000" + resume, dir);
+  const auto refused = testing::run_lenet5("train --epochs 2 --validation 100" + resume, dir);
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_TRUE(testing::mentions(refused.err, "held out 0 of the training images")) << refused.err;
   EXPECT_TRUE(testing::mentions(refused.err, "resume with --validation 0")) << refused.err;

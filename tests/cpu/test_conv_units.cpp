@@ -20,6 +20,7 @@
 #include "io/atomic_file.hpp"
 #include "io/safetensors.hpp"
 #include "test_util.hpp"
+#include "tiny_mnist.hpp"
 #include "train/checkpoint.hpp"
 #include "train/settings.hpp"
 #include "train/trainer.hpp"
@@ -199,9 +200,17 @@ TEST(ConvUnitsCheckpoint, RefusesInconsistentFiles) {
 
 // ---- training on the CPU
 
+// On MNIST's first 2,000 training images (1,000 trained on, 1,000 held out) and first 1,000 test
+// images, which write_squashed_run_data puts in dir/data: an epoch evaluates 2,000 images, not the
+// full sets' 15,000.
+void write_squashed_run_data(const TempDir& dir) {
+  testing::write_tiny_mnist(dir / "data", 2000, 1000);
+}
+
 TrainSettings squashed_run(const TempDir& dir, const std::string& name) {
   TrainSettings s;
-  s.data_dir = testing::mnist_dir().string();
+  s.data_dir = (dir / "data").string();
+  s.validation = 1000;
   s.train_limit = 1000;
   s.epochs = 2;
   s.batch_size = 32;
@@ -220,6 +229,7 @@ TrainSettings squashed_run(const TempDir& dir, const std::string& name) {
 TEST(ConvUnitsTraining, ShortCpuRunLearnsMovesTheBiasesAndResumesOnlyAsSquashed) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
+  write_squashed_run_data(dir);
   const TrainOutcome outcome = train(squashed_run(dir, "a"), "[train]\n");
   ASSERT_EQ(outcome.epochs.size(), 2u);
   EXPECT_LT(outcome.epochs[1].train_loss, outcome.epochs[0].train_loss);

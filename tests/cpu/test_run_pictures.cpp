@@ -7,6 +7,7 @@
 
 #include "error_assertions.hpp"
 #include "test_util.hpp"
+#include "tiny_mnist.hpp"
 #include "train/evaluation_report.hpp"
 #include "train/run_folder.hpp"
 #include "train/run_pictures.hpp"
@@ -114,18 +115,26 @@ TEST(RunPictures, ReportFolderRulesNeverClobberOtherFiles) {
   EXPECT_THROW(check_report_folder(dir / "notes.txt"), UsageError);
 }
 
+// A short run's data: MNIST's first 64 training images to train on, the next 500 held out, and
+// the first 500 test images, in dir/data (the full sets' 15,000 evaluated images would take most
+// of the run's time).
+std::string short_run_data(const TempDir& dir) {
+  testing::write_tiny_mnist(dir / "data", 64 + 500, 500);
+  return " --data '" + (dir / "data").string() + "'";
+}
+constexpr char kShortRun[] = "train --device cpu --train-limit 64 --validation 500 --epochs 1";
+
 // One short run (64 images, one epoch, evaluated), then evaluate --report on its checkpoint.
 TEST(RunPictures, TrainLeavesPicturesAndEvaluateWritesAReport) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
-  const std::string data = testing::mnist_dir().string(), run = (dir / "run").string();
-  const auto trained = run_lenet5(
-      "train --device cpu --train-limit 64 --epochs 1 --data " + data + " --out " + run, dir);
+  const std::string data = short_run_data(dir), run = (dir / "run").string();
+  const auto trained = run_lenet5(kShortRun + data + " --out " + run, dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string curves = read_text(dir / "run" / kCurvesFile);
   EXPECT_EQ(curves.rfind("<svg", 0), 0u);
-  // Two charts (loss, accuracy), each with a train, a validation (the 5,000 images held out by
-  // default) and a test polyline of the one epoch.
+  // Two charts (loss, accuracy), each with a train, a validation (the 500 images held out) and a
+  // test polyline of the one epoch.
   std::size_t polylines = 0;
   for (std::size_t at = 0; (at = curves.find("<polyline", at)) != std::string::npos; ++at)
     ++polylines;
@@ -136,8 +145,8 @@ TEST(RunPictures, TrainLeavesPicturesAndEvaluateWritesAReport) {
   EXPECT_TRUE(mentions(read_text(dir / "run" / "train.log"), "pictures: curves.svg"));
 
   const std::string report = (dir / "report").string();
-  const std::string evaluate = "evaluate --device cpu --data " + data + " --checkpoint " + run +
-                               "/best.safetensors --report ";
+  const std::string evaluate =
+      "evaluate --device cpu" + data + " --checkpoint " + run + "/best.safetensors --report ";
   const auto first = run_lenet5(evaluate + report, dir);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_TRUE(mentions(first.out, "test accuracy"));  // the usual table still goes to stdout
@@ -165,9 +174,7 @@ TEST(RunPictures, APictureThatCannotBeWrittenIsAWarningNotAFailure) {
   TempDir dir;
   const fs::path run = dir / "run";
   fs::create_directories(run / kCurvesFile / "a-file-inside");
-  const auto trained = run_lenet5("train --device cpu --train-limit 64 --epochs 1 --data " +
-                                      testing::mnist_dir().string() + " --out " + run.string(),
-                                  dir);
+  const auto trained = run_lenet5(kShortRun + short_run_data(dir) + " --out " + run.string(), dir);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_TRUE(mentions(trained.err, "could not draw the run's pictures")) << trained.err;
   EXPECT_TRUE(mentions(trained.err, (run / kCurvesFile).string())) << trained.err;

@@ -445,11 +445,27 @@ TEST(SweepCli, TheFallbackToTheCpuIsSaidOnceNotOnceAModel) {
 TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
   LENET5_REQUIRE_MNIST();
   TempDir dir;
+  // MNIST's first 1,100 training images (1,000 trained on, 100 held out) and 100 test images:
+  // each of the four processes below then reads 2 MB, not all of MNIST.
+  testing::write_tiny_mnist(dir / "data", 1100, 100);
   // Four epochs a model, so that a signal sent when model 2 ends its first lands inside it.
-  const std::vector<std::string> arguments{
-      "sweep",         "--seeds",    "1-3",      "--device", "cpu",
-      "--train-limit", "1000",       "--epochs", "4",        "--augment",
-      "none",          "--evaluate", "false",    "--data",   testing::mnist_dir().string()};
+  const std::vector<std::string> arguments{"sweep",
+                                           "--seeds",
+                                           "1-3",
+                                           "--device",
+                                           "cpu",
+                                           "--train-limit",
+                                           "1000",
+                                           "--validation",
+                                           "100",
+                                           "--epochs",
+                                           "4",
+                                           "--augment",
+                                           "none",
+                                           "--evaluate",
+                                           "false",
+                                           "--data",
+                                           (dir / "data").string()};
   std::string lists;
   for (const std::string& word : arguments) lists += " '" + word + "'";
   const fs::path cut = dir / "cut";

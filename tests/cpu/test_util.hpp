@@ -26,6 +26,21 @@ class TempDir : public TemporaryFolder {
   TempDir() : TemporaryFolder("lenet5-test") {}
 };
 
+// Whether this build is instrumented by AddressSanitizer (.ci/run's second build), where the CPU
+// layers run several times slower: the tests whose work is sized to outlast a fixed delay size it
+// down there. GCC says so with __SANITIZE_ADDRESS__, clang through __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define LENET5_TESTS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LENET5_TESTS_SANITIZED 1
+#endif
+#endif
+#ifndef LENET5_TESTS_SANITIZED
+#define LENET5_TESTS_SANITIZED 0
+#endif
+inline constexpr bool kSanitized = LENET5_TESTS_SANITIZED != 0;
+
 inline fs::path source_dir() { return fs::path(LENET5_SOURCE_DIR); }
 inline fs::path mnist_dir() { return source_dir() / "data" / "mnist"; }
 inline bool have_mnist() {
