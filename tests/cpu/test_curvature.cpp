@@ -236,7 +236,7 @@ NetConfig paper_like() {  // LeCun 1998's choices that exist here: scaled tanh, 
 
 // LeCun 1998's network as these settings build it: trainable subsampling, the RBF output and
 // squashed C1 and C3 units (their biases, and a1 and a3) too.
-NetConfig lecun1998() {
+NetConfig lecun1998_network() {
   NetConfig net = paper_like();
   net.subsampling = Subsampling::trainable;
   net.output = OutputLayer::rbf;
@@ -264,7 +264,7 @@ TEST_F(Curvature, FollowsAppendixCsRecursionThroughEveryLayerWithMaxSubsampling)
 }
 
 TEST_F(Curvature, FollowsAppendixCsRecursionThroughSquashedConvUnitsTrainableSubsamplingAndRbf) {
-  expect_layerwise_recursion(Probe(lecun1998()));
+  expect_layerwise_recursion(Probe(lecun1998_network()));
 }
 
 // The estimate over several samples is the mean of each one's (in any chunking).

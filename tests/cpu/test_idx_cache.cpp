@@ -40,9 +40,7 @@ std::string read_bytes(const fs::path& file) {
   return testing::read_text(file);
 }
 
-void write_bytes(const fs::path& file, const std::string& bytes) {
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
-}
+using testing::write_bytes;
 
 void expect_same(const IdxArray& a, const IdxArray& b) {
   EXPECT_EQ(a.dims, b.dims);

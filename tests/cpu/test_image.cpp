@@ -69,10 +69,7 @@ Canvas ring_digit(std::uint8_t paper, std::uint8_t ink) {
   return canvas;
 }
 
-void write_bytes(const fs::path& file, const std::string& bytes) {
-  std::ofstream out(file, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using testing::write_bytes;
 
 void append_u32(std::string& s, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) s += static_cast<char>((v >> shift) & 0xFF);

@@ -72,6 +72,11 @@ inline bool mentions(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;
 }
 
+// Writes `bytes` into `file` as they are, replacing what was there.
+inline void write_bytes(const fs::path& file, const std::string& bytes) {
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
 inline std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::stringstream buffer;
