@@ -759,6 +759,9 @@ TEST(Topology, SpatialChainIs32_28_14_10_5_1AndShapesFollowTheKernels) {
                                              std::int64_t(layer.in.size())}))
             << layer.name;
         break;
+      case lenet5::LayerKind::rbf:
+        ADD_FAILURE() << layer.name << ": the default network has no RBF output layer";
+        break;
     }
     if (layer.out.h != sides.back()) sides.push_back(layer.out.h);
   }
