@@ -28,52 +28,29 @@
 #include "engine/engine.hpp"
 #include "engine/network.hpp"
 #include "gpu_test_util.hpp"
+#include "network_test_util.hpp"
 
 namespace lenet5 {
 namespace {
 
-// Digit-like images: a random blob of ink on a zero background (exact ties for max subsampling in
-// the background and the padding, as MNIST has), and random labels.
-struct Images {
-  std::vector<std::uint8_t> pixels, labels;
-};
+using test::DigitImages;
+using Images = DigitImages;
+
 Images make_images(int n, std::uint64_t seed) {
-  SplitMix64 rng(seed);
-  Images images;
-  images.pixels.assign(std::size_t(n) * kImageBytes, 0);
-  for (int i = 0; i < n; ++i) {
-    const int top = int(rng.next() % 10), left = int(rng.next() % 10);
-    for (int y = top; y < top + 16; ++y)
-      for (int x = left; x < left + 14; ++x)
-        images.pixels[std::size_t(i) * kImageBytes + y * 28 + x] = std::uint8_t(rng.next() % 256);
-    images.labels.push_back(std::uint8_t(rng.next() % 10));
-  }
-  return images;
+  return test::digit_like_images(n, seed);
 }
 
-// The initial weights of `seed`, with non-zero biases so that a bias the kernel forgot would show.
+// The initial weights of `seed`, with non-zero biases that differ from seed to seed.
 std::vector<float> parameters(const NetConfig& config, std::uint64_t seed) {
-  const ParamLayout layout = lenet5_layout(config);
-  std::vector<float> params(layout.buffer_floats);
-  initialise_parameters(layout, config, seed, params.data());
-  for (const ParamSpec& spec : layout.tensors)
-    if (spec.fan_in == 0)
-      for (std::size_t i = 0; i < spec.count; ++i)
-        params[spec.offset + i] = 0.05f * float(int((i + seed) % 7) - 3);
-  return params;
+  return test::test_parameters(config, seed, /*bias_phase=*/seed);
 }
 
 // The CPU reference's logits (n, 10), in double from the same float weights and images.
 std::vector<double> reference_logits(const NetConfig& config, const std::vector<float>& params,
                                      const Images& images, int n) {
-  std::vector<double> input(std::size_t(n) * kInputFloats);
-  gather_batch_cpu(images.pixels.data(), nullptr, n, pixel_scaling(config.input_scaling),
-                   input.data());
-  Network<double> net(config, Device::cpu, n);
-  const std::vector<double> wide(params.begin(), params.end());
-  net.parameters().copy_from_host(wide.data());
-  net.forward(input.data(), n);
-  return std::vector<double>(net.logits(), net.logits() + std::size_t(n) * kClasses);
+  const std::vector<double> input = test::reference_input(config, images.pixels.data(), nullptr, n);
+  const auto net = test::reference_network(config, params, input, n);
+  return std::vector<double>(net->logits(), net->logits() + std::size_t(n) * kClasses);
 }
 
 // What one launch of TensorForward::evaluate wrote, brought back.
