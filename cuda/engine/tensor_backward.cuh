@@ -1,22 +1,28 @@
-// The tensor-core backward pass, its first part: the dense layers' gradients over a
-// tile of samples, every product an mma.sync TF32 tile.
+// The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
+// every product an mma.sync TF32 tile, in two kernels and a sum.
 //
-//   tensor_dense_backward_kernel1<Activation, Subsampling>: one block per tile of kTile samples
-//   runs the tile's forward pass (tensor_tile.cuh, as the evaluation does), the softmax
-//   cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and then, as GEMMs over the tile:
+//   tensor_dense_backward_kernel1<Activation, Subsampling> (tensor_backward.cu): one block per tile
+//   of TensorDenseBackward::kTile samples runs the tile's forward pass (tensor_tile.cuh, as the
+//   evaluation does), the softmax cross-entropy's gradient dL/dlogits = (softmax - onehot) / n,
+//   and then, as GEMMs over the tile:
 //     the input gradients   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
 //                           dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
 //     the weight gradients  dL/dW7 = dL/dlogitsᵀ F6, dL/dW6 = dL/dF6ᵀ C5, dL/dW5 = dL/dC5ᵀ S4
 //                           (the k dimension the tile's samples) and the biases' as column sums
-//                           in sample order,
-//   each tile's into its own slot of a buffer of partial sums;
-//   tensor_dense_gradient_sum_kernel1: each parameter's partial sums added over the tiles in tile
-//   order, so that every run gives the same bits (no atomics).
+//                           in sample order;
+//   tensor_conv_backward_kernel1<Activation, Subsampling> (tensor_conv_backward.cu): one block per
+//   tile of TensorConvBackward::kTile samples, a sample per warp, recomputes C1, S2, C3 and S4 (the
+//   same code and bits as the forward pass, keeping each max window's winner), takes dL/dS4 through
+//   S4 (f'(S4), then the window's average or its first maximum) to dL/dC3, C3's input gradient
+//   (a transposed convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, and
+//   C1's weight gradient (k the sample's 784 positions); then the block together C3's weight
+//   gradient, k running over the tile's samples and positions;
+//   each tile's gradients into its own slot of partial sums, and tensor_gradient_sum_kernel1
+//   (tensor_tile.cuh) adds the slots in tile order, so that every run gives the same bits (no
+//   atomics). c3.weight's gradient is zero where the C3 table disconnects a weight, as
+//   whole-step's.
 // f' is taken from the activations as the forward pass stored them, rounded to TF32 (a relative
 // error of 2^-11, the order of the products' own).
-//
-// Not yet a training step: the convolutions' backward pass and the update stay with the whole-step
-// kernels; dL/dS4 is what that next part starts from.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,6 +57,46 @@ class TensorDenseBackward {
   int m_max_batch;
   Buffer<float> m_c3_mask;   // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
   Buffer<float> m_partials;  // (tiles, the dense parameters): each tile's weight gradients
+};
+
+// The convolutions' part of the backward pass, from dL/dS4 down (TensorBackward runs it after
+// TensorDenseBackward).
+class TensorConvBackward {
+ public:
+  static constexpr int kTile = 8;  // a sample per warp
+
+  TensorConvBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
+
+  // From images[0..n) and each one's dL/d(S4's activation) d4 (n, 400), already the batch mean's
+  // share: OVERWRITES the gradients of c1.weight, s2.bias, c3.weight and s4.bias in `gradients`
+  // (the other tensors untouched). Nothing waits for the device.
+  void conv_gradients(const std::uint8_t* images, int n, const float* params, const float* d4,
+                      float* gradients, cudaStream_t stream);
+
+ private:
+  NetConfig m_config;
+  WholeStepOffsets m_offsets;
+  int m_max_batch;
+  Buffer<float> m_c3_mask;
+  Buffer<float> m_partials;  // (tiles, the convolutions' parameters)
+};
+
+// The whole backward pass on the tensor cores: a drop-in gradient for whole-step's update.
+class TensorBackward {
+ public:
+  // Room for batches of up to max_batch samples. Throws UsageError as TensorForward does.
+  TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
+
+  // OVERWRITES the batch-mean gradient (of the softmax cross-entropy averaged over the n samples)
+  // of every parameter tensor, c1.weight to output.bias, in `gradients` (layout offsets; the
+  // padding between tensors untouched). Deterministic. Nothing waits for the device.
+  void gradients(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
+                 float* gradients, cudaStream_t stream);
+
+ private:
+  TensorDenseBackward m_dense;
+  TensorConvBackward m_conv;
+  Buffer<float> m_d4;  // (max_batch, 400): dL/d(S4's activation), between the two parts
 };
 
 }  // namespace lenet5::cuda
