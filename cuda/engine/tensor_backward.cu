@@ -47,6 +47,7 @@ struct DenseBackwardArgs {
   const std::uint8_t* labels;
   float* partials;  // (tiles, partial::floats)
   float* d4;        // (n, 400)
+  float* logits;    // (n, 10), or null
 };
 
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples (whole_step_forward.cuh's
@@ -61,6 +62,8 @@ __device__ void logits_gradient(float* shared, const DenseBackwardArgs& args, in
     for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
     return;
   }
+  if (args.logits)
+    for (int k = 0; k < kOut; ++k) args.logits[std::size_t(sample) * kOut + k] = z[k];
   const int label = args.labels[sample];
   int best = 0;
   for (int k = 1; k < kOut; ++k)
@@ -187,12 +190,12 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
 
 void TensorDenseBackward::dense_gradients(const std::uint8_t* images, const std::uint8_t* labels,
                                           int n, const float* params, float* gradients, float* d4,
-                                          cudaStream_t stream) {
+                                          cudaStream_t stream, const float* field, float* logits) {
   check_fits(n, m_max_batch);
-  const TileInputs in{images, n,         pixel_scaling(m_config.input_scaling),
-                      params, m_offsets, m_c3_mask.data()};
+  const TileInputs in{
+      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   float* partials = m_partials.data();
-  const DenseBackwardArgs args{in, labels, partials, d4};
+  const DenseBackwardArgs args{in, labels, partials, d4, logits};
   backward_kernel_for(m_config)<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
   sum_slots(partials, tiles_of(n, kTile), dense_slot(m_offsets), m_c3_mask.data(), gradients,
@@ -205,9 +208,10 @@ TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layou
       m_d4(Device::gpu, std::size_t(max_batch) * kFlat4) {}
 
 void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
-                               const float* params, float* gradients, cudaStream_t stream) {
-  m_dense.dense_gradients(images, labels, n, params, gradients, m_d4.data(), stream);
-  m_conv.conv_gradients(images, n, params, m_d4.data(), gradients, stream);
+                               const float* params, float* gradients, cudaStream_t stream,
+                               const float* field, float* logits) {
+  m_dense.dense_gradients(images, labels, n, params, gradients, m_d4.data(), stream, field, logits);
+  m_conv.conv_gradients(images, n, params, m_d4.data(), gradients, stream, field);
 }
 
 }  // namespace lenet5::cuda

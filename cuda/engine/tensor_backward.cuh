@@ -47,9 +47,13 @@ class TensorDenseBackward {
   // output layer, F6 and C5: OVERWRITES the batch-mean gradient (of the softmax cross-entropy
   // averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias, output.weight and
   // output.bias in `gradients` (layout offsets; the other tensors untouched), and writes each
-  // sample's dL/d(S4's activation) to d4 (n, 400). Nothing waits for the device.
+  // sample's dL/d(S4's activation) to d4 (n, 400). With field not null, the samples' input is
+  // its rows (n, 1, 32, 32), already gathered and normalised (cuda/kernels/batch.cuh), and images
+  // is not read; with logits not null, each sample's logits are written there (n, 10). Nothing
+  // waits for the device.
   void dense_gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
-                       const float* params, float* gradients, float* d4, cudaStream_t stream);
+                       const float* params, float* gradients, float* d4, cudaStream_t stream,
+                       const float* field = nullptr, float* logits = nullptr);
 
  private:
   NetConfig m_config;
@@ -69,9 +73,10 @@ class TensorConvBackward {
 
   // From images[0..n) and each one's dL/d(S4's activation) d4 (n, 400), already the batch mean's
   // share: OVERWRITES the gradients of c1.weight, s2.bias, c3.weight and s4.bias in `gradients`
-  // (the other tensors untouched). Nothing waits for the device.
+  // (the other tensors untouched). field as dense_gradients takes it. Nothing waits for the
+  // device.
   void conv_gradients(const std::uint8_t* images, int n, const float* params, const float* d4,
-                      float* gradients, cudaStream_t stream);
+                      float* gradients, cudaStream_t stream, const float* field = nullptr);
 
  private:
   NetConfig m_config;
@@ -89,9 +94,12 @@ class TensorBackward {
 
   // OVERWRITES the batch-mean gradient (of the softmax cross-entropy averaged over the n samples)
   // of every parameter tensor, c1.weight to output.bias, in `gradients` (layout offsets; the
-  // padding between tensors untouched). Deterministic. Nothing waits for the device.
+  // padding between tensors untouched). Deterministic. field and logits as dense_gradients takes
+  // them (a training step's batch, gathered through the permutation and the augmentation, and the
+  // logits its loss statistics are counted from). Nothing waits for the device.
   void gradients(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
-                 float* gradients, cudaStream_t stream);
+                 float* gradients, cudaStream_t stream, const float* field = nullptr,
+                 float* logits = nullptr);
 
  private:
   TensorDenseBackward m_dense;

@@ -161,8 +161,7 @@ __device__ void sample_backward(const float* shared, const ConvBackwardArgs& arg
   namespace C = conv_layout;
   std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(set + warp_set::which2);
   std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(set + warp_set::which4);
-  load_image(args.in.images + std::size_t(sample) * kImageBytes, args.in.scaling, set + warp_set::x,
-             lane);
+  load_sample(args.in, sample, set + warp_set::x, lane);
   __syncwarp();
   c1_s2<A, P>(set + warp_set::x, shared + C::w1, shared + C::s2_bias, set + warp_set::a2, lane,
               which2);
@@ -276,10 +275,11 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
 }
 
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
-                                        const float* d4, float* gradients, cudaStream_t stream) {
+                                        const float* d4, float* gradients, cudaStream_t stream,
+                                        const float* field) {
   check_fits(n, m_max_batch);
-  const TileInputs in{images, n,         pixel_scaling(m_config.input_scaling),
-                      params, m_offsets, m_c3_mask.data()};
+  const TileInputs in{
+      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   const ConvBackwardArgs args{in, d4, m_partials.data()};
   kernel_for_network(m_config,
                      ConvKernels{})<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(args);

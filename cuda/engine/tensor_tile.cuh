@@ -105,8 +105,10 @@ struct SharedLayout {
 };
 
 // What the forward pass of a tile reads: the images (no permutation, no augmentation), n of them,
-// scaled as the network's input is; one model's parameters, where its layout puts each tensor; and
-// the C3 table's mask (16, 6, 5, 5), 0 where a weight is disconnected.
+// scaled as the network's input is; one model's parameters, where its layout puts each tensor; the
+// C3 table's mask (16, 6, 5, 5), 0 where a weight is disconnected; and, where field is not null,
+// the n samples' input already gathered (n, 1, 32, 32), read instead of the images (a training
+// step's batch, through the epoch's permutation and the augmentation: cuda/kernels/batch.cuh).
 struct TileInputs {
   const std::uint8_t* images;
   int n;
@@ -114,6 +116,7 @@ struct TileInputs {
   const float* params;
   WholeStepOffsets at;
   const float* c3_mask;
+  const float* field = nullptr;
 };
 
 // The A fragment of one m16 tile whose rows g and g + 8 are the positions `top` and `top + 1`
@@ -164,14 +167,20 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     shared[s4_bias_at + i] = params[at.s4_bias + i];
 }
 
-// The sample's image, normalised and padded as gather_batch does (cuda/kernels/pixel.cuh), into
-// the warp's input field, rounded to TF32.
-__device__ void load_image(const std::uint8_t* image, PixelScaling scaling, float* x, int lane) {
-  const float background = normalise_pixel_device(0, scaling);
+// Sample `sample`'s input into the warp's input field, rounded to TF32: its row of in.field, or
+// its image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh).
+__device__ void load_sample(const TileInputs& in, int sample, float* x, int lane) {
+  if (in.field) {
+    const float* field = in.field + std::size_t(sample) * (kField * kField);
+    for (int i = lane; i < kField * kField; i += 32) x[i] = rounded_to_tf32(field[i]);
+    return;
+  }
+  const std::uint8_t* image = in.images + std::size_t(sample) * kImageBytes;
+  const float background = normalise_pixel_device(0, in.scaling);
   for (int i = lane; i < kField * kField; i += 32) {
     const int y = i / kField - kPad, col = i % kField - kPad;
     const bool inside = y >= 0 && y < kImageSide && col >= 0 && col < kImageSide;
-    x[i] = rounded_to_tf32(inside ? normalise_pixel_device(image[y * kImageSide + col], scaling)
+    x[i] = rounded_to_tf32(inside ? normalise_pixel_device(image[y * kImageSide + col], in.scaling)
                                   : background);
   }
 }
@@ -372,7 +381,7 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first) {
       for (int i = lane; i < kA4Row; i += 32) a4_row[i] = 0.0f;
       continue;
     }
-    load_image(in.images + std::size_t(sample) * kImageBytes, in.scaling, x, lane);
+    load_sample(in, sample, x, lane);
     __syncwarp();
     c1_s2<A, P>(x, shared + L::w1, shared + L::s2_bias, s2, lane);
     __syncwarp();
