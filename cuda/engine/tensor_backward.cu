@@ -1,10 +1,11 @@
-// The dense layers' backward pass on the tensor cores (see tensor_backward.cuh for the plan).
+// The dense layers' backward pass on the tensor cores, and TensorBackward, which runs it and the
+// convolutions' part (tensor_conv_backward.cu); tensor_backward.cuh has the plan.
 //
-// Every product is a set of m16n8 output tiles shared out over the block's warps (gemm_tiles),
-// each tile's k running in steps of 8 in the same order every time. Its operands are read through
-// two functions, a(m, k) and b(k, n), that return zero outside the matrices, so that the
-// transposed reads of the weight gradients (A = dLᵀ: a(m, k) = dL[k][m]) and the padded shapes
-// (10 classes, 84 F6 units) need no separate code.
+// Every product is a set of m16n8 output tiles shared out over the block's warps
+// (tensor_tile.cuh's gemm_tiles), each tile's k running in steps of 8 in the same order every
+// time. Its operands are read through two functions, a(m, k) and b(k, n), that return zero outside
+// the matrices, so that the transposed reads of the weight gradients (A = dLᵀ: a(m, k) = dL[k][m])
+// and the padded shapes (10 classes, 84 F6 units) need no separate code.
 #include <string>
 #include <vector>
 
