@@ -49,6 +49,7 @@ struct DenseBackwardArgs {
   float* partials;  // (tiles, partial::floats)
   float* d4;        // (n, 400)
   float* logits;    // (n, 10), or null
+  const float* s4_rows;  // (n, 400): the samples' S4 activations, or null to compute them
 };
 
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples (whole_step_forward.cuh's
@@ -114,7 +115,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* shared = reinterpret_cast<float*>(shared_storage);
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  forward_tile<A, P, kTile>(shared, args.in, first);
+  forward_tile<A, P, kTile>(shared, args.in, first, args.s4_rows);
   logits_gradient(shared, args, first);
   __syncthreads();
   const float* params = args.in.params;
@@ -191,12 +192,13 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
 
 void TensorDenseBackward::dense_gradients(const std::uint8_t* images, const std::uint8_t* labels,
                                           int n, const float* params, float* gradients, float* d4,
-                                          cudaStream_t stream, const float* field, float* logits) {
+                                          cudaStream_t stream, const float* field, float* logits,
+                                          const float* s4_rows) {
   check_fits(n, m_max_batch);
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   float* partials = m_partials.data();
-  const DenseBackwardArgs args{in, labels, partials, d4, logits};
+  const DenseBackwardArgs args{in, labels, partials, d4, logits, s4_rows};
   backward_kernel_for(m_config)<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
   sum_slots(partials, tiles_of(n, kTile), dense_slot(m_offsets), m_c3_mask.data(), gradients,
@@ -211,7 +213,9 @@ TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layou
 void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
                                const float* params, float* gradients, cudaStream_t stream,
                                const float* field, float* logits) {
-  m_dense.dense_gradients(images, labels, n, params, gradients, m_d4.data(), stream, field, logits);
+  m_conv.conv_forward(images, n, params, stream, field);
+  m_dense.dense_gradients(images, labels, n, params, gradients, m_d4.data(), stream, field, logits,
+                          m_conv.s4_rows());
   m_conv.conv_gradients(images, n, params, m_d4.data(), gradients, stream, field);
 }
 

@@ -1,22 +1,32 @@
-// The convolutions' backward pass on the tensor cores, from dL/dS4 down to C1's weight gradient
-// (tensor_backward.cuh has the plan): a block per tile of 8 samples, a sample per warp.
+// The convolutions' part of the training step on the tensor cores (tensor_backward.cuh has the
+// plan): their forward pass, a block per sample, before the dense part, and their backward pass
+// from dL/dS4 down to C1's weight gradient, a block per sample, after it.
 //
-// Each warp recomputes its sample's C1, S2, C3 and S4 with the forward pass's own code
-// (tensor_tile.cuh's c1_s2 and c3_s4: the same bits as the forward pass of the dense part), keeping
-// each max window's first maximum, and then, in its own working set:
+// tensor_conv_forward_kernel1: the block's 8 warps share the sample's C1-S2 window pairs out
+// (tensor_tile.cuh's c1_s2, pairs warp, warp + 8, ...), then one (window pair, n-tile) of C3-S4
+// each (c3_s4): the forward pass's own code, so the same bits as the evaluation's. S4's
+// activations go to the sample's row for the dense part; S2's activations and each max window's
+// first maximum to the sample's record in global memory (about 6 KB a sample: a batch's records
+// stay in L2 until the backward kernel reads them).
+//
+// tensor_conv_backward_kernel2 (kernel1, in the history, ran a sample per warp and recomputed the
+// forward pass, 8 samples a block: a batch of 128 filled 16 SMs), for its sample:
 //   dL/dz4 = dL/dS4 f'(S4), S4's bias gradient the sum of each map's dL/dz4;
 //   dL/dC3 = dL/dz4 sent back through each 2x2 window (pool_window.cuh's window_gradient);
 //   dL/dz2 (196 x 6) = D3 (196 x 16 maps x 32 taps) W3 (C3's input gradient, a transposed
 //     convolution as an implicit GEMM: D3[pos][(m, 5 p + q)] = dL/dC3[m][u - p][v - q], zero
-//     outside the map, and W3 the C3 table's masked weights as the forward pass stages them),
-//     times f'(S2); S2's bias gradient the sum of each map's dL/dz2;
+//     outside the map, and W3 the C3 table's masked weights as the forward pass stages them; its
+//     13 m-tiles shared out over the warps), times f'(S2); S2's bias gradient the sum of each
+//     map's dL/dz2;
+//   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
+//     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
 //   C1's weight gradient G1 (25 taps x 6 maps) = X (25 x 784 positions) dL/dC1 (784 x 6), where
 //     dL/dC1 is read straight from dL/dz2 through the window's average or first maximum (no C1
-//     gradient map is stored) and X from the input field;
-// then the block together: C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 800)
-// X2 (800 x 192), k running over the tile's 8 samples and each one's 100 positions in order, X2
-// gathered from S2 (X2[(s, y, x)][(c, 5 p + q)] = S2_s[c][y + p][x + q]); and the warps' C1 and
-// bias gradients added in warp order. Every product goes through gemm_tiles (tensor_tile.cuh).
+//     gradient map is stored) and X from the input field: warp w takes m-tile w % 2 over the
+//     positions' quarter w / 2, and the quarters are added in order.
+// The bias gradients are each map's values summed by one warp, in a fixed order. Every product
+// goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
+// sums, added in sample order by tensor_gradient_sum_kernel1: the same bits every run.
 #include <string>
 
 #include "core/error.hpp"
@@ -29,41 +39,53 @@ namespace {
 
 using pool::window_gradient;
 
-constexpr int kTile = TensorConvBackward::kTile;
-static_assert(kTile == kWarps, "a sample per warp");
-
 constexpr int kSide1 = 2 * kSide2, kC1Positions = kSide1 * kSide1;  // C1: 28 x 28
 constexpr int kSide3 = 2 * kSide4, kC3Positions = kSide3 * kSide3;  // C3: 10 x 10
 constexpr int kW1 = kMaps1 * kTaps, kW3 = kMaps3 * kMaps1 * kTaps;
 constexpr int kTapColumns = 8 * kTapSteps;  // 32: a map's taps in the products' k or n
+constexpr int kQuarters = kWarps / 2;        // C1's weight gradient: 2 m-tiles x 4 quarters
+constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
+static_assert(kC1Positions % kQuarters == 0, "whole quarters");
 
-// A warp's working set for one sample, in floats from its start.
-namespace warp_set {
-constexpr int x = 0;                            // the input field (32 x 32), TF32
-constexpr int a2 = x + kWarpX;                  // S2's activation (6, 14, 14), TF32
-constexpr int d3 = a2 + kWarpS2;                // dL/dC3 (16, 10, 10)
-constexpr int d2 = d3 + kMaps3 * kC3Positions;  // dL/dz2 (6, 14, 14)
-constexpr int a4 = d2;  // S4's activation, then dL/dz4 (400): done with before d2 is written
-constexpr int which2 = d2 + kWarpS2;          // S2's first maxima, bytes (6 x 196)
+// A sample's record in global memory, what the forward kernel keeps for the backward one, in
+// floats from its start (the first maxima as bytes; average subsampling writes and reads none).
+namespace record {
+constexpr int a2 = 0;                         // S2's activation (6, 14, 14), TF32
+constexpr int which2 = a2 + kWarpS2;          // S2's first maxima, bytes (6 x 196)
 constexpr int which4 = which2 + kWarpS2 / 4;  // S4's first maxima, bytes (400)
-constexpr int bias2 = which4 + kFlat4 / 4;    // this sample's s2.bias gradient (6)
-constexpr int bias4 = bias2 + 8;              // ... s4.bias (16)
-constexpr int g1 = bias4 + kMaps3;            // ... c1.weight (6, 25)
-constexpr int floats = (g1 + kW1 + 3) / 4 * 4;
-static_assert(kFlat4 <= kWarpS2 && kWarpS2 % 4 == 0, "S4's row fits dL/dz2's room");
-}  // namespace warp_set
+constexpr int floats = which4 + kFlat4 / 4;
+static_assert(kWarpS2 % 4 == 0 && kFlat4 % 4 == 0, "whole floats of bytes");
+}  // namespace record
 
-// The block's shared memory, in floats from its start.
-namespace conv_layout {
+// The forward kernel's shared memory, in floats from its start.
+namespace forward_layout {
 constexpr int w1 = 0;                // C1's B layout, as the forward pass stages it
 constexpr int w3 = w1 + 8 * kW1Row;  // C3's B layout
 constexpr int s2_bias = w3 + kMaps3 * kW3Row;
 constexpr int s4_bias = s2_bias + 8;
-constexpr int warps = s4_bias + kMaps3;  // kTile working sets
-constexpr int floats = warps + kTile * warp_set::floats;
+constexpr int x = s4_bias + kMaps3;  // the input field (32 x 32), TF32
+constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), TF32
+constexpr int floats = a2 + kWarpS2;
+}  // namespace forward_layout
+
+// The backward kernel's shared memory, in floats from its start.
+namespace conv_layout {
+constexpr int w1 = 0;  // staged with C3's by the shared stage_conv_weights, unread here
+constexpr int w3 = w1 + 8 * kW1Row;
+constexpr int s2_bias = w3 + kMaps3 * kW3Row;
+constexpr int s4_bias = s2_bias + 8;
+constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), TF32
+constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
+constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
+constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 10, 10)
+constexpr int d2 = d3 + kMaps3 * kC3Positions;  // dL/dz2 (6, 14, 14)
+constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
+constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
+constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
+constexpr int floats = bias4 + kMaps3;
 }  // namespace conv_layout
 
-// Where each gradient sits in a tile's slot of partial sums, in floats.
+// Where each gradient sits in a sample's slot of partial sums, in floats.
 namespace partial {
 constexpr int c1_weight = 0;                 // (6, 1, 5, 5)
 constexpr int s2_bias = c1_weight + kW1;     // (6)
@@ -72,31 +94,65 @@ constexpr int s4_bias = c3_weight + kW3;     // (16)
 constexpr int floats = s4_bias + kMaps3;
 }  // namespace partial
 
-struct ConvBackwardArgs {
+struct ConvForwardArgs {
   TileInputs in;
-  const float* d4;  // (n, 400): dL/d(S4's activation)
-  float* partials;  // (tiles, partial::floats)
+  float* s4_rows;  // (n, 400)
+  float* records;  // (n, record::floats)
 };
 
-// Each map's values summed in order, a lane per map: a bias gradient.
-__device__ void map_sums(const float* values, int maps, int per_map, float* sums, int lane) {
-  for (int m = lane; m < maps; m += 32) {
+struct ConvBackwardArgs {
+  TileInputs in;
+  const float* s4_rows;  // (n, 400): S4's activations
+  const float* records;  // (n, record::floats)
+  const float* d4;       // (n, 400): dL/d(S4's activation)
+  float* partials;       // (n, partial::floats)
+};
+
+template <Activation A, Subsampling P>
+__global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel1(ConvForwardArgs args) {
+  namespace F = forward_layout;
+  extern __shared__ float4 shared_storage[];
+  float* shared = reinterpret_cast<float*>(shared_storage);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int sample = int(blockIdx.x);
+  float* rec = args.records + std::size_t(sample) * record::floats;
+  std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
+  std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
+  stage_conv_weights(shared, args.in, F::w1, F::w3, F::s2_bias, F::s4_bias);
+  load_sample(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
+  __syncthreads();
+  c1_s2<A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
+              warp, kWarps);
+  __syncthreads();
+  static_assert(kWarps == 8, "a warp per (window pair, n-tile) of C3: 4 x 2");
+  c3_s4<A, P, 1, 1>(shared + F::a2, shared + F::w3, shared + F::s4_bias,
+                    args.s4_rows + std::size_t(sample) * kFlat4, lane, which4, warp / 2, warp % 2);
+  for (int i = int(threadIdx.x); i < kWarpS2; i += kThreads) rec[record::a2 + i] = shared[F::a2 + i];
+}
+
+// Each map's values summed, a warp per map: each lane its strided share in order, then the lanes'
+// sums in a fixed butterfly; lane 0 writes the bias gradient.
+__device__ void map_sums(const float* values, int maps, int per_map, float* sums, int warp,
+                         int lane) {
+  for (int m = warp; m < maps; m += kWarps) {
     float sum = 0.0f;
-    for (int i = 0; i < per_map; ++i) sum += values[m * per_map + i];
-    sums[m] = sum;
+    for (int i = lane; i < per_map; i += 32) sum += values[m * per_map + i];
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(~0u, sum, offset);
+    if (lane == 0) sums[m] = sum;
   }
 }
 
-// dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window.
+// dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window, by the block.
 template <Activation A, Subsampling P>
-__device__ void s4_backward(const float* d4, float* set, int lane) {
-  float* a4 = set + warp_set::a4;
-  const std::uint8_t* which = reinterpret_cast<const std::uint8_t*>(set + warp_set::which4);
-  for (int i = lane; i < kFlat4; i += 32) {
+__device__ void s4_backward(const float* d4, float* shared) {
+  namespace C = conv_layout;
+  float* a4 = shared + C::a4;
+  const std::uint8_t* which = reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which4);
+  for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) {
     const float dz = d4[i] * activation_slope(A, a4[i]);
     a4[i] = dz;
     const int m = i / kWindows4, window = i % kWindows4;
-    float* corner = set + warp_set::d3 + m * kC3Positions + 2 * (window / kSide4) * kSide3 +
+    float* corner = shared + C::d3 + m * kC3Positions + 2 * (window / kSide4) * kSide3 +
                     2 * (window % kSide4);
     const int best = P == Subsampling::max ? which[i] : 0;
     corner[0] = window_gradient<P>(dz, best, 0);
@@ -106,14 +162,16 @@ __device__ void s4_backward(const float* d4, float* set, int lane) {
   }
 }
 
-// dL/dz2 = (D3 W3) f'(S2), one warp: 13 m16 tiles of positions, one n-tile of maps (6 of 8), 64
-// k-steps over (output map m, tap).
+// dL/dz2 = (D3 W3) f'(S2): 13 m16 tiles of positions shared out over the warps, one n-tile of maps
+// (6 of 8), 64 k-steps over (output map m, tap).
 template <Activation A>
-__device__ void c3_input_gradient(const float* w3, float* set, int lane) {
-  const float* d3 = set + warp_set::d3;
-  const float* a2 = set + warp_set::a2;
-  float* d2 = set + warp_set::d2;
-  gemm_tiles<kWindows2, kMaps1, kMaps3 * kTapColumns, 1>(
+__device__ void c3_input_gradient(float* shared, int warp, int lane) {
+  namespace C = conv_layout;
+  const float* d3 = shared + C::d3;
+  const float* w3 = shared + C::w3;
+  const float* a2 = shared + C::rec + record::a2;
+  float* d2 = shared + C::d2;
+  gemm_tiles<kWindows2, kMaps1, kMaps3 * kTapColumns>(
       [d3](int pos, int k) {
         const int m = k / kTapColumns, tap = k % kTapColumns;
         const int y = pos / kSide2 - tap / kK, x = pos % kSide2 - tap % kK;
@@ -127,79 +185,20 @@ __device__ void c3_input_gradient(const float* w3, float* set, int lane) {
         const int at = c * kWindows2 + pos;
         d2[at] = value * activation_slope(A, a2[at]);
       },
-      0, lane);
+      warp, lane);
 }
 
-// C1's weight gradient of the warp's sample: G1 (25 taps x 6 maps) = X (25 x 784) dL/dC1
-// (784 x 6), 2 m16 tiles of taps (rows 25-31 dropped), 98 k-steps over the positions.
-template <Subsampling P>
-__device__ void c1_weight_gradient(float* set, int lane) {
-  const float* x = set + warp_set::x;
-  const float* d2 = set + warp_set::d2;
-  const std::uint8_t* which = reinterpret_cast<const std::uint8_t*>(set + warp_set::which2);
-  float* g1 = set + warp_set::g1;
-  gemm_tiles<kTaps, kMaps1, kC1Positions, 1>(
-      [x](int tap, int pos) {
-        if (tap >= kTaps) return 0.0f;
-        return x[(pos / kSide1 + tap / kK) * kField + pos % kSide1 + tap % kK];
-      },
-      [d2, which](int pos, int map) {
-        if (map >= kMaps1) return 0.0f;
-        const int y = pos / kSide1, col = pos % kSide1;
-        const int window = map * kWindows2 + y / 2 * kSide2 + col / 2;
-        const int best = P == Subsampling::max ? which[window] : 0;
-        return window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2);
-      },
-      [g1](int tap, int map, float value) { g1[map * kTaps + tap] = value; }, 0, lane);
-}
-
-// One warp's sample, from its image and dL/dS4 to its bias and C1 weight gradients, with dL/dC3
-// and S2 left in its working set for C3's weight gradient.
-template <Activation A, Subsampling P>
-__device__ void sample_backward(const float* shared, const ConvBackwardArgs& args, int sample,
-                                float* set, int lane) {
-  namespace C = conv_layout;
-  std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(set + warp_set::which2);
-  std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(set + warp_set::which4);
-  load_sample(args.in, sample, set + warp_set::x, lane);
-  __syncwarp();
-  c1_s2<A, P>(set + warp_set::x, shared + C::w1, shared + C::s2_bias, set + warp_set::a2, lane,
-              which2);
-  __syncwarp();
-  c3_s4<A, P>(set + warp_set::a2, shared + C::w3, shared + C::s4_bias, set + warp_set::a4, lane,
-              which4);
-  __syncwarp();
-  s4_backward<A, P>(args.d4 + std::size_t(sample) * kFlat4, set, lane);
-  __syncwarp();
-  map_sums(set + warp_set::a4, kMaps3, kWindows4, set + warp_set::bias4, lane);
-  __syncwarp();  // before dL/dz2 overwrites dL/dz4
-  c3_input_gradient<A>(shared + C::w3, set, lane);
-  __syncwarp();
-  map_sums(set + warp_set::d2, kMaps1, kWindows2, set + warp_set::bias2, lane);
-  c1_weight_gradient<P>(set, lane);
-}
-
-// A short last tile's missing sample: zeros wherever the block's sums read it.
-__device__ void nothing_to_add(float* set, int lane) {
-  for (int i = lane; i < kWarpS2; i += 32) set[warp_set::a2 + i] = 0.0f;
-  for (int i = lane; i < kMaps3 * kC3Positions; i += 32) set[warp_set::d3 + i] = 0.0f;
-  for (int i = lane; i < warp_set::floats - warp_set::bias2; i += 32)
-    set[warp_set::bias2 + i] = 0.0f;
-}
-
-// The tile's part of C3's weight gradient, the block's 8 warps 3 n-tiles each, into the slot.
+// C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot.
 __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, int lane) {
-  const float* sets = shared + conv_layout::warps;
-  gemm_tiles<kMaps3, kMaps1 * kTapColumns, kTile * kC3Positions>(
-      [sets](int m, int k) {
-        const float* d3 = sets + k / kC3Positions * warp_set::floats + warp_set::d3;
-        return d3[m * kC3Positions + k % kC3Positions];
-      },
-      [sets](int k, int n) {
-        const int pos = k % kC3Positions, c = n / kTapColumns, tap = n % kTapColumns;
-        const float* a2 = sets + k / kC3Positions * warp_set::floats + warp_set::a2;
+  namespace C = conv_layout;
+  const float* d3 = shared + C::d3;
+  const float* a2 = shared + C::rec + record::a2;
+  gemm_tiles<kMaps3, kMaps1 * kTapColumns, kC3Positions>(
+      [d3](int m, int k) { return d3[m * kC3Positions + k]; },
+      [a2](int k, int n) {
+        const int c = n / kTapColumns, tap = n % kTapColumns;
         const int offset = tap < kTaps ? tap / kK * kSide2 + tap % kK : 0;  // 25-31: dropped
-        return a2[c * kWindows2 + pos / kSide3 * kSide2 + pos % kSide3 + offset];
+        return a2[c * kWindows2 + k / kSide3 * kSide2 + k % kSide3 + offset];
       },
       [slot](int m, int n, float value) {
         const int c = n / kTapColumns, tap = n % kTapColumns;
@@ -208,37 +207,74 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
       warp, lane);
 }
 
-// The warps' C1 weight and bias gradients, added in warp order, into the slot.
-__device__ void sum_warps(const float* shared, float* slot) {
-  const float* sets = shared + conv_layout::warps;
-  for (int i = int(threadIdx.x); i < kW1 + kMaps1 + kMaps3; i += kThreads) {
-    const int from = i < kW1            ? warp_set::g1 + i
-                     : i < kW1 + kMaps1 ? warp_set::bias2 + i - kW1
-                                        : warp_set::bias4 + i - kW1 - kMaps1;
-    float sum = 0.0f;
-    for (int w = 0; w < kWarps; ++w) sum += sets[w * warp_set::floats + from];
-    slot[i < kW1 + kMaps1 ? i : partial::s4_bias + i - kW1 - kMaps1] = sum;
-  }
+// C1's weight gradient over the positions' quarter warp / 2 (m-tile warp % 2 of the 25 taps, rows
+// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1.
+template <Subsampling P>
+__device__ void c1_weight_gradient(float* shared, int warp, int lane) {
+  namespace C = conv_layout;
+  const int first = warp / 2 * kQuarter;
+  const float* x = shared + C::x;
+  const float* d2 = shared + C::d2;
+  const std::uint8_t* which = reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
+  float* g1 = shared + C::g1 + warp / 2 * kW1;
+  gemm_tiles<kTaps, kMaps1, kQuarter, 2>(
+      [x, first](int tap, int k) {
+        if (tap >= kTaps) return 0.0f;
+        const int pos = first + k;
+        return x[(pos / kSide1 + tap / kK) * kField + pos % kSide1 + tap % kK];
+      },
+      [d2, which, first](int k, int map) {
+        if (map >= kMaps1) return 0.0f;
+        const int pos = first + k, y = pos / kSide1, col = pos % kSide1;
+        const int window = map * kWindows2 + y / 2 * kSide2 + col / 2;
+        const int best = P == Subsampling::max ? which[window] : 0;
+        return window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2);
+      },
+      [g1](int tap, int map, float value) { g1[map * kTaps + tap] = value; }, warp % 2, lane);
+}
+
+// The sample's record, input field and S4 row into shared memory, by the block (the first maxima
+// only where max subsampling wrote them).
+template <Subsampling P>
+__device__ void load_forward(const ConvBackwardArgs& args, int sample, float* shared) {
+  namespace C = conv_layout;
+  const float* rec = args.records + std::size_t(sample) * record::floats;
+  constexpr int kRead = P == Subsampling::max ? record::floats : record::a2 + kWarpS2;
+  for (int i = int(threadIdx.x); i < kRead; i += kThreads) shared[C::rec + i] = rec[i];
+  const float* a4 = args.s4_rows + std::size_t(sample) * kFlat4;
+  for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) shared[C::a4 + i] = a4[i];
+  load_sample(args.in, sample, shared + C::x, int(threadIdx.x), kThreads);
 }
 
 template <Activation A, Subsampling P>
-__global__ void __launch_bounds__(kThreads, 1) tensor_conv_backward_kernel1(ConvBackwardArgs args) {
+__global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
+  namespace C = conv_layout;
   extern __shared__ float4 shared_storage[];
   float* shared = reinterpret_cast<float*>(shared_storage);
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  stage_conv_weights(shared, args.in, conv_layout::w1, conv_layout::w3, conv_layout::s2_bias,
-                     conv_layout::s4_bias);
+  const int sample = int(blockIdx.x);
+  float* slot = args.partials + std::size_t(sample) * partial::floats;
+  stage_conv_weights(shared, args.in, C::w1, C::w3, C::s2_bias, C::s4_bias);
+  load_forward<P>(args, sample, shared);
   __syncthreads();
-  float* set = shared + conv_layout::warps + warp * warp_set::floats;
-  const int sample = int(blockIdx.x) * kTile + warp;
-  if (sample < args.in.n)
-    sample_backward<A, P>(shared, args, sample, set, lane);
-  else
-    nothing_to_add(set, lane);
+  s4_backward<A, P>(args.d4 + std::size_t(sample) * kFlat4, shared);
   __syncthreads();
-  float* slot = args.partials + std::size_t(blockIdx.x) * partial::floats;
+  map_sums(shared + C::a4, kMaps3, kWindows4, shared + C::bias4, warp, lane);
+  c3_input_gradient<A>(shared, warp, lane);
   c3_weight_gradient(shared, slot, warp, lane);
-  sum_warps(shared, slot);
+  __syncthreads();
+  map_sums(shared + C::d2, kMaps1, kWindows2, shared + C::bias2, warp, lane);
+  c1_weight_gradient<P>(shared, warp, lane);
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < kW1; i += kThreads) {
+    float sum = 0.0f;
+    for (int q = 0; q < kQuarters; ++q) sum += shared[C::g1 + q * kW1 + i];
+    slot[partial::c1_weight + i] = sum;
+  }
+  for (int i = int(threadIdx.x); i < kMaps1; i += kThreads)
+    slot[partial::s2_bias + i] = shared[C::bias2 + i];
+  for (int i = int(threadIdx.x); i < kMaps3; i += kThreads)
+    slot[partial::s4_bias + i] = shared[C::bias4 + i];
 }
 
 // The convolutions' slot: each tensor where partial:: keeps it and where the layout does.
@@ -250,16 +286,24 @@ SlotTensors conv_slot(const WholeStepOffsets& at) {
                  partial::floats);
 }
 
+using ConvForwardKernel = void (*)(ConvForwardArgs);
 using ConvKernel = void (*)(ConvBackwardArgs);
 
-// kernel_for_network's kernels: the convolutions' backward kernel.
+// kernel_for_network's kernels: the convolutions' forward and backward kernels.
+struct ConvForwardKernels {
+  template <Activation A, Subsampling P>
+  ConvForwardKernel of() const {
+    return tensor_conv_forward_kernel1<A, P>;
+  }
+};
 struct ConvKernels {
   template <Activation A, Subsampling P>
   ConvKernel of() const {
-    return tensor_conv_backward_kernel1<A, P>;
+    return tensor_conv_backward_kernel2<A, P>;
   }
 };
 
+constexpr std::size_t kForwardSharedBytes = sizeof(float) * std::size_t(forward_layout::floats);
 constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(conv_layout::floats);
 
 }  // namespace
@@ -270,8 +314,22 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
       m_c3_mask(c3_mask_on_device(config)),
-      m_partials(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * partial::floats) {
-  prepare_tile_kernel(kernel_for_network(config, ConvKernels{}), kSharedBytes, kTile);
+      m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4),
+      m_records(Device::gpu, std::size_t(max_batch) * record::floats),
+      m_partials(Device::gpu, std::size_t(max_batch) * partial::floats) {
+  prepare_tile_kernel(kernel_for_network(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
+  prepare_tile_kernel(kernel_for_network(config, ConvKernels{}), kSharedBytes, 1);
+}
+
+void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const float* params,
+                                      cudaStream_t stream, const float* field) {
+  check_fits(n, m_max_batch);
+  const TileInputs in{
+      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
+  const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data()};
+  kernel_for_network(m_config, ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(
+      args);
+  CUDA_CHECK_LAUNCH();
 }
 
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
@@ -280,12 +338,10 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   check_fits(n, m_max_batch);
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
-  const ConvBackwardArgs args{in, d4, m_partials.data()};
-  kernel_for_network(m_config,
-                     ConvKernels{})<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(args);
+  const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data()};
+  kernel_for_network(m_config, ConvKernels{})<<<n, kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
-  sum_slots(m_partials.data(), tiles_of(n, kTile), conv_slot(m_offsets), m_c3_mask.data(),
-            gradients, stream);
+  sum_slots(m_partials.data(), n, conv_slot(m_offsets), m_c3_mask.data(), gradients, stream);
 }
 
 }  // namespace lenet5::cuda

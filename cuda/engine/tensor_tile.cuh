@@ -167,17 +167,19 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     shared[s4_bias_at + i] = params[at.s4_bias + i];
 }
 
-// Sample `sample`'s input into the warp's input field, rounded to TF32: its row of in.field, or
-// its image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh).
-__device__ void load_sample(const TileInputs& in, int sample, float* x, int lane) {
+// Sample `sample`'s input into the input field x, rounded to TF32: its row of in.field, or its
+// image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh). Thread `lane` of
+// `threads` (a warp's 32 lanes, or a whole block) writes every threads-th value.
+__device__ void load_sample(const TileInputs& in, int sample, float* x, int lane,
+                            int threads = 32) {
   if (in.field) {
     const float* field = in.field + std::size_t(sample) * (kField * kField);
-    for (int i = lane; i < kField * kField; i += 32) x[i] = rounded_to_tf32(field[i]);
+    for (int i = lane; i < kField * kField; i += threads) x[i] = rounded_to_tf32(field[i]);
     return;
   }
   const std::uint8_t* image = in.images + std::size_t(sample) * kImageBytes;
   const float background = normalise_pixel_device(0, in.scaling);
-  for (int i = lane; i < kField * kField; i += 32) {
+  for (int i = lane; i < kField * kField; i += threads) {
     const int y = i / kField - kPad, col = i % kField - kPad;
     const bool inside = y >= 0 && y < kImageSide && col >= 0 && col < kImageSide;
     x[i] = rounded_to_tf32(inside ? normalise_pixel_device(image[y * kImageSide + col], in.scaling)
@@ -189,9 +191,11 @@ __device__ void load_sample(const TileInputs& in, int sample, float* x, int lane
 // pairs of m16 tiles (windows 196-199 recompute window 195 and are not written), B (the 6 maps'
 // filters, 2 columns of zeros) held in registers for all of them. With max subsampling and
 // `which` non-null, also each window's first maximum (map * 196 + window), for the backward pass.
+// The warp takes the pairs first_pair, first_pair + pair_step, ... (all of them by default; a
+// block's warps share one sample's pairs out with their index and count).
 template <Activation A, Subsampling P>
 __device__ void c1_s2(const float* x, const float* w1, const float* bias, float* s2, int lane,
-                      std::uint8_t* which = nullptr) {
+                      std::uint8_t* which = nullptr, int first_pair = 0, int pair_step = 1) {
   const int g = lane / 4, t = lane % 4;
   std::uint32_t b[kTapSteps][2];
 #pragma unroll
@@ -202,7 +206,7 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
   int tap[kTapSteps][2];
   tap_offsets(t, kField, tap);
   constexpr int kPairs = (kWindows2 + 7) / 8;  // 25
-  for (int pair = 0; pair < kPairs; ++pair) {
+  for (int pair = first_pair; pair < kPairs; pair += pair_step) {
     const int window = min(pair * 8 + g, kWindows2 - 1);
     const float* corner = x + 2 * (window / kSide2) * kField + 2 * (window % kSide2);
     float acc[2][4] = {};  // m16 tile dy = 0 and 1
@@ -228,55 +232,57 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
 
 // C3 and S4 of one sample, by one warp: C3 (100 x 16) = X (100 x 6 x 32 taps) W3^T with the 25
 // windows in 4 pairs of m16 tiles (windows 25-31 recompute window 24 and are not written) and the
-// 16 maps in 2 n-tiles. Each k-step's B fragments are loaded once for all 16 tiles of the
-// product. Writes the sample's row of S4's activations (m * 25 + window), and with max
-// subsampling and `which` non-null each window's first maximum at the same index.
-template <Activation A, Subsampling P>
+// 16 maps in 2 n-tiles. Each k-step's B fragments are loaded once for all the warp's tiles. Writes
+// the sample's row of S4's activations (m * 25 + window), and with max subsampling and `which`
+// non-null each window's first maximum at the same index. The warp computes Pairs window pairs
+// from first_pair and NTiles n-tiles from first_ntile: all of them by default, one (pair, n-tile)
+// each where a block's 8 warps share one sample out. An output's sum runs in the same order either
+// way (input map, then tap), so every split gives the same bits.
+template <Activation A, Subsampling P, int Pairs = 4, int NTiles = 2>
 __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row, int lane,
-                      std::uint8_t* which = nullptr) {
+                      std::uint8_t* which = nullptr, int first_pair = 0, int first_ntile = 0) {
   const int g = lane / 4, t = lane % 4;
-  constexpr int kPairs = (kWindows4 + 7) / 8;  // 4
-  int corner[kPairs];
+  int corner[Pairs];
 #pragma unroll
-  for (int pair = 0; pair < kPairs; ++pair) {
-    const int window = min(pair * 8 + g, kWindows4 - 1);
+  for (int pair = 0; pair < Pairs; ++pair) {
+    const int window = min((first_pair + pair) * 8 + g, kWindows4 - 1);
     corner[pair] = 2 * (window / kSide4) * kSide2 + 2 * (window % kSide4);
   }
   int tap[kTapSteps][2];
   tap_offsets(t, kSide2, tap);
-  float acc[kPairs][2][2][4] = {};  // window pair, m16 tile dy, n-tile (maps 0-7, 8-15)
+  float acc[Pairs][2][NTiles][4] = {};  // window pair, m16 tile dy, n-tile (maps 8 nt to 8 nt + 7)
 #pragma unroll 1
   for (int c = 0; c < kMaps1; ++c) {
     const float* map = s2 + c * kWindows2;
 #pragma unroll
     for (int j = 0; j < kTapSteps; ++j) {
-      std::uint32_t b[2][2];
+      std::uint32_t b[NTiles][2];
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const float* filter = w3 + (8 * nt + g) * kW3Row + c * 32 + 8 * j + t;
+      for (int nt = 0; nt < NTiles; ++nt) {
+        const float* filter = w3 + (8 * (first_ntile + nt) + g) * kW3Row + c * 32 + 8 * j + t;
         b[nt][0] = __float_as_uint(filter[0]);
         b[nt][1] = __float_as_uint(filter[4]);
       }
 #pragma unroll
-      for (int pair = 0; pair < kPairs; ++pair)
+      for (int pair = 0; pair < Pairs; ++pair)
 #pragma unroll
         for (int dy = 0; dy < 2; ++dy) {
           std::uint32_t a[4];
           gather_a(map + corner[pair] + dy * kSide2, tap, j, a);
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) mma_tf32(acc[pair][dy][nt], a, b[nt]);
+          for (int nt = 0; nt < NTiles; ++nt) mma_tf32(acc[pair][dy][nt], a, b[nt]);
         }
     }
   }
 #pragma unroll
-  for (int pair = 0; pair < kPairs; ++pair) {
-    const int window = pair * 8 + g;
+  for (int pair = 0; pair < Pairs; ++pair) {
+    const int window = (first_pair + pair) * 8 + g;
     if (window >= kWindows4) continue;
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
+    for (int nt = 0; nt < NTiles; ++nt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = 8 * nt + 2 * t + h;
+        const int m = 8 * (first_ntile + nt) + 2 * t + h;
         const float value = pooled<P>(acc[pair][0][nt], acc[pair][1][nt], h) + bias[m];
         a4_row[m * kWindows4 + window] = rounded_to_tf32(activate(A, value));
         keep_first_max<P>(acc[pair][0][nt], acc[pair][1][nt], h, which, m * kWindows4 + window);
@@ -362,14 +368,11 @@ __device__ void gemm_tiles(AAt a, BAt b, Store store, int warp, int lane) {
   }
 }
 
-// The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
-// afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
-// L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
-// zero S4 rows and results that nothing reads. Ends with a barrier.
+// forward_tile's convolutions: the tile's S4 rows into L::a4, a sample per warp at a time.
 template <Activation A, Subsampling P, int Tile>
-__device__ void forward_tile(float* shared, const TileInputs& in, int first) {
+__device__ void forward_tile_convolutions(float* shared, const TileInputs& in, int first, int warp,
+                                          int lane) {
   using L = SharedLayout<Tile>;
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   stage_conv_weights(shared, in, L::w1, L::w3, L::s2_bias, L::s4_bias);
   __syncthreads();
   float* x = shared + L::warps + warp * kWarpFloats;
@@ -388,6 +391,27 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first) {
     c3_s4<A, P>(s2, shared + L::w3, shared + L::s4_bias, a4_row, lane);
     __syncwarp();  // before the warp's next sample overwrites x and S2
   }
+}
+
+// The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
+// afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
+// L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
+// zero S4 rows and results that nothing reads. With s4_rows not null, the samples' S4 activations
+// are read from there ((n, 400), as c3_s4 writes them: the training step's convolutions ran
+// already) instead of computed. Ends with a barrier.
+template <Activation A, Subsampling P, int Tile>
+__device__ void forward_tile(float* shared, const TileInputs& in, int first,
+                             const float* s4_rows = nullptr) {
+  using L = SharedLayout<Tile>;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (s4_rows)
+    for (int i = int(threadIdx.x); i < Tile * kFlat4; i += kThreads) {
+      const int local = i / kFlat4, k = i % kFlat4, sample = first + local;
+      shared[L::a4 + local * kA4Row + k] =
+          sample < in.n ? s4_rows[std::size_t(sample) * kFlat4 + k] : 0.0f;
+    }
+  else
+    forward_tile_convolutions<A, P, Tile>(shared, in, first, warp, lane);
   __syncthreads();
   const float* params = in.params;
   const WholeStepOffsets& at = in.at;
@@ -423,6 +447,7 @@ __global__ void tensor_gradient_sum_kernel1(const float* partials, int tiles, Sl
   const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= slot.floats) return;
   float sum = 0.0f;
+#pragma unroll 8  // the loads of 8 tiles in flight at once; the additions stay in tile order
   for (int tile = 0; tile < tiles; ++tile) sum += partials[std::size_t(tile) * slot.floats + i];
   for (int k = 0; k < slot.tensors; ++k) {
     const SlotTensor& tensor = slot.tensor[k];
