@@ -19,6 +19,12 @@ namespace lenet5::cuda {
 namespace {
 
 constexpr int kTile = TensorDenseBackward::kTile;
+// Blocks a tile (blockIdx.y): each runs the tile's forward pass and the small layers' input
+// gradients, and then takes a quarter of the large products' tiles (dL/dS4's and the weight
+// gradients'), so that a batch of 128 has 32 blocks where it had 8. A warp's place among the tile's
+// kParts * 8 warps ("share") picks its product tiles; each product tile is the same sum in the same
+// order whichever warp computes it.
+constexpr int kParts = 4;
 
 // Where each dense tensor's gradient sits in a tile's slot of partial sums, in floats.
 namespace partial {
@@ -64,7 +70,7 @@ __device__ void logits_gradient(float* shared, const DenseBackwardArgs& args, in
     for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
     return;
   }
-  if (args.logits)
+  if (args.logits && blockIdx.y == 0)
     for (int k = 0; k < kOut; ++k) args.logits[std::size_t(sample) * kOut + k] = z[k];
   const int label = args.labels[sample];
   int best = 0;
@@ -91,15 +97,16 @@ __device__ void input_gradient(const float* d_out, const float* weight, const fl
 }
 
 // A tile's part of dL/dW = dᵀ x (Out, In), k the tile's samples, into its slot of partial sums; and
-// of dL/db, each column of d summed in sample order.
+// of dL/db, each column of d summed in sample order: the product tiles and columns of the warp's
+// share (of the tile's kParts * 8 warps).
 template <int Out, int In, int LdD, int LdX>
 __device__ void weight_gradient(const float* d, const float* x, float* weight_slot,
-                                float* bias_slot, int warp, int lane) {
-  gemm_tiles<Out, In, kTile>(
+                                float* bias_slot, int share, int lane) {
+  gemm_tiles<Out, In, kTile, kWarps * kParts>(
       [d](int m, int k) { return m < Out ? d[k * LdD + m] : 0.0f; },
       [x](int k, int n) { return n < In ? x[k * LdX + n] : 0.0f; },
-      [weight_slot](int m, int n, float value) { weight_slot[m * In + n] = value; }, warp, lane);
-  for (int o = int(threadIdx.x); o < Out; o += kThreads) {
+      [weight_slot](int m, int n, float value) { weight_slot[m * In + n] = value; }, share, lane);
+  for (int o = share * 32 + lane; o < Out; o += kThreads * kParts) {
     float sum = 0.0f;
     for (int k = 0; k < kTile; ++k) sum += d[k * LdD + o];
     bias_slot[o] = sum;
@@ -115,6 +122,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* shared = reinterpret_cast<float*>(shared_storage);
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int share = int(blockIdx.y) * kWarps + warp;
   forward_tile<A, P, kTile>(shared, args.in, first, args.s4_rows);
   logits_gradient(shared, args, first);
   __syncthreads();
@@ -132,23 +140,23 @@ __global__ void __launch_bounds__(kThreads, 2)
   const float* d5 = shared + B::d5;
   float* d4 = args.d4;
   const int n = args.in.n;
-  gemm_tiles<kTile, kFlat4, kC5>([d5](int m, int k) { return d5[m * kA5Row + k]; },
-                                 [w5](int k, int j) { return w5[k * kFlat4 + j]; },
-                                 [d4, first, n](int m, int j, float value) {
-                                   if (first + m < n)
-                                     d4[std::size_t(first + m) * kFlat4 + j] = value;
-                                 },
-                                 warp, lane);
+  gemm_tiles<kTile, kFlat4, kC5, kWarps * kParts>(
+      [d5](int m, int k) { return d5[m * kA5Row + k]; },
+      [w5](int k, int j) { return w5[k * kFlat4 + j]; },
+      [d4, first, n](int m, int j, float value) {
+        if (first + m < n) d4[std::size_t(first + m) * kFlat4 + j] = value;
+      },
+      share, lane);
   float* slot = args.partials + std::size_t(blockIdx.x) * partial::floats;
   weight_gradient<kOut, kF6, B::kD7Row, kA6Row>(shared + B::d7, shared + L::a6,
                                                 slot + partial::output_weight,
-                                                slot + partial::output_bias, warp, lane);
+                                                slot + partial::output_bias, share, lane);
   weight_gradient<kF6, kC5, kA6Row, kA5Row>(shared + B::d6, shared + L::a5,
                                             slot + partial::f6_weight, slot + partial::f6_bias,
-                                            warp, lane);
+                                            share, lane);
   weight_gradient<kC5, kFlat4, kA5Row, kA4Row>(shared + B::d5, shared + L::a4,
                                                slot + partial::c5_weight, slot + partial::c5_bias,
-                                               warp, lane);
+                                               share, lane);
 }
 
 // The dense gradients' slot: each tensor where partial:: keeps it and where the layout does.
@@ -199,7 +207,8 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* images, const std:
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   float* partials = m_partials.data();
   const DenseBackwardArgs args{in, labels, partials, d4, logits, s4_rows};
-  backward_kernel_for(m_config)<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(args);
+  backward_kernel_for(m_config)<<<dim3(tiles_of(n, kTile), kParts), kThreads, kSharedBytes,
+                                  stream>>>(args);
   CUDA_CHECK_LAUNCH();
   sum_slots(partials, tiles_of(n, kTile), dense_slot(m_offsets), m_c3_mask.data(), gradients,
             stream);

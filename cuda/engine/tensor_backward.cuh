@@ -6,10 +6,11 @@
 //   sharing the window pairs out) and writes S4's activations, a row per sample, for the dense
 //   part, and S2's activations and each max window's first maximum for the convolutions' backward
 //   pass: the forward pass runs once per step;
-//   tensor_dense_backward_kernel1<Activation, Subsampling> (tensor_backward.cu): one block per tile
-//   of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4 rows
-//   (tensor_tile.cuh, as the evaluation does), the softmax cross-entropy's gradient
-//   dL/dlogits = (softmax - onehot) / n, and then, as GEMMs over the tile:
+//   tensor_dense_backward_kernel1<Activation, Subsampling> (tensor_backward.cu): four blocks per
+//   tile of TensorDenseBackward::kTile samples each run the dense layers' forward pass on those S4
+//   rows (tensor_tile.cuh, as the evaluation does), the softmax cross-entropy's gradient
+//   dL/dlogits = (softmax - onehot) / n, and then, as GEMMs over the tile (the large products'
+//   tiles shared out over the four blocks):
 //     the input gradients   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
 //                           dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
 //     the weight gradients  dL/dW7 = dL/dlogitsᵀ F6, dL/dW6 = dL/dF6ᵀ C5, dL/dW5 = dL/dC5ᵀ S4
