@@ -23,9 +23,9 @@
 //   gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
 //   quarters added in order);
 //   each tile's (or sample's) gradients into its own slot of partial sums, and
-//   tensor_gradient_sum_kernel1 (tensor_tile.cuh) adds the slots in order, so that every run gives
-//   the same bits (no atomics). c3.weight's gradient is zero where the C3 table disconnects a
-//   weight, as whole-step's.
+//   tensor_gradient_sum_kernel2 (tensor_tile.cuh) adds the slots in a fixed order, so that every
+//   run gives the same bits (no atomics). c3.weight's gradient is zero where the C3 table
+//   disconnects a weight, as whole-step's.
 // f' is taken from the activations as the forward pass stored them, rounded to TF32 (a relative
 // error of 2^-11, the order of the products' own).
 #pragma once

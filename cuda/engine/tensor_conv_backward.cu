@@ -26,7 +26,7 @@
 //     positions' quarter w / 2, and the quarters are added in order.
 // The bias gradients are each map's values summed by one warp, in a fixed order. Every product
 // goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
-// sums, added in sample order by tensor_gradient_sum_kernel1: the same bits every run.
+// sums, added in a fixed order by tensor_gradient_sum_kernel2: the same bits every run.
 #include <string>
 
 #include "core/error.hpp"

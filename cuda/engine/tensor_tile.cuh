@@ -440,20 +440,35 @@ struct SlotTensors {
   int floats;  // a slot's size
 };
 
-// Each gradient of a slot: its tiles' partial sums added in tile order (the same bits every run,
-// no atomics), a thread per float of the slot, written where the layout keeps it.
-__global__ void tensor_gradient_sum_kernel1(const float* partials, int tiles, SlotTensors slot,
-                                            const float* c3_mask, float* gradients) {
-  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= slot.floats) return;
+// Each gradient of a slot: its tiles' partial sums added in a fixed order (the same bits every
+// run, no atomics), written where the layout keeps it. A block of 8 warps takes 32 floats of the
+// slot, a lane each: warp w adds tiles [w per, (w + 1) per) in order (each tile's 32 floats one
+// coalesced read), and lane i of warp 0 adds the 8 warps' sums in warp order. A thread per float
+// over all the tiles (a batch of 128 samples is 128 slots) waited on one load after another.
+constexpr int kSumWarps = 8;
+__global__ void __launch_bounds__(32 * kSumWarps)
+    tensor_gradient_sum_kernel2(const float* partials, int tiles, SlotTensors slot,
+                                const float* c3_mask, float* gradients) {
+  __shared__ float warp_sums[kSumWarps][32];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int i = int(blockIdx.x) * 32 + lane;
+  const int per = (tiles + kSumWarps - 1) / kSumWarps;
+  const int begin = min(warp * per, tiles), end = min(begin + per, tiles);
   float sum = 0.0f;
+  if (i < slot.floats) {
 #pragma unroll 8  // the loads of 8 tiles in flight at once; the additions stay in tile order
-  for (int tile = 0; tile < tiles; ++tile) sum += partials[std::size_t(tile) * slot.floats + i];
+    for (int tile = begin; tile < end; ++tile) sum += partials[std::size_t(tile) * slot.floats + i];
+  }
+  warp_sums[warp][lane] = sum;
+  __syncthreads();
+  if (warp != 0 || i >= slot.floats) return;
+  float total = 0.0f;
+  for (int w = 0; w < kSumWarps; ++w) total += warp_sums[w][lane];
   for (int k = 0; k < slot.tensors; ++k) {
     const SlotTensor& tensor = slot.tensor[k];
     const int j = i - tensor.from;
     if (j < 0 || j >= tensor.count) continue;
-    gradients[tensor.to + j] = tensor.masked ? sum * c3_mask[j] : sum;
+    gradients[tensor.to + j] = tensor.masked ? total * c3_mask[j] : total;
   }
 }
 
@@ -470,12 +485,11 @@ inline int tiles_of(int n, int tile) {
   return (n + tile - 1) / tile;
 }
 
-// Launches tensor_gradient_sum_kernel1 over a slot.
+// Launches tensor_gradient_sum_kernel2 over a slot.
 inline void sum_slots(const float* partials, int tiles, const SlotTensors& slot,
                       const float* c3_mask, float* gradients, cudaStream_t stream) {
-  constexpr int kSumThreads = 256;
-  tensor_gradient_sum_kernel1<<<(slot.floats + kSumThreads - 1) / kSumThreads, kSumThreads, 0,
-                                stream>>>(partials, tiles, slot, c3_mask, gradients);
+  tensor_gradient_sum_kernel2<<<(slot.floats + 31) / 32, 32 * kSumWarps, 0, stream>>>(
+      partials, tiles, slot, c3_mask, gradients);
   CUDA_CHECK_LAUNCH();
 }
 
