@@ -46,6 +46,9 @@ constexpr int kTapColumns = 8 * kTapSteps;  // 32: a map's taps in the products'
 constexpr int kQuarters = kWarps / 2;        // C1's weight gradient: 2 m-tiles x 4 quarters
 constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
 static_assert(kC1Positions % kQuarters == 0, "whole quarters");
+// dL/dC3's maps are kept with a border of 4 zeros (18 x 18), so that C3's input gradient gathers
+// dL/dC3[m][u - p][v - q] for every position (u, v) of S2 and tap (p, q) without a bounds test.
+constexpr int kPad3 = kK - 1, kSide3P = kSide3 + 2 * kPad3, kMap3P = kSide3P * kSide3P;
 
 // A sample's record in global memory, what the forward kernel keeps for the backward one, in
 // floats from its start (the first maxima as bytes; average subsampling writes and reads none).
@@ -77,8 +80,8 @@ constexpr int s4_bias = s2_bias + 8;
 constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), TF32
 constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
-constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 10, 10)
-constexpr int d2 = d3 + kMaps3 * kC3Positions;  // dL/dz2 (6, 14, 14)
+constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, TF32
+constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
 constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
 constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
 constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
@@ -142,7 +145,21 @@ __device__ void map_sums(const float* values, int maps, int per_map, float* sums
   }
 }
 
-// dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window, by the block.
+// Where dL/dC3[m][y][x] sits in the zero-bordered maps.
+__device__ inline int d3_at(int m, int y, int x) {
+  return m * kMap3P + (y + kPad3) * kSide3P + x + kPad3;
+}
+
+// dL/dC3's borders of zeros, by the block.
+__device__ void clear_d3_borders(float* d3) {
+  for (int i = int(threadIdx.x); i < kMaps3 * kMap3P; i += kThreads) {
+    const int y = i % kMap3P / kSide3P - kPad3, x = i % kSide3P - kPad3;
+    if (y < 0 || y >= kSide3 || x < 0 || x >= kSide3) d3[i] = 0.0f;
+  }
+}
+
+// dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window (rounded to
+// TF32: only products read it), by the block.
 template <Activation A, Subsampling P>
 __device__ void s4_backward(const float* d4, float* shared) {
   namespace C = conv_layout;
@@ -152,40 +169,75 @@ __device__ void s4_backward(const float* d4, float* shared) {
     const float dz = d4[i] * activation_slope(A, a4[i]);
     a4[i] = dz;
     const int m = i / kWindows4, window = i % kWindows4;
-    float* corner = shared + C::d3 + m * kC3Positions + 2 * (window / kSide4) * kSide3 +
-                    2 * (window % kSide4);
+    float* corner = shared + C::d3 + d3_at(m, 2 * (window / kSide4), 2 * (window % kSide4));
     const int best = P == Subsampling::max ? which[i] : 0;
-    corner[0] = window_gradient<P>(dz, best, 0);
-    corner[1] = window_gradient<P>(dz, best, 1);
-    corner[kSide3] = window_gradient<P>(dz, best, 2);
-    corner[kSide3 + 1] = window_gradient<P>(dz, best, 3);
+    corner[0] = rounded_to_tf32(window_gradient<P>(dz, best, 0));
+    corner[1] = rounded_to_tf32(window_gradient<P>(dz, best, 1));
+    corner[kSide3P] = rounded_to_tf32(window_gradient<P>(dz, best, 2));
+    corner[kSide3P + 1] = rounded_to_tf32(window_gradient<P>(dz, best, 3));
   }
 }
 
-// dL/dz2 = (D3 W3) f'(S2): 13 m16 tiles of positions shared out over the warps, one n-tile of maps
-// (6 of 8), 64 k-steps over (output map m, tap).
+// dL/dz2 = (D3 W3) f'(S2) for Tiles m16 tiles of positions (first_tile, first_tile + 8), one
+// n-tile of maps (6 of 8), 64 k-steps over (output map m, tap) in gemm_tiles' order. As the forward
+// pass's convolutions do, each lane gathers its A values at its rows' corners minus its taps'
+// offsets (tap_offsets; taps 25-31 read the row's own value, which a zero weight multiplies), and
+// each k-step's B fragment serves all the warp's tiles.
+template <Activation A, int Tiles>
+__device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, int lane) {
+  namespace C = conv_layout;
+  const int g = lane / 4, t = lane % 4;
+  const float* a2 = shared + C::rec + record::a2;
+  int tap[kTapSteps][2];
+  tap_offsets(t, kSide3P, tap);
+  int row[Tiles][2];  // rows g and g + 8: positions past the 196th read the last one's
+#pragma unroll
+  for (int i = 0; i < Tiles; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
+      row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
+    }
+  const bool real_column = g < kMaps1;  // B's column g: input map g
+  float acc[Tiles][4] = {};
+#pragma unroll 1
+  for (int m = 0; m < kMaps3; ++m) {
+    const float* map = shared + C::d3 + m * kMap3P;
+    const float* filter = shared + C::w3 + m * kW3Row + g * kTapColumns + t;
+#pragma unroll
+    for (int j = 0; j < kTapSteps; ++j) {
+      const std::uint32_t b[2] = {real_column ? __float_as_uint(filter[8 * j]) : 0u,
+                                  real_column ? __float_as_uint(filter[8 * j + 4]) : 0u};
+#pragma unroll
+      for (int i = 0; i < Tiles; ++i) {
+        const std::uint32_t a[4] = {__float_as_uint(map[row[i][0] - tap[j][0]]),
+                                    __float_as_uint(map[row[i][1] - tap[j][0]]),
+                                    __float_as_uint(map[row[i][0] - tap[j][1]]),
+                                    __float_as_uint(map[row[i][1] - tap[j][1]])};
+        mma_tf32(acc[i], a, b);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < Tiles; ++i)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int pos = 16 * (first_tile + 8 * i) + g + 8 * (r / 2), c = 2 * t + r % 2;
+      if (pos >= kWindows2 || c >= kMaps1) continue;
+      const int at = c * kWindows2 + pos;
+      d2[at] = acc[i][r] * activation_slope(A, a2[at]);
+    }
+}
+
+// C3's input gradient: the 13 m-tiles, warp w tiles w and w + 8.
 template <Activation A>
 __device__ void c3_input_gradient(float* shared, int warp, int lane) {
-  namespace C = conv_layout;
-  const float* d3 = shared + C::d3;
-  const float* w3 = shared + C::w3;
-  const float* a2 = shared + C::rec + record::a2;
-  float* d2 = shared + C::d2;
-  gemm_tiles<kWindows2, kMaps1, kMaps3 * kTapColumns>(
-      [d3](int pos, int k) {
-        const int m = k / kTapColumns, tap = k % kTapColumns;
-        const int y = pos / kSide2 - tap / kK, x = pos % kSide2 - tap % kK;
-        const bool inside = tap < kTaps && y >= 0 && y < kSide3 && x >= 0 && x < kSide3;
-        return inside ? d3[m * kC3Positions + y * kSide3 + x] : 0.0f;
-      },
-      [w3](int k, int c) {  // taps 25-31 are zeros in the staged weights
-        return c < kMaps1 ? w3[k / kTapColumns * kW3Row + c * kTapColumns + k % kTapColumns] : 0.0f;
-      },
-      [d2, a2](int pos, int c, float value) {
-        const int at = c * kWindows2 + pos;
-        d2[at] = value * activation_slope(A, a2[at]);
-      },
-      warp, lane);
+  constexpr int kMTiles = (kWindows2 + 15) / 16;
+  static_assert(kMTiles > kWarps && kMTiles <= 2 * kWarps, "one or two tiles a warp");
+  if (warp + kWarps < kMTiles)
+    c3_input_tiles<A, 2>(shared, shared + conv_layout::d2, warp, lane);
+  else
+    c3_input_tiles<A, 1>(shared, shared + conv_layout::d2, warp, lane);
 }
 
 // C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot.
@@ -194,7 +246,7 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
   const float* d3 = shared + C::d3;
   const float* a2 = shared + C::rec + record::a2;
   gemm_tiles<kMaps3, kMaps1 * kTapColumns, kC3Positions>(
-      [d3](int m, int k) { return d3[m * kC3Positions + k]; },
+      [d3](int m, int k) { return d3[d3_at(m, k / kSide3, k % kSide3)]; },
       [a2](int k, int n) {
         const int c = n / kTapColumns, tap = n % kTapColumns;
         const int offset = tap < kTaps ? tap / kK * kSide2 + tap % kK : 0;  // 25-31: dropped
@@ -256,6 +308,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   float* slot = args.partials + std::size_t(sample) * partial::floats;
   stage_conv_weights(shared, args.in, C::w1, C::w3, C::s2_bias, C::s4_bias);
   load_forward<P>(args, sample, shared);
+  clear_d3_borders(shared + C::d3);
   __syncthreads();
   s4_backward<A, P>(args.d4 + std::size_t(sample) * kFlat4, shared);
   __syncthreads();

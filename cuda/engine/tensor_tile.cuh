@@ -155,11 +155,16 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     const bool real = m < kMaps1 && k < kTaps;
     shared[w1_at + i] = rounded_to_tf32(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
   }
+  // The mask's and the weight's loads independent of each other, and 4 iterations' in flight: the
+  // loop's time is its loads' latency.
+#pragma unroll 4
   for (int i = threadIdx.x; i < kMaps3 * kW3Row; i += kThreads) {
     const int m = i / kW3Row, c = i % kW3Row / 32, k = i % kW3Row % 32;
     const int flat = (m * kMaps1 + c) * kTaps + k;
-    const bool real = c < kMaps1 && k < kTaps && in.c3_mask[flat] != 0.0f;
-    shared[w3_at + i] = rounded_to_tf32(real ? params[at.c3_weight + flat] : 0.0f);
+    const bool inside = c < kMaps1 && k < kTaps;
+    const float connected = inside ? in.c3_mask[flat] : 0.0f;
+    const float weight = inside ? params[at.c3_weight + flat] : 0.0f;
+    shared[w3_at + i] = rounded_to_tf32(connected != 0.0f ? weight : 0.0f);
   }
   for (int i = threadIdx.x; i < kMaps1; i += kThreads)
     shared[s2_bias_at + i] = params[at.s2_bias + i];
