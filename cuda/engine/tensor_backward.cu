@@ -52,9 +52,9 @@ struct BackwardLayout {
 struct DenseBackwardArgs {
   TileInputs in;
   const std::uint8_t* labels;
-  float* partials;  // (tiles, partial::floats)
-  float* d4;        // (n, 400)
-  float* logits;    // (n, 10), or null
+  float* partials;       // (tiles, partial::floats)
+  float* d4;             // (n, 400)
+  float* logits;         // (n, 10), or null
   const float* s4_rows;  // (n, 400): the samples' S4 activations, or null to compute them
 };
 
@@ -140,13 +140,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   const float* d5 = shared + B::d5;
   float* d4 = args.d4;
   const int n = args.in.n;
-  gemm_tiles<kTile, kFlat4, kC5, kWarps * kParts>(
-      [d5](int m, int k) { return d5[m * kA5Row + k]; },
-      [w5](int k, int j) { return w5[k * kFlat4 + j]; },
-      [d4, first, n](int m, int j, float value) {
-        if (first + m < n) d4[std::size_t(first + m) * kFlat4 + j] = value;
-      },
-      share, lane);
+  gemm_tiles<kTile, kFlat4, kC5, kWarps * kParts>([d5](int m, int k) { return d5[m * kA5Row + k]; },
+                                                  [w5](int k, int j) { return w5[k * kFlat4 + j]; },
+                                                  [d4, first, n](int m, int j, float value) {
+                                                    if (first + m < n)
+                                                      d4[std::size_t(first + m) * kFlat4 + j] =
+                                                          value;
+                                                  },
+                                                  share, lane);
   float* slot = args.partials + std::size_t(blockIdx.x) * partial::floats;
   weight_gradient<kOut, kF6, B::kD7Row, kA6Row>(shared + B::d7, shared + L::a6,
                                                 slot + partial::output_weight,
@@ -207,8 +208,8 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* images, const std:
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   float* partials = m_partials.data();
   const DenseBackwardArgs args{in, labels, partials, d4, logits, s4_rows};
-  backward_kernel_for(m_config)<<<dim3(tiles_of(n, kTile), kParts), kThreads, kSharedBytes,
-                                  stream>>>(args);
+  backward_kernel_for(
+      m_config)<<<dim3(tiles_of(n, kTile), kParts), kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
   sum_slots(partials, tiles_of(n, kTile), dense_slot(m_offsets), m_c3_mask.data(), gradients,
             stream);

@@ -42,8 +42,8 @@ using pool::window_gradient;
 constexpr int kSide1 = 2 * kSide2, kC1Positions = kSide1 * kSide1;  // C1: 28 x 28
 constexpr int kSide3 = 2 * kSide4, kC3Positions = kSide3 * kSide3;  // C3: 10 x 10
 constexpr int kW1 = kMaps1 * kTaps, kW3 = kMaps3 * kMaps1 * kTaps;
-constexpr int kTapColumns = 8 * kTapSteps;  // 32: a map's taps in the products' k or n
-constexpr int kQuarters = kWarps / 2;        // C1's weight gradient: 2 m-tiles x 4 quarters
+constexpr int kTapColumns = 8 * kTapSteps;          // 32: a map's taps in the products' k or n
+constexpr int kQuarters = kWarps / 2;               // C1's weight gradient: 2 m-tiles x 4 quarters
 constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
 static_assert(kC1Positions % kQuarters == 0, "whole quarters");
 // dL/dC3's maps are kept with a border of 4 zeros (18 x 18), so that C3's input gradient gathers
@@ -130,7 +130,8 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel1(ConvF
   static_assert(kWarps == 8, "a warp per (window pair, n-tile) of C3: 4 x 2");
   c3_s4<A, P, 1, 1>(shared + F::a2, shared + F::w3, shared + F::s4_bias,
                     args.s4_rows + std::size_t(sample) * kFlat4, lane, which4, warp / 2, warp % 2);
-  for (int i = int(threadIdx.x); i < kWarpS2; i += kThreads) rec[record::a2 + i] = shared[F::a2 + i];
+  for (int i = int(threadIdx.x); i < kWarpS2; i += kThreads)
+    rec[record::a2 + i] = shared[F::a2 + i];
 }
 
 // Each map's values summed, a warp per map: each lane its strided share in order, then the lanes'
@@ -164,7 +165,8 @@ template <Activation A, Subsampling P>
 __device__ void s4_backward(const float* d4, float* shared) {
   namespace C = conv_layout;
   float* a4 = shared + C::a4;
-  const std::uint8_t* which = reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which4);
+  const std::uint8_t* which =
+      reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which4);
   for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) {
     const float dz = d4[i] * activation_slope(A, a4[i]);
     a4[i] = dz;
@@ -267,7 +269,8 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   const int first = warp / 2 * kQuarter;
   const float* x = shared + C::x;
   const float* d2 = shared + C::d2;
-  const std::uint8_t* which = reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
+  const std::uint8_t* which =
+      reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
   float* g1 = shared + C::g1 + warp / 2 * kW1;
   gemm_tiles<kTaps, kMaps1, kQuarter, 2>(
       [x, first](int tap, int k) {
@@ -380,8 +383,8 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data()};
-  kernel_for_network(m_config, ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(
-      args);
+  kernel_for_network(m_config,
+                     ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }
 

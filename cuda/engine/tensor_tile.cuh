@@ -409,14 +409,16 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first,
                              const float* s4_rows = nullptr) {
   using L = SharedLayout<Tile>;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  if (s4_rows)
+  if (s4_rows) {
+#pragma unroll 5  // the copy's time is its loads' latency: 5 in flight
     for (int i = int(threadIdx.x); i < Tile * kFlat4; i += kThreads) {
       const int local = i / kFlat4, k = i % kFlat4, sample = first + local;
       shared[L::a4 + local * kA4Row + k] =
           sample < in.n ? s4_rows[std::size_t(sample) * kFlat4 + k] : 0.0f;
     }
-  else
+  } else {
     forward_tile_convolutions<A, P, Tile>(shared, in, first, warp, lane);
+  }
   __syncthreads();
   const float* params = in.params;
   const WholeStepOffsets& at = in.at;
