@@ -12,8 +12,9 @@
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
-// stages; with --kernels tensor, evaluation runs the tensor cores' forward pass instead
-// (cuda/engine/tensor_forward.cuh).
+// stages; with --kernels tensor, a step is the gather, the tensor cores' gradient
+// (cuda/engine/tensor_backward.cuh), the loss statistics from its logits and the SGD update, and
+// evaluation runs the tensor cores' forward pass (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "core/topology.hpp"
 #include "cuda/engine/engine_parts.hpp"
 #include "cuda/engine/gpu_engine.hpp"
+#include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/whole_step.cuh"
 #include "cuda/kernels/batch.cuh"
@@ -61,6 +63,13 @@ class GpuEngine final : public NetworkEngine {
     }
     if (gpu_kernel_set(net.kernels).tensor_evaluation)
       m_tensor_forward = std::make_unique<cuda::TensorForward>(net, m_network.layout());
+    if (gpu_kernel_set(net.kernels).tensor_gradient) {
+      m_tensor_backward =
+          std::make_unique<cuda::TensorBackward>(net, m_network.layout(), batch_size);
+      m_tensor_logits = Buffer<float>(Device::gpu, std::size_t(kClasses) * m_network.max_batch());
+      // The padding between tensors, which the update reads and the tensor cores never write.
+      m_network.gradients().zero();
+    }
   }
 
   Device device() const override { return Device::gpu; }
@@ -126,6 +135,10 @@ class GpuEngine final : public NetworkEngine {
     const int n = int(m_permutation.size());
     for (int step = first_step; step < end_step; ++step) {
       const int first = step * m_batch, count = std::min(m_batch, n - first);
+      if (m_tensor_backward) {
+        tensor_step(step, first, count);
+        continue;
+      }
       if (m_whole_step) {
         m_whole_step->train_step(
             m_train.images.data(), m_train.labels.data(), m_permutation.data() + first, count,
@@ -134,14 +147,7 @@ class GpuEngine final : public NetworkEngine {
         continue;
       }
       mark(EnginePhase::forward);
-      if (m_augmentation.enabled())
-        cuda::gather_augmented_batch(m_train.images.data(), m_train.labels.data(),
-                                     m_permutation.data() + first, count, m_augmentation, scaling(),
-                                     m_input.data(), m_labels.data(), cuda::kDefaultStream);
-      else
-        cuda::gather_batch(m_train.images.data(), m_train.labels.data(),
-                           m_permutation.data() + first, count, scaling(), m_input.data(),
-                           m_labels.data(), cuda::kDefaultStream);
+      gather(first, count);
       m_network.forward(m_input.data(), count);
       mark(EnginePhase::backward);
       output_loss(m_labels.data(), count, m_dL_dlogits.data(), nullptr, m_step_stats.data() + step);
@@ -151,6 +157,33 @@ class GpuEngine final : public NetworkEngine {
                              m_network.parameters().data(), m_state.pointers(),
                              m_network.layout().buffer_floats, cuda::kDefaultStream);
     }
+  }
+
+  // The step's samples [first, first + count) of the permutation, augmented where the run asks,
+  // into m_input and m_labels.
+  void gather(int first, int count) {
+    if (m_augmentation.enabled())
+      cuda::gather_augmented_batch(m_train.images.data(), m_train.labels.data(),
+                                   m_permutation.data() + first, count, m_augmentation, scaling(),
+                                   m_input.data(), m_labels.data(), cuda::kDefaultStream);
+    else
+      cuda::gather_batch(m_train.images.data(), m_train.labels.data(), m_permutation.data() + first,
+                         count, scaling(), m_input.data(), m_labels.data(), cuda::kDefaultStream);
+  }
+
+  // --kernels tensor's step s: the batch gathered as the layer-by-layer sets gather it, its
+  // batch-mean gradient on the tensor cores, the loss statistics counted from the same forward
+  // pass's logits, and the SGD update.
+  void tensor_step(int step, int first, int count) {
+    gather(first, count);
+    m_tensor_backward->gradients(nullptr, m_labels.data(), count, m_network.parameters().data(),
+                                 m_network.gradients().data(), cuda::kDefaultStream, m_input.data(),
+                                 m_tensor_logits.data());
+    cuda::softmax_cross_entropy(m_tensor_logits.data(), m_labels.data(), count, nullptr, nullptr,
+                                m_step_stats.data() + step, cuda::kDefaultStream);
+    m_optimizer.update_gpu(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
+                           m_network.parameters().data(), m_state.pointers(),
+                           m_network.layout().buffer_floats, cuda::kDefaultStream);
   }
 
   // The output layer's loss over the network's last forward pass (softmax_cross_entropy or the
@@ -191,8 +224,10 @@ class GpuEngine final : public NetworkEngine {
   Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
   Buffer<float> m_dL_dlogits;
-  std::unique_ptr<cuda::WholeStep> m_whole_step;  // the whole-step kernel set only
-  std::unique_ptr<cuda::TensorForward> m_tensor_forward;  // --kernels tensor only
+  std::unique_ptr<cuda::WholeStep> m_whole_step;            // the whole-step kernel set only
+  std::unique_ptr<cuda::TensorForward> m_tensor_forward;    // --kernels tensor only
+  std::unique_ptr<cuda::TensorBackward> m_tensor_backward;  // --kernels tensor only
+  Buffer<float> m_tensor_logits;  // (max_batch, 10): a tensor step's logits, for its statistics
   DeviceDataset m_train;
   Buffer<std::uint32_t> m_epoch{Device::gpu, 1};  // the current epoch, read by the augmentation
   cuda::DeviceAugmentation m_augmentation;        // kind none unless the run augments

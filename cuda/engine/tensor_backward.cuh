@@ -1,22 +1,33 @@
-// The tensor-core backward pass, its first part: the dense layers' gradients over a
-// tile of samples, every product an mma.sync TF32 tile.
+// The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
+// every product an mma.sync TF32 tile, in three kernels and two sums.
 //
-//   tensor_dense_backward_kernel1<Activation, Subsampling>: one block per tile of kTile samples
-//   runs the tile's forward pass (tensor_tile.cuh, as the evaluation does), the softmax
-//   cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and then, as GEMMs over the tile:
+//   tensor_conv_forward_kernel1<Activation, Subsampling> (tensor_conv_backward.cu): a block per
+//   sample computes its C1, S2, C3 and S4 (the forward pass's own code and bits, its 8 warps
+//   sharing the window pairs out) and writes S4's activations, a row per sample, for the dense
+//   part, and S2's activations and each max window's first maximum for the convolutions' backward
+//   pass: the forward pass runs once per step;
+//   tensor_dense_backward_kernel1<Activation, Subsampling> (tensor_backward.cu): four blocks per
+//   tile of TensorDenseBackward::kTile samples each run the dense layers' forward pass on those S4
+//   rows (tensor_tile.cuh, as the evaluation does), the softmax cross-entropy's gradient
+//   dL/dlogits = (softmax - onehot) / n, and then, as GEMMs over the tile (the large products'
+//   tiles shared out over the four blocks):
 //     the input gradients   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
 //                           dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
 //     the weight gradients  dL/dW7 = dL/dlogitsᵀ F6, dL/dW6 = dL/dF6ᵀ C5, dL/dW5 = dL/dC5ᵀ S4
 //                           (the k dimension the tile's samples) and the biases' as column sums
-//                           in sample order,
-//   each tile's into its own slot of a buffer of partial sums;
-//   tensor_dense_gradient_sum_kernel1: each parameter's partial sums added over the tiles in tile
-//   order, so that every run gives the same bits (no atomics).
+//                           in sample order;
+//   tensor_conv_backward_kernel2<Activation, Subsampling> (tensor_conv_backward.cu): a block per
+//   sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4 (f'(S4), then the
+//   window's average or its first maximum) to dL/dC3, then C3's input gradient (a transposed
+//   convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, C3's weight
+//   gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
+//   quarters added in order);
+//   each tile's (or sample's) gradients into its own slot of partial sums, and
+//   tensor_gradient_sum_kernel2 (tensor_tile.cuh) adds the slots in a fixed order, so that every
+//   run gives the same bits (no atomics). c3.weight's gradient is zero where the C3 table
+//   disconnects a weight, as whole-step's.
 // f' is taken from the activations as the forward pass stored them, rounded to TF32 (a relative
 // error of 2^-11, the order of the products' own).
-//
-// Not yet a training step: the convolutions' backward pass and the update stay with the whole-step
-// kernels; dL/dS4 is what that next part starts from.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,9 +52,15 @@ class TensorDenseBackward {
   // output layer, F6 and C5: OVERWRITES the batch-mean gradient (of the softmax cross-entropy
   // averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias, output.weight and
   // output.bias in `gradients` (layout offsets; the other tensors untouched), and writes each
-  // sample's dL/d(S4's activation) to d4 (n, 400). Nothing waits for the device.
+  // sample's dL/d(S4's activation) to d4 (n, 400). With field not null, the samples' input is
+  // its rows (n, 1, 32, 32), already gathered and normalised (cuda/kernels/batch.cuh), and images
+  // is not read; with logits not null, each sample's logits are written there (n, 10). Nothing
+  // waits for the device. With s4_rows not null, the samples' S4 activations are read from there
+  // (TensorConvBackward::conv_forward's s4_rows()) instead of computed.
   void dense_gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
-                       const float* params, float* gradients, float* d4, cudaStream_t stream);
+                       const float* params, float* gradients, float* d4, cudaStream_t stream,
+                       const float* field = nullptr, float* logits = nullptr,
+                       const float* s4_rows = nullptr);
 
  private:
   NetConfig m_config;
@@ -51,6 +68,58 @@ class TensorDenseBackward {
   int m_max_batch;
   Buffer<float> m_c3_mask;   // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
   Buffer<float> m_partials;  // (tiles, the dense parameters): each tile's weight gradients
+};
+
+// The convolutions' part of the training step: their forward pass before TensorDenseBackward, their
+// backward pass from dL/dS4 down after it (TensorBackward runs the three).
+class TensorConvBackward {
+ public:
+  TensorConvBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
+
+  // C1, S2, C3 and S4 of images[0..n) (field as dense_gradients takes it): writes each sample's S4
+  // activations to s4_rows() (n, 400; TF32, as the dense part reads them) and keeps what
+  // conv_gradients needs (S2's activations, each max window's first maximum). Nothing waits for
+  // the device.
+  void conv_forward(const std::uint8_t* images, int n, const float* params, cudaStream_t stream,
+                    const float* field = nullptr);
+  const float* s4_rows() const { return m_s4_rows.data(); }
+
+  // After conv_forward of the same samples and parameters: from each sample's dL/d(S4's
+  // activation) d4 (n, 400), already the batch mean's share, OVERWRITES the gradients of
+  // c1.weight, s2.bias, c3.weight and s4.bias in `gradients` (the other tensors untouched). images
+  // and field as conv_forward took them. Nothing waits for the device.
+  void conv_gradients(const std::uint8_t* images, int n, const float* params, const float* d4,
+                      float* gradients, cudaStream_t stream, const float* field = nullptr);
+
+ private:
+  NetConfig m_config;
+  WholeStepOffsets m_offsets;
+  int m_max_batch;
+  Buffer<float> m_c3_mask;
+  Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations
+  Buffer<float> m_records;   // (max_batch, a record): S2's activations and the windows' maxima
+  Buffer<float> m_partials;  // (max_batch, the convolutions' parameters): each sample's gradients
+};
+
+// The whole backward pass on the tensor cores: a drop-in gradient for whole-step's update.
+class TensorBackward {
+ public:
+  // Room for batches of up to max_batch samples. Throws UsageError as TensorForward does.
+  TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
+
+  // OVERWRITES the batch-mean gradient (of the softmax cross-entropy averaged over the n samples)
+  // of every parameter tensor, c1.weight to output.bias, in `gradients` (layout offsets; the
+  // padding between tensors untouched). Deterministic. field and logits as dense_gradients takes
+  // them (a training step's batch, gathered through the permutation and the augmentation, and the
+  // logits its loss statistics are counted from). Nothing waits for the device.
+  void gradients(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
+                 float* gradients, cudaStream_t stream, const float* field = nullptr,
+                 float* logits = nullptr);
+
+ private:
+  TensorDenseBackward m_dense;
+  TensorConvBackward m_conv;
+  Buffer<float> m_d4;  // (max_batch, 400): dL/d(S4's activation), between the two parts
 };
 
 }  // namespace lenet5::cuda

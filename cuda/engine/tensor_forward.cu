@@ -81,25 +81,17 @@ KernelChoice kernel_for_tile(int tile) {
   throw Error("internal: no tensor-core forward kernel for a tile of " + std::to_string(tile));
 }
 
-template <Activation A>
-KernelChoice kernel_for(Subsampling pooling, int tile) {
-  if (pooling == Subsampling::max) return kernel_for_tile<A, Subsampling::max>(tile);
-  if (pooling == Subsampling::average) return kernel_for_tile<A, Subsampling::average>(tile);
-  throw Error("internal: the tensor-core forward pass has no trainable subsampling");
-}
+// kernel_for_network's kernels: the forward kernel of a tile.
+struct ForwardKernels {
+  int tile;
+  template <Activation A, Subsampling P>
+  KernelChoice of() const {
+    return kernel_for_tile<A, P>(tile);
+  }
+};
 
 KernelChoice kernel_for(const NetConfig& config, int tile) {
-  switch (config.activation) {
-    case Activation::tanh:
-      return kernel_for<Activation::tanh>(config.subsampling, tile);
-    case Activation::sigmoid:
-      return kernel_for<Activation::sigmoid>(config.subsampling, tile);
-    case Activation::scaled_tanh:
-      return kernel_for<Activation::scaled_tanh>(config.subsampling, tile);
-    case Activation::relu:
-      return kernel_for<Activation::relu>(config.subsampling, tile);
-  }
-  throw Error("internal: unknown activation");
+  return kernel_for_network(config, ForwardKernels{tile});
 }
 
 }  // namespace
@@ -125,8 +117,7 @@ namespace {
 // The settings as they are, once they are known to be what the kernels compute (before the
 // layout is read: the RBF output's has no output.weight).
 const NetConfig& supported(const NetConfig& config, int tile) {
-  const std::string refusal = tensor_forward_refusal(config);
-  if (!refusal.empty()) throw UsageError(refusal);
+  supported(config);
   const std::vector<int>& sizes = TensorForward::tiles();
   if (std::find(sizes.begin(), sizes.end(), tile) == sizes.end())
     throw UsageError("no tensor-core kernel for a tile of " + std::to_string(tile) +
@@ -139,12 +130,8 @@ const NetConfig& supported(const NetConfig& config, int tile) {
 TensorForward::TensorForward(const NetConfig& config, const ParamLayout& layout, int tile)
     : m_config(supported(config, tile)), m_offsets(offsets_of(layout)), m_tile(tile) {
   const KernelChoice choice = kernel_for(config, tile);
-  check_device_runs(choice.kernel, choice.shared_bytes, tile);
-  CUDA_CHECK(cudaFuncSetAttribute(choice.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(choice.shared_bytes)));
-  const std::vector<float> mask = c3_weight_mask(config);
-  m_c3_mask = Buffer<float>(Device::gpu, mask.size());
-  m_c3_mask.copy_from_host(mask.data());
+  prepare_tile_kernel(choice.kernel, choice.shared_bytes, tile);
+  m_c3_mask = c3_mask_on_device(config);
 }
 
 void TensorForward::evaluate(const std::uint8_t* images, const std::uint8_t* labels, int n,

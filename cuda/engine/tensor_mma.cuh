@@ -1,6 +1,7 @@
-// The tensor cores' TF32 multiply-add, for the tensor-core kernel set (tensor_forward.cu) and the
-// whole-step kernels' --precision tf32 (whole_step_device.cuh): one m16n8k8 tile of mma.sync with
-// TF32 operands and float accumulators, and the rounding to TF32.
+// The tensor cores' TF32 multiply-add, for the tensor-core kernel set (tensor_forward.cu,
+// tensor_backward.cu, tensor_conv_backward.cu) and the whole-step kernels' --precision tf32
+// (whole_step_device.cuh): one m16n8k8 tile of mma.sync with TF32 operands and float accumulators,
+// the rounding to TF32, and where a 5x5 filter's taps sit in an implicit GEMM's k-steps.
 //
 // The fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8" with .tf32), for lane = 4 g + t:
 //   A (16 x 8, row-major): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
@@ -49,6 +50,25 @@ __device__ inline void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4],
   } else {
     __trap();
   }
+}
+
+// The implicit GEMMs of the 5x5 convolutions run k over one map's 25 taps k = 5 p + q in four
+// steps of 8 (taps 25-31 are zeros on the weights' side): a step's gather offsets are then
+// constants of the unrolled loop plus one per-lane value, where taps packed end to end across maps
+// would need a division per load.
+constexpr int kFilterSide = 5, kFilterTaps = kFilterSide * kFilterSide, kTapSteps = 4;
+
+// Where tap k = 8 j + t + 4 h (what lane t of an A or B fragment reads in k-step j, h = 0 and 1)
+// sits relative to the window's corner in a map of rows `row` floats apart: p row + q; 0 (the
+// corner, a finite value that a zero weight multiplies) for taps 25-31.
+__device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) {
+#pragma unroll
+  for (int j = 0; j < kTapSteps; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = 8 * j + t + 4 * h;
+      offset[j][h] = k < kFilterTaps ? k / kFilterSide * row + k % kFilterSide : 0;
+    }
 }
 
 }  // namespace lenet5::cuda::mma

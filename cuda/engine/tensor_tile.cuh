@@ -1,6 +1,8 @@
-// What the tensor-core kernels share (tensor_forward.cu, tensor_backward.cu): the network's sizes,
-// a block's shared-memory layout, and the forward pass of a tile of samples up to its logits, every
-// product an mma.sync m16n8k8 TF32 tile (tensor_mma.cuh).
+// What the tensor-core kernels share (tensor_forward.cu, tensor_backward.cu,
+// tensor_conv_backward.cu): the network's sizes, a block's shared-memory layout, the forward pass
+// of a tile of samples up to its logits, every product an mma.sync m16n8k8 TF32 tile
+// (tensor_mma.cuh), the products over a tile, the sum of the tiles' partial gradients, and the
+// host side's checks.
 //
 // Shapes (core/topology.hpp): input 32x32 -> C1 6@28x28 -> S2 6@14x14 -> C3 16@10x10 -> S4 16@5x5
 // -> C5 120 -> F6 84 -> output 10; C5's 16x5x5 input flattened NCHW (m * 25 + 5 y + x) is a row of
@@ -27,23 +29,28 @@
 // rows by 4 columns have row strides that are odd multiples of 4 floats: the 32 lanes then fall in
 // 32 different banks.
 //
-// Included by tensor_forward.cu and tensor_backward.cu, each of which compiles its kernels in a
-// translation unit of its own (device code is not linked across files here): the unnamed
-// namespace gives every definition internal linkage.
+// Included by tensor_forward.cu, tensor_backward.cu and tensor_conv_backward.cu, each of which
+// compiles its kernels in a translation unit of its own (device code is not linked across files
+// here): the unnamed namespace gives every definition internal linkage.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "core/activation_math.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/shapes.hpp"
+#include "cuda/engine/pool_window.cuh"
+#include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_mma.cuh"
 #include "cuda/engine/whole_step.cuh"
 #include "cuda/kernels/pixel.cuh"
+#include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 
 namespace lenet5::cuda {
@@ -57,7 +64,10 @@ constexpr int kThreads = 256;  // 8 warps: 8 samples through the convolutions at
 constexpr int kWarps = kThreads / 32;
 
 constexpr int kField = kInputSide, kK = 5, kTaps = kK * kK;
-constexpr int kTapSteps = 4;  // k-steps of 8 per map's taps (taps 25-31 are zeros)
+using mma::kTapSteps;  // k-steps of 8 per map's taps (taps 25-31 are zeros)
+using mma::tap_offsets;
+using pool::first_max4;
+using pool::pool4;
 constexpr int kMaps1 = 6, kSide2 = 14, kWindows2 = kSide2 * kSide2;  // S2: 196 windows a map
 constexpr int kMaps3 = 16, kSide4 = 5, kWindows4 = kSide4 * kSide4;  // S4: 25 windows a map
 constexpr int kFlat4 = kMaps3 * kWindows4, kC5 = 120, kF6 = 84, kOut = kClasses;
@@ -95,8 +105,10 @@ struct SharedLayout {
 };
 
 // What the forward pass of a tile reads: the images (no permutation, no augmentation), n of them,
-// scaled as the network's input is; one model's parameters, where its layout puts each tensor; and
-// the C3 table's mask (16, 6, 5, 5), 0 where a weight is disconnected.
+// scaled as the network's input is; one model's parameters, where its layout puts each tensor; the
+// C3 table's mask (16, 6, 5, 5), 0 where a weight is disconnected; and, where field is not null,
+// the n samples' input already gathered (n, 1, 32, 32), read instead of the images (a training
+// step's batch, through the epoch's permutation and the augmentation: cuda/kernels/batch.cuh).
 struct TileInputs {
   const std::uint8_t* images;
   int n;
@@ -104,34 +116,8 @@ struct TileInputs {
   const float* params;
   WholeStepOffsets at;
   const float* c3_mask;
+  const float* field = nullptr;
 };
-
-// A 2x2 window's pooled value as the CPU reference computes it (subsample_cpu.cpp, and
-// whole_step_forward.cuh's pool2x2): the sum in row-major order divided by 4, or the maximum.
-template <Subsampling P>
-__device__ float pool4(float v00, float v01, float v10, float v11) {
-  if constexpr (P == Subsampling::max) {
-    float best = v00;
-    best = v01 > best ? v01 : best;
-    best = v10 > best ? v10 : best;
-    return v11 > best ? v11 : best;
-  } else {
-    return (((v00 + v01) + v10) + v11) / 4.0f;
-  }
-}
-
-// Where tap k = 8 j + t + 4 h (what lane t gathers in k-step j, h = 0 and 1) sits relative to
-// the window's corner in a map of rows `row` floats apart: p row + q, and 0 (the corner, a finite
-// value that a zero weight multiplies) for taps 25-31.
-__device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) {
-#pragma unroll
-  for (int j = 0; j < kTapSteps; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int k = 8 * j + t + 4 * h;
-      offset[j][h] = k < kTaps ? k / kK * row + k % kK : 0;
-    }
-}
 
 // The A fragment of one m16 tile whose rows g and g + 8 are the positions `top` and `top + 1`
 // (the window's left and right columns), at k-step j.
@@ -149,6 +135,15 @@ __device__ inline float pooled(const float (&upper)[4], const float (&lower)[4],
   return pool4<P>(upper[h], upper[2 + h], lower[h], lower[2 + h]);
 }
 
+// The same window's first maximum (2 dy + dx), which max subsampling's backward pass sends the
+// gradient to; written to which[at] when the caller keeps it (which non-null, max subsampling).
+template <Subsampling P>
+__device__ inline void keep_first_max(const float (&upper)[4], const float (&lower)[4], int h,
+                                      std::uint8_t* which, int at) {
+  if constexpr (P == Subsampling::max)
+    if (which) which[at] = std::uint8_t(first_max4(upper[h], upper[2 + h], lower[h], lower[2 + h]));
+}
+
 // C1's and C3's weights (rounded, in their B layouts, the C3 table's disconnected weights zero)
 // and S2's and S4's biases into shared memory, by the whole block.
 __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_at, int w3_at,
@@ -160,11 +155,16 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     const bool real = m < kMaps1 && k < kTaps;
     shared[w1_at + i] = rounded_to_tf32(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
   }
+  // The mask's and the weight's loads independent of each other, and 4 iterations' in flight: the
+  // loop's time is its loads' latency.
+#pragma unroll 4
   for (int i = threadIdx.x; i < kMaps3 * kW3Row; i += kThreads) {
     const int m = i / kW3Row, c = i % kW3Row / 32, k = i % kW3Row % 32;
     const int flat = (m * kMaps1 + c) * kTaps + k;
-    const bool real = c < kMaps1 && k < kTaps && in.c3_mask[flat] != 0.0f;
-    shared[w3_at + i] = rounded_to_tf32(real ? params[at.c3_weight + flat] : 0.0f);
+    const bool inside = c < kMaps1 && k < kTaps;
+    const float connected = inside ? in.c3_mask[flat] : 0.0f;
+    const float weight = inside ? params[at.c3_weight + flat] : 0.0f;
+    shared[w3_at + i] = rounded_to_tf32(connected != 0.0f ? weight : 0.0f);
   }
   for (int i = threadIdx.x; i < kMaps1; i += kThreads)
     shared[s2_bias_at + i] = params[at.s2_bias + i];
@@ -172,23 +172,35 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     shared[s4_bias_at + i] = params[at.s4_bias + i];
 }
 
-// The sample's image, normalised and padded as gather_batch does (cuda/kernels/pixel.cuh), into
-// the warp's input field, rounded to TF32.
-__device__ void load_image(const std::uint8_t* image, PixelScaling scaling, float* x, int lane) {
-  const float background = normalise_pixel_device(0, scaling);
-  for (int i = lane; i < kField * kField; i += 32) {
+// Sample `sample`'s input into the input field x, rounded to TF32: its row of in.field, or its
+// image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh). Thread `lane` of
+// `threads` (a warp's 32 lanes, or a whole block) writes every threads-th value.
+__device__ void load_sample(const TileInputs& in, int sample, float* x, int lane,
+                            int threads = 32) {
+  if (in.field) {
+    const float* field = in.field + std::size_t(sample) * (kField * kField);
+    for (int i = lane; i < kField * kField; i += threads) x[i] = rounded_to_tf32(field[i]);
+    return;
+  }
+  const std::uint8_t* image = in.images + std::size_t(sample) * kImageBytes;
+  const float background = normalise_pixel_device(0, in.scaling);
+  for (int i = lane; i < kField * kField; i += threads) {
     const int y = i / kField - kPad, col = i % kField - kPad;
     const bool inside = y >= 0 && y < kImageSide && col >= 0 && col < kImageSide;
-    x[i] = rounded_to_tf32(inside ? normalise_pixel_device(image[y * kImageSide + col], scaling)
+    x[i] = rounded_to_tf32(inside ? normalise_pixel_device(image[y * kImageSide + col], in.scaling)
                                   : background);
   }
 }
 
 // C1 and S2 of one sample, by one warp: C1 (784 x 8) = X (784 x 32 taps) W1^T in 25 window
 // pairs of m16 tiles (windows 196-199 recompute window 195 and are not written), B (the 6 maps'
-// filters, 2 columns of zeros) held in registers for all of them.
+// filters, 2 columns of zeros) held in registers for all of them. With max subsampling and
+// `which` non-null, also each window's first maximum (map * 196 + window), for the backward pass.
+// The warp takes the pairs first_pair, first_pair + pair_step, ... (all of them by default; a
+// block's warps share one sample's pairs out with their index and count).
 template <Activation A, Subsampling P>
-__device__ void c1_s2(const float* x, const float* w1, const float* bias, float* s2, int lane) {
+__device__ void c1_s2(const float* x, const float* w1, const float* bias, float* s2, int lane,
+                      std::uint8_t* which = nullptr, int first_pair = 0, int pair_step = 1) {
   const int g = lane / 4, t = lane % 4;
   std::uint32_t b[kTapSteps][2];
 #pragma unroll
@@ -199,7 +211,7 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
   int tap[kTapSteps][2];
   tap_offsets(t, kField, tap);
   constexpr int kPairs = (kWindows2 + 7) / 8;  // 25
-  for (int pair = 0; pair < kPairs; ++pair) {
+  for (int pair = first_pair; pair < kPairs; pair += pair_step) {
     const int window = min(pair * 8 + g, kWindows2 - 1);
     const float* corner = x + 2 * (window / kSide2) * kField + 2 * (window % kSide2);
     float acc[2][4] = {};  // m16 tile dy = 0 and 1
@@ -214,65 +226,71 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int map = 2 * t + h;
-      if (map < kMaps1 && pair * 8 + g < kWindows2)
+      if (map < kMaps1 && pair * 8 + g < kWindows2) {
         s2[map * kWindows2 + window] =
             rounded_to_tf32(activate(A, pooled<P>(acc[0], acc[1], h) + bias[map]));
+        keep_first_max<P>(acc[0], acc[1], h, which, map * kWindows2 + window);
+      }
     }
   }
 }
 
 // C3 and S4 of one sample, by one warp: C3 (100 x 16) = X (100 x 6 x 32 taps) W3^T with the 25
 // windows in 4 pairs of m16 tiles (windows 25-31 recompute window 24 and are not written) and the
-// 16 maps in 2 n-tiles. Each k-step's B fragments are loaded once for all 16 tiles of the
-// product. Writes the sample's row of S4's activations (m * 25 + window).
-template <Activation A, Subsampling P>
-__device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row,
-                      int lane) {
+// 16 maps in 2 n-tiles. Each k-step's B fragments are loaded once for all the warp's tiles. Writes
+// the sample's row of S4's activations (m * 25 + window), and with max subsampling and `which`
+// non-null each window's first maximum at the same index. The warp computes Pairs window pairs
+// from first_pair and NTiles n-tiles from first_ntile: all of them by default, one (pair, n-tile)
+// each where a block's 8 warps share one sample out. An output's sum runs in the same order either
+// way (input map, then tap), so every split gives the same bits.
+template <Activation A, Subsampling P, int Pairs = 4, int NTiles = 2>
+__device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row, int lane,
+                      std::uint8_t* which = nullptr, int first_pair = 0, int first_ntile = 0) {
   const int g = lane / 4, t = lane % 4;
-  constexpr int kPairs = (kWindows4 + 7) / 8;  // 4
-  int corner[kPairs];
+  int corner[Pairs];
 #pragma unroll
-  for (int pair = 0; pair < kPairs; ++pair) {
-    const int window = min(pair * 8 + g, kWindows4 - 1);
+  for (int pair = 0; pair < Pairs; ++pair) {
+    const int window = min((first_pair + pair) * 8 + g, kWindows4 - 1);
     corner[pair] = 2 * (window / kSide4) * kSide2 + 2 * (window % kSide4);
   }
   int tap[kTapSteps][2];
   tap_offsets(t, kSide2, tap);
-  float acc[kPairs][2][2][4] = {};  // window pair, m16 tile dy, n-tile (maps 0-7, 8-15)
+  float acc[Pairs][2][NTiles][4] = {};  // window pair, m16 tile dy, n-tile (maps 8 nt to 8 nt + 7)
 #pragma unroll 1
   for (int c = 0; c < kMaps1; ++c) {
     const float* map = s2 + c * kWindows2;
 #pragma unroll
     for (int j = 0; j < kTapSteps; ++j) {
-      std::uint32_t b[2][2];
+      std::uint32_t b[NTiles][2];
 #pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const float* filter = w3 + (8 * nt + g) * kW3Row + c * 32 + 8 * j + t;
+      for (int nt = 0; nt < NTiles; ++nt) {
+        const float* filter = w3 + (8 * (first_ntile + nt) + g) * kW3Row + c * 32 + 8 * j + t;
         b[nt][0] = __float_as_uint(filter[0]);
         b[nt][1] = __float_as_uint(filter[4]);
       }
 #pragma unroll
-      for (int pair = 0; pair < kPairs; ++pair)
+      for (int pair = 0; pair < Pairs; ++pair)
 #pragma unroll
         for (int dy = 0; dy < 2; ++dy) {
           std::uint32_t a[4];
           gather_a(map + corner[pair] + dy * kSide2, tap, j, a);
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) mma_tf32(acc[pair][dy][nt], a, b[nt]);
+          for (int nt = 0; nt < NTiles; ++nt) mma_tf32(acc[pair][dy][nt], a, b[nt]);
         }
     }
   }
 #pragma unroll
-  for (int pair = 0; pair < kPairs; ++pair) {
-    const int window = pair * 8 + g;
+  for (int pair = 0; pair < Pairs; ++pair) {
+    const int window = (first_pair + pair) * 8 + g;
     if (window >= kWindows4) continue;
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
+    for (int nt = 0; nt < NTiles; ++nt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = 8 * nt + 2 * t + h;
+        const int m = 8 * (first_ntile + nt) + 2 * t + h;
         const float value = pooled<P>(acc[pair][0][nt], acc[pair][1][nt], h) + bias[m];
         a4_row[m * kWindows4 + window] = rounded_to_tf32(activate(A, value));
+        keep_first_max<P>(acc[pair][0][nt], acc[pair][1][nt], h, which, m * kWindows4 + window);
       }
   }
 }
@@ -322,14 +340,44 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
   }
 }
 
-// The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
-// afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
-// L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
-// zero S4 rows and results that nothing reads. Ends with a barrier.
+// For each m16n8 tile of an (M, N) product that warp `warp` of Warps owns (tiles warp, warp +
+// Warps, ...): acc = sum over k < K of a(m, k) b(k, n) in steps of 8, always in the same order,
+// operands rounded to TF32, then store(m, n, acc) for the tile's m < M, n < N. The operands are
+// read through a(m, k) and b(k, n), so that transposed reads, padded shapes and implicit GEMMs (a
+// convolution's operands gathered from its maps) need no code of their own; they are also called
+// for the rows m < 16 ceil(M / 16) and columns n < 8 ceil(N / 8) past the matrices, whose results
+// are dropped, and must return a finite value there. Warps = 1, warp 0: a warp's own product.
+template <int M, int N, int K, int Warps = kWarps, class AAt, class BAt, class Store>
+__device__ void gemm_tiles(AAt a, BAt b, Store store, int warp, int lane) {
+  constexpr int kMTiles = (M + 15) / 16, kNTiles = (N + 7) / 8;
+  const int g = lane / 4, t = lane % 4;
+  for (int tile = warp; tile < kMTiles * kNTiles; tile += Warps) {
+    const int m0 = tile / kNTiles * 16, n0 = tile % kNTiles * 8;
+    float acc[4] = {};
+#pragma unroll 4
+    for (int k0 = 0; k0 < K; k0 += 8) {
+      const int k1 = k0 + t, k2 = k1 + 4;
+      const bool real1 = k1 < K, real2 = k2 < K;
+      const std::uint32_t af[4] = {
+          real1 ? to_tf32(a(m0 + g, k1)) : 0u, real1 ? to_tf32(a(m0 + g + 8, k1)) : 0u,
+          real2 ? to_tf32(a(m0 + g, k2)) : 0u, real2 ? to_tf32(a(m0 + g + 8, k2)) : 0u};
+      const std::uint32_t bf[2] = {real1 ? to_tf32(b(k1, n0 + g)) : 0u,
+                                   real2 ? to_tf32(b(k2, n0 + g)) : 0u};
+      mma_tf32(acc, af, bf);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int m = m0 + g + 8 * (r / 2), n = n0 + 2 * t + r % 2;
+      if (m < M && n < N) store(m, n, acc[r]);
+    }
+  }
+}
+
+// forward_tile's convolutions: the tile's S4 rows into L::a4, a sample per warp at a time.
 template <Activation A, Subsampling P, int Tile>
-__device__ void forward_tile(float* shared, const TileInputs& in, int first) {
+__device__ void forward_tile_convolutions(float* shared, const TileInputs& in, int first, int warp,
+                                          int lane) {
   using L = SharedLayout<Tile>;
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   stage_conv_weights(shared, in, L::w1, L::w3, L::s2_bias, L::s4_bias);
   __syncthreads();
   float* x = shared + L::warps + warp * kWarpFloats;
@@ -341,12 +389,35 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first) {
       for (int i = lane; i < kA4Row; i += 32) a4_row[i] = 0.0f;
       continue;
     }
-    load_image(in.images + std::size_t(sample) * kImageBytes, in.scaling, x, lane);
+    load_sample(in, sample, x, lane);
     __syncwarp();
     c1_s2<A, P>(x, shared + L::w1, shared + L::s2_bias, s2, lane);
     __syncwarp();
     c3_s4<A, P>(s2, shared + L::w3, shared + L::s4_bias, a4_row, lane);
     __syncwarp();  // before the warp's next sample overwrites x and S2
+  }
+}
+
+// The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
+// afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
+// L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
+// zero S4 rows and results that nothing reads. With s4_rows not null, the samples' S4 activations
+// are read from there ((n, 400), as c3_s4 writes them: the training step's convolutions ran
+// already) instead of computed. Ends with a barrier.
+template <Activation A, Subsampling P, int Tile>
+__device__ void forward_tile(float* shared, const TileInputs& in, int first,
+                             const float* s4_rows = nullptr) {
+  using L = SharedLayout<Tile>;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (s4_rows) {
+#pragma unroll 5  // the copy's time is its loads' latency: 5 in flight
+    for (int i = int(threadIdx.x); i < Tile * kFlat4; i += kThreads) {
+      const int local = i / kFlat4, k = i % kFlat4, sample = first + local;
+      shared[L::a4 + local * kA4Row + k] =
+          sample < in.n ? s4_rows[std::size_t(sample) * kFlat4 + k] : 0.0f;
+    }
+  } else {
+    forward_tile_convolutions<A, P, Tile>(shared, in, first, warp, lane);
   }
   __syncthreads();
   const float* params = in.params;
@@ -361,6 +432,72 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first) {
       shared + L::a6, params + at.output_weight, params + at.output_bias, shared + L::z, warp,
       lane);
   __syncthreads();
+}
+
+// Where a tensor's gradient sits in a tile's slot of partial sums (from, count floats) and in the
+// layout's gradient buffer (to); masked: times the C3 table's mask (c3.weight).
+struct SlotTensor {
+  int from, to, count;
+  bool masked;
+};
+constexpr int kMaxSlotTensors = 6;
+struct SlotTensors {
+  SlotTensor tensor[kMaxSlotTensors];
+  int tensors;
+  int floats;  // a slot's size
+};
+
+// Each gradient of a slot: its tiles' partial sums added in a fixed order (the same bits every
+// run, no atomics), written where the layout keeps it. A block of 8 warps takes 32 floats of the
+// slot, a lane each: warp w adds tiles [w per, (w + 1) per) in order (each tile's 32 floats one
+// coalesced read), and lane i of warp 0 adds the 8 warps' sums in warp order. A thread per float
+// over all the tiles (a batch of 128 samples is 128 slots) waited on one load after another.
+constexpr int kSumWarps = 8;
+__global__ void __launch_bounds__(32 * kSumWarps)
+    tensor_gradient_sum_kernel2(const float* partials, int tiles, SlotTensors slot,
+                                const float* c3_mask, float* gradients) {
+  __shared__ float warp_sums[kSumWarps][32];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int i = int(blockIdx.x) * 32 + lane;
+  const int per = (tiles + kSumWarps - 1) / kSumWarps;
+  const int begin = min(warp * per, tiles), end = min(begin + per, tiles);
+  float sum = 0.0f;
+  if (i < slot.floats) {
+#pragma unroll 8  // the loads of 8 tiles in flight at once; the additions stay in tile order
+    for (int tile = begin; tile < end; ++tile) sum += partials[std::size_t(tile) * slot.floats + i];
+  }
+  warp_sums[warp][lane] = sum;
+  __syncthreads();
+  if (warp != 0 || i >= slot.floats) return;
+  float total = 0.0f;
+  for (int w = 0; w < kSumWarps; ++w) total += warp_sums[w][lane];
+  for (int k = 0; k < slot.tensors; ++k) {
+    const SlotTensor& tensor = slot.tensor[k];
+    const int j = i - tensor.from;
+    if (j < 0 || j >= tensor.count) continue;
+    gradients[tensor.to + j] = tensor.masked ? total * c3_mask[j] : total;
+  }
+}
+
+// A slot of these tensors, `floats` long.
+inline SlotTensors slot_of(std::initializer_list<SlotTensor> tensors, int floats) {
+  SlotTensors slot{};
+  for (const SlotTensor& tensor : tensors) slot.tensor[slot.tensors++] = tensor;
+  slot.floats = floats;
+  return slot;
+}
+
+// How many tiles of `tile` samples n samples take.
+inline int tiles_of(int n, int tile) {
+  return (n + tile - 1) / tile;
+}
+
+// Launches tensor_gradient_sum_kernel2 over a slot.
+inline void sum_slots(const float* partials, int tiles, const SlotTensors& slot,
+                      const float* c3_mask, float* gradients, cudaStream_t stream) {
+  tensor_gradient_sum_kernel2<<<(slot.floats + 31) / 32, 32 * kSumWarps, 0, stream>>>(
+      partials, tiles, slot, c3_mask, gradients);
+  CUDA_CHECK_LAUNCH();
 }
 
 // ---- the host side's checks, shared by the kernels' owners --------------------------------------
@@ -407,6 +544,66 @@ void check_device_runs(Kernel kernel, std::size_t bytes, int tile) {
     throw UsageError("a tile of " + std::to_string(tile) + " samples keeps " +
                      std::to_string(bytes / 1024) + " KB in shared memory; this GPU allows " +
                      std::to_string(shared_limit / 1024) + " KB a block: use a tile of 16");
+}
+
+// check_device_runs, then lets the kernel have `bytes` of dynamic shared memory.
+template <class Kernel>
+void prepare_tile_kernel(Kernel kernel, std::size_t bytes, int tile) {
+  check_device_runs(kernel, bytes, tile);
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+// The C3 table's mask (16, 6, 5, 5) on the device: 0 where a weight is disconnected.
+inline Buffer<float> c3_mask_on_device(const NetConfig& config) {
+  const std::vector<float> mask = c3_weight_mask(config);
+  Buffer<float> device(Device::gpu, mask.size());
+  device.copy_from_host(mask.data());
+  return device;
+}
+
+// Refuses a pass of n samples where the buffers have room for max_batch.
+inline void check_fits(int n, int max_batch) {
+  if (n < 1 || n > max_batch)
+    throw Error("internal: a tensor-core backward pass of " + std::to_string(n) +
+                " samples, room for " + std::to_string(max_batch));
+}
+
+// The settings as they are, once they are known to be what the kernels compute (before the
+// layout is read: the RBF output's has no output.weight).
+inline const NetConfig& supported(const NetConfig& config) {
+  const std::string refusal = tensor_forward_refusal(config);
+  if (!refusal.empty()) throw UsageError(refusal);
+  return config;
+}
+
+inline int checked_batch(int max_batch) {
+  if (max_batch < 1) throw UsageError("batch size must be at least 1");
+  return max_batch;
+}
+
+// kernels.of<A, P>() for the network's activation A and subsampling P: the one place that turns
+// the settings into a kernel's template arguments.
+template <class Kernels, Activation A>
+auto kernel_for_subsampling(const Kernels& kernels, Subsampling pooling) {
+  if (pooling == Subsampling::average) return kernels.template of<A, Subsampling::average>();
+  if (pooling != Subsampling::max)
+    throw Error("internal: the tensor-core kernels have no trainable subsampling");
+  return kernels.template of<A, Subsampling::max>();
+}
+
+template <class Kernels>
+auto kernel_for_network(const NetConfig& config, const Kernels& kernels) {
+  switch (config.activation) {
+    case Activation::tanh:
+      return kernel_for_subsampling<Kernels, Activation::tanh>(kernels, config.subsampling);
+    case Activation::sigmoid:
+      return kernel_for_subsampling<Kernels, Activation::sigmoid>(kernels, config.subsampling);
+    case Activation::scaled_tanh:
+      return kernel_for_subsampling<Kernels, Activation::scaled_tanh>(kernels, config.subsampling);
+    case Activation::relu:
+      return kernel_for_subsampling<Kernels, Activation::relu>(kernels, config.subsampling);
+  }
+  throw Error("internal: unknown activation");
 }
 
 }  // namespace

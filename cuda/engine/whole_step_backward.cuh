@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/activation_math.hpp"
+#include "cuda/engine/pool_window.cuh"
 #include "cuda/engine/whole_step_device.cuh"
 
 namespace lenet5::cuda {
@@ -100,19 +101,14 @@ __device__ void bias_gradient(const float* dz, int maps, int per_map, float* rec
 // so writing in place over the forward values it has just read is safe.
 template <Subsampling P>
 __device__ void pool_backward_window(float* window, int row_stride, float dy) {
-  if constexpr (P == Subsampling::max) {
-    const float v[4] = {window[0], window[1], window[row_stride], window[row_stride + 1]};
-    int best = 0;
-    for (int k = 1; k < 4; ++k)
-      if (v[k] > v[best]) best = k;
-    window[0] = best == 0 ? dy : 0.0f;
-    window[1] = best == 1 ? dy : 0.0f;
-    window[row_stride] = best == 2 ? dy : 0.0f;
-    window[row_stride + 1] = best == 3 ? dy : 0.0f;
-  } else {
-    const float share = dy / 4.0f;
-    window[0] = window[1] = window[row_stride] = window[row_stride + 1] = share;
-  }
+  const int best =
+      P == Subsampling::max
+          ? pool::first_max4(window[0], window[1], window[row_stride], window[row_stride + 1])
+          : 0;
+  window[0] = pool::window_gradient<P>(dy, best, 0);
+  window[1] = pool::window_gradient<P>(dy, best, 1);
+  window[row_stride] = pool::window_gradient<P>(dy, best, 2);
+  window[row_stride + 1] = pool::window_gradient<P>(dy, best, 3);
 }
 
 // S4 backward for S4 output i = (m, h, w), whose dL/dz is dy: dL/dC3 of its window into the

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/activation_math.hpp"
+#include "cuda/engine/pool_window.cuh"
 #include "cuda/engine/whole_step_device.cuh"
 #include "cuda/kernels/pixel.cuh"
 
@@ -91,20 +92,10 @@ __device__ void c1_forward(SampleShared& s) {
     for (int r = 0; r < kRows; ++r) s.c1[(m * kSide1 + h0 + r) * kSide1 + w] = acc[m][r];
 }
 
-// A 2x2 window's pooled value as the CPU reference computes it (subsample_cpu.cpp): the sum in
-// row-major order divided by 4, or the first maximum in row-major order.
+// A 2x2 window's pooled value as the CPU reference computes it (pool_window.cuh).
 template <Subsampling P>
 __device__ float pool2x2(const float* window, int row_stride) {
-  const float v00 = window[0], v01 = window[1], v10 = window[row_stride],
-              v11 = window[row_stride + 1];
-  if constexpr (P == Subsampling::max) {
-    float best = v00;
-    best = v01 > best ? v01 : best;
-    best = v10 > best ? v10 : best;
-    return v11 > best ? v11 : best;
-  } else {
-    return (((v00 + v01) + v10) + v11) / 4.0f;
-  }
+  return pool::pool4<P>(window[0], window[1], window[row_stride], window[row_stride + 1]);
 }
 
 // S2 or S4: pooled value plus the map's bias, through the activation.

@@ -41,9 +41,9 @@ constexpr int kC3Positions = kSide3 * kSide3;  // 100 outputs per C3 map
 constexpr int kS2Positions = kSide2 * kSide2;  // 196 values per S2 map
 constexpr int kTaps = kK * kK;                 // 25 taps k = 5 p + q per filter
 // The K dimension of every product here runs over the taps of one map at a time in four steps of
-// 8 (taps 0-31, of which 25-31 are zeros): a step's offsets are then constants of the unrolled
-// loop plus one per-lane value, where taps packed end to end would need a division per load.
-constexpr int kTapSteps = 4;
+// 8 (taps 0-31, of which 25-31 are zeros), as tensor_mma.cuh's tap_offsets lays them out.
+using mma::kTapSteps;
+using mma::tap_offsets;
 
 // c3.weight as these stages keep it in SampleShared::w3 (instead of w3_index's layout):
 // [m][c][k] (k = 5 p + q), rows of kTapRow floats and maps kTapMap apart, rounded to TF32 once
@@ -66,19 +66,6 @@ struct RoundedW3 {
     s.w3[w3_tf32_index(m, c, tap)] = rounded_to_tf32(value);
   }
 };
-
-// Where tap k = 8 j + t + 4 h (the taps a lane reads in step j, h = 0 and 1) sits relative to the
-// window's corner in a buffer of rows `row` floats apart: p row + q; 0 for taps 25-31, which the
-// stages multiply by zero.
-__device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) {
-#pragma unroll
-  for (int j = 0; j < kTapSteps; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int k = 8 * j + t + 4 * h;
-      offset[j][h] = k < kTaps ? k / kK * row + k % kK : 0;
-    }
-}
 
 // C3 forward, transposed: c3[m][pos] = sum_k W[m][k] X[k][pos], the 16 maps one row tile, pos =
 // 10 y + x (100 columns, 13 tiles of 8), k = (c, p, q) in 6 x 4 steps, X[k][pos] = a2[c][y + p][x +

@@ -51,14 +51,15 @@ const std::vector<std::string>& precision_names() {
 const std::vector<GpuKernelSet>& gpu_kernel_sets() {
   static const std::vector<GpuKernelSet> table{
       {GpuKernels::book, "book", "the chapter's kernels, one layer at a time", ConvAlgo::direct,
-       true, false, false, false},
-      {GpuKernels::fast, "fast", "fused layers", ConvAlgo::staged, true, true, false, false},
+       true, false, false, false, false},
+      {GpuKernels::fast, "fast", "fused layers", ConvAlgo::staged, true, true, false, false, false},
       {GpuKernels::whole_step, "whole-step", "a training step in two kernels, one block per sample",
-       ConvAlgo::staged, false, true, true, false},
+       ConvAlgo::staged, false, true, true, false, false},
       {GpuKernels::tensor, "tensor",
-       "trains as whole-step does; only the evaluations after each epoch run on the tensor cores, "
-       "a tile of samples per block in TF32, other bits than fp32; GPU only",
-       ConvAlgo::staged, false, true, true, true},
+       "the training step's gradient and the evaluations after each epoch on the tensor cores, a "
+       "tile of samples per block in TF32, other bits than fp32 (a sweep's packed models train as "
+       "whole-step does); GPU only",
+       ConvAlgo::staged, false, true, true, true, true},
   };
   return table;
 }

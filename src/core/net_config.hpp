@@ -77,14 +77,19 @@ struct GpuKernelSet {
   // the GPU only: the CPU has no tensor cores, so a run there is refused (the settings, and
   // backend.cpp's make_engine) rather than silently evaluated in fp32.
   bool tensor_evaluation;
+  // A lone model's training step takes its gradient from the tensor cores too
+  // (cuda/engine/tensor_backward.cuh: a tile of samples per block, TF32), then applies SGD's
+  // update as the fast set does (cuda/kernels/optimizer.cu, the formula whole-step's update kernel
+  // applies bit for bit). A sweep's packed models still train with the whole-step kernels.
+  bool tensor_gradient;
 };
 
 // book: the chapter's direct convolution kernel (Fig 16.12) and cuBLAS for the fully connected
 // layers, every layer on its own; fast: each activation fused into the layer before it, the faster
 // convolution and dense kernels; whole-step: trains in two kernels per step and evaluates with
 // the same forward stages (a checkpoint read later, by evaluate, runs the fast set); tensor:
-// trains as whole-step does and evaluates on the tensor cores (the first part of the tensor-core
-// kernel set: docs/tensor-cores.md). On the CPU, book is the sequential reference, fast and
+// a whole-step set whose training step takes its gradient, and whose evaluations run, on the
+// tensor cores (docs/tensor-cores.md). On the CPU, book is the sequential reference, fast and
 // whole-step are the fast CPU layers, and tensor is refused. In --kernels' order.
 const std::vector<GpuKernelSet>& gpu_kernel_sets();
 const GpuKernelSet& gpu_kernel_set(GpuKernels kernels);

@@ -37,6 +37,7 @@
 #include "cuda/runtime/runtime.hpp"
 #include "data/datasets.hpp"
 #include "data/mnist.hpp"
+#include "gpu/network_test_util.hpp"
 #include "train/checkpoint.hpp"
 
 namespace lenet5 {
@@ -73,19 +74,13 @@ Options parse(int argc, char** argv) {
   return options;
 }
 
-// Digit-like images (a random blob of ink on a zero background) with random labels.
+// Digit-like images (tests/gpu/network_test_util.hpp's) with random labels.
 Dataset synthetic_images(int n) {
-  SplitMix64 rng(7);
+  test::DigitImages images = test::digit_like_images(n, 7);
   Dataset data;
   data.count = n;
-  data.images.assign(std::size_t(n) * kImageBytes, 0);
-  for (int i = 0; i < n; ++i) {
-    const int top = int(rng.next() % 10), left = int(rng.next() % 10);
-    for (int y = top; y < top + 16; ++y)
-      for (int x = left; x < left + 14; ++x)
-        data.images[std::size_t(i) * kImageBytes + y * 28 + x] = std::uint8_t(rng.next() % 256);
-    data.labels.push_back(std::uint8_t(rng.next() % 10));
-  }
+  data.images = std::move(images.pixels);
+  data.labels = std::move(images.labels);
   return data;
 }
 

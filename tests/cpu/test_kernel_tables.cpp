@@ -77,10 +77,12 @@ TEST(GpuKernelSets, RowsInEnumOrderWithRegisteredDefaults) {
   EXPECT_EQ(gpu_kernel_set(GpuKernels::book).default_conv_algo, ConvAlgo::direct);
   EXPECT_FALSE(gpu_kernel_set(GpuKernels::book).fused_layers);
   EXPECT_EQ(gpu_kernel_set(GpuKernels::fast).default_conv_algo, ConvAlgo::staged);
-  // Only --kernels tensor evaluates on the tensor cores, and it trains as whole-step does (the
-  // settings' refusals of whole-step apply to it too).
-  for (const GpuKernelSet& set : sets)
+  // Only --kernels tensor evaluates and takes its gradient on the tensor cores, and it is a
+  // whole-step set otherwise (the settings' refusals of whole-step apply to it too).
+  for (const GpuKernelSet& set : sets) {
     EXPECT_EQ(set.tensor_evaluation, set.kernels == GpuKernels::tensor) << set.name;
+    EXPECT_EQ(set.tensor_gradient, set.kernels == GpuKernels::tensor) << set.name;
+  }
   EXPECT_TRUE(gpu_kernel_set(GpuKernels::tensor).whole_step);
 }
 

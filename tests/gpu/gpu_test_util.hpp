@@ -1,6 +1,7 @@
 // Shared helpers of the GPU suite: skip without a device, move vectors to and from the GPU, poison
 // outputs with NaN before a launch, make integer and float test data, and compare results with
-// messages that count NaNs (unwritten outputs) and mismatches.
+// messages that count NaNs (unwritten outputs) and mismatches, or trained weights by how far
+// training moved them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -192,6 +193,24 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& actual,
     message << "; first at [" << first << "]: " << actual[first] << ", expected " << expected[first]
             << ", scale " << scale[first];
   return ::testing::AssertionFailure() << message.str();
+}
+
+// Each tensor's displacement from `initial` (what training moved it by) in `got` agrees with the
+// one in `want` within `tolerance` of the latter's norm, and training moved every tensor.
+inline void expect_same_displacement(const ParamLayout& layout, const std::vector<float>& initial,
+                                     const std::vector<float>& got, const std::vector<float>& want,
+                                     double tolerance, const std::string& what) {
+  for (const ParamSpec& tensor : layout.tensors) {
+    double diff2 = 0, norm2 = 0;
+    for (std::size_t i = tensor.offset; i < tensor.offset + tensor.count; ++i) {
+      const double dw_want = double(want[i]) - double(initial[i]);
+      const double dw_got = double(got[i]) - double(initial[i]);
+      diff2 += (dw_got - dw_want) * (dw_got - dw_want);
+      norm2 += dw_want * dw_want;
+    }
+    EXPECT_GT(norm2, 0.0) << what << " " << tensor.name << ": training did not move it";
+    EXPECT_LE(std::sqrt(diff2), tolerance * std::sqrt(norm2)) << what << " " << tensor.name;
+  }
 }
 
 }  // namespace lenet5::test

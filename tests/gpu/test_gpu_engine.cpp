@@ -20,6 +20,7 @@
 #include "cuda/runtime/runtime.hpp"
 #include "data/mnist.hpp"
 #include "engine/engine.hpp"
+#include "gpu_test_util.hpp"
 
 namespace lenet5 {
 namespace {
@@ -535,32 +536,15 @@ EpochTotals run_epoch(Engine& engine, int count, int batch, int epoch, int order
   return engine.take_epoch_totals();
 }
 
-// Each tensor's displacement over the epoch (final - initial weights) on the GPU against the CPU
-// engine's, relative in L2: ||dw_gpu - dw_cpu|| / ||dw_cpu||.
-void expect_same_displacement(const ParamLayout& layout, const std::vector<float>& initial,
-                              const std::vector<float>& gpu, const std::vector<float>& cpu,
-                              double tolerance, const std::string& what) {
-  for (const ParamSpec& tensor : layout.tensors) {
-    double diff2 = 0, norm2 = 0;
-    for (std::size_t i = tensor.offset; i < tensor.offset + tensor.count; ++i) {
-      const double dw_cpu = double(cpu[i]) - double(initial[i]);
-      const double dw_gpu = double(gpu[i]) - double(initial[i]);
-      diff2 += (dw_gpu - dw_cpu) * (dw_gpu - dw_cpu);
-      norm2 += dw_cpu * dw_cpu;
-    }
-    EXPECT_GT(norm2, 0.0) << what << " " << tensor.name << ": the epoch did not move it";
-    EXPECT_LE(std::sqrt(diff2), tolerance * std::sqrt(norm2)) << what << " " << tensor.name;
-  }
-}
-
 // A training set whose last batch is short (1,037 images: 4 x 256 + 13, and 1,000 + 37), at the
 // command line's larger batch sizes, through both GPU kernel sets (the whole-step one is sized
 // by the batch, the fast one's network for max(batch, 256)): an epoch moves the weights where
-// the CPU engine's epoch moves them. Each step's gradient agrees with the CPU's to about 5e-6
-// relative (OneStepMatchesCpuEngine), and over 5 or 2 steps the displacement agrees to the same
-// order; 1e-3 leaves a wide margin, while a last batch dropped, read past the permutation's end
-// or divided by the full batch size changes the displacement by that step's share of it (with
-// momentum 0.9: about 8 % of 5 steps, a third of 2).
+// the CPU engine's epoch moves them (each tensor's displacement over the epoch, final - initial
+// weights, relative in L2: ||dw_gpu - dw_cpu|| / ||dw_cpu||). Each step's gradient agrees with the
+// CPU's to about 5e-6 relative (OneStepMatchesCpuEngine), and over 5 or 2 steps the displacement
+// agrees to the same order; 1e-3 leaves a wide margin, while a last batch dropped, read past the
+// permutation's end or divided by the full batch size changes the displacement by that step's share
+// of it (with momentum 0.9: about 8 % of 5 steps, a third of 2).
 TEST_F(GpuEngine, ShortLastBatchTrainsLikeTheCpuEngine) {
   const Dataset train = first_images(data->train, 1037);
   for (const int batch : {256, 1000}) {
@@ -584,8 +568,8 @@ TEST_F(GpuEngine, ShortLastBatchTrainsLikeTheCpuEngine) {
       // may flip (as in WholeStepKernelsTrainLikeTheFastKernels).
       EXPECT_NEAR(gpu_totals.loss_sum, cpu_totals.loss_sum, 1e-3 * cpu_totals.loss_sum) << what;
       EXPECT_LE(std::llabs(gpu_totals.correct - cpu_totals.correct), 3) << what;
-      expect_same_displacement(gpu->layout(), initial, gpu->parameters(), cpu->parameters(), 1e-3,
-                               what);
+      test::expect_same_displacement(gpu->layout(), initial, gpu->parameters(), cpu->parameters(),
+                                     1e-3, what);
     }
   }
 }

@@ -1,7 +1,8 @@
-// The dense layers' backward pass on the tensor cores (cuda/engine/tensor_backward.cuh) against
-// the CPU reference: the batch-mean gradients of C5, F6 and the output layer and each sample's
-// dL/d(S4's activation), for the default config's network and the book's, at a full and a short
-// last tile; the same bits on every run; the other tensors untouched.
+// The tensor-core backward pass (cuda/engine/tensor_backward.cuh) against the CPU reference: the
+// dense layers' part (the batch-mean gradients of C5, F6 and the output layer and each sample's
+// dL/d(S4's activation), the other tensors untouched) and the whole pass (the batch-mean gradient
+// of every tensor, none at the C3 table's disconnected weights), for the default config's network
+// and the book's, at whole tiles and with a short last tile; the same bits on every run.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -23,38 +24,19 @@
 #include "engine/network.hpp"
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
+#include "network_test_util.hpp"
 
 namespace lenet5 {
 namespace {
 
-struct Batch {
-  std::vector<std::uint8_t> pixels, labels;
-};
+using Batch = test::DigitImages;
 
-// Digit-like images (a random blob of ink on a zero background) and random labels.
 Batch make_batch(int n, std::uint64_t seed) {
-  SplitMix64 rng(seed);
-  Batch batch;
-  batch.pixels.assign(std::size_t(n) * kImageBytes, 0);
-  for (int i = 0; i < n; ++i) {
-    const int top = int(rng.next() % 10), left = int(rng.next() % 10);
-    for (int y = top; y < top + 16; ++y)
-      for (int x = left; x < left + 14; ++x)
-        batch.pixels[std::size_t(i) * kImageBytes + y * 28 + x] = std::uint8_t(rng.next() % 256);
-    batch.labels.push_back(std::uint8_t(rng.next() % 10));
-  }
-  return batch;
+  return test::digit_like_images(n, seed);
 }
 
 std::vector<float> parameters(const NetConfig& config, std::uint64_t seed) {
-  const ParamLayout layout = lenet5_layout(config);
-  std::vector<float> params(layout.buffer_floats);
-  initialise_parameters(layout, config, seed, params.data());
-  for (const ParamSpec& spec : layout.tensors)
-    if (spec.fan_in == 0)
-      for (std::size_t i = 0; i < spec.count; ++i)
-        params[spec.offset + i] = 0.05f * float(int(i % 7) - 3);
-  return params;
+  return test::test_parameters(config, seed);
 }
 
 // The reference in double from the same float weights: the batch-mean gradient of every tensor
@@ -67,13 +49,10 @@ struct Reference {
 };
 Reference reference(const NetConfig& config, const std::vector<float>& params, const Batch& batch,
                     int n) {
-  std::vector<double> input(std::size_t(n) * kInputFloats);
-  gather_batch_cpu(batch.pixels.data(), nullptr, n, pixel_scaling(config.input_scaling),
-                   input.data());
-  Network<double> net(config, Device::cpu, n);
+  const std::vector<double> input = test::reference_input(config, batch.pixels.data(), nullptr, n);
+  const auto reference_net = test::reference_network(config, params, input, n);
+  Network<double>& net = *reference_net;
   const std::vector<double> wide(params.begin(), params.end());
-  net.parameters().copy_from_host(wide.data());
-  net.forward(input.data(), n);
   std::vector<double> d7(std::size_t(n) * kClasses);
   softmax_cross_entropy_cpu(net.logits(), batch.labels.data(), n, kClasses, d7.data(), nullptr);
   const ParamLayout& layout = net.layout();
@@ -119,6 +98,19 @@ double relative_l2(const std::vector<float>& got, const std::vector<double>& wan
   return std::sqrt(difference / norm);
 }
 
+// The batch's images and labels, and the weights, on the device.
+struct DeviceInputs {
+  Buffer<std::uint8_t> pixels, labels;
+  Buffer<float> params;
+  DeviceInputs(const Batch& batch, const std::vector<float>& weights)
+      : pixels(Device::gpu, batch.pixels.size()),
+        labels(Device::gpu, batch.labels.size()),
+        params(test::upload(weights)) {
+    pixels.copy_from_host(batch.pixels.data());
+    labels.copy_from_host(batch.labels.data());
+  }
+};
+
 struct GpuResult {
   std::vector<float> gradients, d4;
 };
@@ -126,16 +118,24 @@ GpuResult run(const NetConfig& config, const std::vector<float>& params, const B
               int max_batch) {
   const ParamLayout layout = lenet5_layout(config);
   cuda::TensorDenseBackward backward(config, layout, max_batch);
-  Buffer<std::uint8_t> pixels(Device::gpu, batch.pixels.size()),
-      labels(Device::gpu, std::size_t(n));
-  pixels.copy_from_host(batch.pixels.data());
-  labels.copy_from_host(batch.labels.data());
-  const Buffer<float> device_params = test::upload(params);
+  const DeviceInputs in(batch, params);
   Buffer<float> gradients = test::poisoned(layout.buffer_floats);
   Buffer<float> d4 = test::poisoned(std::size_t(n) * 400);
-  backward.dense_gradients(pixels.data(), labels.data(), n, device_params.data(), gradients.data(),
-                           d4.data(), cudaStreamPerThread);
+  backward.dense_gradients(in.pixels.data(), in.labels.data(), n, in.params.data(),
+                           gradients.data(), d4.data(), cudaStreamPerThread);
   return {test::download(gradients), test::download(d4)};
+}
+
+// TensorBackward's gradient of every tensor, in a buffer poisoned with NaN before the call.
+std::vector<float> run_whole(const NetConfig& config, const std::vector<float>& params,
+                             const Batch& batch, int n, int max_batch) {
+  const ParamLayout layout = lenet5_layout(config);
+  cuda::TensorBackward backward(config, layout, max_batch);
+  const DeviceInputs in(batch, params);
+  Buffer<float> gradients = test::poisoned(layout.buffer_floats);
+  backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(), gradients.data(),
+                     cudaStreamPerThread);
+  return test::download(gradients);
 }
 
 // The tolerances, in the L2 norm relative to the reference's, per tensor. Every product on the
@@ -199,6 +199,69 @@ TEST(TensorDenseBackward, MatchesTheCpuReferenceWithinTf32Rounding) {
           ASSERT_EQ(again.gradients[i], got.gradients[i]) << what << " run twice " << spec.name;
       }
       EXPECT_EQ(again.d4, got.d4) << what << " run twice";
+    }
+  }
+}
+
+// The whole backward pass's tolerances, per tensor as above. A convolution's gradient passes
+// through up to eleven products (the five of the forward pass, the dense layers' three, C3's input
+// gradient, and its own weight product), each rounding both operands to TF32; the roundings are
+// independent, so their errors add in quadrature over the long sums and stay a few 1e-3 relative to
+// the tensor's norm, and kSmoothWhole, 2e-2, also holds for a worst case in which the eleven add up
+// linearly (11 x 2^-10). With relu and max subsampling, a rounding may also move a C1 or C3
+// window's maximum to another of its four positions, or a unit across relu's kink, which moves
+// whole rows of gradient: kKinked again only catches what is grossly wrong, and the smooth network
+// checks the same code closely.
+constexpr double kSmoothWhole = 2e-2;
+
+TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinTf32Rounding) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  struct Case {
+    Activation activation;
+    Subsampling subsampling;
+    C3Table table;
+  };
+  // The book's network, the default config's, and the book's with LeCun's partial C3 table, whose
+  // disconnected weights must get no gradient.
+  for (const Case& c : {Case{Activation::tanh, Subsampling::average, C3Table::full},
+                        Case{Activation::relu, Subsampling::max, C3Table::full},
+                        Case{Activation::tanh, Subsampling::average, C3Table::lecun}}) {
+    NetConfig config;
+    config.activation = c.activation;
+    config.subsampling = c.subsampling;
+    config.c3_table = c.table;
+    const double tolerance = c.activation == Activation::relu ? kKinked : kSmoothWhole;
+    const ParamLayout layout = lenet5_layout(config);
+    const std::vector<float> params = parameters(config, 13);
+    const std::vector<float> mask = c3_weight_mask(config);
+    for (const int n : {64, 37}) {  // whole tiles, and a short last one (of 16 and of 8)
+      const std::string what = std::string(to_string(c.activation)) + "/" +
+                               to_string(c.subsampling) + "/" + to_string(c.table) +
+                               " n=" + std::to_string(n);
+      const Batch batch = make_batch(n, 17 + n);
+      const Reference want = reference(config, params, batch, n);
+      const std::vector<float> got = run_whole(config, params, batch, n, 64);
+      std::string differences;
+      for (const ParamSpec& spec : layout.tensors) {
+        const double difference = relative_l2(got, want.gradients, spec.offset, spec.count);
+        EXPECT_LE(difference, tolerance) << what << " " << spec.name;
+        char text[64];
+        std::snprintf(text, sizeof text, "%s %.2e ", spec.name.c_str(), difference);
+        differences += text;
+      }
+      RecordProperty(std::string(to_string(c.activation)) + "_" + to_string(c.subsampling) + "_" +
+                         to_string(c.table) + "_n" + std::to_string(n),
+                     differences);
+      const std::size_t c3 = layout.find("c3.weight").offset;
+      for (std::size_t i = 0; i < mask.size(); ++i)
+        if (mask[i] == 0.0f)
+          ASSERT_EQ(got[c3 + i], 0.0f) << what << " disconnected c3.weight " << i;
+      // Deterministic: a second run gives the same bits for every tensor.
+      const std::vector<float> again = run_whole(config, params, batch, n, 64);
+      for (const ParamSpec& spec : layout.tensors)
+        for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
+          ASSERT_EQ(again[i], got[i]) << what << " run twice " << spec.name;
     }
   }
 }

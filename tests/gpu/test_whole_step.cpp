@@ -27,6 +27,7 @@
 #include "gpu_test_util.hpp"
 #include "layers/reference_cpu.hpp"
 #include "layers/sgd_cpu.hpp"
+#include "network_test_util.hpp"
 
 namespace lenet5 {
 namespace {
@@ -39,34 +40,16 @@ struct Batch {
   std::vector<std::int32_t> indices;         // the step's samples, in a shuffled order
 };
 
-// Digit-like images: a random blob of ink on a zero background, so that the padding and the
-// background give exact ties for max subsampling (as MNIST does) and the ink gives varied values.
+// test::digit_like_images as a small data set, and a step's samples drawn from it.
 Batch make_batch(int set_size, int n, std::uint64_t seed) {
-  SplitMix64 rng(seed);
-  Batch batch;
-  batch.images.assign(std::size_t(set_size) * kImageBytes, 0);
-  batch.labels.resize(set_size);
-  for (int i = 0; i < set_size; ++i) {
-    const int top = int(rng.next() % 10), left = int(rng.next() % 10);
-    for (int y = top; y < top + 16; ++y)
-      for (int x = left; x < left + 14; ++x)
-        batch.images[std::size_t(i) * kImageBytes + y * 28 + x] = std::uint8_t(rng.next() % 256);
-    batch.labels[i] = std::uint8_t(rng.next() % 10);
-  }
+  test::DigitImages images = test::digit_like_images(set_size, seed);
+  Batch batch{std::move(images.pixels), std::move(images.labels), {}};
   for (int i = 0; i < n; ++i) batch.indices.push_back(std::int32_t((i * 7 + 3) % set_size));
   return batch;
 }
 
 std::vector<float> initial_parameters(const NetConfig& config, std::uint64_t seed) {
-  const ParamLayout layout = lenet5_layout(config);
-  std::vector<float> params(layout.buffer_floats);
-  initialise_parameters(layout, config, seed, params.data());
-  // Non-zero biases, so that a bias the kernels forgot to add would show.
-  for (const ParamSpec& spec : layout.tensors)
-    if (spec.fan_in == 0)
-      for (std::size_t i = 0; i < spec.count; ++i)
-        params[spec.offset + i] = 0.05f * float(int(i % 7) - 3);
-  return params;
+  return test::test_parameters(config, seed);
 }
 
 // The reference: the CPU network in double, from the same float weights, on a step's input: the
@@ -84,10 +67,8 @@ ReferenceStep reference_on(const NetConfig& config, const std::vector<float>& pa
                            const std::vector<std::uint8_t>& labels, const std::vector<int>& copies,
                            int n) {
   const int m = int(labels.size());
-  Network<double> net(config, Device::cpu, m);
-  std::vector<double> wide(params.begin(), params.end());
-  net.parameters().copy_from_host(wide.data());
-  net.forward(input.data(), m);
+  const auto reference = test::reference_network(config, params, input, m);
+  Network<double>& net = *reference;
   std::vector<double> dL_dlogits(std::size_t(m) * 10);  // (softmax - onehot) / m
   softmax_cross_entropy_cpu(net.logits(), labels.data(), m, 10, dL_dlogits.data(), nullptr);
   ReferenceStep result;
@@ -122,9 +103,8 @@ ReferenceStep reference_step(const NetConfig& config, const std::vector<float>& 
     copies.push_back(1);
   }
   const int m = int(distinct.size());
-  std::vector<double> input(std::size_t(m) * kInputFloats);
-  gather_batch_cpu(batch.images.data(), distinct.data(), m, pixel_scaling(config.input_scaling),
-                   input.data());
+  const std::vector<double> input =
+      test::reference_input(config, batch.images.data(), distinct.data(), m);
   std::vector<std::uint8_t> labels;
   for (const std::int32_t i : distinct) labels.push_back(batch.labels[i]);
   return reference_on(config, params, input, labels, copies, int(batch.indices.size()));

@@ -1,0 +1,403 @@
+// The convolutions' part of the training step on the tensor cores (tensor_backward.cuh has the
+// plan): their forward pass, a block per sample, before the dense part, and their backward pass
+// from dL/dS4 down to C1's weight gradient, a block per sample, after it.
+//
+// tensor_conv_forward_kernel1: the block's 8 warps share the sample's C1-S2 window pairs out
+// (tensor_tile.cuh's c1_s2, pairs warp, warp + 8, ...), then one (window pair, n-tile) of C3-S4
+// each (c3_s4): the forward pass's own code, so the same bits as the evaluation's. S4's
+// activations go to the sample's row for the dense part; S2's activations and each max window's
+// first maximum to the sample's record in global memory (about 6 KB a sample: a batch's records
+// stay in L2 until the backward kernel reads them).
+//
+// tensor_conv_backward_kernel2 (kernel1, in the history, ran a sample per warp and recomputed the
+// forward pass, 8 samples a block: a batch of 128 filled 16 SMs), for its sample:
+//   dL/dz4 = dL/dS4 f'(S4), S4's bias gradient the sum of each map's dL/dz4;
+//   dL/dC3 = dL/dz4 sent back through each 2x2 window (pool_window.cuh's window_gradient);
+//   dL/dz2 (196 x 6) = D3 (196 x 16 maps x 32 taps) W3 (C3's input gradient, a transposed
+//     convolution as an implicit GEMM: D3[pos][(m, 5 p + q)] = dL/dC3[m][u - p][v - q], zero
+//     outside the map, and W3 the C3 table's masked weights as the forward pass stages them; its
+//     13 m-tiles shared out over the warps), times f'(S2); S2's bias gradient the sum of each
+//     map's dL/dz2;
+//   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
+//     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
+//   C1's weight gradient G1 (25 taps x 6 maps) = X (25 x 784 positions) dL/dC1 (784 x 6), where
+//     dL/dC1 is read straight from dL/dz2 through the window's average or first maximum (no C1
+//     gradient map is stored) and X from the input field: warp w takes m-tile w % 2 over the
+//     positions' quarter w / 2, and the quarters are added in order.
+// The bias gradients are each map's values summed by one warp, in a fixed order. Every product
+// goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
+// sums, added in a fixed order by tensor_gradient_sum_kernel2: the same bits every run.
+#include <string>
+
+#include "core/error.hpp"
+#include "cuda/engine/tensor_backward.cuh"
+#include "cuda/engine/tensor_tile.cuh"
+#include "cuda/runtime/check.hpp"
+
+namespace lenet5::cuda {
+namespace {
+
+using pool::window_gradient;
+
+constexpr int kSide1 = 2 * kSide2, kC1Positions = kSide1 * kSide1;  // C1: 28 x 28
+constexpr int kSide3 = 2 * kSide4, kC3Positions = kSide3 * kSide3;  // C3: 10 x 10
+constexpr int kW1 = kMaps1 * kTaps, kW3 = kMaps3 * kMaps1 * kTaps;
+constexpr int kTapColumns = 8 * kTapSteps;          // 32: a map's taps in the products' k or n
+constexpr int kQuarters = kWarps / 2;               // C1's weight gradient: 2 m-tiles x 4 quarters
+constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
+static_assert(kC1Positions % kQuarters == 0, "whole quarters");
+// dL/dC3's maps are kept with a border of 4 zeros (18 x 18), so that C3's input gradient gathers
+// dL/dC3[m][u - p][v - q] for every position (u, v) of S2 and tap (p, q) without a bounds test.
+constexpr int kPad3 = kK - 1, kSide3P = kSide3 + 2 * kPad3, kMap3P = kSide3P * kSide3P;
+
+// A sample's record in global memory, what the forward kernel keeps for the backward one, in
+// floats from its start (the first maxima as bytes; average subsampling writes and reads none).
+namespace record {
+constexpr int a2 = 0;                         // S2's activation (6, 14, 14), TF32
+constexpr int which2 = a2 + kWarpS2;          // S2's first maxima, bytes (6 x 196)
+constexpr int which4 = which2 + kWarpS2 / 4;  // S4's first maxima, bytes (400)
+constexpr int floats = which4 + kFlat4 / 4;
+static_assert(kWarpS2 % 4 == 0 && kFlat4 % 4 == 0, "whole floats of bytes");
+}  // namespace record
+
+// The forward kernel's shared memory, in floats from its start.
+namespace forward_layout {
+constexpr int w1 = 0;                // C1's B layout, as the forward pass stages it
+constexpr int w3 = w1 + 8 * kW1Row;  // C3's B layout
+constexpr int s2_bias = w3 + kMaps3 * kW3Row;
+constexpr int s4_bias = s2_bias + 8;
+constexpr int x = s4_bias + kMaps3;  // the input field (32 x 32), TF32
+constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), TF32
+constexpr int floats = a2 + kWarpS2;
+}  // namespace forward_layout
+
+// The backward kernel's shared memory, in floats from its start.
+namespace conv_layout {
+constexpr int w1 = 0;  // staged with C3's by the shared stage_conv_weights, unread here
+constexpr int w3 = w1 + 8 * kW1Row;
+constexpr int s2_bias = w3 + kMaps3 * kW3Row;
+constexpr int s4_bias = s2_bias + 8;
+constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), TF32
+constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
+constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
+constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, TF32
+constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
+constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
+constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
+constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
+constexpr int floats = bias4 + kMaps3;
+}  // namespace conv_layout
+
+// Where each gradient sits in a sample's slot of partial sums, in floats.
+namespace partial {
+constexpr int c1_weight = 0;                 // (6, 1, 5, 5)
+constexpr int s2_bias = c1_weight + kW1;     // (6)
+constexpr int c3_weight = s2_bias + kMaps1;  // (16, 6, 5, 5)
+constexpr int s4_bias = c3_weight + kW3;     // (16)
+constexpr int floats = s4_bias + kMaps3;
+}  // namespace partial
+
+struct ConvForwardArgs {
+  TileInputs in;
+  float* s4_rows;  // (n, 400)
+  float* records;  // (n, record::floats)
+};
+
+struct ConvBackwardArgs {
+  TileInputs in;
+  const float* s4_rows;  // (n, 400): S4's activations
+  const float* records;  // (n, record::floats)
+  const float* d4;       // (n, 400): dL/d(S4's activation)
+  float* partials;       // (n, partial::floats)
+};
+
+template <Activation A, Subsampling P>
+__global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel1(ConvForwardArgs args) {
+  namespace F = forward_layout;
+  extern __shared__ float4 shared_storage[];
+  float* shared = reinterpret_cast<float*>(shared_storage);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int sample = int(blockIdx.x);
+  float* rec = args.records + std::size_t(sample) * record::floats;
+  std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
+  std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
+  stage_conv_weights(shared, args.in, F::w1, F::w3, F::s2_bias, F::s4_bias);
+  load_sample(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
+  __syncthreads();
+  c1_s2<A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
+              warp, kWarps);
+  __syncthreads();
+  static_assert(kWarps == 8, "a warp per (window pair, n-tile) of C3: 4 x 2");
+  c3_s4<A, P, 1, 1>(shared + F::a2, shared + F::w3, shared + F::s4_bias,
+                    args.s4_rows + std::size_t(sample) * kFlat4, lane, which4, warp / 2, warp % 2);
+  for (int i = int(threadIdx.x); i < kWarpS2; i += kThreads)
+    rec[record::a2 + i] = shared[F::a2 + i];
+}
+
+// Each map's values summed, a warp per map: each lane its strided share in order, then the lanes'
+// sums in a fixed butterfly; lane 0 writes the bias gradient.
+__device__ void map_sums(const float* values, int maps, int per_map, float* sums, int warp,
+                         int lane) {
+  for (int m = warp; m < maps; m += kWarps) {
+    float sum = 0.0f;
+    for (int i = lane; i < per_map; i += 32) sum += values[m * per_map + i];
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(~0u, sum, offset);
+    if (lane == 0) sums[m] = sum;
+  }
+}
+
+// Where dL/dC3[m][y][x] sits in the zero-bordered maps.
+__device__ inline int d3_at(int m, int y, int x) {
+  return m * kMap3P + (y + kPad3) * kSide3P + x + kPad3;
+}
+
+// dL/dC3's borders of zeros, by the block.
+__device__ void clear_d3_borders(float* d3) {
+  for (int i = int(threadIdx.x); i < kMaps3 * kMap3P; i += kThreads) {
+    const int y = i % kMap3P / kSide3P - kPad3, x = i % kSide3P - kPad3;
+    if (y < 0 || y >= kSide3 || x < 0 || x >= kSide3) d3[i] = 0.0f;
+  }
+}
+
+// dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window (rounded to
+// TF32: only products read it), by the block.
+template <Activation A, Subsampling P>
+__device__ void s4_backward(const float* d4, float* shared) {
+  namespace C = conv_layout;
+  float* a4 = shared + C::a4;
+  const std::uint8_t* which =
+      reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which4);
+  for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) {
+    const float dz = d4[i] * activation_slope(A, a4[i]);
+    a4[i] = dz;
+    const int m = i / kWindows4, window = i % kWindows4;
+    float* corner = shared + C::d3 + d3_at(m, 2 * (window / kSide4), 2 * (window % kSide4));
+    const int best = P == Subsampling::max ? which[i] : 0;
+    corner[0] = rounded_to_tf32(window_gradient<P>(dz, best, 0));
+    corner[1] = rounded_to_tf32(window_gradient<P>(dz, best, 1));
+    corner[kSide3P] = rounded_to_tf32(window_gradient<P>(dz, best, 2));
+    corner[kSide3P + 1] = rounded_to_tf32(window_gradient<P>(dz, best, 3));
+  }
+}
+
+// dL/dz2 = (D3 W3) f'(S2) for Tiles m16 tiles of positions (first_tile, first_tile + 8), one
+// n-tile of maps (6 of 8), 64 k-steps over (output map m, tap) in gemm_tiles' order. As the forward
+// pass's convolutions do, each lane gathers its A values at its rows' corners minus its taps'
+// offsets (tap_offsets; taps 25-31 read the row's own value, which a zero weight multiplies), and
+// each k-step's B fragment serves all the warp's tiles.
+template <Activation A, int Tiles>
+__device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, int lane) {
+  namespace C = conv_layout;
+  const int g = lane / 4, t = lane % 4;
+  const float* a2 = shared + C::rec + record::a2;
+  int tap[kTapSteps][2];
+  tap_offsets(t, kSide3P, tap);
+  int row[Tiles][2];  // rows g and g + 8: positions past the 196th read the last one's
+#pragma unroll
+  for (int i = 0; i < Tiles; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
+      row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
+    }
+  const bool real_column = g < kMaps1;  // B's column g: input map g
+  float acc[Tiles][4] = {};
+#pragma unroll 1
+  for (int m = 0; m < kMaps3; ++m) {
+    const float* map = shared + C::d3 + m * kMap3P;
+    const float* filter = shared + C::w3 + m * kW3Row + g * kTapColumns + t;
+#pragma unroll
+    for (int j = 0; j < kTapSteps; ++j) {
+      const std::uint32_t b[2] = {real_column ? __float_as_uint(filter[8 * j]) : 0u,
+                                  real_column ? __float_as_uint(filter[8 * j + 4]) : 0u};
+#pragma unroll
+      for (int i = 0; i < Tiles; ++i) {
+        const std::uint32_t a[4] = {__float_as_uint(map[row[i][0] - tap[j][0]]),
+                                    __float_as_uint(map[row[i][1] - tap[j][0]]),
+                                    __float_as_uint(map[row[i][0] - tap[j][1]]),
+                                    __float_as_uint(map[row[i][1] - tap[j][1]])};
+        mma_tf32(acc[i], a, b);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < Tiles; ++i)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int pos = 16 * (first_tile + 8 * i) + g + 8 * (r / 2), c = 2 * t + r % 2;
+      if (pos >= kWindows2 || c >= kMaps1) continue;
+      const int at = c * kWindows2 + pos;
+      d2[at] = acc[i][r] * activation_slope(A, a2[at]);
+    }
+}
+
+// C3's input gradient: the 13 m-tiles, warp w tiles w and w + 8.
+template <Activation A>
+__device__ void c3_input_gradient(float* shared, int warp, int lane) {
+  constexpr int kMTiles = (kWindows2 + 15) / 16;
+  static_assert(kMTiles > kWarps && kMTiles <= 2 * kWarps, "one or two tiles a warp");
+  if (warp + kWarps < kMTiles)
+    c3_input_tiles<A, 2>(shared, shared + conv_layout::d2, warp, lane);
+  else
+    c3_input_tiles<A, 1>(shared, shared + conv_layout::d2, warp, lane);
+}
+
+// C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot.
+__device__ void c3_weight_gradient(const float* shared, float* slot, int warp, int lane) {
+  namespace C = conv_layout;
+  const float* d3 = shared + C::d3;
+  const float* a2 = shared + C::rec + record::a2;
+  gemm_tiles<kMaps3, kMaps1 * kTapColumns, kC3Positions>(
+      [d3](int m, int k) { return d3[d3_at(m, k / kSide3, k % kSide3)]; },
+      [a2](int k, int n) {
+        const int c = n / kTapColumns, tap = n % kTapColumns;
+        const int offset = tap < kTaps ? tap / kK * kSide2 + tap % kK : 0;  // 25-31: dropped
+        return a2[c * kWindows2 + k / kSide3 * kSide2 + k % kSide3 + offset];
+      },
+      [slot](int m, int n, float value) {
+        const int c = n / kTapColumns, tap = n % kTapColumns;
+        if (tap < kTaps) slot[partial::c3_weight + (m * kMaps1 + c) * kTaps + tap] = value;
+      },
+      warp, lane);
+}
+
+// C1's weight gradient over the positions' quarter warp / 2 (m-tile warp % 2 of the 25 taps, rows
+// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1.
+template <Subsampling P>
+__device__ void c1_weight_gradient(float* shared, int warp, int lane) {
+  namespace C = conv_layout;
+  const int first = warp / 2 * kQuarter;
+  const float* x = shared + C::x;
+  const float* d2 = shared + C::d2;
+  const std::uint8_t* which =
+      reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
+  float* g1 = shared + C::g1 + warp / 2 * kW1;
+  gemm_tiles<kTaps, kMaps1, kQuarter, 2>(
+      [x, first](int tap, int k) {
+        if (tap >= kTaps) return 0.0f;
+        const int pos = first + k;
+        return x[(pos / kSide1 + tap / kK) * kField + pos % kSide1 + tap % kK];
+      },
+      [d2, which, first](int k, int map) {
+        if (map >= kMaps1) return 0.0f;
+        const int pos = first + k, y = pos / kSide1, col = pos % kSide1;
+        const int window = map * kWindows2 + y / 2 * kSide2 + col / 2;
+        const int best = P == Subsampling::max ? which[window] : 0;
+        return window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2);
+      },
+      [g1](int tap, int map, float value) { g1[map * kTaps + tap] = value; }, warp % 2, lane);
+}
+
+// The sample's record, input field and S4 row into shared memory, by the block (the first maxima
+// only where max subsampling wrote them).
+template <Subsampling P>
+__device__ void load_forward(const ConvBackwardArgs& args, int sample, float* shared) {
+  namespace C = conv_layout;
+  const float* rec = args.records + std::size_t(sample) * record::floats;
+  constexpr int kRead = P == Subsampling::max ? record::floats : record::a2 + kWarpS2;
+  for (int i = int(threadIdx.x); i < kRead; i += kThreads) shared[C::rec + i] = rec[i];
+  const float* a4 = args.s4_rows + std::size_t(sample) * kFlat4;
+  for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) shared[C::a4 + i] = a4[i];
+  load_sample(args.in, sample, shared + C::x, int(threadIdx.x), kThreads);
+}
+
+template <Activation A, Subsampling P>
+__global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
+  namespace C = conv_layout;
+  extern __shared__ float4 shared_storage[];
+  float* shared = reinterpret_cast<float*>(shared_storage);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int sample = int(blockIdx.x);
+  float* slot = args.partials + std::size_t(sample) * partial::floats;
+  stage_conv_weights(shared, args.in, C::w1, C::w3, C::s2_bias, C::s4_bias);
+  load_forward<P>(args, sample, shared);
+  clear_d3_borders(shared + C::d3);
+  __syncthreads();
+  s4_backward<A, P>(args.d4 + std::size_t(sample) * kFlat4, shared);
+  __syncthreads();
+  map_sums(shared + C::a4, kMaps3, kWindows4, shared + C::bias4, warp, lane);
+  c3_input_gradient<A>(shared, warp, lane);
+  c3_weight_gradient(shared, slot, warp, lane);
+  __syncthreads();
+  map_sums(shared + C::d2, kMaps1, kWindows2, shared + C::bias2, warp, lane);
+  c1_weight_gradient<P>(shared, warp, lane);
+  __syncthreads();
+  for (int i = int(threadIdx.x); i < kW1; i += kThreads) {
+    float sum = 0.0f;
+    for (int q = 0; q < kQuarters; ++q) sum += shared[C::g1 + q * kW1 + i];
+    slot[partial::c1_weight + i] = sum;
+  }
+  for (int i = int(threadIdx.x); i < kMaps1; i += kThreads)
+    slot[partial::s2_bias + i] = shared[C::bias2 + i];
+  for (int i = int(threadIdx.x); i < kMaps3; i += kThreads)
+    slot[partial::s4_bias + i] = shared[C::bias4 + i];
+}
+
+// The convolutions' slot: each tensor where partial:: keeps it and where the layout does.
+SlotTensors conv_slot(const WholeStepOffsets& at) {
+  return slot_of({{partial::c1_weight, at.c1_weight, kW1, false},
+                  {partial::s2_bias, at.s2_bias, kMaps1, false},
+                  {partial::c3_weight, at.c3_weight, kW3, true},
+                  {partial::s4_bias, at.s4_bias, kMaps3, false}},
+                 partial::floats);
+}
+
+using ConvForwardKernel = void (*)(ConvForwardArgs);
+using ConvKernel = void (*)(ConvBackwardArgs);
+
+// kernel_for_network's kernels: the convolutions' forward and backward kernels.
+struct ConvForwardKernels {
+  template <Activation A, Subsampling P>
+  ConvForwardKernel of() const {
+    return tensor_conv_forward_kernel1<A, P>;
+  }
+};
+struct ConvKernels {
+  template <Activation A, Subsampling P>
+  ConvKernel of() const {
+    return tensor_conv_backward_kernel2<A, P>;
+  }
+};
+
+constexpr std::size_t kForwardSharedBytes = sizeof(float) * std::size_t(forward_layout::floats);
+constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(conv_layout::floats);
+
+}  // namespace
+
+TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayout& layout,
+                                       int max_batch)
+    : m_config(supported(config)),
+      m_offsets(offsets_of(layout)),
+      m_max_batch(checked_batch(max_batch)),
+      m_c3_mask(c3_mask_on_device(config)),
+      m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4),
+      m_records(Device::gpu, std::size_t(max_batch) * record::floats),
+      m_partials(Device::gpu, std::size_t(max_batch) * partial::floats) {
+  prepare_tile_kernel(kernel_for_network(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
+  prepare_tile_kernel(kernel_for_network(config, ConvKernels{}), kSharedBytes, 1);
+}
+
+void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const float* params,
+                                      cudaStream_t stream, const float* field) {
+  check_fits(n, m_max_batch);
+  const TileInputs in{
+      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
+  const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data()};
+  kernel_for_network(m_config,
+                     ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
+                                        const float* d4, float* gradients, cudaStream_t stream,
+                                        const float* field) {
+  check_fits(n, m_max_batch);
+  const TileInputs in{
+      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
+  const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data()};
+  kernel_for_network(m_config, ConvKernels{})<<<n, kThreads, kSharedBytes, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+  sum_slots(m_partials.data(), n, conv_slot(m_offsets), m_c3_mask.data(), gradients, stream);
+}
+
+}  // namespace lenet5::cuda
