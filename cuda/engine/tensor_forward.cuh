@@ -23,10 +23,10 @@
 // output is written by one lane. It refuses (UsageError, tensor_forward_refusal) trainable
 // subsampling, squashed convolution units and the RBF output, which it does not compute.
 //
-// Its use today: evaluation only (TensorForward::evaluate, the same contract as
+// Its use: the evaluations after each epoch (TensorForward::evaluate, the same contract as
 // WholeStep::evaluate), where --kernels tensor asks for it (core/net_config.hpp's
-// tensor_evaluation: the GPU engine's and the packed group's evaluations after each epoch);
-// training still runs whole-step's kernels. Never chosen otherwise.
+// tensor_evaluation: the GPU engine's and the packed group's); the training step's forward pass is
+// tensor_backward.cuh's, from the same tile functions (tensor_tile.cuh). Never chosen otherwise.
 #pragma once
 
 #include <cuda_runtime.h>
