@@ -20,20 +20,20 @@ inline std::uint32_t crc_of(const std::vector<std::uint8_t>& bytes) {
 
 // Passes if f throws lenet5::Error whose message contains every one of parts.
 template <class F>
-testing::AssertionResult throws_error_mentioning(F f, std::initializer_list<std::string> parts) {
+::testing::AssertionResult throws_error_mentioning(F f, std::initializer_list<std::string> parts) {
   try {
     f();
   } catch (const lenet5::Error& e) {
     const std::string message = e.what();
     for (const std::string& part : parts) {
       if (message.find(part) == std::string::npos) {
-        return testing::AssertionFailure()
+        return ::testing::AssertionFailure()
                << "message \"" << message << "\" lacks \"" << part << "\"";
       }
     }
-    return testing::AssertionSuccess();
+    return ::testing::AssertionSuccess();
   }
-  return testing::AssertionFailure() << "no lenet5::Error thrown";
+  return ::testing::AssertionFailure() << "no lenet5::Error thrown";
 }
 
 }  // namespace lenet5::testing_support

@@ -27,10 +27,10 @@ constexpr std::uint32_t kImagesMagic = 0x00000803;
 constexpr std::uint32_t kLabelsMagic = 0x00000801;
 
 // A fresh folder per test, removed afterwards.
-class IdxTest : public testing::Test {
+class IdxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     m_dir =
         fs::temp_directory_path() / ("lenet5_idx_" + std::to_string(getpid()) + "_" + info->name());
     fs::remove_all(m_dir);
@@ -240,8 +240,8 @@ TEST_F(IdxTest, LyingHeaderFailsWithoutAllocatingItsClaim) {
   const auto huge = static_cast<std::uint32_t>(lenet5::kMaxIdxDataBytes);
   const fs::path plain = write("labels", idx(kLabelsMagic, {huge}, {1, 2, 3}));
   const fs::path gz = write_gz("images.gz", idx(kImagesMagic, {huge, 1, 1}, {1, 2, 3}));
-  EXPECT_EXIT(read_with_capped_memory(plain, false), testing::ExitedWithCode(0), "");
-  EXPECT_EXIT(read_with_capped_memory(gz, true), testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(read_with_capped_memory(plain, false), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(read_with_capped_memory(gz, true), ::testing::ExitedWithCode(0), "");
   EXPECT_TRUE(throws_error_mentioning([&] { lenet5::read_idx_labels(plain); },
                                       {plain.string(), "268435456 labels", "only 3 bytes follow"}));
 }

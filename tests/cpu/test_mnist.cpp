@@ -55,10 +55,10 @@ Bytes label_file(const Bytes& labels) {
 
 
 
-class MnistTest : public testing::Test {
+class MnistTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     m_dir = fs::temp_directory_path() /
             ("lenet5_mnist_" + std::to_string(getpid()) + "_" + info->name());
     fs::remove_all(m_dir);
