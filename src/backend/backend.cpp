@@ -68,11 +68,11 @@ std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const S
     throw UsageError(std::string("--precision ") + to_string(net.precision) +
                      " runs on a GPU's tensor cores; this run is on the CPU, which computes in "
                      "fp32: use --precision fp32, or --device gpu on a machine with a GPU");
-  // Nor has it tensor cores: --kernels tensor there would silently evaluate in fp32.
+  // Nor has it tensor cores: --kernels tensor there would silently train and evaluate in fp32.
   if (gpu_kernel_set(net.kernels).tensor_evaluation)
     throw UsageError(std::string("--kernels ") + to_string(net.kernels) +
-                     " evaluates on a GPU's tensor cores; this run is on the CPU: use --kernels "
-                     "whole-step (or fast), or --device gpu on a machine with a GPU");
+                     " trains and evaluates on a GPU's tensor cores; this run is on the CPU: use "
+                     "--kernels whole-step (or fast), or --device gpu on a machine with a GPU");
   return make_cpu_engine(net, sgd, batch_size);
 }
 

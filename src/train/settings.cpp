@@ -231,7 +231,9 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "(matrix products on the tensor cores, operands rounded to TensorFloat-32, sums in "
               "float; --kernels whole-step only, on a GPU the build has tensor-core kernels for: "
               "the default build's sm_90, the H100 and H200; deterministic, other bits than "
-              "fp32, the same accuracy)")
+              "fp32, the same accuracy). With --kernels tensor, a lone model's training step and "
+              "every evaluation run in tf32 whatever --precision says, which then applies to a "
+              "sweep's packed models (they train with the whole-step kernels)")
           .one_of(precision_names())
           .in_checkpoint_unless_default()
           .in_group("Network"),
@@ -339,8 +341,8 @@ void check_combinations(const TrainSettings& s) {
                      ", whose kernels apply SGD themselves: choose --kernels fast (or book)");
   if (set.tensor_evaluation && s.device == "cpu")
     throw UsageError("--kernels " + std::string(set.name) +
-                     " evaluates on a GPU's tensor cores, not with --device cpu: use --kernels "
-                     "whole-step (or fast), or --device gpu");
+                     " trains and evaluates on a GPU's tensor cores, not with --device cpu: use "
+                     "--kernels whole-step (or fast), or --device gpu");
 }
 
 // Every declared range, then the combinations: what schedule_config() and sgd() need.

@@ -90,7 +90,8 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       // kernels on a GPU only.
       {"train --precision tf32 --device cpu", "--precision tf32 runs on a GPU's tensor cores"},
       // Its evaluations need the tensor cores, which the CPU has none of: not silently fp32 there.
-      {"train --kernels tensor --device cpu", "--kernels tensor evaluates on a GPU's tensor cores"},
+      {"train --kernels tensor --device cpu",
+       "--kernels tensor trains and evaluates on a GPU's tensor cores"},
       {"train --precision tf32 --kernels fast --device gpu",
        "--precision tf32 runs in the whole-step kernels only"},
       {"train --precision fp16 --device cpu", "fp16"},
