@@ -8,8 +8,8 @@ The block is every line between "<!-- NAME: begin -->" and "<!-- NAME: end -->" 
 stay). --check only says whether FILE has the block, so that a script can refuse before it
 measures. The file is rewritten through a temporary file beside it and a rename, so a failure leaves
 it as it was. The measurement scripts that write their tables into docs/results.md
-(roofline_whole_step.sh and bench_vs_pytorch.sh, with --results FILE) all go through here. Exit 2
-when FILE has no such block, naming the lines it needs.
+(roofline_whole_step.sh, bench_vs_pytorch.sh and compare_kernel_sets.sh, with --results FILE) all
+go through here. Exit 2 when FILE has no such block, naming the lines it needs.
 """
 import os
 import sys

@@ -2,17 +2,19 @@
 // GPU, Nsight Compute or hours): scripts/ablation_lecun1998.sh --table-only, where each row's
 // training comes from the list it is declared in (rows 1-7 and 15 the default training through
 // `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number;
-// scripts/roofline_whole_step.sh --from and scripts/bench_vs_pytorch.sh --from, which write their
-// tables into their blocks of docs/results.md (through scripts/results_block.py), and the blocks
-// themselves; scripts/stall_profile.sh --from, which sums Nsight Compute's warp-stall samples per
-// reason, function and line; scripts/fuzz.sh --summary, the table of a fuzz run with each crash's
-// input and report.
+// scripts/roofline_whole_step.sh --from, scripts/bench_vs_pytorch.sh --from and
+// scripts/compare_kernel_sets.sh --from, which write their tables into their blocks of
+// docs/results.md (through scripts/results_block.py), and the blocks themselves;
+// scripts/stall_profile.sh --from, which sums Nsight Compute's warp-stall samples per reason,
+// function and line; scripts/fuzz.sh --summary, the table of a fuzz run with each crash's input and
+// report.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -218,7 +220,8 @@ TEST(RooflineScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResults)
 // The scripts write into docs/results.md itself (`--results docs/results.md`): the page must keep
 // each one's pair of marker lines, or the next measuring run is refused before it measures.
 TEST(ResultsPage, HoldsTheBlockOfEachScriptThatWritesIntoIt) {
-  for (const std::string script : {"roofline_whole_step.sh", "bench_vs_pytorch.sh"}) {
+  for (const std::string script :
+       {"roofline_whole_step.sh", "bench_vs_pytorch.sh", "compare_kernel_sets.sh"}) {
     const std::string command =
         "python3 '" + (testing::source_dir() / "scripts" / "results_block.py").string() +
         "' --check '" + (testing::source_dir() / "docs" / "results.md").string() + "' " + script;
@@ -318,6 +321,94 @@ TEST(ComparisonScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResult
   EXPECT_TRUE(testing::mentions(out, "pytorch-eager.jsonl holds no results")) << out;
   EXPECT_TRUE(testing::mentions(out, "| pytorch | graph |")) << out;
   EXPECT_FALSE(testing::mentions(out, "| pytorch | eager |")) << out;
+}
+
+// What scripts/compare_kernel_sets.sh --out keeps: each run's `lenet5 bench` JSON lines (a setup
+// line, a seed line per seed) and run.txt (the command, the date, then a line per run: config,
+// kernel set and file, tab-separated). Two seeds; per config whole-step, then tensor.
+void write_kernel_set_run(const std::filesystem::path& dir) {
+  std::string runs;
+  const auto run = [&](const std::string& config, const std::string& kernels, int batch,
+                       const std::vector<std::string>& seeds) {
+    std::string text = "{\"event\":\"setup\",\"batch_size\":" + std::to_string(batch) +
+                       ",\"epochs\":6,\"kernels\":\"" + kernels +
+                       "\",\"gpu\":\"NVIDIA H200 (sm_90, 139.8 GiB)\",\"commit\":\"abc1234\"}\n";
+    for (std::size_t i = 0; i < seeds.size(); ++i)
+      text += "{\"event\":\"seed\",\"seed\":" + std::to_string(i + 1) + "," + seeds[i] + "}\n";
+    write(dir / (config + "-" + kernels + ".jsonl"), text);
+    runs += "configs/" + config + ".toml\t" + kernels + "\t" + config + "-" + kernels + ".jsonl\n";
+  };
+  const auto seed = [](const std::string& accuracy, const std::string& t99,
+                       const std::string& epoch) {
+    return "\"final_test_accuracy\":" + accuracy + ",\"time_to_99_s\":" + t99 +
+           ",\"median_epoch_s\":" + epoch;
+  };
+  run("lenet5", "whole-step", 128,
+      {seed("0.9950", "0.12", "0.016"), seed("0.9946", "0.13", "0.016")});
+  run("lenet5", "tensor", 128, {seed("0.9944", "0.3", "0.0085"), seed("0.9940", "0.31", "0.0085")});
+  run("fast", "whole-step", 256,
+      {seed("0.9914", "0.081", "0.012"), seed("0.9910", "0.08", "0.012")});
+  run("fast", "tensor", 256, {seed("0.9916", "0.05", "0.0048"), seed("0.9902", "null", "0.0048")});
+  write(dir / "run.txt", "scripts/compare_kernel_sets.sh --seeds 1,2\n2026-01-02\n" + runs);
+}
+
+TEST(KernelSetScript, WritesItsTableAndVerdictsIntoTheResultsBlockAndNothingElse) {
+  TempDir dir;
+  write_kernel_set_run(dir / "measured");
+  write_results_with_block(dir, "compare_kernel_sets.sh");
+  const std::string arguments = "--from '" + (dir / "measured").string() + "' --results '" +
+                                (dir / "results.md").string() + "'";
+  ASSERT_EQ(run_script("compare_kernel_sets.sh", arguments, dir), 0)
+      << testing::read_text(dir / "out.txt");
+  const std::string results = expect_block_rewritten(dir, "compare_kernel_sets.sh");
+  EXPECT_TRUE(testing::mentions(results,
+                                "Measured on 2026-01-02 on the NVIDIA H200 at abc1234 "
+                                "(`scripts/compare_kernel_sets.sh --seeds 1,2`"))
+      << results;
+  // A row per config and kernel set; "-": seed 2 never reached 99 %.
+  EXPECT_TRUE(testing::mentions(results,
+                                "| configs/fast.toml (batch 256, 6 epochs) | tensor | 99.16, 99.02 "
+                                "| 99.09 | 99.02 | 0.050, - | 4.8 |"))
+      << results;
+  // Against whole-step's figures of the same config; the time to 99 % is fast.toml's target only.
+  for (const char* verdict : {
+           "configs/lenet5.toml, tensor against whole-step:\n"
+           "- mean accuracy within 0.05 points of whole-step's 99.480 %: not met (99.420 %, "
+           "-0.060 points)\n"
+           "- no seed more than 0.1 points below whole-step's lowest, 99.46 %: met (lowest "
+           "99.40 %, -0.06 points)\n"
+           "- epoch at most 8 ms: not met (8.50 ms)\n",
+           "configs/fast.toml, tensor against whole-step:\n"
+           "- mean accuracy within 0.05 points of whole-step's 99.120 %: met (99.090 %, -0.030 "
+           "points)\n"
+           "- no seed more than 0.1 points below whole-step's lowest, 99.10 %: met (lowest "
+           "99.02 %, -0.08 points)\n"
+           "- time to 99 % at most 0.06 s on every seed: not met (seed 2: never)\n"
+           "- epoch at most 5 ms: met (4.80 ms)\n",
+       })
+    EXPECT_TRUE(testing::mentions(results, verdict)) << verdict << "\n" << results;
+}
+
+TEST(KernelSetScript, RefusesAFolderWithoutARunAndMeasuringFlagsWithFrom) {
+  TempDir dir;
+  write(dir / "results.md", kResultsWithoutBlock);
+  write_kernel_set_run(dir / "measured");
+  EXPECT_EQ(run_script("compare_kernel_sets.sh",
+                       "--from '" + (dir / "measured").string() + "' --results '" +
+                           (dir / "results.md").string() + "'",
+                       dir),
+            2);
+  EXPECT_TRUE(
+      testing::mentions(testing::read_text(dir / "out.txt"), "compare_kernel_sets.sh: begin"));
+  EXPECT_EQ(testing::read_text(dir / "results.md"), kResultsWithoutBlock);
+  std::filesystem::create_directories(dir / "empty");
+  EXPECT_EQ(run_script("compare_kernel_sets.sh", "--from '" + (dir / "empty").string() + "'", dir),
+            2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no run.txt there"));
+  EXPECT_EQ(run_script("compare_kernel_sets.sh",
+                       "--from '" + (dir / "measured").string() + "' --seeds 1,2", dir),
+            2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "it takes only --results"));
 }
 
 // What scripts/stall_profile.sh reads: Nsight Compute's source page (--page source --csv
