@@ -2,7 +2,7 @@
 // GPU, Nsight Compute or hours): scripts/ablation_lecun1998.sh --table-only, where each row's
 // training comes from the list it is declared in (rows 1-7 and 15 the default training through
 // `lenet5 bench`'s JSON lines, rows 8-14 and 16 SDLM runs' metrics.csv), whatever its number;
-// scripts/roofline_whole_step.sh --from, scripts/bench_vs_pytorch.sh --from and
+// scripts/roofline_whole_step.sh --from (both kernel sets), scripts/bench_vs_pytorch.sh --from and
 // scripts/compare_kernel_sets.sh --from, which write their tables into their blocks of
 // docs/results.md (through scripts/results_block.py), and the blocks themselves;
 // scripts/stall_profile.sh --from, which sums Nsight Compute's warp-stall samples per reason,
@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -217,11 +218,89 @@ TEST(RooflineScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResults)
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no ncu.csv and bench.json"));
 }
 
+// What ncu prints for --kernels tensor's step: two steps of its eight launches, each kernel under
+// its demangled signature (anonymous namespaces and template arguments included), with the times,
+// the grids and the tensor pipe's columns only (the other columns read n/a). The tensor kernels'
+// HMMA instructions: 1, 2 and 3 M in 20, 30 and 40 us (2048 FLOP each: 102.4, 136.5 and 153.6
+// TFLOP/s); the gradient sum runs twice a step, on two grids.
+void write_tensor_ncu_csv(const std::filesystem::path& file) {
+  const std::string anon = "void lenet5::cuda::(anonymous namespace)::";
+  const std::string templated = "<(lenet5::Activation)0, (lenet5::Subsampling)0>(Args)";
+  const std::string sum = anon + "tensor_gradient_sum_kernel2(const float *, int, SlotTensors)";
+  // The name, the time in ns, the grid, the HMMA instructions, the tensor pipe's utilisation.
+  const std::vector<std::array<std::string, 5>> step = {
+      {"void lenet5::cuda::gather_augmented_batch_kernel(const unsigned char *)", "3000", "256",
+       "0", "0"},
+      {anon + "tensor_conv_forward_kernel1" + templated, "20000", "256", "1,000,000", "30"},
+      {anon + "tensor_dense_backward_kernel1" + templated, "30000", "64", "2,000,000", "40"},
+      {sum, "5000", "1,848", "0", "0"},
+      {anon + "tensor_conv_backward_kernel2" + templated, "40000", "256", "3,000,000", "35"},
+      {sum, "4000", "81", "0", "0"},
+      {"void lenet5::cuda::softmax_cross_entropy_kernel1(const float *)", "6000", "1", "0", "0"},
+      {"void lenet5::cuda::sgd_step_kernel1(float, bool)", "3000", "241", "0", "0"}};
+  std::string csv =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"launch__grid_size\","
+      "\"sm__inst_executed_pipe_tensor_op_hmma.sum\","
+      "\"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\"\n"
+      "\"\",\"\",\"ns\",\"\",\"inst\",\"%\"\n";
+  int id = 0;
+  for (int s = 0; s < 2; ++s)
+    for (const auto& launch : step)
+      csv += "\"" + std::to_string(id++) + "\",\"" + launch[0] + "\",\"" + launch[1] + "\",\"" +
+             launch[2] + "\",\"" + launch[3] + "\",\"" + launch[4] + "\"\n";
+  write(file, csv);
+}
+
+// Without --kernels, --from takes the set the run measured from its bench.json, and writes into
+// that set's block: a row per kernel and grid, each launched once a step.
+TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) {
+  TempDir dir;
+  write_tensor_ncu_csv(dir / "measured" / "ncu.csv");
+  write(dir / "measured" / "bench.json",
+        "{\"event\":\"setup\",\"batch_size\":256,\"train_images\":0,\"device\":\"gpu\","
+        "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\",\"kernels\":\"tensor\"}\n"
+        "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.030}\n");
+  write_results_with_block(dir, "roofline_tensor");
+  ASSERT_EQ(run_script("roofline_whole_step.sh",
+                       "--from '" + (dir / "measured").string() + "' --results '" +
+                           (dir / "results.md").string() + "'",
+                       dir),
+            0)
+      << testing::read_text(dir / "out.txt");
+  const std::string results = expect_block_rewritten(dir, "roofline_tensor");
+  EXPECT_TRUE(testing::mentions(results,
+                                "on the NVIDIA H200 at abc1234 "
+                                "(`scripts/roofline_whole_step.sh --kernels tensor`"))
+      << results;
+  for (const char* row : {
+           "| `gather_augmented_batch_kernel` | 3.0 µs | n/a |",
+           "| `tensor_conv_forward_kernel1` | 20.0 µs | n/a |",
+           "| n/a | 30.0 % | 1,000,000 | 102.40 TFLOP/s | 20.7 % |",
+           "| `tensor_gradient_sum_kernel2` (1,848 blocks, after "
+           "`tensor_dense_backward_kernel1`) | 5.0 µs |",
+           "| `tensor_gradient_sum_kernel2` (81 blocks, after "
+           "`tensor_conv_backward_kernel2`) | 4.0 µs |",
+           "| `sgd_step_kernel1` | 3.0 µs |",
+           // 3 + 20 + 30 + 5 + 40 + 4 + 6 + 3 us a step; 6 M HMMA of 2048 FLOP.
+           "the eight kernels run one after the other: 111.0 µs a step",
+           "6.000 M mma.sync a step (12.29 GFLOP of TF32",
+       })
+    EXPECT_TRUE(testing::mentions(results, row)) << row << "\n" << results;
+  EXPECT_FALSE(testing::mentions(results, " a step |")) << results;  // no kernel twice a step
+  // The whole-step block is not this run's to write.
+  EXPECT_EQ(run_script("roofline_whole_step.sh",
+                       "--kernels whole-step --from '" + (dir / "measured").string() + "'", dir),
+            2);
+  EXPECT_TRUE(
+      testing::mentions(testing::read_text(dir / "out.txt"), "that run measured --kernels tensor"));
+}
+
 // The scripts write into docs/results.md itself (`--results docs/results.md`): the page must keep
 // each one's pair of marker lines, or the next measuring run is refused before it measures.
 TEST(ResultsPage, HoldsTheBlockOfEachScriptThatWritesIntoIt) {
   for (const std::string script :
-       {"roofline_whole_step.sh", "bench_vs_pytorch.sh", "compare_kernel_sets.sh"}) {
+       {"roofline_whole_step.sh", "roofline_tensor", "bench_vs_pytorch.sh",
+        "compare_kernel_sets.sh"}) {
     const std::string command =
         "python3 '" + (testing::source_dir() / "scripts" / "results_block.py").string() +
         "' --check '" + (testing::source_dir() / "docs" / "results.md").string() + "' " + script;
