@@ -23,6 +23,7 @@
 #include "cuda/engine/whole_step_tf32.cuh"
 #include "cuda/engine/whole_step_update.cuh"
 #include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
 
 namespace lenet5::cuda {
 
@@ -410,13 +411,10 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   if (config.precision == Precision::tf32 &&
       !(has_tensor_float32(one) && has_tensor_float32(two) && has_tensor_float32(evaluation) &&
         has_tensor_float32(update_kernel_for(Precision::tf32).kernel))) {
-    int major = 0, minor = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     throw UsageError(
         "--precision tf32 needs the tensor cores of compute capability 8.0 or newer, "
         "and kernels built for them; this GPU is " +
-        std::to_string(major) + "." + std::to_string(minor) +
+        current_compute_capability() +
         " and runs kernels built for an older one: use "
         "--precision fp32, or rebuild with CMAKE_CUDA_ARCHITECTURES naming it");
   }

@@ -80,6 +80,14 @@ std::string device_description(int device) {
                      properties.minor, properties.totalGlobalMem / double(1ull << 30));
 }
 
+std::string current_compute_capability() {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return fmt::format("{}.{}", major, minor);
+}
+
 namespace {
 std::atomic<std::size_t> g_allocated{0}, g_peak{0};
 }  // namespace

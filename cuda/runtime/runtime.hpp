@@ -28,6 +28,8 @@ int device_count();
 void create_context();
 // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"; requires device_count() > 0.
 std::string device_description(int device = 0);
+// The current device's compute capability, "9.0", as a refusal names it; requires a device.
+std::string current_compute_capability();
 
 void* allocate(std::size_t bytes);
 void release(void* pointer, std::size_t bytes) noexcept;

@@ -31,6 +31,10 @@ std::string device_description(int) {
   refuse();
 }
 
+std::string current_compute_capability() {
+  refuse();
+}
+
 void* allocate(std::size_t) {
   refuse();
 }
