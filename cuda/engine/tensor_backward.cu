@@ -19,25 +19,23 @@ namespace lenet5::cuda {
 namespace {
 
 constexpr int kTile = TensorDenseBackward::kTile;
-// Blocks a tile (blockIdx.y): each runs the tile's forward pass and the small layers' input
-// gradients, and then takes a quarter of the large products' tiles (dL/dS4's and the weight
-// gradients'), so that a batch of 128 has 32 blocks where it had 8. A warp's place among the tile's
-// kParts * 8 warps ("share") picks its product tiles; each product tile is the same sum in the same
-// order whichever warp computes it.
-constexpr int kParts = 4;
 
-// Where each dense tensor's gradient sits in a tile's slot of partial sums, in floats.
-namespace partial {
-constexpr int c5_weight = 0;                             // (120, 400)
-constexpr int c5_bias = c5_weight + kC5 * kFlat4;        // (120)
-constexpr int f6_weight = c5_bias + kC5;                 // (84, 120)
-constexpr int f6_bias = f6_weight + kF6 * kC5;           // (84)
-constexpr int output_weight = f6_bias + kF6;             // (10, 84)
-constexpr int output_bias = output_weight + kOut * kF6;  // (10)
-constexpr int floats = output_bias + kOut;
-}  // namespace partial
+// What the dense forward kernel keeps of each sample for the gradient kernel, a row of
+// record::floats per sample in global memory: the activations of C5 and F6 (TF32, as the forward
+// pass stored them) and the output gradients of the output layer, F6 and C5. The rows of a short
+// last tile's missing samples are written too (zero gradients), so that a product's operands are
+// always finite; the gradient kernel reads only the rows of real samples as k.
+namespace record {
+constexpr int a5 = 0;                 // C5's activation (120)
+constexpr int a6 = a5 + kC5;          // F6's activation (84)
+constexpr int d7 = a6 + kF6;          // dL/dlogits (10)
+constexpr int d6 = d7 + kOut;         // dL/d(F6 pre-activation) (84)
+constexpr int d5 = d6 + kF6;          // dL/d(C5 pre-activation) (120)
+constexpr int floats = d5 + kC5 + 2;  // 420: rows 16-byte aligned
+static_assert(floats % 4 == 0, "rows of whole float4s");
+}  // namespace record
 
-// The backward pass's shared memory after the forward pass's (SharedLayout<kTile>): the output
+// The forward kernel's shared memory after the forward pass's (SharedLayout<kTile>): the output
 // gradients of the output layer, F6 and C5, a row per sample, beside the dense activations in the
 // warps' working sets.
 struct BackwardLayout {
@@ -49,19 +47,19 @@ struct BackwardLayout {
   static_assert(d5 + kTile * kA5Row <= L::a4, "the gradients fit the warps' working sets");
 };
 
-struct DenseBackwardArgs {
+struct DenseForwardArgs {
   TileInputs in;
   const std::uint8_t* labels;
-  float* partials;       // (tiles, partial::floats)
-  float* d4;             // (n, 400)
+  float* records;        // (tiles * kTile, record::floats)
   float* logits;         // (n, 10), or null
-  const float* s4_rows;  // (n, 400): the samples' S4 activations, or null to compute them
+  const float* s4_rows;  // (n, 400): the samples' S4 activations, or null to compute them ...
+  float* s4_out;         // ... and then write them here (n, 400)
 };
 
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples (whole_step_forward.cuh's
 // loss_and_gradient in a thread per sample), and zero rows for a short last tile's missing ones,
 // which then add nothing to any weight gradient.
-__device__ void logits_gradient(float* shared, const DenseBackwardArgs& args, int first) {
+__device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first) {
   const int local = int(threadIdx.x), sample = first + local;
   if (local >= kTile) return;
   const float* z = shared + SharedLayout<kTile>::z + local * kZRow;
@@ -70,7 +68,7 @@ __device__ void logits_gradient(float* shared, const DenseBackwardArgs& args, in
     for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
     return;
   }
-  if (args.logits && blockIdx.y == 0)
+  if (args.logits)
     for (int k = 0; k < kOut; ++k) args.logits[std::size_t(sample) * kOut + k] = z[k];
   const int label = args.labels[sample];
   int best = 0;
@@ -82,48 +80,58 @@ __device__ void logits_gradient(float* shared, const DenseBackwardArgs& args, in
     d7[k] = (expf(z[k] - z[best]) / sum - float(k == label)) / float(args.in.n);
 }
 
+// The forward kernel's reads a chunk, in k-steps: F6's and C5's input gradients (k = 10 and 84
+// outputs) read all their weights at once, and C5's forward pass reads 50 k-steps of weights (100
+// registers, the kernel's blocks one an SM) where the evaluation's reads 25.
+constexpr int kInputGradientChunk = 11, kDenseForwardChunk = 50;
+
 // dL/d(pre-activation) (rows of `Ld`) = (dL/dy W) f'(y) for a dense layer y = f(W x + b) whose
 // output gradient d_out (a row of LdOut per sample, Out wide) it reads, W (Out, In) row-major in
 // global memory, y (rows of LdY) the activation of the layer below, stored by the forward pass.
 template <Activation A, int Out, int In, int LdOut, int Ld, int LdY>
 __device__ void input_gradient(const float* d_out, const float* weight, const float* y, float* d,
                                int warp, int lane) {
-  gemm_tiles<kTile, In, Out>([d_out](int m, int k) { return d_out[m * LdOut + k]; },
-                             [weight](int k, int n) { return n < In ? weight[k * In + n] : 0.0f; },
-                             [d, y](int m, int n, float value) {
-                               d[m * Ld + n] = value * activation_slope(A, y[m * LdY + n]);
-                             },
-                             warp, lane);
+  gemm_tiles<kTile, In, Out, kWarps, kInputGradientChunk>(
+      [d_out](int m, int k) { return d_out[m * LdOut + k]; },
+      [weight](int k, int n) {
+        const float value = weight[k * In + min(n, In - 1)];
+        return n < In ? value : 0.0f;
+      },
+      [d, y](int m, int n, float value) {
+        d[m * Ld + n] = value * activation_slope(A, y[m * LdY + n]);
+      },
+      warp, lane);
 }
 
-// A tile's part of dL/dW = dᵀ x (Out, In), k the tile's samples, into its slot of partial sums; and
-// of dL/db, each column of d summed in sample order: the product tiles and columns of the warp's
-// share (of the tile's kParts * 8 warps).
-template <int Out, int In, int LdD, int LdX>
-__device__ void weight_gradient(const float* d, const float* x, float* weight_slot,
-                                float* bias_slot, int share, int lane) {
-  gemm_tiles<Out, In, kTile, kWarps * kParts>(
-      [d](int m, int k) { return m < Out ? d[k * LdD + m] : 0.0f; },
-      [x](int k, int n) { return n < In ? x[k * LdX + n] : 0.0f; },
-      [weight_slot](int m, int n, float value) { weight_slot[m * In + n] = value; }, share, lane);
-  for (int o = share * 32 + lane; o < Out; o += kThreads * kParts) {
-    float sum = 0.0f;
-    for (int k = 0; k < kTile; ++k) sum += d[k * LdD + o];
-    bias_slot[o] = sum;
-  }
+// Columns [0, Count) of the tile's rows (Ld floats apart in shared memory) into the same columns
+// of the tile's records, from record column `to`, by the whole block.
+template <int Count, int Ld>
+__device__ void to_records(const float* rows, float* records, int to) {
+  for (int i = int(threadIdx.x); i < kTile * Count; i += kThreads)
+    records[(i / Count) * record::floats + to + i % Count] = rows[(i / Count) * Ld + i % Count];
 }
 
+// A block per tile of kTile samples: the dense layers' forward pass (tensor_tile.cuh's
+// forward_tile, as the evaluation runs it), the softmax cross-entropy's gradient and the input
+// gradients of the output layer and F6 (products over the tile, the weights read from L2), then
+// the tile's records. The products over the whole batch (the weight gradients and dL/dS4) are
+// tensor_dense_gradient_kernel1's.
 template <Activation A, Subsampling P>
-__global__ void __launch_bounds__(kThreads, 2)
-    tensor_dense_backward_kernel1(DenseBackwardArgs args) {
+__global__ void __launch_bounds__(kThreads, 1) tensor_dense_forward_kernel1(DenseForwardArgs args) {
   using L = SharedLayout<kTile>;
   using B = BackwardLayout;
   extern __shared__ float4 shared_storage[];
   float* shared = reinterpret_cast<float*>(shared_storage);
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int share = int(blockIdx.y) * kWarps + warp;
-  forward_tile<A, P, kTile>(shared, args.in, first, args.s4_rows);
+  forward_tile<A, P, kTile, kDenseForwardChunk>(shared, args.in, first, args.s4_rows);
+  if (!args.s4_rows)
+    for (int i = int(threadIdx.x); i < kTile * kFlat4; i += kThreads) {
+      const int local = i / kFlat4, sample = first + local;
+      if (sample < args.in.n)
+        args.s4_out[std::size_t(sample) * kFlat4 + i % kFlat4] =
+            shared[L::a4 + local * kA4Row + i % kFlat4];
+    }
   logits_gradient(shared, args, first);
   __syncthreads();
   const float* params = args.in.params;
@@ -134,54 +142,125 @@ __global__ void __launch_bounds__(kThreads, 2)
   input_gradient<A, kF6, kC5, kA6Row, kA5Row, kA5Row>(shared + B::d6, params + at.f6_weight,
                                                       shared + L::a5, shared + B::d5, warp, lane);
   __syncthreads();
-  // dL/dS4 = dL/dC5 W5: C5's input gradient, no activation of its own to pass through here (S4's
-  // slope belongs to the convolutions' backward pass).
-  const float* w5 = params + at.c5_weight;
-  const float* d5 = shared + B::d5;
+  float* records = args.records + std::size_t(first) * record::floats;
+  to_records<kC5, kA5Row>(shared + L::a5, records, record::a5);
+  to_records<kF6, kA6Row>(shared + L::a6, records, record::a6);
+  to_records<kOut, B::kD7Row>(shared + B::d7, records, record::d7);
+  to_records<kF6, kA6Row>(shared + B::d6, records, record::d6);
+  to_records<kC5, kA5Row>(shared + B::d5, records, record::d5);
+}
+
+struct DenseGradientArgs {
+  const float* records;  // (tiles * kTile, record::floats)
+  const float* s4_rows;  // (n, 400)
+  const float* w5;       // c5.weight (120, 400)
+  int n;
+  float* d4;         // (n, 400)
+  float* gradients;  // the layout's gradient buffer
+  WholeStepOffsets at;
+};
+
+// The gradient kernel's products, each a set of m16n8 tiles, in the order its warps take them.
+// A weight gradient with its bias is one product, dL/d[W | b] = dᵀ [x | 1] (Out, In + 1), k the
+// batch's samples in order: its last column is the bias's column sum, in the same order.
+namespace products {
+constexpr int tiles(int m, int n) {
+  return (m + 15) / 16 * ((n + 7) / 8);
+}
+constexpr int c5 = tiles(kC5, kFlat4 + 1);    // 408
+constexpr int f6 = tiles(kF6, kC5 + 1);       // 96
+constexpr int out = tiles(kOut, kF6 + 1);     // 11
+constexpr int d4_columns = (kFlat4 + 7) / 8;  // dL/dS4: 50 tiles per m16 of samples
+}  // namespace products
+
+// k-steps whose operands a warp of the gradient kernel reads before their products: a warp's 6
+// reads a step, 48 in flight, so that a batch of 128 (16 steps) waits for two round trips to L2.
+constexpr int kGradientChunk = 8;
+
+// dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
+// block (dL/d(the layer's pre-activation)), x the layer's input (rows of x_ld floats from x), k
+// the n samples; writes the tile's part of the weight's and the bias's gradients.
+template <int Out, int In>
+__device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, int d_at,
+                                     const float* x, int x_ld, int weight_to, int bias_to,
+                                     int lane) {
+  constexpr int kNTiles = (In + 1 + 7) / 8;
+  const float* records = args.records;
+  float* gradients = args.gradients;
+  mma_tile<kGradientChunk>(
+      tile / kNTiles * 16, tile % kNTiles * 8, args.n,
+      [records, d_at](int m, int k) {
+        const float value = records[std::size_t(k) * record::floats + d_at + min(m, Out - 1)];
+        return m < Out ? value : 0.0f;
+      },
+      [x, x_ld](int k, int j) {
+        const float value = x[std::size_t(k) * x_ld + min(j, In - 1)];
+        return j < In ? value : (j == In ? 1.0f : 0.0f);
+      },
+      [gradients, weight_to, bias_to](int m, int j, float value) {
+        if (m >= Out || j > In) return;
+        gradients[j < In ? weight_to + m * In + j : bias_to + m] = value;
+      },
+      lane);
+}
+
+// A warp per m16n8 tile of the dense layers' products over the whole batch, each the same sum in
+// the same order whichever warp computes it (no slots, no atomics): the weight and bias gradients
+// of C5, F6 and the output layer, and dL/dS4 = dL/dC5 W5 (C5's input gradient, a row per sample:
+// where the convolutions' backward pass starts; S4's own slope is theirs to apply).
+__global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseGradientArgs args) {
+  const int lane = int(threadIdx.x) % 32;
+  int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32;
+  const WholeStepOffsets& at = args.at;
+  const float* records = args.records;
+  if (tile < products::c5) {
+    weight_gradient_tile<kC5, kFlat4>(tile, args, record::d5, args.s4_rows, kFlat4, at.c5_weight,
+                                      at.c5_bias, lane);
+    return;
+  }
+  tile -= products::c5;
+  if (tile < products::f6) {
+    weight_gradient_tile<kF6, kC5>(tile, args, record::d6, records + record::a5, record::floats,
+                                   at.f6_weight, at.f6_bias, lane);
+    return;
+  }
+  tile -= products::f6;
+  if (tile < products::out) {
+    weight_gradient_tile<kOut, kF6>(tile, args, record::d7, records + record::a6, record::floats,
+                                    at.output_weight, at.output_bias, lane);
+    return;
+  }
+  tile -= products::out;
+  if (tile >= tiles_of(args.n, 16) * products::d4_columns) return;
+  const float* w5 = args.w5;
   float* d4 = args.d4;
-  const int n = args.in.n;
-  gemm_tiles<kTile, kFlat4, kC5, kWarps * kParts>([d5](int m, int k) { return d5[m * kA5Row + k]; },
-                                                  [w5](int k, int j) { return w5[k * kFlat4 + j]; },
-                                                  [d4, first, n](int m, int j, float value) {
-                                                    if (first + m < n)
-                                                      d4[std::size_t(first + m) * kFlat4 + j] =
-                                                          value;
-                                                  },
-                                                  share, lane);
-  float* slot = args.partials + std::size_t(blockIdx.x) * partial::floats;
-  weight_gradient<kOut, kF6, B::kD7Row, kA6Row>(shared + B::d7, shared + L::a6,
-                                                slot + partial::output_weight,
-                                                slot + partial::output_bias, share, lane);
-  weight_gradient<kF6, kC5, kA6Row, kA5Row>(shared + B::d6, shared + L::a5,
-                                            slot + partial::f6_weight, slot + partial::f6_bias,
-                                            share, lane);
-  weight_gradient<kC5, kFlat4, kA5Row, kA4Row>(shared + B::d5, shared + L::a4,
-                                               slot + partial::c5_weight, slot + partial::c5_bias,
-                                               share, lane);
+  const int n = args.n;
+  mma_tile<kGradientChunk>(
+      tile / products::d4_columns * 16, tile % products::d4_columns * 8,
+      std::integral_constant<int, kC5>{},
+      [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },
+      [w5](int k, int j) { return w5[k * kFlat4 + j]; },
+      [d4, n](int m, int j, float value) {
+        if (m < n) d4[std::size_t(m) * kFlat4 + j] = value;
+      },
+      lane);
 }
 
-// The dense gradients' slot: each tensor where partial:: keeps it and where the layout does.
-SlotTensors dense_slot(const WholeStepOffsets& at) {
-  return slot_of({{partial::c5_weight, at.c5_weight, kC5 * kFlat4, false},
-                  {partial::c5_bias, at.c5_bias, kC5, false},
-                  {partial::f6_weight, at.f6_weight, kF6 * kC5, false},
-                  {partial::f6_bias, at.f6_bias, kF6, false},
-                  {partial::output_weight, at.output_weight, kOut * kF6, false},
-                  {partial::output_bias, at.output_bias, kOut, false}},
-                 partial::floats);
+int dense_gradient_tiles(int n) {
+  return products::c5 + products::f6 + products::out + tiles_of(n, 16) * products::d4_columns;
 }
 
-using BackwardKernel = void (*)(DenseBackwardArgs);
+using ForwardKernel = void (*)(DenseForwardArgs);
 
-// kernel_for_network's kernels: the dense backward kernel.
+// kernel_for_network's kernels: the dense forward kernel.
 struct DenseKernels {
   template <Activation A, Subsampling P>
-  BackwardKernel of() const {
-    return tensor_dense_backward_kernel1<A, P>;
+  ForwardKernel of() const {
+    return tensor_dense_forward_kernel1<A, P>;
   }
 };
 
-BackwardKernel backward_kernel_for(const NetConfig& config) {
+ForwardKernel forward_kernel_for(const NetConfig& config) {
   return kernel_for_network(config, DenseKernels{});
 }
 
@@ -194,8 +273,9 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
     : m_config(supported(config)),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
-      m_partials(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * partial::floats) {
-  prepare_tile_kernel(backward_kernel_for(config), kSharedBytes, kTile);
+      m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats),
+      m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4) {
+  prepare_tile_kernel(forward_kernel_for(config), kSharedBytes, kTile);
   m_c3_mask = c3_mask_on_device(config);
 }
 
@@ -206,13 +286,19 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* images, const std:
   check_fits(n, m_max_batch);
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
-  float* partials = m_partials.data();
-  const DenseBackwardArgs args{in, labels, partials, d4, logits, s4_rows};
-  backward_kernel_for(
-      m_config)<<<dim3(tiles_of(n, kTile), kParts), kThreads, kSharedBytes, stream>>>(args);
+  const DenseForwardArgs forward{in, labels, m_records.data(), logits, s4_rows, m_s4_rows.data()};
+  forward_kernel_for(m_config)<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(forward);
   CUDA_CHECK_LAUNCH();
-  sum_slots(partials, tiles_of(n, kTile), dense_slot(m_offsets), m_c3_mask.data(), gradients,
-            stream);
+  const DenseGradientArgs backward{m_records.data(),
+                                   s4_rows ? s4_rows : m_s4_rows.data(),
+                                   params + m_offsets.c5_weight,
+                                   n,
+                                   d4,
+                                   gradients,
+                                   m_offsets};
+  tensor_dense_gradient_kernel1<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps, kThreads, 0,
+                                  stream>>>(backward);
+  CUDA_CHECK_LAUNCH();
 }
 
 TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch)

@@ -1,31 +1,34 @@
 // The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
-// every product an mma.sync TF32 tile, in three kernels and two sums.
+// every product an mma.sync TF32 tile, in four kernels and a sum.
 //
 //   tensor_conv_forward_kernel1<Activation, Subsampling> (tensor_conv_backward.cu): a block per
 //   sample computes its C1, S2, C3 and S4 (the forward pass's own code and bits, its 8 warps
 //   sharing the window pairs out) and writes S4's activations, a row per sample, for the dense
 //   part, and S2's activations and each max window's first maximum for the convolutions' backward
 //   pass: the forward pass runs once per step;
-//   tensor_dense_backward_kernel1<Activation, Subsampling> (tensor_backward.cu): four blocks per
-//   tile of TensorDenseBackward::kTile samples each run the dense layers' forward pass on those S4
-//   rows (tensor_tile.cuh, as the evaluation does), the softmax cross-entropy's gradient
-//   dL/dlogits = (softmax - onehot) / n, and then, as GEMMs over the tile (the large products'
-//   tiles shared out over the four blocks):
-//     the input gradients   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
-//                           dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
-//     the weight gradients  dL/dW7 = dL/dlogitsᵀ F6, dL/dW6 = dL/dF6ᵀ C5, dL/dW5 = dL/dC5ᵀ S4
-//                           (the k dimension the tile's samples) and the biases' as column sums
-//                           in sample order;
+//   tensor_dense_forward_kernel1<Activation, Subsampling> (tensor_backward.cu): a block per tile
+//   of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4 rows
+//   (tensor_tile.cuh, as the evaluation does), the softmax cross-entropy's gradient
+//   dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
+//   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
+//   and writes each sample's activations and output gradients to its record;
+//   tensor_dense_gradient_kernel1 (tensor_backward.cu): a warp per m16n8 tile of the products over
+//   the whole batch, from the records:
+//     the weight gradients  dL/d[W7 | b7] = dL/dlogitsᵀ [F6 | 1], dL/d[W6 | b6] = dL/dF6ᵀ [C5 | 1],
+//                           dL/d[W5 | b5] = dL/dC5ᵀ [S4 | 1] (k the batch's samples in order;
+//                           a bias's gradient is the column of ones' product);
+//     and dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
 //   tensor_conv_backward_kernel2<Activation, Subsampling> (tensor_conv_backward.cu): a block per
 //   sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4 (f'(S4), then the
 //   window's average or its first maximum) to dL/dC3, then C3's input gradient (a transposed
 //   convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, C3's weight
 //   gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
 //   quarters added in order);
-//   each tile's (or sample's) gradients into its own slot of partial sums, and
-//   tensor_gradient_sum_kernel2 (tensor_tile.cuh) adds the slots in a fixed order, so that every
-//   run gives the same bits (no atomics). c3.weight's gradient is zero where the C3 table
-//   disconnects a weight, as whole-step's.
+//   each sample's convolution gradients into its own slot of partial sums, and
+//   tensor_gradient_sum_kernel2 (tensor_tile.cuh) adds the slots in a fixed order; the dense
+//   products' sums run over the batch in one warp each: every run gives the same bits (no
+//   atomics). c3.weight's gradient is zero where the C3 table disconnects a weight, as
+//   whole-step's.
 // f' is taken from the activations as the forward pass stored them, rounded to TF32 (a relative
 // error of 2^-11, the order of the products' own).
 #pragma once
@@ -67,7 +70,8 @@ class TensorDenseBackward {
   WholeStepOffsets m_offsets;
   int m_max_batch;
   Buffer<float> m_c3_mask;   // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
-  Buffer<float> m_partials;  // (tiles, the dense parameters): each tile's weight gradients
+  Buffer<float> m_records;   // (tiles * kTile, a record): dense activations and output gradients
+  Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations where the caller gives none
 };
 
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/activation_math.hpp"
@@ -52,6 +53,7 @@
 #include "cuda/kernels/pixel.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
 
 namespace lenet5::cuda {
 namespace {
@@ -300,31 +302,46 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
 // a product's operand). Warp w takes n-tiles w, w + 8, ...; per k-step it loads its B fragment
 // once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11 k-steps)
 // are zeros on both sides.
-template <int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round, Activation A>
+template <int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round, Activation A,
+          int Chunk = 25>
 __device__ void dense_tile(const float* x, const float* weight, const float* bias, float* y,
                            int warp, int lane) {
   constexpr int kNTiles = (N + 7) / 8, kKSteps = (K + 7) / 8, kMTiles = Tile / 16;
   static_assert(8 * kKSteps <= LdX, "k-steps stay inside X's rows");
+  // A chunk of k-steps' weights is read before any of their products, unconditionally (a column
+  // or k past the matrix reads a real weight and uses zero instead): reads that a branch guards
+  // wait for one another, a round trip to L2 each. A chunk holds 2 Chunk registers.
+  constexpr int kChunk = kKSteps < Chunk ? kKSteps : Chunk;
   const int g = lane / 4, t = lane % 4;
   for (int nt = warp; nt < kNTiles; nt += kWarps) {
     const int column = 8 * nt + g;  // B's column g: output `column`
     const bool column_real = column < N;
     const float* w_row = weight + (column_real ? column : 0) * K;
     float acc[kMTiles][4] = {};
-#pragma unroll 10
-    for (int step = 0; step < kKSteps; ++step) {
-      const int k0 = 8 * step + t, k1 = k0 + 4;
-      const bool real0 = K % 8 == 0 || k0 < K, real1 = K % 8 == 0 || k1 < K;
-      const std::uint32_t b[2] = {column_real && real0 ? to_tf32(w_row[k0]) : 0u,
-                                  column_real && real1 ? to_tf32(w_row[k1]) : 0u};
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        const float* top = x + (16 * mt + g) * LdX;
-        const float* bottom = top + 8 * LdX;
-        const std::uint32_t a[4] = {
-            real0 ? __float_as_uint(top[k0]) : 0u, real0 ? __float_as_uint(bottom[k0]) : 0u,
-            real1 ? __float_as_uint(top[k1]) : 0u, real1 ? __float_as_uint(bottom[k1]) : 0u};
-        mma_tf32(acc[mt], a, b);
+    for (int first = 0; first < kKSteps; first += kChunk) {
+      float w[kChunk][2];
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) {
+        const int k0 = 8 * (first + i) + t;
+        w[i][0] = w_row[min(k0, K - 1)];
+        w[i][1] = w_row[min(k0 + 4, K - 1)];
+      }
+#pragma unroll
+      for (int i = 0; i < kChunk && first + i < kKSteps; ++i) {
+        const int k0 = 8 * (first + i) + t, k1 = k0 + 4;
+        const bool real0 = K % 8 == 0 || k0 < K, real1 = K % 8 == 0 || k1 < K;
+        const std::uint32_t b[2] = {column_real && real0 ? to_tf32(w[i][0]) : 0u,
+                                    column_real && real1 ? to_tf32(w[i][1]) : 0u};
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const float* top = x + (16 * mt + g) * LdX;
+          const float* bottom = top + 8 * LdX;
+          const std::uint32_t a[4] = {
+              real0 ? __float_as_uint(top[k0]) : 0u, real0 ? __float_as_uint(bottom[k0]) : 0u,
+              real1 ? __float_as_uint(top[k1]) : 0u, real1 ? __float_as_uint(bottom[k1]) : 0u};
+          mma_tf32(acc[mt], a, b);
+        }
       }
     }
 #pragma unroll
@@ -340,37 +357,62 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
   }
 }
 
+// One m16n8 tile of a product, by the warp's 32 lanes: acc = sum over k < k_count of a(m, k)
+// b(k, n) for the tile's rows m0.. and columns n0.., in steps of 8, always in the same order,
+// operands rounded to TF32; then store(m, n, acc) for each of its 16 x 8 places (the caller drops
+// the ones past its matrix). a and b are called for every row and column of the tile, and only
+// with k < k_count (a lane past the end reads the last k and uses zero instead), and must return a
+// finite value there. They are read for Chunk k-steps before any of those steps' products: a read
+// that a branch guards waits for the one before it, so every read here is unconditional (the
+// operand functions too should clamp an index rather than branch on it) and a chunk's reads are
+// in flight together. k_count is an int, or a std::integral_constant where the products' depth is
+// a constant of the kernel.
+template <int Chunk = 4, class KCount, class AAt, class BAt, class Store>
+__device__ void mma_tile(int m0, int n0, KCount k_count, AAt a, BAt b, Store store, int lane) {
+  const int g = lane / 4, t = lane % 4;
+  const int count = k_count;
+  float acc[4] = {};
+  for (int k0 = 0; k0 < count; k0 += 8 * Chunk) {
+    std::uint32_t af[Chunk][4], bf[Chunk][2];
+#pragma unroll
+    for (int i = 0; i < Chunk; ++i) {
+      const int k1 = k0 + 8 * i + t, k2 = k1 + 4;
+      const int at1 = min(k1, count - 1), at2 = min(k2, count - 1);
+      const float a0 = a(m0 + g, at1), a1 = a(m0 + g + 8, at1), a2 = a(m0 + g, at2),
+                  a3 = a(m0 + g + 8, at2), b0 = b(at1, n0 + g), b1 = b(at2, n0 + g);
+      const bool real1 = k1 < count, real2 = k2 < count;
+      af[i][0] = real1 ? to_tf32(a0) : 0u;
+      af[i][1] = real1 ? to_tf32(a1) : 0u;
+      af[i][2] = real2 ? to_tf32(a2) : 0u;
+      af[i][3] = real2 ? to_tf32(a3) : 0u;
+      bf[i][0] = real1 ? to_tf32(b0) : 0u;
+      bf[i][1] = real2 ? to_tf32(b1) : 0u;
+    }
+#pragma unroll
+    for (int i = 0; i < Chunk; ++i)
+      if (k0 + 8 * i < count) mma_tf32(acc, af[i], bf[i]);
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) store(m0 + g + 8 * (r / 2), n0 + 2 * t + r % 2, acc[r]);
+}
+
 // For each m16n8 tile of an (M, N) product that warp `warp` of Warps owns (tiles warp, warp +
-// Warps, ...): acc = sum over k < K of a(m, k) b(k, n) in steps of 8, always in the same order,
-// operands rounded to TF32, then store(m, n, acc) for the tile's m < M, n < N. The operands are
-// read through a(m, k) and b(k, n), so that transposed reads, padded shapes and implicit GEMMs (a
+// Warps, ...): mma_tile over k < K (Chunk k-steps' reads at a time), stored for the tile's m < M,
+// n < N. The operands are read
+// through a(m, k) and b(k, n), so that transposed reads, padded shapes and implicit GEMMs (a
 // convolution's operands gathered from its maps) need no code of their own; they are also called
 // for the rows m < 16 ceil(M / 16) and columns n < 8 ceil(N / 8) past the matrices, whose results
 // are dropped, and must return a finite value there. Warps = 1, warp 0: a warp's own product.
-template <int M, int N, int K, int Warps = kWarps, class AAt, class BAt, class Store>
+template <int M, int N, int K, int Warps = kWarps, int Chunk = 4, class AAt, class BAt, class Store>
 __device__ void gemm_tiles(AAt a, BAt b, Store store, int warp, int lane) {
   constexpr int kMTiles = (M + 15) / 16, kNTiles = (N + 7) / 8;
-  const int g = lane / 4, t = lane % 4;
-  for (int tile = warp; tile < kMTiles * kNTiles; tile += Warps) {
-    const int m0 = tile / kNTiles * 16, n0 = tile % kNTiles * 8;
-    float acc[4] = {};
-#pragma unroll 4
-    for (int k0 = 0; k0 < K; k0 += 8) {
-      const int k1 = k0 + t, k2 = k1 + 4;
-      const bool real1 = k1 < K, real2 = k2 < K;
-      const std::uint32_t af[4] = {
-          real1 ? to_tf32(a(m0 + g, k1)) : 0u, real1 ? to_tf32(a(m0 + g + 8, k1)) : 0u,
-          real2 ? to_tf32(a(m0 + g, k2)) : 0u, real2 ? to_tf32(a(m0 + g + 8, k2)) : 0u};
-      const std::uint32_t bf[2] = {real1 ? to_tf32(b(k1, n0 + g)) : 0u,
-                                   real2 ? to_tf32(b(k2, n0 + g)) : 0u};
-      mma_tf32(acc, af, bf);
-    }
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int m = m0 + g + 8 * (r / 2), n = n0 + 2 * t + r % 2;
-      if (m < M && n < N) store(m, n, acc[r]);
-    }
-  }
+  for (int tile = warp; tile < kMTiles * kNTiles; tile += Warps)
+    mma_tile<Chunk>(
+        tile / kNTiles * 16, tile % kNTiles * 8, std::integral_constant<int, K>{}, a, b,
+        [&store](int m, int n, float value) {
+          if (m < M && n < N) store(m, n, value);
+        },
+        lane);
 }
 
 // forward_tile's convolutions: the tile's S4 rows into L::a4, a sample per warp at a time.
@@ -404,17 +446,28 @@ __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, i
 // zero S4 rows and results that nothing reads. With s4_rows not null, the samples' S4 activations
 // are read from there ((n, 400), as c3_s4 writes them: the training step's convolutions ran
 // already) instead of computed. Ends with a barrier.
-template <Activation A, Subsampling P, int Tile>
+template <Activation A, Subsampling P, int Tile, int DenseChunk = 25>
 __device__ void forward_tile(float* shared, const TileInputs& in, int first,
                              const float* s4_rows = nullptr) {
   using L = SharedLayout<Tile>;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   if (s4_rows) {
-#pragma unroll 5  // the copy's time is its loads' latency: 5 in flight
-    for (int i = int(threadIdx.x); i < Tile * kFlat4; i += kThreads) {
-      const int local = i / kFlat4, k = i % kFlat4, sample = first + local;
-      shared[L::a4 + local * kA4Row + k] =
-          sample < in.n ? s4_rows[std::size_t(sample) * kFlat4 + k] : 0.0f;
+    // The copy's time is its loads' latency: all of a thread's in flight at once, 16 bytes each
+    // (rows of 400 and 404 floats keep every float4 aligned).
+    constexpr int kQuads = kFlat4 / 4, kQuadsPerThread = (Tile * kQuads + kThreads - 1) / kThreads;
+    const float4* rows = reinterpret_cast<const float4*>(s4_rows);
+    float4 value[kQuadsPerThread];
+#pragma unroll
+    for (int j = 0; j < kQuadsPerThread; ++j) {
+      const int i = min(int(threadIdx.x) + j * kThreads, Tile * kQuads - 1);
+      value[j] = rows[std::size_t(min(first + i / kQuads, in.n - 1)) * kQuads + i % kQuads];
+    }
+#pragma unroll
+    for (int j = 0; j < kQuadsPerThread; ++j) {
+      const int i = int(threadIdx.x) + j * kThreads, local = i / kQuads;
+      if (i < Tile * kQuads)
+        *reinterpret_cast<float4*>(shared + L::a4 + local * kA4Row + 4 * (i % kQuads)) =
+            first + local < in.n ? value[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
   } else {
     forward_tile_convolutions<A, P, Tile>(shared, in, first, warp, lane);
@@ -422,13 +475,13 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first,
   __syncthreads();
   const float* params = in.params;
   const WholeStepOffsets& at = in.at;
-  dense_tile<kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A>(
+  dense_tile<kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A, DenseChunk>(
       shared + L::a4, params + at.c5_weight, params + at.c5_bias, shared + L::a5, warp, lane);
   __syncthreads();
-  dense_tile<kC5, kF6, kA5Row, kA6Row, Tile, true, true, A>(
+  dense_tile<kC5, kF6, kA5Row, kA6Row, Tile, true, true, A, DenseChunk>(
       shared + L::a5, params + at.f6_weight, params + at.f6_bias, shared + L::a6, warp, lane);
   __syncthreads();
-  dense_tile<kF6, kOut, kA6Row, kZRow, Tile, false, false, A>(
+  dense_tile<kF6, kOut, kA6Row, kZRow, Tile, false, false, A, DenseChunk>(
       shared + L::a6, params + at.output_weight, params + at.output_bias, shared + L::z, warp,
       lane);
   __syncthreads();
@@ -488,7 +541,7 @@ inline SlotTensors slot_of(std::initializer_list<SlotTensor> tensors, int floats
 }
 
 // How many tiles of `tile` samples n samples take.
-inline int tiles_of(int n, int tile) {
+__host__ __device__ inline int tiles_of(int n, int tile) {
   return (n + tile - 1) / tile;
 }
 
@@ -525,20 +578,19 @@ inline WholeStepOffsets offsets_of(const ParamLayout& layout) {
 // memory.
 template <class Kernel>
 void check_device_runs(Kernel kernel, std::size_t bytes, int tile) {
-  int device = 0, major = 0, minor = 0, shared_limit = 0;
+  int device = 0, shared_limit = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   CUDA_CHECK(
       cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  // PTX 8.0 or newer loaded: the GPU, too, has compute capability 8.0 or newer.
   cudaFuncAttributes attributes{};
   CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  if (major < 8 || attributes.ptxVersion < 80)
+  if (attributes.ptxVersion < 80)
     throw UsageError(
         "the tensor-core kernels need TF32 tensor cores (compute capability 8.0 or "
         "newer) and kernels built for them; this GPU is " +
-        std::to_string(major) + "." + std::to_string(minor) +
-        ": evaluate with the whole-step or fast kernels, or rebuild with "
+        current_compute_capability() +
+        ": use the whole-step or fast kernels, or rebuild with "
         "CMAKE_CUDA_ARCHITECTURES naming it");
   if (std::size_t(shared_limit) < bytes)
     throw UsageError("a tile of " + std::to_string(tile) + " samples keeps " +
