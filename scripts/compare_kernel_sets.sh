@@ -25,7 +25,9 @@
 # GPU, and takes only --results: it remakes the table from DIR, an earlier run's --out.
 # Flags after -- go to every bench run (`-- --epochs 2` checks the script quickly; the
 # targets then mean nothing).
-# Environment: LENET5 (default build/lenet5), LENET5_DATA (MNIST folder, default data/mnist).
+# Environment: LENET5 (default build/lenet5), LENET5_DATA (MNIST folder, default data/mnist),
+# RESULTS_COMMIT (the commit the heading names, where the binary's own version was stamped from
+# another checkout than the one measured).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "compare_kernel_sets: $*" >&2; }
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     --results) results=$(absolute "$2"); shift 2 ;;
     --from) from=$(absolute "$2"); shift 2 ;;
     --) shift; extra=("$@"); shown+=(-- "$@"); break ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) say "unknown argument '$1' (see --help)"; exit 2 ;;
   esac
 done
@@ -181,7 +183,8 @@ for config in configs:
                           + verdict(r["epoch_ms"] <= target["epoch_ms"], f"{r['epoch_ms']:.2f} ms"))
 
 gpu = first["setup"].get("gpu", first["setup"].get("device", "?")).split(" (")[0]
-heading = (f"Measured on {measured_on} on the {gpu} at {first['setup'].get('commit', '?')} "
+commit = os.environ.get("RESULTS_COMMIT") or first["setup"].get("commit", "?")
+heading = (f"Measured on {measured_on} on the {gpu} at {commit} "
            f"(`{command}`; written by the script):")
 print("\n".join(report))
 with open(block_path, "w", encoding="utf-8") as block:
