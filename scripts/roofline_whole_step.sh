@@ -91,9 +91,9 @@ case "$kernels" in
     ;;
   tensor)
     # 8 a step (gpu_engine.cu's tensor_step, TensorBackward::gradients): gather_batch_kernel1 or
-    # gather_augmented_batch_kernel; tensor_conv_forward_kernel1, tensor_dense_backward_kernel1,
-    # tensor_gradient_sum_kernel2 (the dense slots), tensor_conv_backward_kernel2,
-    # tensor_gradient_sum_kernel2 (the convolutions' slots); softmax_cross_entropy_kernel1 (the
+    # gather_augmented_batch_kernel; tensor_conv_forward_kernel1, tensor_dense_forward_kernel1,
+    # tensor_dense_gradient_kernel1, tensor_conv_backward_kernel2, tensor_gradient_sum_kernel2
+    # (the convolutions' per-sample slots); softmax_cross_entropy_kernel1 (the
     # loss statistics from the logits); sgd_step_kernel1 (SGD's update; an SDLM config would
     # launch sdlm_step_kernel1 and a curvature pass instead, which this filter does not follow).
     # Any tensor_ kernel is caught, so that a kernel renamed or split in cuda/engine/ still shows.
@@ -214,8 +214,8 @@ def label(r):
     if tensor: return base(r["Kernel Name"])
     return "sample kernel" if "sample" in r["Kernel Name"] else "update kernel"
 # A row per kernel and grid, in the order of the step (the first profiled launch is a step's
-# first): the two gradient sums are one kernel with two grids (the dense and the convolutions'
-# slots).
+# first): a kernel launched twice a step with two grids (as the gradient sum was, for the dense
+# and the convolutions' slots, before be12dbd) gets a row for each.
 groups, before = {}, {}
 for i, r in enumerate(rows):
     key = (label(r), r.get("launch__grid_size", "").replace(",", ""))

@@ -1,11 +1,13 @@
 // The dense layers' backward pass on the tensor cores, and TensorBackward, which runs it and the
 // convolutions' part (tensor_conv_backward.cu); tensor_backward.cuh has the plan.
 //
-// Every product is a set of m16n8 output tiles shared out over the block's warps
-// (tensor_tile.cuh's gemm_tiles), each tile's k running in steps of 8 in the same order every
-// time. Its operands are read through two functions, a(m, k) and b(k, n), that return zero outside
-// the matrices, so that the transposed reads of the weight gradients (A = dLᵀ: a(m, k) = dL[k][m])
-// and the padded shapes (10 classes, 84 F6 units) need no separate code.
+// Every product is a set of m16n8 output tiles (tensor_tile.cuh's mma_tile), each tile's k running
+// in steps of 8 in the same order every time: over the forward kernel's warps for the products
+// over a tile (gemm_tiles), a warp each across the gradient kernel's grid for the products over
+// the batch. The operands are read through two functions, a(m, k) and b(k, n), that read at a
+// clamped index and give zero outside the matrices, so that the transposed reads of the weight
+// gradients (A = dLᵀ: a(m, k) = dL[k][m]) and the padded shapes (10 classes, 84 F6 units) need no
+// separate code.
 #include <string>
 #include <vector>
 
@@ -31,7 +33,7 @@ constexpr int a6 = a5 + kC5;          // F6's activation (84)
 constexpr int d7 = a6 + kF6;          // dL/dlogits (10)
 constexpr int d6 = d7 + kOut;         // dL/d(F6 pre-activation) (84)
 constexpr int d5 = d6 + kF6;          // dL/d(C5 pre-activation) (120)
-constexpr int floats = d5 + kC5 + 2;  // 420: rows 16-byte aligned
+constexpr int floats = d5 + kC5 + 2;  // 420: two floats of padding keep rows 16-byte aligned
 static_assert(floats % 4 == 0, "rows of whole float4s");
 }  // namespace record
 
@@ -284,20 +286,25 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* images, const std:
                                           cudaStream_t stream, const float* field, float* logits,
                                           const float* s4_rows) {
   check_fits(n, m_max_batch);
+  // The forward kernel copies S4's rows as float4s.
+  if (reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
+    throw Error("internal: S4's rows for the tensor cores' dense part must be 16-byte aligned");
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
-  const DenseForwardArgs forward{in, labels, m_records.data(), logits, s4_rows, m_s4_rows.data()};
-  forward_kernel_for(m_config)<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(forward);
+  const DenseForwardArgs forward_args{in,     labels,  m_records.data(),
+                                      logits, s4_rows, m_s4_rows.data()};
+  forward_kernel_for(m_config)<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(
+      forward_args);
   CUDA_CHECK_LAUNCH();
-  const DenseGradientArgs backward{m_records.data(),
-                                   s4_rows ? s4_rows : m_s4_rows.data(),
-                                   params + m_offsets.c5_weight,
-                                   n,
-                                   d4,
-                                   gradients,
-                                   m_offsets};
+  const DenseGradientArgs gradient_args{m_records.data(),
+                                        s4_rows ? s4_rows : m_s4_rows.data(),
+                                        params + m_offsets.c5_weight,
+                                        n,
+                                        d4,
+                                        gradients,
+                                        m_offsets};
   tensor_dense_gradient_kernel1<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps, kThreads, 0,
-                                  stream>>>(backward);
+                                  stream>>>(gradient_args);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -1,8 +1,8 @@
 // What the tensor-core kernels share (tensor_forward.cu, tensor_backward.cu,
 // tensor_conv_backward.cu): the network's sizes, a block's shared-memory layout, the forward pass
 // of a tile of samples up to its logits, every product an mma.sync m16n8k8 TF32 tile
-// (tensor_mma.cuh), the products over a tile, the sum of the tiles' partial gradients, and the
-// host side's checks.
+// (tensor_mma.cuh), the products over a tile, the sum of the convolutions' per-sample partial
+// gradients, and the host side's checks.
 //
 // Shapes (core/topology.hpp): input 32x32 -> C1 6@28x28 -> S2 6@14x14 -> C3 16@10x10 -> S4 16@5x5
 // -> C5 120 -> F6 84 -> output 10; C5's 16x5x5 input flattened NCHW (m * 25 + 5 y + x) is a row of
@@ -363,10 +363,10 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
 // the ones past its matrix). a and b are called for every row and column of the tile, and only
 // with k < k_count (a lane past the end reads the last k and uses zero instead), and must return a
 // finite value there. They are read for Chunk k-steps before any of those steps' products: a read
-// that a branch guards waits for the one before it, so every read here is unconditional (the
-// operand functions too should clamp an index rather than branch on it) and a chunk's reads are
-// in flight together. k_count is an int, or a std::integral_constant where the products' depth is
-// a constant of the kernel.
+// that a branch guards waits for the one before it, so every read here is unconditional (operand
+// functions that read global memory should clamp an index rather than branch on it too; a
+// shared-memory read's wait is short) and a chunk's reads are in flight together. k_count is an
+// int, or a std::integral_constant where the products' depth is a constant of the kernel.
 template <int Chunk = 4, class KCount, class AAt, class BAt, class Store>
 __device__ void mma_tile(int m0, int n0, KCount k_count, AAt a, BAt b, Store store, int lane) {
   const int g = lane / 4, t = lane % 4;
@@ -398,11 +398,11 @@ __device__ void mma_tile(int m0, int n0, KCount k_count, AAt a, BAt b, Store sto
 
 // For each m16n8 tile of an (M, N) product that warp `warp` of Warps owns (tiles warp, warp +
 // Warps, ...): mma_tile over k < K (Chunk k-steps' reads at a time), stored for the tile's m < M,
-// n < N. The operands are read
-// through a(m, k) and b(k, n), so that transposed reads, padded shapes and implicit GEMMs (a
-// convolution's operands gathered from its maps) need no code of their own; they are also called
-// for the rows m < 16 ceil(M / 16) and columns n < 8 ceil(N / 8) past the matrices, whose results
-// are dropped, and must return a finite value there. Warps = 1, warp 0: a warp's own product.
+// n < N. The operands are read through a(m, k) and b(k, n), so that transposed reads, padded shapes
+// and implicit GEMMs (a convolution's operands gathered from its maps) need no code of their own;
+// they are also called for the rows m < 16 ceil(M / 16) and columns n < 8 ceil(N / 8) past the
+// matrices, whose results are dropped, and must return a finite value there. Warps = 1, warp 0: a
+// warp's own product.
 template <int M, int N, int K, int Warps = kWarps, int Chunk = 4, class AAt, class BAt, class Store>
 __device__ void gemm_tiles(AAt a, BAt b, Store store, int warp, int lane) {
   constexpr int kMTiles = (M + 15) / 16, kNTiles = (N + 7) / 8;
@@ -452,8 +452,11 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first,
   using L = SharedLayout<Tile>;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   if (s4_rows) {
+    static_assert(L::a4 % 4 == 0 && kA4Row % 4 == 0 && kFlat4 % 4 == 0,
+                  "S4's rows are copied as float4s");
     // The copy's time is its loads' latency: all of a thread's in flight at once, 16 bytes each
-    // (rows of 400 and 404 floats keep every float4 aligned).
+    // (rows of 400 and 404 floats keep every float4 aligned, from s4_rows aligned to 16 bytes:
+    // TensorDenseBackward checks it).
     constexpr int kQuads = kFlat4 / 4, kQuadsPerThread = (Tile * kQuads + kThreads - 1) / kThreads;
     const float4* rows = reinterpret_cast<const float4*>(s4_rows);
     float4 value[kQuadsPerThread];
@@ -487,8 +490,9 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first,
   __syncthreads();
 }
 
-// Where a tensor's gradient sits in a tile's slot of partial sums (from, count floats) and in the
-// layout's gradient buffer (to); masked: times the C3 table's mask (c3.weight).
+// Where a tensor's gradient sits in a slot of partial sums (a sample's, in the convolutions' part)
+// (from, count floats) and in the layout's gradient buffer (to); masked: times the C3 table's mask
+// (c3.weight).
 struct SlotTensor {
   int from, to, count;
   bool masked;
@@ -500,11 +504,12 @@ struct SlotTensors {
   int floats;  // a slot's size
 };
 
-// Each gradient of a slot: its tiles' partial sums added in a fixed order (the same bits every
-// run, no atomics), written where the layout keeps it. A block of 8 warps takes 32 floats of the
-// slot, a lane each: warp w adds tiles [w per, (w + 1) per) in order (each tile's 32 floats one
-// coalesced read), and lane i of warp 0 adds the 8 warps' sums in warp order. A thread per float
-// over all the tiles (a batch of 128 samples is 128 slots) waited on one load after another.
+// Each gradient: the partial sums of `tiles` slots (a sample's each, in the convolutions' part)
+// added in a fixed order (the same bits every run, no atomics), written where the layout keeps it.
+// A block of 8 warps takes 32 floats of the slot, a lane each: warp w adds slots [w per, (w + 1)
+// per) in order (each slot's 32 floats one coalesced read), and lane i of warp 0 adds the 8 warps'
+// sums in warp order. A thread per float over all the slots (a batch of 128 samples is 128 slots)
+// waited on one load after another.
 constexpr int kSumWarps = 8;
 __global__ void __launch_bounds__(32 * kSumWarps)
     tensor_gradient_sum_kernel2(const float* partials, int tiles, SlotTensors slot,

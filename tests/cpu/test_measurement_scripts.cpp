@@ -218,7 +218,9 @@ TEST(RooflineScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResults)
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no ncu.csv and bench.json"));
 }
 
-// What ncu prints for --kernels tensor's step: two steps of its eight launches, each kernel under
+// What ncu printed for --kernels tensor's step before be12dbd (which has one gradient sum a step,
+// and the dense part as two kernels): kept, since it also checks that a kernel launched twice a
+// step on two grids gets a row for each. Two steps of its eight launches, each kernel under
 // its demangled signature (anonymous namespaces and template arguments included), with the times,
 // the grids and the tensor pipe's columns only (the other columns read n/a). The tensor kernels'
 // HMMA instructions: 1, 2 and 3 M in 20, 30 and 40 us (2048 FLOP each: 102.4, 136.5 and 153.6
@@ -298,9 +300,8 @@ TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) 
 // The scripts write into docs/results.md itself (`--results docs/results.md`): the page must keep
 // each one's pair of marker lines, or the next measuring run is refused before it measures.
 TEST(ResultsPage, HoldsTheBlockOfEachScriptThatWritesIntoIt) {
-  for (const std::string script :
-       {"roofline_whole_step.sh", "roofline_tensor", "bench_vs_pytorch.sh",
-        "compare_kernel_sets.sh"}) {
+  for (const std::string script : {"roofline_whole_step.sh", "roofline_tensor",
+                                   "bench_vs_pytorch.sh", "compare_kernel_sets.sh"}) {
     const std::string command =
         "python3 '" + (testing::source_dir() / "scripts" / "results_block.py").string() +
         "' --check '" + (testing::source_dir() / "docs" / "results.md").string() + "' " + script;

@@ -266,5 +266,28 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinTf32Rounding) {
   }
 }
 
+// The batches a run's last step can have: a single sample (every k-step but the first lane's past
+// the batch, 15 of the 16 rows padding), fewer samples than a k-step (5), exactly one (8), and half
+// a tile (24), with buffers sized for a batch of 128 (rows past the batch never read). The smooth
+// network, so that kSmoothWhole checks every tensor closely.
+TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  NetConfig config;
+  config.activation = Activation::tanh;
+  config.subsampling = Subsampling::average;
+  const ParamLayout layout = lenet5_layout(config);
+  const std::vector<float> params = parameters(config, 13);
+  for (const int n : {1, 5, 8, 24}) {
+    const std::string what = "n=" + std::to_string(n);
+    const Batch batch = make_batch(n, 17 + n);
+    const Reference want = reference(config, params, batch, n);
+    const std::vector<float> got = run_whole(config, params, batch, n, 128);
+    for (const ParamSpec& spec : layout.tensors)
+      EXPECT_LE(relative_l2(got, want.gradients, spec.offset, spec.count), kSmoothWhole)
+          << what << " " << spec.name;
+  }
+}
+
 }  // namespace
 }  // namespace lenet5
