@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Verifies lenet5 on a machine with a CUDA GPU, in one go: build for the GPU, run every test
-# (CPU and GPU), compute-sanitizer (memcheck, racecheck) on the GPU tests, same-seed determinism,
-# GPU <-> CPU checkpoint equivalence, classify on the GPU, `lenet5 figures` (every target),
-# training with every convolution version, and the training benchmark.
+# (CPU and GPU), compute-sanitizer (memcheck, racecheck; initcheck and synccheck on the tensor-core
+# tests) on the GPU tests, same-seed determinism, GPU <-> CPU checkpoint equivalence and a reading
+# of the checkpoint by PyTorch's safetensors (for the default kernels and for --kernels tensor),
+# classify on the GPU, `lenet5 figures` (every target), training with every convolution version,
+# the training benchmark, and the kernel sets against the tensor-core set's targets
+# (scripts/compare_kernel_sets.sh).
 # Logs go to LOG_DIR (default gpu-check/); a summary is printed last.
 #
 #   scripts/check_gpu.sh [--quick]      --quick: 2 seeds x 2 epochs instead of 5 x 10
@@ -44,28 +47,41 @@ step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu_tests" 
 step memcheck_refused_launches compute-sanitizer --tool memcheck --report-api-errors no \
   --error-exitcode 1 "$gpu_tests" --gtest_filter="$deliberate_api_errors"
 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
-  "$gpu_tests" --gtest_filter='*Conv*:*Subsample*:*Dense*:*Loss*:*Fused*:*Printed*:*Unroll*:*WholeStep*:*AugmentedGather*:*Layout*-GpuEngine.*:PhaseTiming.*'
+  "$gpu_tests" --gtest_filter='*Conv*:*Subsample*:*Dense*:*Loss*:*Fused*:*Printed*:*Unroll*:*WholeStep*:*AugmentedGather*:*Layout*:TensorBackward.*:TensorForward.*-GpuEngine.*:PhaseTiming.*'
+# The tensor-core kernels' shared memory and barriers, beyond racecheck's view (racecheck over all
+# of their 21 tests takes minutes: the line above takes their 5 whole-pass tests).
+for tool in initcheck synccheck; do
+  step "${tool}_tensor" compute-sanitizer --tool "$tool" --error-exitcode 1 "$gpu_tests" \
+    --gtest_filter='*Tensor*:*tensor*'
+done
 
 lenet5=$build/lenet5
 tmp=$(mktemp -d)
+# Two same-seed runs of a kernel set ($1: its name, $2: the run folders' prefix) write the same
+# checkpoint.
 determinism() {
   for run in a b; do
-    $lenet5 -q train --config configs/lenet5.toml --device gpu --epochs 2 --out "$tmp/$run" || return 1
+    $lenet5 -q train --config configs/lenet5.toml --device gpu --kernels "$1" --epochs 2 \
+      --out "$tmp/${2}$run" || return 1
   done
-  cmp "$tmp/a/last.safetensors" "$tmp/b/last.safetensors"
+  cmp "$tmp/${2}a/last.safetensors" "$tmp/${2}b/last.safetensors"
 }
-step determinism determinism
+step determinism determinism whole-step ""
+step determinism_tensor determinism tensor tensor-
+# A checkpoint ($1) that the GPU and the CPU evaluate to the same correct count.
 equivalence() {
   local gpu cpu
-  gpu=$($lenet5 -q evaluate --device gpu --json --checkpoint "$tmp/a/last.safetensors") || return 1
-  cpu=$($lenet5 -q evaluate --device cpu --json --checkpoint "$tmp/a/last.safetensors") || return 1
+  gpu=$($lenet5 -q evaluate --device gpu --json --checkpoint "$1") || return 1
+  cpu=$($lenet5 -q evaluate --device cpu --json --checkpoint "$1") || return 1
   echo "gpu: $gpu"; echo "cpu: $cpu"
   [ "$(echo "$gpu" | grep -o '"correct":[0-9]*')" = "$(echo "$cpu" | grep -o '"correct":[0-9]*')" ]
 }
-step gpu_cpu_equivalence equivalence
+step gpu_cpu_equivalence equivalence "$tmp/a/last.safetensors"
+step gpu_cpu_equivalence_tensor equivalence "$tmp/tensor-a/last.safetensors"
 step classify_gpu $lenet5 classify --device gpu --top 3 --checkpoint "$tmp/a/last.safetensors" tests/data/digit7.pgm
+# PyTorch's safetensors reads a checkpoint ($1) with every tensor in its shape.
 safetensors_reader() {
-  python3 - "$tmp/a/last.safetensors" <<'PY'
+  python3 - "$1" <<'PY'
 import sys
 try:
     from safetensors.torch import load_file
@@ -83,7 +99,8 @@ assert tuple(tensors["output.weight"].shape) == (10, 84)
 print(reader, "opened", len(tensors), "tensors:", ", ".join(sorted(tensors)))
 PY
 }
-step safetensors_reader safetensors_reader
+step safetensors_reader safetensors_reader "$tmp/a/last.safetensors"
+step safetensors_reader_tensor safetensors_reader "$tmp/tensor-a/last.safetensors"
 
 step figures $lenet5 figures --device gpu --out "$log/figures"
 grep -E "^(PASS|FAIL|SKIPPED) |^figures:" "$log/figures.log" | tail -40 >&2
@@ -92,6 +109,11 @@ grep "^|" "$log/conv_algos.log" >&2
 step bench_layers $lenet5 bench --layers --config configs/lenet5.toml --device gpu
 step bench_book $lenet5 bench --config configs/lenet5.toml --device gpu --kernels book --epochs 2 --seeds 1
 step bench $lenet5 bench --config configs/lenet5.toml --device gpu --epochs $epochs --seeds $seeds
+quick=()
+[ "$epochs" = 10 ] || quick=(-- --epochs "$epochs")  # --quick: a check of the script, not the targets
+step compare_kernel_sets env LENET5=$lenet5 scripts/compare_kernel_sets.sh --seeds "$seeds" \
+  --out "$log/compare-kernel-sets" "${quick[@]}"
+grep -E "^\| |met" "$log/compare_kernel_sets.log" >&2
 grep '"event":"summary"' "$log/bench_book.log" >&2
 grep '"event":"seed"\|"event":"summary"' "$log/bench.log" >&2
 rm -rf "$tmp"
