@@ -111,6 +111,7 @@ step bench_book $lenet5 bench --config configs/lenet5.toml --device gpu --kernel
 step bench $lenet5 bench --config configs/lenet5.toml --device gpu --epochs $epochs --seeds $seeds
 quick=()
 [ "$epochs" = 10 ] || quick=(-- --epochs "$epochs")  # --quick: a check of the script, not the targets
+rm -rf "$log/compare-kernel-sets"  # its --out must be new or empty; a rerun starts afresh
 step compare_kernel_sets env LENET5=$lenet5 scripts/compare_kernel_sets.sh --seeds "$seeds" \
   --out "$log/compare-kernel-sets" "${quick[@]}"
 grep -E "^\| |met" "$log/compare_kernel_sets.log" >&2
