@@ -146,19 +146,34 @@ std::string expect_block_rewritten(const TempDir& dir, const std::string& script
   return results;
 }
 
+// The arguments that remake a script's tables from the earlier run in dir/measured and write them
+// into dir/results.md.
+std::string from_measured_into_results(const TempDir& dir) {
+  return "--from '" + (dir / "measured").string() + "' --results '" +
+         (dir / "results.md").string() + "'";
+}
+
+// What `lenet5 bench` wrote for a roofline run into dir/measured/bench.json: its setup (batch,
+// commit abc1234 on an H200, and `setup_extra` fields) and seed 1's median epoch.
+void write_roofline_bench(const TempDir& dir, int batch, const std::string& median_epoch_s,
+                          const std::string& setup_extra = "") {
+  write(dir / "measured" / "bench.json",
+        "{\"event\":\"setup\",\"batch_size\":" + std::to_string(batch) +
+            ",\"train_images\":0,\"device\":\"gpu\",\"gpu\":\"NVIDIA H200 (sm_90)\","
+            "\"commit\":\"abc1234\"" +
+            setup_extra + "}\n{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":" + median_epoch_s +
+            "}\n");
+}
+
 // A results.md without any block: the scripts refuse it and leave it as it is.
 constexpr const char* kResultsWithoutBlock = "# Results\nno block here\n";
 
 TEST(RooflineScript, WritesItsTablesIntoTheResultsBlockAndNothingElse) {
   TempDir dir;
   write_ncu_csv(dir / "measured" / "ncu.csv");
-  write(dir / "measured" / "bench.json",
-        "{\"event\":\"setup\",\"batch_size\":128,\"train_images\":0,\"device\":\"gpu\","
-        "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\"}\n"
-        "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.0196}\n");
+  write_roofline_bench(dir, 128, "0.0196");
   write_results_with_block(dir, "roofline_whole_step.sh");
-  const std::string arguments = "--batch-size 128 --from '" + (dir / "measured").string() +
-                                "' --results '" + (dir / "results.md").string() + "'";
+  const std::string arguments = "--batch-size 128 " + from_measured_into_results(dir);
   ASSERT_EQ(run_script("roofline_whole_step.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
 
@@ -181,18 +196,11 @@ TEST(RooflineScript, WritesItsTablesIntoTheResultsBlockAndNothingElse) {
 TEST(RooflineScript, HeadsTablesMadeFromAnEarlierRunWithThatRunsCommandAndDate) {
   TempDir dir;
   write_ncu_csv(dir / "measured" / "ncu.csv");
-  write(dir / "measured" / "bench.json",
-        "{\"event\":\"setup\",\"batch_size\":256,\"train_images\":0,\"device\":\"gpu\","
-        "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\"}\n"
-        "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.0154}\n");
+  write_roofline_bench(dir, 256, "0.0154");
   write(dir / "measured" / "run.txt",
         "scripts/roofline_whole_step.sh --batch-size 256\n2026-01-02\n");
   write_results_with_block(dir, "roofline_whole_step.sh");
-  ASSERT_EQ(run_script("roofline_whole_step.sh",
-                       "--from '" + (dir / "measured").string() + "' --results '" +
-                           (dir / "results.md").string() + "'",
-                       dir),
-            0)
+  ASSERT_EQ(run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir), 0)
       << testing::read_text(dir / "out.txt");
   const std::string results = expect_block_rewritten(dir, "roofline_whole_step.sh");
   EXPECT_TRUE(testing::mentions(results,
@@ -205,11 +213,7 @@ TEST(RooflineScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResults)
   TempDir dir;
   write(dir / "results.md", kResultsWithoutBlock);
   write(dir / "measured" / "bench.json", "{}\n");
-  EXPECT_EQ(run_script("roofline_whole_step.sh",
-                       "--from '" + (dir / "measured").string() + "' --results '" +
-                           (dir / "results.md").string() + "'",
-                       dir),
-            2);
+  EXPECT_EQ(run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir), 2);
   EXPECT_TRUE(
       testing::mentions(testing::read_text(dir / "out.txt"), "roofline_whole_step.sh: begin"));
   EXPECT_EQ(testing::read_text(dir / "results.md"), kResultsWithoutBlock);
@@ -258,16 +262,9 @@ void write_tensor_ncu_csv(const std::filesystem::path& file) {
 TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) {
   TempDir dir;
   write_tensor_ncu_csv(dir / "measured" / "ncu.csv");
-  write(dir / "measured" / "bench.json",
-        "{\"event\":\"setup\",\"batch_size\":256,\"train_images\":0,\"device\":\"gpu\","
-        "\"gpu\":\"NVIDIA H200 (sm_90)\",\"commit\":\"abc1234\",\"kernels\":\"tensor\"}\n"
-        "{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":0.030}\n");
+  write_roofline_bench(dir, 256, "0.030", ",\"kernels\":\"tensor\"");
   write_results_with_block(dir, "roofline_tensor");
-  ASSERT_EQ(run_script("roofline_whole_step.sh",
-                       "--from '" + (dir / "measured").string() + "' --results '" +
-                           (dir / "results.md").string() + "'",
-                       dir),
-            0)
+  ASSERT_EQ(run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir), 0)
       << testing::read_text(dir / "out.txt");
   const std::string results = expect_block_rewritten(dir, "roofline_tensor");
   EXPECT_TRUE(testing::mentions(results,
@@ -343,8 +340,7 @@ TEST(ComparisonScript, WritesItsTableIntoTheResultsBlockAndNothingElse) {
   TempDir dir;
   write_comparison_run(dir / "measured");
   write_results_with_block(dir, "bench_vs_pytorch.sh");
-  const std::string arguments = "--from '" + (dir / "measured").string() + "' --results '" +
-                                (dir / "results.md").string() + "'";
+  const std::string arguments = from_measured_into_results(dir);
   ASSERT_EQ(run_script("bench_vs_pytorch.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
   const std::string results = expect_block_rewritten(dir, "bench_vs_pytorch.sh");
@@ -375,11 +371,7 @@ TEST(ComparisonScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResult
   TempDir dir;
   write_comparison_run(dir / "measured");
   write(dir / "results.md", kResultsWithoutBlock);
-  EXPECT_EQ(run_script("bench_vs_pytorch.sh",
-                       "--from '" + (dir / "measured").string() + "' --results '" +
-                           (dir / "results.md").string() + "'",
-                       dir),
-            2);
+  EXPECT_EQ(run_script("bench_vs_pytorch.sh", from_measured_into_results(dir), dir), 2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "bench_vs_pytorch.sh: begin"));
   EXPECT_EQ(testing::read_text(dir / "results.md"), kResultsWithoutBlock);
   EXPECT_EQ(
@@ -436,8 +428,7 @@ TEST(KernelSetScript, WritesItsTableAndVerdictsIntoTheResultsBlockAndNothingElse
   TempDir dir;
   write_kernel_set_run(dir / "measured");
   write_results_with_block(dir, "compare_kernel_sets.sh");
-  const std::string arguments = "--from '" + (dir / "measured").string() + "' --results '" +
-                                (dir / "results.md").string() + "'";
+  const std::string arguments = from_measured_into_results(dir);
   ASSERT_EQ(run_script("compare_kernel_sets.sh", arguments, dir), 0)
       << testing::read_text(dir / "out.txt");
   const std::string results = expect_block_rewritten(dir, "compare_kernel_sets.sh");
@@ -473,11 +464,7 @@ TEST(KernelSetScript, RefusesAFolderWithoutARunAndMeasuringFlagsWithFrom) {
   TempDir dir;
   write(dir / "results.md", kResultsWithoutBlock);
   write_kernel_set_run(dir / "measured");
-  EXPECT_EQ(run_script("compare_kernel_sets.sh",
-                       "--from '" + (dir / "measured").string() + "' --results '" +
-                           (dir / "results.md").string() + "'",
-                       dir),
-            2);
+  EXPECT_EQ(run_script("compare_kernel_sets.sh", from_measured_into_results(dir), dir), 2);
   EXPECT_TRUE(
       testing::mentions(testing::read_text(dir / "out.txt"), "compare_kernel_sets.sh: begin"));
   EXPECT_EQ(testing::read_text(dir / "results.md"), kResultsWithoutBlock);
