@@ -37,36 +37,68 @@ constexpr int floats = d5 + kC5 + 2;  // 420: two floats of padding keep rows 16
 static_assert(floats % 4 == 0, "rows of whole float4s");
 }  // namespace record
 
-// The forward kernel's shared memory after the forward pass's (SharedLayout<kTile>): the output
-// gradients of the output layer, F6 and C5, a row per sample, beside the dense activations in the
-// warps' working sets.
-struct BackwardLayout {
-  using L = SharedLayout<kTile>;
-  static constexpr int kD7Row = 12;
-  static constexpr int d7 = L::z + kTile * kZRow;  // dL/dlogits
-  static constexpr int d6 = d7 + kTile * kD7Row;   // dL/d(F6 pre-activation)
-  static constexpr int d5 = d6 + kTile * kA6Row;   // dL/d(C5 pre-activation)
-  static_assert(d5 + kTile * kA5Row <= L::a4, "the gradients fit the warps' working sets");
-};
+// The dense forward kernel's block: kDenseWarps warps, so that each of C5's 15 and F6's 11 output
+// n-tiles, and each of C5's 15 input-gradient tiles, is one warp's (with 8 warps, two of them
+// each, one after the other, made the kernel's chain).
+constexpr int kDenseWarps = 16, kDenseThreads = 32 * kDenseWarps;
+
+// Its shared memory, in floats from its start: a row per sample of S4's, C5's and F6's activations
+// (TF32), the logits, and the output gradients of the output layer, F6 and C5.
+namespace dense_layout {
+constexpr int kD7Row = 12;
+constexpr int a4 = 0;
+constexpr int a5 = a4 + kTile * kA4Row;
+constexpr int a6 = a5 + kTile * kA5Row;
+constexpr int z = a6 + kTile * kA6Row;
+constexpr int d7 = z + kTile * kZRow;    // dL/dlogits
+constexpr int d6 = d7 + kTile * kD7Row;  // dL/d(F6 pre-activation)
+constexpr int d5 = d6 + kTile * kA6Row;  // dL/d(C5 pre-activation)
+constexpr int floats = d5 + kTile * kA5Row;
+static_assert(a4 % 4 == 0 && kA4Row % 4 == 0 && kFlat4 % 4 == 0, "S4's rows copied as float4s");
+}  // namespace dense_layout
 
 struct DenseForwardArgs {
-  TileInputs in;
+  const float* params;
+  WholeStepOffsets at;
+  int n;
   const std::uint8_t* labels;
+  const float* s4_rows;  // (n, 400): the samples' S4 activations, 16-byte aligned
   float* records;        // (tiles * kTile, record::floats)
   float* logits;         // (n, 10), or null
-  const float* s4_rows;  // (n, 400): the samples' S4 activations, or null to compute them ...
-  float* s4_out;         // ... and then write them here (n, 400)
 };
+
+// The tile's S4 rows into shared memory, zero rows for a short last tile's missing samples. The
+// copy's time is its reads' latency: all of a thread's in flight at once, 16 bytes each (rows of
+// 400 and 404 floats keep every float4 aligned).
+__device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4) {
+  constexpr int kQuads = kFlat4 / 4;
+  constexpr int kPerThread = (kTile * kQuads + kDenseThreads - 1) / kDenseThreads;
+  const float4* rows = reinterpret_cast<const float4*>(args.s4_rows);
+  float4 value[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = min(int(threadIdx.x) + j * kDenseThreads, kTile * kQuads - 1);
+    value[j] = rows[std::size_t(min(first + i / kQuads, args.n - 1)) * kQuads + i % kQuads];
+  }
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kDenseThreads, local = i / kQuads;
+    if (i < kTile * kQuads)
+      *reinterpret_cast<float4*>(a4 + local * kA4Row + 4 * (i % kQuads)) =
+          first + local < args.n ? value[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
 
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples (whole_step_forward.cuh's
 // loss_and_gradient in a thread per sample), and zero rows for a short last tile's missing ones,
 // which then add nothing to any weight gradient.
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first) {
+  namespace D = dense_layout;
   const int local = int(threadIdx.x), sample = first + local;
   if (local >= kTile) return;
-  const float* z = shared + SharedLayout<kTile>::z + local * kZRow;
-  float* d7 = shared + BackwardLayout::d7 + local * BackwardLayout::kD7Row;
-  if (sample >= args.in.n) {
+  const float* z = shared + D::z + local * kZRow;
+  float* d7 = shared + D::d7 + local * D::kD7Row;
+  if (sample >= args.n) {
     for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
     return;
   }
@@ -79,12 +111,12 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
   float sum = 0.0f;
   for (int k = 0; k < kOut; ++k) sum += expf(z[k] - z[best]);
   for (int k = 0; k < kOut; ++k)
-    d7[k] = (expf(z[k] - z[best]) / sum - float(k == label)) / float(args.in.n);
+    d7[k] = (expf(z[k] - z[best]) / sum - float(k == label)) / float(args.n);
 }
 
 // The forward kernel's reads a chunk, in k-steps: F6's and C5's input gradients (k = 10 and 84
-// outputs) read all their weights at once, and C5's forward pass reads 50 k-steps of weights (100
-// registers, the kernel's blocks one an SM) where the evaluation's reads 25.
+// outputs) read all their weights at once, and the dense layers' forward pass reads 50 k-steps of
+// weights (100 registers: C5's whole row).
 constexpr int kInputGradientChunk = 11, kDenseForwardChunk = 50;
 
 // dL/d(pre-activation) (rows of `Ld`) = (dL/dy W) f'(y) for a dense layer y = f(W x + b) whose
@@ -93,7 +125,7 @@ constexpr int kInputGradientChunk = 11, kDenseForwardChunk = 50;
 template <Activation A, int Out, int In, int LdOut, int Ld, int LdY>
 __device__ void input_gradient(const float* d_out, const float* weight, const float* y, float* d,
                                int warp, int lane) {
-  gemm_tiles<kTile, In, Out, kWarps, kInputGradientChunk>(
+  gemm_tiles<kTile, In, Out, kDenseWarps, kInputGradientChunk>(
       [d_out](int m, int k) { return d_out[m * LdOut + k]; },
       [weight](int k, int n) {
         const float value = weight[k * In + min(n, In - 1)];
@@ -109,47 +141,44 @@ __device__ void input_gradient(const float* d_out, const float* weight, const fl
 // of the tile's records, from record column `to`, by the whole block.
 template <int Count, int Ld>
 __device__ void to_records(const float* rows, float* records, int to) {
-  for (int i = int(threadIdx.x); i < kTile * Count; i += kThreads)
+  for (int i = int(threadIdx.x); i < kTile * Count; i += kDenseThreads)
     records[(i / Count) * record::floats + to + i % Count] = rows[(i / Count) * Ld + i % Count];
 }
 
-// A block per tile of kTile samples: the dense layers' forward pass (tensor_tile.cuh's
-// forward_tile, as the evaluation runs it), the softmax cross-entropy's gradient and the input
-// gradients of the output layer and F6 (products over the tile, the weights read from L2), then
-// the tile's records. The products over the whole batch (the weight gradients and dL/dS4) are
-// tensor_dense_gradient_kernel1's.
-template <Activation A, Subsampling P>
-__global__ void __launch_bounds__(kThreads, 1) tensor_dense_forward_kernel1(DenseForwardArgs args) {
-  using L = SharedLayout<kTile>;
-  using B = BackwardLayout;
+// A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
+// tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
+// cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
+// tile, the weights read from L2), then the tile's records. The products over the whole batch (the
+// weight gradients and dL/dS4) are tensor_dense_gradient_kernel1's.
+template <Activation A>
+__global__ void __launch_bounds__(kDenseThreads, 1)
+    tensor_dense_forward_kernel2(DenseForwardArgs args) {
+  namespace D = dense_layout;
   extern __shared__ float4 shared_storage[];
   float* shared = reinterpret_cast<float*>(shared_storage);
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  forward_tile<A, P, kTile, kDenseForwardChunk>(shared, args.in, first, args.s4_rows);
-  if (!args.s4_rows)
-    for (int i = int(threadIdx.x); i < kTile * kFlat4; i += kThreads) {
-      const int local = i / kFlat4, sample = first + local;
-      if (sample < args.in.n)
-        args.s4_out[std::size_t(sample) * kFlat4 + i % kFlat4] =
-            shared[L::a4 + local * kA4Row + i % kFlat4];
-    }
+  load_s4_rows(args, first, shared + D::a4);
+  __syncthreads();
+  dense_layers<A, kTile, kDenseForwardChunk, kDenseWarps>(shared + D::a4, shared + D::a5,
+                                                          shared + D::a6, shared + D::z,
+                                                          args.params, args.at, warp, lane);
   logits_gradient(shared, args, first);
   __syncthreads();
-  const float* params = args.in.params;
-  const WholeStepOffsets& at = args.in.at;
-  input_gradient<A, kOut, kF6, B::kD7Row, kA6Row, kA6Row>(
-      shared + B::d7, params + at.output_weight, shared + L::a6, shared + B::d6, warp, lane);
+  const float* params = args.params;
+  const WholeStepOffsets& at = args.at;
+  input_gradient<A, kOut, kF6, D::kD7Row, kA6Row, kA6Row>(
+      shared + D::d7, params + at.output_weight, shared + D::a6, shared + D::d6, warp, lane);
   __syncthreads();
-  input_gradient<A, kF6, kC5, kA6Row, kA5Row, kA5Row>(shared + B::d6, params + at.f6_weight,
-                                                      shared + L::a5, shared + B::d5, warp, lane);
+  input_gradient<A, kF6, kC5, kA6Row, kA5Row, kA5Row>(shared + D::d6, params + at.f6_weight,
+                                                      shared + D::a5, shared + D::d5, warp, lane);
   __syncthreads();
   float* records = args.records + std::size_t(first) * record::floats;
-  to_records<kC5, kA5Row>(shared + L::a5, records, record::a5);
-  to_records<kF6, kA6Row>(shared + L::a6, records, record::a6);
-  to_records<kOut, B::kD7Row>(shared + B::d7, records, record::d7);
-  to_records<kF6, kA6Row>(shared + B::d6, records, record::d6);
-  to_records<kC5, kA5Row>(shared + B::d5, records, record::d5);
+  to_records<kC5, kA5Row>(shared + D::a5, records, record::a5);
+  to_records<kF6, kA6Row>(shared + D::a6, records, record::a6);
+  to_records<kOut, D::kD7Row>(shared + D::d7, records, record::d7);
+  to_records<kF6, kA6Row>(shared + D::d6, records, record::d6);
+  to_records<kC5, kA5Row>(shared + D::d5, records, record::d5);
 }
 
 struct DenseGradientArgs {
@@ -254,11 +283,11 @@ int dense_gradient_tiles(int n) {
 
 using ForwardKernel = void (*)(DenseForwardArgs);
 
-// kernel_for_network's kernels: the dense forward kernel.
+// kernel_for_network's kernels: the dense forward kernel, whose layers have no subsampling.
 struct DenseKernels {
-  template <Activation A, Subsampling P>
+  template <Activation A, Subsampling>
   ForwardKernel of() const {
-    return tensor_dense_forward_kernel1<A, P>;
+    return tensor_dense_forward_kernel2<A>;
   }
 };
 
@@ -266,7 +295,7 @@ ForwardKernel forward_kernel_for(const NetConfig& config) {
   return kernel_for_network(config, DenseKernels{});
 }
 
-constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(SharedLayout<kTile>::floats);
+constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(dense_layout::floats);
 
 }  // namespace
 
@@ -275,34 +304,26 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
     : m_config(supported(config)),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
-      m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats),
-      m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4) {
+      m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats) {
   prepare_tile_kernel(forward_kernel_for(config), kSharedBytes, kTile);
-  m_c3_mask = c3_mask_on_device(config);
 }
 
-void TensorDenseBackward::dense_gradients(const std::uint8_t* images, const std::uint8_t* labels,
-                                          int n, const float* params, float* gradients, float* d4,
-                                          cudaStream_t stream, const float* field, float* logits,
-                                          const float* s4_rows) {
+void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,
+                                          const float* s4_rows, float* gradients, float* d4,
+                                          cudaStream_t stream, float* logits) {
   check_fits(n, m_max_batch);
   // The forward kernel copies S4's rows as float4s.
-  if (reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
-    throw Error("internal: S4's rows for the tensor cores' dense part must be 16-byte aligned");
-  const TileInputs in{
-      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
-  const DenseForwardArgs forward_args{in,     labels,  m_records.data(),
-                                      logits, s4_rows, m_s4_rows.data()};
-  forward_kernel_for(m_config)<<<tiles_of(n, kTile), kThreads, kSharedBytes, stream>>>(
+  if (!s4_rows || reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
+    throw Error(
+        "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
+        "aligned");
+  const DenseForwardArgs forward_args{params,  m_offsets,        n,     labels,
+                                      s4_rows, m_records.data(), logits};
+  forward_kernel_for(m_config)<<<tiles_of(n, kTile), kDenseThreads, kSharedBytes, stream>>>(
       forward_args);
   CUDA_CHECK_LAUNCH();
-  const DenseGradientArgs gradient_args{m_records.data(),
-                                        s4_rows ? s4_rows : m_s4_rows.data(),
-                                        params + m_offsets.c5_weight,
-                                        n,
-                                        d4,
-                                        gradients,
-                                        m_offsets};
+  const DenseGradientArgs gradient_args{
+      m_records.data(), s4_rows, params + m_offsets.c5_weight, n, d4, gradients, m_offsets};
   tensor_dense_gradient_kernel1<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps, kThreads, 0,
                                   stream>>>(gradient_args);
   CUDA_CHECK_LAUNCH();
@@ -317,8 +338,8 @@ void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* l
                                const float* params, float* gradients, cudaStream_t stream,
                                const float* field, float* logits) {
   m_conv.conv_forward(images, n, params, stream, field);
-  m_dense.dense_gradients(images, labels, n, params, gradients, m_d4.data(), stream, field, logits,
-                          m_conv.s4_rows());
+  m_dense.dense_gradients(labels, n, params, m_conv.s4_rows(), gradients, m_d4.data(), stream,
+                          logits);
   m_conv.conv_gradients(images, n, params, m_d4.data(), gradients, stream, field);
 }
 

@@ -6,9 +6,9 @@
 //   sharing the window pairs out) and writes S4's activations, a row per sample, for the dense
 //   part, and S2's activations and each max window's first maximum for the convolutions' backward
 //   pass: the forward pass runs once per step;
-//   tensor_dense_forward_kernel1<Activation, Subsampling> (tensor_backward.cu): a block per tile
-//   of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4 rows
-//   (tensor_tile.cuh, as the evaluation does), the softmax cross-entropy's gradient
+//   tensor_dense_forward_kernel2<Activation> (tensor_backward.cu): a block of 16 warps per tile of
+//   TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4 rows
+//   (tensor_tile.cuh's dense_layers, as the evaluation does), the softmax cross-entropy's gradient
 //   dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
 //   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
 //   and writes each sample's activations and output gradients to its record;
@@ -57,29 +57,21 @@ class TensorDenseBackward {
   // Room for batches of up to max_batch samples. Throws UsageError as TensorForward does.
   TensorDenseBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
 
-  // The forward pass of images[0..n) (labels: their classes) and the backward pass through the
-  // output layer, F6 and C5: OVERWRITES the batch-mean gradient (of the softmax cross-entropy
-  // averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias, output.weight and
-  // output.bias in `gradients` (layout offsets; the other tensors untouched), and writes each
-  // sample's dL/d(S4's activation) to d4 (n, 400). With field not null, the samples' input is
-  // its rows (n, 1, 32, 32), already gathered and normalised (cuda/kernels/batch.cuh), and images
-  // is not read; with logits not null, each sample's logits are written there (n, 10). Nothing
-  // waits for the device. With s4_rows not null (16-byte aligned: read as float4s), the samples'
-  // S4 activations are read from there (TensorConvBackward::conv_forward's s4_rows()) instead of
-  // computed; with it null they are computed, and kept in a buffer of the object's own for the
-  // weight gradients.
-  void dense_gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
-                       const float* params, float* gradients, float* d4, cudaStream_t stream,
-                       const float* field = nullptr, float* logits = nullptr,
-                       const float* s4_rows = nullptr);
+  // The dense layers' forward pass of n samples (labels: their classes) from their S4
+  // activations s4_rows (n, 400; TensorConvBackward::conv_forward's s4_rows(), 16-byte aligned:
+  // read as float4s), and the backward pass through the output layer, F6 and C5: OVERWRITES the
+  // batch-mean gradient (of the softmax cross-entropy averaged over the n samples) of c5.weight,
+  // c5.bias, f6.weight, f6.bias, output.weight and output.bias in `gradients` (layout offsets; the
+  // other tensors untouched), and writes each sample's dL/d(S4's activation) to d4 (n, 400). With
+  // logits not null, each sample's logits are written there (n, 10). Nothing waits for the device.
+  void dense_gradients(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
+                       float* gradients, float* d4, cudaStream_t stream, float* logits = nullptr);
 
  private:
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
-  Buffer<float> m_c3_mask;   // (16, 6, 5, 5): 0 where the C3 table disconnects a weight
-  Buffer<float> m_records;   // (tiles * kTile, a record): dense activations and output gradients
-  Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations where the caller gives none
+  Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
 };
 
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their
@@ -88,7 +80,9 @@ class TensorConvBackward {
  public:
   TensorConvBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
 
-  // C1, S2, C3 and S4 of images[0..n) (field as dense_gradients takes it): writes each sample's S4
+  // C1, S2, C3 and S4 of images[0..n) (with field not null, the samples' input is its rows (n, 1,
+  // 32, 32), already gathered and normalised (cuda/kernels/batch.cuh), and images is not read):
+  // writes each sample's S4
   // activations to s4_rows() (n, 400; TF32, as the dense part reads them) and keeps what
   // conv_gradients needs (S2's activations, each max window's first maximum). Nothing waits for
   // the device.
@@ -121,9 +115,10 @@ class TensorBackward {
 
   // OVERWRITES the batch-mean gradient (of the softmax cross-entropy averaged over the n samples)
   // of every parameter tensor, c1.weight to output.bias, in `gradients` (layout offsets; the
-  // padding between tensors untouched). Deterministic. field and logits as dense_gradients takes
-  // them (a training step's batch, gathered through the permutation and the augmentation, and the
-  // logits its loss statistics are counted from). Nothing waits for the device.
+  // padding between tensors untouched). Deterministic. field as conv_forward takes it (a training
+  // step's batch, gathered through the permutation and the augmentation), logits as
+  // dense_gradients takes them (the logits its loss statistics are counted from). Nothing waits for
+  // the device.
   void gradients(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
                  float* gradients, cudaStream_t stream, const float* field = nullptr,
                  float* logits = nullptr);

@@ -303,7 +303,7 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
 // once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11 k-steps)
 // are zeros on both sides.
 template <int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round, Activation A,
-          int Chunk = 25>
+          int Chunk = 25, int Warps = kWarps>
 __device__ void dense_tile(const float* x, const float* weight, const float* bias, float* y,
                            int warp, int lane) {
   constexpr int kNTiles = (N + 7) / 8, kKSteps = (K + 7) / 8, kMTiles = Tile / 16;
@@ -313,7 +313,7 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
   // wait for one another, a round trip to L2 each. A chunk holds 2 Chunk registers.
   constexpr int kChunk = kKSteps < Chunk ? kKSteps : Chunk;
   const int g = lane / 4, t = lane % 4;
-  for (int nt = warp; nt < kNTiles; nt += kWarps) {
+  for (int nt = warp; nt < kNTiles; nt += Warps) {
     const int column = 8 * nt + g;  // B's column g: output `column`
     const bool column_real = column < N;
     const float* w_row = weight + (column_real ? column : 0) * K;
@@ -440,54 +440,36 @@ __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, i
   }
 }
 
+// The dense layers of a tile's samples, by the block's Warps warps: C5's, F6's and the output
+// layer's products over the tile, from S4's activations (rows of kA4Row floats from a4) to C5's
+// and F6's (rounded to TF32: only products read them) and the logits, each layer's weights read
+// Chunk k-steps at a time (2 Chunk registers). Ends with a barrier.
+template <Activation A, int Tile, int Chunk, int Warps>
+__device__ void dense_layers(const float* a4, float* a5, float* a6, float* z, const float* params,
+                             const WholeStepOffsets& at, int warp, int lane) {
+  dense_tile<kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A, Chunk, Warps>(
+      a4, params + at.c5_weight, params + at.c5_bias, a5, warp, lane);
+  __syncthreads();
+  dense_tile<kC5, kF6, kA5Row, kA6Row, Tile, true, true, A, Chunk, Warps>(
+      a5, params + at.f6_weight, params + at.f6_bias, a6, warp, lane);
+  __syncthreads();
+  dense_tile<kF6, kOut, kA6Row, kZRow, Tile, false, false, A, Chunk, Warps>(
+      a6, params + at.output_weight, params + at.output_bias, z, warp, lane);
+  __syncthreads();
+}
+
 // The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
 // afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
 // L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
-// zero S4 rows and results that nothing reads. With s4_rows not null, the samples' S4 activations
-// are read from there ((n, 400), as c3_s4 writes them: the training step's convolutions ran
-// already) instead of computed. Ends with a barrier.
-template <Activation A, Subsampling P, int Tile, int DenseChunk = 25>
-__device__ void forward_tile(float* shared, const TileInputs& in, int first,
-                             const float* s4_rows = nullptr) {
+// zero S4 rows and results that nothing reads. Ends with a barrier.
+template <Activation A, Subsampling P, int Tile>
+__device__ void forward_tile(float* shared, const TileInputs& in, int first) {
   using L = SharedLayout<Tile>;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  if (s4_rows) {
-    static_assert(L::a4 % 4 == 0 && kA4Row % 4 == 0 && kFlat4 % 4 == 0,
-                  "S4's rows are copied as float4s");
-    // The copy's time is its loads' latency: all of a thread's in flight at once, 16 bytes each
-    // (rows of 400 and 404 floats keep every float4 aligned, from s4_rows aligned to 16 bytes:
-    // TensorDenseBackward checks it).
-    constexpr int kQuads = kFlat4 / 4, kQuadsPerThread = (Tile * kQuads + kThreads - 1) / kThreads;
-    const float4* rows = reinterpret_cast<const float4*>(s4_rows);
-    float4 value[kQuadsPerThread];
-#pragma unroll
-    for (int j = 0; j < kQuadsPerThread; ++j) {
-      const int i = min(int(threadIdx.x) + j * kThreads, Tile * kQuads - 1);
-      value[j] = rows[std::size_t(min(first + i / kQuads, in.n - 1)) * kQuads + i % kQuads];
-    }
-#pragma unroll
-    for (int j = 0; j < kQuadsPerThread; ++j) {
-      const int i = int(threadIdx.x) + j * kThreads, local = i / kQuads;
-      if (i < Tile * kQuads)
-        *reinterpret_cast<float4*>(shared + L::a4 + local * kA4Row + 4 * (i % kQuads)) =
-            first + local < in.n ? value[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-  } else {
-    forward_tile_convolutions<A, P, Tile>(shared, in, first, warp, lane);
-  }
+  forward_tile_convolutions<A, P, Tile>(shared, in, first, warp, lane);
   __syncthreads();
-  const float* params = in.params;
-  const WholeStepOffsets& at = in.at;
-  dense_tile<kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A, DenseChunk>(
-      shared + L::a4, params + at.c5_weight, params + at.c5_bias, shared + L::a5, warp, lane);
-  __syncthreads();
-  dense_tile<kC5, kF6, kA5Row, kA6Row, Tile, true, true, A, DenseChunk>(
-      shared + L::a5, params + at.f6_weight, params + at.f6_bias, shared + L::a6, warp, lane);
-  __syncthreads();
-  dense_tile<kF6, kOut, kA6Row, kZRow, Tile, false, false, A, DenseChunk>(
-      shared + L::a6, params + at.output_weight, params + at.output_bias, shared + L::z, warp,
-      lane);
-  __syncthreads();
+  dense_layers<A, Tile, 25, kWarps>(shared + L::a4, shared + L::a5, shared + L::a6, shared + L::z,
+                                    in.params, in.at, warp, lane);
 }
 
 // Where a tensor's gradient sits in a slot of partial sums (a sample's, in the convolutions' part)

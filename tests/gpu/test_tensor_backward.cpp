@@ -117,11 +117,13 @@ struct GpuResult {
 GpuResult run(const NetConfig& config, const std::vector<float>& params, const Batch& batch, int n,
               int max_batch) {
   const ParamLayout layout = lenet5_layout(config);
+  cuda::TensorConvBackward convolutions(config, layout, max_batch);  // S4's rows, as in a step
   cuda::TensorDenseBackward backward(config, layout, max_batch);
   const DeviceInputs in(batch, params);
   Buffer<float> gradients = test::poisoned(layout.buffer_floats);
   Buffer<float> d4 = test::poisoned(std::size_t(n) * 400);
-  backward.dense_gradients(in.pixels.data(), in.labels.data(), n, in.params.data(),
+  convolutions.conv_forward(in.pixels.data(), n, in.params.data(), cudaStreamPerThread);
+  backward.dense_gradients(in.labels.data(), n, in.params.data(), convolutions.s4_rows(),
                            gradients.data(), d4.data(), cudaStreamPerThread);
   return {test::download(gradients), test::download(d4)};
 }
