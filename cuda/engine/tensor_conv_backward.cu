@@ -21,9 +21,9 @@
 //   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
 //     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
 //   C1's weight gradient G1 (25 taps x 6 maps) = X (25 x 784 positions) dL/dC1 (784 x 6), where
-//     dL/dC1 is read straight from dL/dz2 through the window's average or first maximum (no C1
-//     gradient map is stored) and X from the input field: warp w takes m-tile w % 2 over the
-//     positions' quarter w / 2, and the quarters are added in order.
+//     dL/dC1 is written once from dL/dz2 through the window's average or first maximum (over
+//     dL/dC3's room, which is free by then) and X read from the input field: warp w takes m-tile
+//     w % 2 over the positions' quarter w / 2, and the quarters are added in order.
 // The bias gradients are each map's values summed by one warp, in a fixed order. Every product
 // goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
 // sums, added in a fixed order by tensor_gradient_sum_kernel2: the same bits every run.
@@ -81,11 +81,13 @@ constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), TF32
 constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
 constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, TF32
+constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), TF32, over dL/dC3
 constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
 constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
 constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
 constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
 constexpr int floats = bias4 + kMaps3;
+static_assert(kMaps1 * kC1Positions <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
 }  // namespace conv_layout
 
 // Where each gradient sits in a sample's slot of partial sums, in floats.
@@ -261,29 +263,45 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
       warp, lane);
 }
 
-// C1's weight gradient over the positions' quarter warp / 2 (m-tile warp % 2 of the 25 taps, rows
-// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1.
+// dL/dC1 (6, 28, 28), rounded to TF32 (only C1's weight product reads it), from dL/dz2 through
+// each 2x2 window (its average, or its first maximum), into C::c1_gradient, by the block: each
+// value computed once, where C1's weight product computed it for every read, in both of its
+// m-tiles' warps.
 template <Subsampling P>
+__device__ void c1_gradient_maps(float* shared) {
+  namespace C = conv_layout;
+  const float* d2 = shared + C::d2;
+  const std::uint8_t* which =
+      reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
+  for (int i = int(threadIdx.x); i < kMaps1 * kC1Positions; i += kThreads) {
+    const int map = i / kC1Positions, pos = i % kC1Positions;
+    const int y = pos / kSide1, col = pos % kSide1;
+    const int window = map * kWindows2 + y / 2 * kSide2 + col / 2;
+    const int best = P == Subsampling::max ? which[window] : 0;
+    shared[C::c1_gradient + i] =
+        rounded_to_tf32(window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2));
+  }
+}
+
+// C1's weight gradient over the positions' quarter warp / 2 (m-tile warp % 2 of the 25 taps, rows
+// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1. Both operands are stored rounded to
+// TF32 (the input field, and dL/dC1 by c1_gradient_maps), so the product takes their bits as they
+// are; a row or column past the matrix reads a real element at a clamped index and gives zero.
 __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   namespace C = conv_layout;
   const int first = warp / 2 * kQuarter;
   const float* x = shared + C::x;
-  const float* d2 = shared + C::d2;
-  const std::uint8_t* which =
-      reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
+  const float* c1_gradient = shared + C::c1_gradient;
   float* g1 = shared + C::g1 + warp / 2 * kW1;
   gemm_tiles<kTaps, kMaps1, kQuarter, 2>(
       [x, first](int tap, int k) {
-        if (tap >= kTaps) return 0.0f;
-        const int pos = first + k;
-        return x[(pos / kSide1 + tap / kK) * kField + pos % kSide1 + tap % kK];
+        const int pos = first + k, at = min(tap, kTaps - 1);
+        const float value = x[(pos / kSide1 + at / kK) * kField + pos % kSide1 + at % kK];
+        return tap < kTaps ? __float_as_uint(value) : 0u;
       },
-      [d2, which, first](int k, int map) {
-        if (map >= kMaps1) return 0.0f;
-        const int pos = first + k, y = pos / kSide1, col = pos % kSide1;
-        const int window = map * kWindows2 + y / 2 * kSide2 + col / 2;
-        const int best = P == Subsampling::max ? which[window] : 0;
-        return window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2);
+      [c1_gradient, first](int k, int map) {
+        const float value = c1_gradient[min(map, kMaps1 - 1) * kC1Positions + first + k];
+        return map < kMaps1 ? __float_as_uint(value) : 0u;
       },
       [g1](int tap, int map, float value) { g1[map * kTaps + tap] = value; }, warp % 2, lane);
 }
@@ -320,7 +338,9 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   c3_weight_gradient(shared, slot, warp, lane);
   __syncthreads();
   map_sums(shared + C::d2, kMaps1, kWindows2, shared + C::bias2, warp, lane);
-  c1_weight_gradient<P>(shared, warp, lane);
+  c1_gradient_maps<P>(shared);
+  __syncthreads();
+  c1_weight_gradient(shared, warp, lane);
   __syncthreads();
   for (int i = int(threadIdx.x); i < kW1; i += kThreads) {
     float sum = 0.0f;

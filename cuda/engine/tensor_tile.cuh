@@ -357,14 +357,24 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
   }
 }
 
+// An operand's TF32 bits: a float rounded here, or bits an operand function returns as they are
+// (a value stored already rounded, whose rounding would give the same bits for one more
+// instruction a read).
+__device__ inline std::uint32_t operand_bits(float value) {
+  return to_tf32(value);
+}
+__device__ inline std::uint32_t operand_bits(std::uint32_t bits) {
+  return bits;
+}
+
 // One m16n8 tile of a product, by the warp's 32 lanes: acc = sum over k < k_count of a(m, k)
 // b(k, n) for the tile's rows m0.. and columns n0.., in steps of 8, always in the same order,
-// operands rounded to TF32; then store(m, n, acc) for each of its 16 x 8 places (the caller drops
-// the ones past its matrix). a and b are called for every row and column of the tile, and only
-// with k < k_count (a lane past the end reads the last k and uses zero instead), and must return a
-// finite value there. They are read for Chunk k-steps before any of those steps' products: a read
-// that a branch guards waits for the one before it, so every read here is unconditional (operand
-// functions that read global memory should clamp an index rather than branch on it too; a
+// operands rounded to TF32 (operand_bits); then store(m, n, acc) for each of its 16 x 8 places (the
+// caller drops the ones past its matrix). a and b are called for every row and column of the tile,
+// and only with k < k_count (a lane past the end reads the last k and uses zero instead), and must
+// return a finite value there. They are read for Chunk k-steps before any of those steps' products:
+// a read that a branch guards waits for the one before it, so every read here is unconditional
+// (operand functions that read global memory should clamp an index rather than branch on it too; a
 // shared-memory read's wait is short) and a chunk's reads are in flight together. k_count is an
 // int, or a std::integral_constant where the products' depth is a constant of the kernel.
 template <int Chunk = 4, class KCount, class AAt, class BAt, class Store>
@@ -378,15 +388,16 @@ __device__ void mma_tile(int m0, int n0, KCount k_count, AAt a, BAt b, Store sto
     for (int i = 0; i < Chunk; ++i) {
       const int k1 = k0 + 8 * i + t, k2 = k1 + 4;
       const int at1 = min(k1, count - 1), at2 = min(k2, count - 1);
-      const float a0 = a(m0 + g, at1), a1 = a(m0 + g + 8, at1), a2 = a(m0 + g, at2),
-                  a3 = a(m0 + g + 8, at2), b0 = b(at1, n0 + g), b1 = b(at2, n0 + g);
+      const auto a0 = a(m0 + g, at1), a1 = a(m0 + g + 8, at1), a2 = a(m0 + g, at2),
+                 a3 = a(m0 + g + 8, at2);
+      const auto b0 = b(at1, n0 + g), b1 = b(at2, n0 + g);
       const bool real1 = k1 < count, real2 = k2 < count;
-      af[i][0] = real1 ? to_tf32(a0) : 0u;
-      af[i][1] = real1 ? to_tf32(a1) : 0u;
-      af[i][2] = real2 ? to_tf32(a2) : 0u;
-      af[i][3] = real2 ? to_tf32(a3) : 0u;
-      bf[i][0] = real1 ? to_tf32(b0) : 0u;
-      bf[i][1] = real2 ? to_tf32(b1) : 0u;
+      af[i][0] = real1 ? operand_bits(a0) : 0u;
+      af[i][1] = real1 ? operand_bits(a1) : 0u;
+      af[i][2] = real2 ? operand_bits(a2) : 0u;
+      af[i][3] = real2 ? operand_bits(a3) : 0u;
+      bf[i][0] = real1 ? operand_bits(b0) : 0u;
+      bf[i][1] = real2 ? operand_bits(b1) : 0u;
     }
 #pragma unroll
     for (int i = 0; i < Chunk; ++i)
