@@ -12,9 +12,9 @@
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
-// stages; with --kernels tensor, a step is the gather, the tensor cores' gradient
-// (cuda/engine/tensor_backward.cuh), the loss statistics from its logits and the SGD update, and
-// evaluation runs the tensor cores' forward pass (cuda/engine/tensor_forward.cuh).
+// stages; with --kernels tensor, a step is the gather, the tensor cores' gradient with the loss
+// statistics (cuda/engine/tensor_backward.cuh) and the SGD update, and evaluation runs the tensor
+// cores' forward pass (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -66,7 +66,6 @@ class GpuEngine final : public NetworkEngine {
     if (gpu_kernel_set(net.kernels).tensor_gradient) {
       m_tensor_backward =
           std::make_unique<cuda::TensorBackward>(net, m_network.layout(), batch_size);
-      m_tensor_logits = Buffer<float>(Device::gpu, std::size_t(kClasses) * m_network.max_batch());
       // The padding between tensors, which the update reads and the tensor cores never write.
       m_network.gradients().zero();
     }
@@ -172,15 +171,13 @@ class GpuEngine final : public NetworkEngine {
   }
 
   // --kernels tensor's step s: the batch gathered as the layer-by-layer sets gather it, its
-  // batch-mean gradient on the tensor cores, the loss statistics counted from the same forward
-  // pass's logits, and the SGD update.
+  // batch-mean gradient on the tensor cores with the step's loss statistics (counted from the same
+  // forward pass), and the SGD update.
   void tensor_step(int step, int first, int count) {
     gather(first, count);
     m_tensor_backward->gradients(nullptr, m_labels.data(), count, m_network.parameters().data(),
                                  m_network.gradients().data(), cuda::kDefaultStream, m_input.data(),
-                                 m_tensor_logits.data());
-    cuda::softmax_cross_entropy(m_tensor_logits.data(), m_labels.data(), count, nullptr, nullptr,
-                                m_step_stats.data() + step, cuda::kDefaultStream);
+                                 m_step_stats.data() + step);
     m_optimizer.update_gpu(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
                            m_network.parameters().data(), m_state.pointers(),
                            m_network.layout().buffer_floats, cuda::kDefaultStream);
@@ -227,7 +224,6 @@ class GpuEngine final : public NetworkEngine {
   std::unique_ptr<cuda::WholeStep> m_whole_step;            // the whole-step kernel set only
   std::unique_ptr<cuda::TensorForward> m_tensor_forward;    // --kernels tensor only
   std::unique_ptr<cuda::TensorBackward> m_tensor_backward;  // --kernels tensor only
-  Buffer<float> m_tensor_logits;  // (max_batch, 10): a tensor step's logits, for its statistics
   DeviceDataset m_train;
   Buffer<std::uint32_t> m_epoch{Device::gpu, 1};  // the current epoch, read by the augmentation
   cuda::DeviceAugmentation m_augmentation;        // kind none unless the run augments

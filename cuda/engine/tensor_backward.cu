@@ -15,6 +15,7 @@
 #include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
+#include "cuda/kernels/block_reduce.cuh"
 #include "cuda/runtime/check.hpp"
 
 namespace lenet5::cuda {
@@ -62,9 +63,10 @@ struct DenseForwardArgs {
   WholeStepOffsets at;
   int n;
   const std::uint8_t* labels;
-  const float* s4_rows;  // (n, 400): the samples' S4 activations, 16-byte aligned
-  float* records;        // (tiles * kTile, record::floats)
-  float* logits;         // (n, 10), or null
+  const float* s4_rows;          // (n, 400): the samples' S4 activations, 16-byte aligned
+  float* records;                // (tiles * kTile, record::floats)
+  double* sample_loss;           // (n): each sample's loss, for the step's statistics
+  std::int32_t* sample_correct;  // (n): 1 where the sample's prediction is its label
 };
 
 // The tile's S4 rows into shared memory, zero rows for a short last tile's missing samples. The
@@ -89,9 +91,10 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
   }
 }
 
-// dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples (whole_step_forward.cuh's
-// loss_and_gradient in a thread per sample), and zero rows for a short last tile's missing ones,
-// which then add nothing to any weight gradient.
+// dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples, each sample's loss and
+// whether its prediction (the first maximum) is its label (whole_step_forward.cuh's
+// loss_and_gradient, in float as there, in a thread per sample), and zero rows for a short last
+// tile's missing ones, which then add nothing to any weight gradient.
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first) {
   namespace D = dense_layout;
   const int local = int(threadIdx.x), sample = first + local;
@@ -102,14 +105,14 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
     for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
     return;
   }
-  if (args.logits)
-    for (int k = 0; k < kOut; ++k) args.logits[std::size_t(sample) * kOut + k] = z[k];
   const int label = args.labels[sample];
   int best = 0;
   for (int k = 1; k < kOut; ++k)
     if (z[k] > z[best]) best = k;
   float sum = 0.0f;
   for (int k = 0; k < kOut; ++k) sum += expf(z[k] - z[best]);
+  args.sample_loss[sample] = double(logf(sum) + z[best] - z[label]);
+  args.sample_correct[sample] = best == label;
   for (int k = 0; k < kOut; ++k)
     d7[k] = (expf(z[k] - z[best]) / sum - float(k == label)) / float(args.n);
 }
@@ -189,6 +192,9 @@ struct DenseGradientArgs {
   float* d4;         // (n, 400)
   float* gradients;  // the layout's gradient buffer
   WholeStepOffsets at;
+  const double* sample_loss;           // (n), from the forward kernel
+  const std::int32_t* sample_correct;  // (n)
+  StepStats* stats;                    // the step's statistics, added to; or null
 };
 
 // The gradient kernel's products, each a set of m16n8 tiles, in the order its warps take them.
@@ -241,6 +247,8 @@ __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, in
 // where the convolutions' backward pass starts; S4's own slope is theirs to apply).
 __global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseGradientArgs args) {
   const int lane = int(threadIdx.x) % 32;
+  if (blockIdx.x == 0 && threadIdx.x == 0 && args.stats)
+    add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats);
   int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32;
   const WholeStepOffsets& at = args.at;
   const float* records = args.records;
@@ -304,26 +312,42 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
     : m_config(supported(config)),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
-      m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats) {
+      m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats),
+      m_sample_loss(Device::gpu, std::size_t(max_batch)),
+      m_sample_correct(Device::gpu, std::size_t(max_batch)) {
   prepare_tile_kernel(forward_kernel_for(config), kSharedBytes, kTile);
 }
 
 void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,
                                           const float* s4_rows, float* gradients, float* d4,
-                                          cudaStream_t stream, float* logits) {
+                                          cudaStream_t stream, StepStats* stats) {
   check_fits(n, m_max_batch);
   // The forward kernel copies S4's rows as float4s.
   if (!s4_rows || reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
-  const DenseForwardArgs forward_args{params,  m_offsets,        n,     labels,
-                                      s4_rows, m_records.data(), logits};
+  const DenseForwardArgs forward_args{params,
+                                      m_offsets,
+                                      n,
+                                      labels,
+                                      s4_rows,
+                                      m_records.data(),
+                                      m_sample_loss.data(),
+                                      m_sample_correct.data()};
   forward_kernel_for(m_config)<<<tiles_of(n, kTile), kDenseThreads, kSharedBytes, stream>>>(
       forward_args);
   CUDA_CHECK_LAUNCH();
-  const DenseGradientArgs gradient_args{
-      m_records.data(), s4_rows, params + m_offsets.c5_weight, n, d4, gradients, m_offsets};
+  const DenseGradientArgs gradient_args{m_records.data(),
+                                        s4_rows,
+                                        params + m_offsets.c5_weight,
+                                        n,
+                                        d4,
+                                        gradients,
+                                        m_offsets,
+                                        m_sample_loss.data(),
+                                        m_sample_correct.data(),
+                                        stats};
   tensor_dense_gradient_kernel1<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps, kThreads, 0,
                                   stream>>>(gradient_args);
   CUDA_CHECK_LAUNCH();
@@ -336,10 +360,10 @@ TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layou
 
 void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
                                const float* params, float* gradients, cudaStream_t stream,
-                               const float* field, float* logits) {
+                               const float* field, StepStats* stats) {
   m_conv.conv_forward(images, n, params, stream, field);
   m_dense.dense_gradients(labels, n, params, m_conv.s4_rows(), gradients, m_d4.data(), stream,
-                          logits);
+                          stats);
   m_conv.conv_gradients(images, n, params, m_d4.data(), gradients, stream, field);
 }
 

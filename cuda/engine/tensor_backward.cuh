@@ -46,6 +46,7 @@
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "cuda/engine/whole_step.cuh"
+#include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
 
 namespace lenet5::cuda {
@@ -63,15 +64,19 @@ class TensorDenseBackward {
   // batch-mean gradient (of the softmax cross-entropy averaged over the n samples) of c5.weight,
   // c5.bias, f6.weight, f6.bias, output.weight and output.bias in `gradients` (layout offsets; the
   // other tensors untouched), and writes each sample's dL/d(S4's activation) to d4 (n, 400). With
-  // logits not null, each sample's logits are written there (n, 10). Nothing waits for the device.
+  // stats not null, the step's loss sum and correct count (whole-step's formula, in float, summed
+  // in sample order) are ADDED to *stats. Nothing waits for the device.
   void dense_gradients(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
-                       float* gradients, float* d4, cudaStream_t stream, float* logits = nullptr);
+                       float* gradients, float* d4, cudaStream_t stream,
+                       StepStats* stats = nullptr);
 
  private:
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
+  Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
+  Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
 };
 
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their
@@ -116,12 +121,11 @@ class TensorBackward {
   // OVERWRITES the batch-mean gradient (of the softmax cross-entropy averaged over the n samples)
   // of every parameter tensor, c1.weight to output.bias, in `gradients` (layout offsets; the
   // padding between tensors untouched). Deterministic. field as conv_forward takes it (a training
-  // step's batch, gathered through the permutation and the augmentation), logits as
-  // dense_gradients takes them (the logits its loss statistics are counted from). Nothing waits for
-  // the device.
+  // step's batch, gathered through the permutation and the augmentation), stats as
+  // dense_gradients takes it (the step's statistics slot). Nothing waits for the device.
   void gradients(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
                  float* gradients, cudaStream_t stream, const float* field = nullptr,
-                 float* logits = nullptr);
+                 StepStats* stats = nullptr);
 
  private:
   TensorDenseBackward m_dense;

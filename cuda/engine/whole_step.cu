@@ -22,6 +22,7 @@
 #include "cuda/engine/whole_step_forward.cuh"
 #include "cuda/engine/whole_step_tf32.cuh"
 #include "cuda/engine/whole_step_update.cuh"
+#include "cuda/kernels/block_reduce.cuh"
 #include "cuda/runtime/check.hpp"
 #include "cuda/runtime/runtime.hpp"
 
@@ -183,17 +184,8 @@ __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(Updat
   allow_next_grid();
   wait_for_previous_grid();
   const UpdateArgs args = args_of_model(group_args, int(blockIdx.y));
-  if (blockIdx.x == 0 && threadIdx.x == 0 && args.stats) {
-    double loss = 0;
-    int correct = 0;
-    for (int s = 0; s < args.n; ++s) {
-      loss += args.sample_loss[s];
-      correct += args.sample_correct[s];
-    }
-    // Stream order makes this read-modify-write safe, as in softmax_cross_entropy_kernel1.
-    args.stats->loss_sum += loss;
-    args.stats->correct += correct;
-  }
+  if (blockIdx.x == 0 && threadIdx.x == 0 && args.stats)
+    add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats);
   const int flat = flat_blocks(args.at);
   if (int(blockIdx.x) < flat)
     update_flat_parameters(args, int(blockIdx.x));
@@ -514,8 +506,8 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   args.stats = stats;
   args.group = group;
   args.samples_stride = std::size_t(m_max_batch);
-  const bool mma = m_config.precision == Precision::tf32 && n >= kMmaMinBatch &&
-                   tiles == DenseTiles::by_batch;
+  const bool mma =
+      m_config.precision == Precision::tf32 && n >= kMmaMinBatch && tiles == DenseTiles::by_batch;
   const Precision dense = mma ? Precision::tf32 : Precision::fp32;
   const UpdateKernelChoice update =
       update_kernel_for(dense, dense_tile_rows(n, group, m_sms, tiles));

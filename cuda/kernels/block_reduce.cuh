@@ -1,6 +1,8 @@
 // A deterministic block-wide sum for the reduction kernels.
 #pragma once
 
+#include <cstdint>
+
 namespace lenet5::cuda {
 
 // Sum of one value per thread over a block of exactly Threads threads, in a fixed tree (stride
@@ -43,6 +45,22 @@ __device__ void block_add_stats(double loss, int correct, Stats* stats) {
     stats->loss_sum += loss_partial[0];
     stats->correct += correct_partial[0];
   }
+}
+
+// A step's statistics from its samples' losses and correct predictions, added in sample order by
+// the one thread that calls it (the same sum every run, no atomics), to *stats (a StepStats).
+template <class Stats>
+__device__ void add_sample_stats(const double* sample_loss, const std::int32_t* sample_correct,
+                                 int n, Stats* stats) {
+  double loss = 0;
+  int correct = 0;
+  for (int s = 0; s < n; ++s) {
+    loss += sample_loss[s];
+    correct += sample_correct[s];
+  }
+  // Stream order makes this read-modify-write safe: the next step's kernel starts after this one.
+  stats->loss_sum += loss;
+  stats->correct += correct;
 }
 
 }  // namespace lenet5::cuda
