@@ -90,15 +90,15 @@ case "$kernels" in
     marker=roofline_whole_step.sh filter='regex:whole_step' per_step=2
     ;;
   tensor)
-    # 8 a step (gpu_engine.cu's tensor_step, TensorBackward::gradients): gather_batch_kernel1 or
-    # gather_augmented_batch_kernel; tensor_conv_forward_kernel1, tensor_dense_forward_kernel1,
-    # tensor_dense_gradient_kernel1, tensor_conv_backward_kernel2, tensor_gradient_sum_kernel2
-    # (the convolutions' per-sample slots); softmax_cross_entropy_kernel1 (the
-    # loss statistics from the logits); sgd_step_kernel1 (SGD's update; an SDLM config would
-    # launch sdlm_step_kernel1 and a curvature pass instead, which this filter does not follow).
-    # Any tensor_ kernel is caught, so that a kernel renamed or split in cuda/engine/ still shows.
-    marker=roofline_tensor per_step=8
-    filter='regex:tensor_|gather_(augmented_)?batch_kernel|softmax_cross_entropy_kernel|sgd_step_kernel'
+    # 7 a step (gpu_engine.cu's tensor_step, TensorBackward::gradients): gather_batch_kernel1 or
+    # gather_augmented_batch_kernel; tensor_conv_forward_kernel1, tensor_dense_forward_kernel2,
+    # tensor_dense_gradient_kernel1 (with the step's loss statistics),
+    # tensor_conv_backward_kernel2, tensor_gradient_sum_kernel2 (the convolutions' per-sample
+    # slots); sgd_step_kernel1 (SGD's update; an SDLM config would launch sdlm_step_kernel1 and a
+    # curvature pass instead, which this filter does not follow). Any tensor_ kernel is caught, so
+    # that a kernel renamed or split in cuda/engine/ still shows.
+    marker=roofline_tensor per_step=7
+    filter='regex:tensor_|gather_(augmented_)?batch_kernel|sgd_step_kernel'
     ;;
 esac
 skip=$((20 * per_step)) count=$((4 * per_step))

@@ -93,8 +93,10 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
 
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples, each sample's loss and
 // whether its prediction (the first maximum) is its label (whole_step_forward.cuh's
-// loss_and_gradient, in float as there, in a thread per sample), and zero rows for a short last
-// tile's missing ones, which then add nothing to any weight gradient.
+// loss_and_gradient's formula, in float as there, in a thread per sample: its sum of exponentials
+// runs in class order where there it is a butterfly, so the two agree to float's rounding, not to
+// the bit), and zero rows for a short last tile's missing ones, which then add nothing to any
+// weight gradient.
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first) {
   namespace D = dense_layout;
   const int local = int(threadIdx.x), sample = first + local;
@@ -151,8 +153,9 @@ __device__ void to_records(const float* rows, float* records, int to) {
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
 // tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
-// tile, the weights read from L2), then the tile's records. The products over the whole batch (the
-// weight gradients and dL/dS4) are tensor_dense_gradient_kernel1's.
+// tile, the weights read from L2), then the tile's records and each sample's loss and
+// correctness. The products over the whole batch (the weight gradients and dL/dS4) and the step's
+// statistics are tensor_dense_gradient_kernel1's.
 template <Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
@@ -244,11 +247,16 @@ __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, in
 // A warp per m16n8 tile of the dense layers' products over the whole batch, each the same sum in
 // the same order whichever warp computes it (no slots, no atomics): the weight and bias gradients
 // of C5, F6 and the output layer, and dL/dS4 = dL/dC5 W5 (C5's input gradient, a row per sample:
-// where the convolutions' backward pass starts; S4's own slope is theirs to apply).
+// where the convolutions' backward pass starts; S4's own slope is theirs to apply); and in one
+// block past the products', the step's loss sum and correct count, added to args.stats in sample
+// order by one warp (block_reduce.cuh's warp_add_sample_stats, as whole-step's update adds its).
 __global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseGradientArgs args) {
   const int lane = int(threadIdx.x) % 32;
-  if (blockIdx.x == 0 && threadIdx.x == 0 && args.stats)
-    add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats);
+  if (blockIdx.x == gridDim.x - 1) {  // the block past the products': the step's statistics
+    if (threadIdx.x < 32 && args.stats)
+      warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
+    return;
+  }
   int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32;
   const WholeStepOffsets& at = args.at;
   const float* records = args.records;
@@ -348,7 +356,8 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, con
                                         m_sample_loss.data(),
                                         m_sample_correct.data(),
                                         stats};
-  tensor_dense_gradient_kernel1<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps, kThreads, 0,
+  // The products' blocks, and one more for the step's statistics.
+  tensor_dense_gradient_kernel1<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps + 1, kThreads, 0,
                                   stream>>>(gradient_args);
   CUDA_CHECK_LAUNCH();
 }

@@ -11,13 +11,15 @@
 //   (tensor_tile.cuh's dense_layers, as the evaluation does), the softmax cross-entropy's gradient
 //   dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
 //   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
-//   and writes each sample's activations and output gradients to its record;
+//   and writes each sample's activations and output gradients to its record, and its loss and
+//   whether its prediction is its label;
 //   tensor_dense_gradient_kernel1 (tensor_backward.cu): a warp per m16n8 tile of the products over
 //   the whole batch, from the records:
 //     the weight gradients  dL/d[W7 | b7] = dL/dlogitsᵀ [F6 | 1], dL/d[W6 | b6] = dL/dF6ᵀ [C5 | 1],
 //                           dL/d[W5 | b5] = dL/dC5ᵀ [S4 | 1] (k the batch's samples in order;
 //                           a bias's gradient is the column of ones' product);
 //     and dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
+//     and, in one more block, the step's loss sum and correct count, in sample order;
 //   tensor_conv_backward_kernel2<Activation, Subsampling> (tensor_conv_backward.cu): a block per
 //   sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4 (f'(S4), then the
 //   window's average or its first maximum) to dL/dC3, then C3's input gradient (a transposed

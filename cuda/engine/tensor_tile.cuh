@@ -299,9 +299,9 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
 
 // Y (Tile x N) = f(X (Tile x K) W^T + b), X in shared memory (rows LdX apart, TF32), W (N, K) and
 // b in global memory; f the activation when Activate, and Y rounded to TF32 when Round (it is only
-// a product's operand). Warp w takes n-tiles w, w + 8, ...; per k-step it loads its B fragment
-// once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11 k-steps)
-// are zeros on both sides.
+// a product's operand). Warp w of Warps takes n-tiles w, w + Warps, ...; per k-step it loads its B
+// fragment once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11
+// k-steps) are zeros on both sides.
 template <int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round, Activation A,
           int Chunk = 25, int Warps = kWarps>
 __device__ void dense_tile(const float* x, const float* weight, const float* bias, float* y,

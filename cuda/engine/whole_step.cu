@@ -174,8 +174,8 @@ __global__ void __launch_bounds__(kThreads, kSampleBlocksPerSm)
 
 // The batch gradient of every parameter of model blockIdx.y, then the SGD update: blocks
 // [0, flat_blocks) the flat parameters, the rest the dense weights' tiles (whole_step_update.cuh).
-// Every parameter's sum runs in a fixed order, so every run gives the same bits. Thread 0 of block
-// 0 adds the step's statistics.
+// Every parameter's sum runs in a fixed order, so every run gives the same bits. Warp 0 of block 0
+// adds the step's statistics.
 // With R = tf32 the dense weights' tiles are the tensor cores' (whole_step_update.cuh), which
 // launch_update picks for --precision tf32 and batches of kMmaMinBatch and more; with fp32, the
 // tiles of Rows rows per warp (dense_tile_rows).
@@ -184,8 +184,9 @@ __global__ void __launch_bounds__(kUpdateThreads) whole_step_update_kernel(Updat
   allow_next_grid();
   wait_for_previous_grid();
   const UpdateArgs args = args_of_model(group_args, int(blockIdx.y));
-  if (blockIdx.x == 0 && threadIdx.x == 0 && args.stats)
-    add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats);
+  if (blockIdx.x == 0 && threadIdx.x < 32 && args.stats)
+    warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats,
+                          int(threadIdx.x));
   const int flat = flat_blocks(args.at);
   if (int(blockIdx.x) < flat)
     update_flat_parameters(args, int(blockIdx.x));

@@ -46,6 +46,7 @@ struct Reference {
   std::vector<double> gradients;
   std::vector<double> d4;                  // (n, 400)
   std::vector<double> c5_bias_from_chain;  // dL/dC5 summed over the samples
+  LossStats loss;                          // the batch's loss sum and correct count
 };
 Reference reference(const NetConfig& config, const std::vector<float>& params, const Batch& batch,
                     int n) {
@@ -54,7 +55,8 @@ Reference reference(const NetConfig& config, const std::vector<float>& params, c
   Network<double>& net = *reference_net;
   const std::vector<double> wide(params.begin(), params.end());
   std::vector<double> d7(std::size_t(n) * kClasses);
-  softmax_cross_entropy_cpu(net.logits(), batch.labels.data(), n, kClasses, d7.data(), nullptr);
+  const LossStats loss =
+      softmax_cross_entropy_cpu(net.logits(), batch.labels.data(), n, kClasses, d7.data(), nullptr);
   const ParamLayout& layout = net.layout();
   const double* w5 = wide.data() + layout.find("c5.weight").offset;
   const double* w6 = wide.data() + layout.find("f6.weight").offset;
@@ -84,6 +86,7 @@ Reference reference(const NetConfig& config, const std::vector<float>& params, c
   }
   net.backward(d7.data(), n);
   result.gradients = net.gradients().to_vector();
+  result.loss = loss;
   return result;
 }
 
@@ -138,6 +141,26 @@ std::vector<float> run_whole(const NetConfig& config, const std::vector<float>& 
   backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(), gradients.data(),
                      cudaStreamPerThread);
   return test::download(gradients);
+}
+
+// The step's statistics slot after one TensorBackward pass and after a second one over the same
+// batch (each pass ADDS its loss sum and correct count).
+std::pair<cuda::StepStats, cuda::StepStats> step_stats(const NetConfig& config,
+                                                       const std::vector<float>& params,
+                                                       const Batch& batch, int n) {
+  const ParamLayout layout = lenet5_layout(config);
+  cuda::TensorBackward backward(config, layout, n);
+  const DeviceInputs in(batch, params);
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+  Buffer<cuda::StepStats> stats(Device::gpu, 1);  // zeroed, as an epoch's slots are
+  std::pair<cuda::StepStats, cuda::StepStats> result;
+  for (cuda::StepStats* after : {&result.first, &result.second}) {
+    backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(), gradients.data(),
+                       cudaStreamPerThread, nullptr, stats.data());
+    CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+    stats.copy_to_host(after);
+  }
+  return result;
 }
 
 // The tolerances, in the L2 norm relative to the reference's, per tensor. Every product on the
@@ -270,8 +293,9 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinTf32Rounding) {
 
 // The batches a run's last step can have: a single sample (every k-step but the first lane's past
 // the batch, 15 of the 16 rows padding), fewer samples than a k-step (5), exactly one (8), and half
-// a tile (24), with buffers sized for a batch of 128 (rows past the batch never read). The smooth
-// network, so that kSmoothWhole checks every tensor closely.
+// a tile (24), with buffers sized for a batch of 128 (rows past the batch never read), and the
+// step's statistics that the pass adds. The smooth network, so that kSmoothWhole checks every
+// tensor closely.
 TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -288,6 +312,15 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
     for (const ParamSpec& spec : layout.tensors)
       EXPECT_LE(relative_l2(got, want.gradients, spec.offset, spec.count), kSmoothWhole)
           << what << " " << spec.name;
+    // The step's statistics: the loss within the logits' TF32 rounding (a few 1e-4 of their scale,
+    // which moves a loss of order 1 by as much; 1e-3 relative), and the correct count exactly
+    // unless a rounding moves a sample's first maximum (these untrained weights' logits are close
+    // together: one such sample allowed).
+    const auto [once, twice] = step_stats(config, params, batch, n);
+    EXPECT_NEAR(once.loss_sum, want.loss.loss_sum, 1e-3 * want.loss.loss_sum) << what;
+    EXPECT_NEAR(once.correct, want.loss.correct, 1) << what;
+    EXPECT_EQ(twice.loss_sum, 2 * once.loss_sum) << what << ": added to the slot";
+    EXPECT_EQ(twice.correct, 2 * once.correct) << what;
   }
 }
 
