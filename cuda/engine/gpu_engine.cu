@@ -59,7 +59,9 @@ class GpuEngine final : public NetworkEngine {
         throw UsageError("the optimizer " + m_optimizer.description.name +
                          " does not run in the whole-step kernel set, whose kernels apply SGD "
                          "themselves: choose --kernels fast or book");
-      m_whole_step = std::make_unique<cuda::WholeStep>(net, m_network.layout(), batch_size);
+      // A lone model of the tensor-core set trains with TensorBackward's kernels instead.
+      if (!gpu_kernel_set(net.kernels).tensor_gradient)
+        m_whole_step = std::make_unique<cuda::WholeStep>(net, m_network.layout(), batch_size);
     }
     if (gpu_kernel_set(net.kernels).tensor_evaluation)
       m_tensor_forward = std::make_unique<cuda::TensorForward>(net, m_network.layout());

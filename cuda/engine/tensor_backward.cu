@@ -121,16 +121,20 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
 
 // The forward kernel's reads a chunk, in k-steps: F6's and C5's input gradients (k = 10 and 84
 // outputs) read all their weights at once, and the dense layers' forward pass reads 50 k-steps of
-// weights (100 registers: C5's whole row).
-constexpr int kInputGradientChunk = 11, kDenseForwardChunk = 50;
+// weights in TF32 (100 registers: C5's whole row), 25 in BF16 and FP32, whose products need
+// registers of their own (the packed or split operands) and would spill with 50.
+template <Precision R>
+constexpr int kInputGradientChunk = R == Precision::tf32 ? 11 : 4;
+template <Precision R>
+constexpr int kDenseForwardChunk = R == Precision::tf32 ? 50 : 25;
 
 // dL/d(pre-activation) (rows of `Ld`) = (dL/dy W) f'(y) for a dense layer y = f(W x + b) whose
 // output gradient d_out (a row of LdOut per sample, Out wide) it reads, W (Out, In) row-major in
 // global memory, y (rows of LdY) the activation of the layer below, stored by the forward pass.
-template <Activation A, int Out, int In, int LdOut, int Ld, int LdY>
+template <Precision R, Activation A, int Out, int In, int LdOut, int Ld, int LdY>
 __device__ void input_gradient(const float* d_out, const float* weight, const float* y, float* d,
                                int warp, int lane) {
-  gemm_tiles<kTile, In, Out, kDenseWarps, kInputGradientChunk>(
+  gemm_tiles<R, kTile, In, Out, kDenseWarps, kInputGradientChunk<R>>(
       [d_out](int m, int k) { return d_out[m * LdOut + k]; },
       [weight](int k, int n) {
         const float value = weight[k * In + min(n, In - 1)];
@@ -156,7 +160,7 @@ __device__ void to_records(const float* rows, float* records, int to) {
 // tile, the weights read from L2), then the tile's records and each sample's loss and
 // correctness. The products over the whole batch (the weight gradients and dL/dS4) and the step's
 // statistics are tensor_dense_gradient_kernel1's.
-template <Activation A>
+template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
   namespace D = dense_layout;
@@ -166,18 +170,18 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
-  dense_layers<A, kTile, kDenseForwardChunk, kDenseWarps>(shared + D::a4, shared + D::a5,
-                                                          shared + D::a6, shared + D::z,
-                                                          args.params, args.at, warp, lane);
+  dense_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(shared + D::a4, shared + D::a5,
+                                                                shared + D::a6, shared + D::z,
+                                                                args.params, args.at, warp, lane);
   logits_gradient(shared, args, first);
   __syncthreads();
   const float* params = args.params;
   const WholeStepOffsets& at = args.at;
-  input_gradient<A, kOut, kF6, D::kD7Row, kA6Row, kA6Row>(
+  input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row>(
       shared + D::d7, params + at.output_weight, shared + D::a6, shared + D::d6, warp, lane);
   __syncthreads();
-  input_gradient<A, kF6, kC5, kA6Row, kA5Row, kA5Row>(shared + D::d6, params + at.f6_weight,
-                                                      shared + D::a5, shared + D::d5, warp, lane);
+  input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row>(
+      shared + D::d6, params + at.f6_weight, shared + D::a5, shared + D::d5, warp, lane);
   __syncthreads();
   float* records = args.records + std::size_t(first) * record::floats;
   to_records<kC5, kA5Row>(shared + D::a5, records, record::a5);
@@ -220,14 +224,14 @@ constexpr int kGradientChunk = 8;
 // dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
 // block (dL/d(the layer's pre-activation)), x the layer's input (rows of x_ld floats from x), k
 // the n samples; writes the tile's part of the weight's and the bias's gradients.
-template <int Out, int In>
+template <Precision R, int Out, int In>
 __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, int d_at,
                                      const float* x, int x_ld, int weight_to, int bias_to,
                                      int lane) {
   constexpr int kNTiles = (In + 1 + 7) / 8;
   const float* records = args.records;
   float* gradients = args.gradients;
-  mma_tile<kGradientChunk>(
+  mma_tile<R, kGradientChunk>(
       tile / kNTiles * 16, tile % kNTiles * 8, args.n,
       [records, d_at](int m, int k) {
         const float value = records[std::size_t(k) * record::floats + d_at + min(m, Out - 1)];
@@ -250,6 +254,7 @@ __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, in
 // where the convolutions' backward pass starts; S4's own slope is theirs to apply); and in one
 // block past the products', the step's loss sum and correct count, added to args.stats in sample
 // order by one warp (block_reduce.cuh's warp_add_sample_stats, as whole-step's update adds its).
+template <Precision R>
 __global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseGradientArgs args) {
   const int lane = int(threadIdx.x) % 32;
   if (blockIdx.x == gridDim.x - 1) {  // the block past the products': the step's statistics
@@ -261,20 +266,20 @@ __global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseG
   const WholeStepOffsets& at = args.at;
   const float* records = args.records;
   if (tile < products::c5) {
-    weight_gradient_tile<kC5, kFlat4>(tile, args, record::d5, args.s4_rows, kFlat4, at.c5_weight,
-                                      at.c5_bias, lane);
+    weight_gradient_tile<R, kC5, kFlat4>(tile, args, record::d5, args.s4_rows, kFlat4, at.c5_weight,
+                                         at.c5_bias, lane);
     return;
   }
   tile -= products::c5;
   if (tile < products::f6) {
-    weight_gradient_tile<kF6, kC5>(tile, args, record::d6, records + record::a5, record::floats,
-                                   at.f6_weight, at.f6_bias, lane);
+    weight_gradient_tile<R, kF6, kC5>(tile, args, record::d6, records + record::a5, record::floats,
+                                      at.f6_weight, at.f6_bias, lane);
     return;
   }
   tile -= products::f6;
   if (tile < products::out) {
-    weight_gradient_tile<kOut, kF6>(tile, args, record::d7, records + record::a6, record::floats,
-                                    at.output_weight, at.output_bias, lane);
+    weight_gradient_tile<R, kOut, kF6>(tile, args, record::d7, records + record::a6, record::floats,
+                                       at.output_weight, at.output_bias, lane);
     return;
   }
   tile -= products::out;
@@ -282,7 +287,7 @@ __global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseG
   const float* w5 = args.w5;
   float* d4 = args.d4;
   const int n = args.n;
-  mma_tile<kGradientChunk>(
+  mma_tile<R, kGradientChunk>(
       tile / products::d4_columns * 16, tile % products::d4_columns * 8,
       std::integral_constant<int, kC5>{},
       [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },
@@ -298,17 +303,25 @@ int dense_gradient_tiles(int n) {
 }
 
 using ForwardKernel = void (*)(DenseForwardArgs);
+using GradientKernel = void (*)(DenseGradientArgs);
 
-// kernel_for_network's kernels: the dense forward kernel, whose layers have no subsampling.
+// kernel_for_training's kernels: the dense forward kernel, whose layers have no subsampling, and
+// the gradient kernel, which has no activation either.
 struct DenseKernels {
-  template <Activation A, Subsampling>
+  template <Precision R, Activation A, Subsampling>
   ForwardKernel of() const {
-    return tensor_dense_forward_kernel2<A>;
+    return tensor_dense_forward_kernel2<R, A>;
+  }
+};
+struct DenseGradientKernels {
+  template <Precision R, Activation, Subsampling>
+  GradientKernel of() const {
+    return tensor_dense_gradient_kernel1<R>;
   }
 };
 
 ForwardKernel forward_kernel_for(const NetConfig& config) {
-  return kernel_for_network(config, DenseKernels{});
+  return kernel_for_training(config, DenseKernels{});
 }
 
 constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(dense_layout::floats);
@@ -357,8 +370,9 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, con
                                         m_sample_correct.data(),
                                         stats};
   // The products' blocks, and one more for the step's statistics.
-  tensor_dense_gradient_kernel1<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps + 1, kThreads, 0,
-                                  stream>>>(gradient_args);
+  kernel_for_training(m_config,
+                      DenseGradientKernels{})<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps + 1,
+                                                kThreads, 0, stream>>>(gradient_args);
   CUDA_CHECK_LAUNCH();
 }
 

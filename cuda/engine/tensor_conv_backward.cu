@@ -113,7 +113,7 @@ struct ConvBackwardArgs {
   float* partials;       // (n, partial::floats)
 };
 
-template <Activation A, Subsampling P>
+template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel1(ConvForwardArgs args) {
   namespace F = forward_layout;
   extern __shared__ float4 shared_storage[];
@@ -123,15 +123,16 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel1(ConvF
   float* rec = args.records + std::size_t(sample) * record::floats;
   std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
   std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
-  stage_conv_weights(shared, args.in, F::w1, F::w3, F::s2_bias, F::s4_bias);
-  load_sample(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
+  stage_conv_weights<R>(shared, args.in, F::w1, F::w3, F::s2_bias, F::s4_bias);
+  load_sample<R>(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
   __syncthreads();
-  c1_s2<A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
-              warp, kWarps);
+  c1_s2<R, A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
+                 warp, kWarps);
   __syncthreads();
   static_assert(kWarps == 8, "a warp per (window pair, n-tile) of C3: 4 x 2");
-  c3_s4<A, P, 1, 1>(shared + F::a2, shared + F::w3, shared + F::s4_bias,
-                    args.s4_rows + std::size_t(sample) * kFlat4, lane, which4, warp / 2, warp % 2);
+  c3_s4<R, A, P, 1, 1>(shared + F::a2, shared + F::w3, shared + F::s4_bias,
+                       args.s4_rows + std::size_t(sample) * kFlat4, lane, which4, warp / 2,
+                       warp % 2);
   for (int i = int(threadIdx.x); i < kWarpS2; i += kThreads)
     rec[record::a2 + i] = shared[F::a2 + i];
 }
@@ -163,7 +164,7 @@ __device__ void clear_d3_borders(float* d3) {
 
 // dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window (rounded to
 // TF32: only products read it), by the block.
-template <Activation A, Subsampling P>
+template <Precision R, Activation A, Subsampling P>
 __device__ void s4_backward(const float* d4, float* shared) {
   namespace C = conv_layout;
   float* a4 = shared + C::a4;
@@ -175,10 +176,10 @@ __device__ void s4_backward(const float* d4, float* shared) {
     const int m = i / kWindows4, window = i % kWindows4;
     float* corner = shared + C::d3 + d3_at(m, 2 * (window / kSide4), 2 * (window % kSide4));
     const int best = P == Subsampling::max ? which[i] : 0;
-    corner[0] = rounded_to_tf32(window_gradient<P>(dz, best, 0));
-    corner[1] = rounded_to_tf32(window_gradient<P>(dz, best, 1));
-    corner[kSide3P] = rounded_to_tf32(window_gradient<P>(dz, best, 2));
-    corner[kSide3P + 1] = rounded_to_tf32(window_gradient<P>(dz, best, 3));
+    corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
+    corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
+    corner[kSide3P] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
+    corner[kSide3P + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
   }
 }
 
@@ -187,7 +188,7 @@ __device__ void s4_backward(const float* d4, float* shared) {
 // pass's convolutions do, each lane gathers its A values at its rows' corners minus its taps'
 // offsets (tap_offsets; taps 25-31 read the row's own value, which a zero weight multiplies), and
 // each k-step's B fragment serves all the warp's tiles.
-template <Activation A, int Tiles>
+template <Precision R, Activation A, int Tiles>
 __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, int lane) {
   namespace C = conv_layout;
   const int g = lane / 4, t = lane % 4;
@@ -218,7 +219,7 @@ __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, i
                                     __float_as_uint(map[row[i][1] - tap[j][0]]),
                                     __float_as_uint(map[row[i][0] - tap[j][1]]),
                                     __float_as_uint(map[row[i][1] - tap[j][1]])};
-        mma_tf32(acc[i], a, b);
+        Operands<R>::mma(acc[i], a, b);
       }
     }
   }
@@ -234,22 +235,23 @@ __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, i
 }
 
 // C3's input gradient: the 13 m-tiles, warp w tiles w and w + 8.
-template <Activation A>
+template <Precision R, Activation A>
 __device__ void c3_input_gradient(float* shared, int warp, int lane) {
   constexpr int kMTiles = (kWindows2 + 15) / 16;
   static_assert(kMTiles > kWarps && kMTiles <= 2 * kWarps, "one or two tiles a warp");
   if (warp + kWarps < kMTiles)
-    c3_input_tiles<A, 2>(shared, shared + conv_layout::d2, warp, lane);
+    c3_input_tiles<R, A, 2>(shared, shared + conv_layout::d2, warp, lane);
   else
-    c3_input_tiles<A, 1>(shared, shared + conv_layout::d2, warp, lane);
+    c3_input_tiles<R, A, 1>(shared, shared + conv_layout::d2, warp, lane);
 }
 
 // C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot.
+template <Precision R>
 __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, int lane) {
   namespace C = conv_layout;
   const float* d3 = shared + C::d3;
   const float* a2 = shared + C::rec + record::a2;
-  gemm_tiles<kMaps3, kMaps1 * kTapColumns, kC3Positions>(
+  gemm_tiles<R, kMaps3, kMaps1 * kTapColumns, kC3Positions>(
       [d3](int m, int k) { return d3[d3_at(m, k / kSide3, k % kSide3)]; },
       [a2](int k, int n) {
         const int c = n / kTapColumns, tap = n % kTapColumns;
@@ -267,7 +269,7 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
 // each 2x2 window (its average, or its first maximum), into C::c1_gradient, by the block: each
 // value computed once, where C1's weight product computed it for every read, in both of its
 // m-tiles' warps.
-template <Subsampling P>
+template <Precision R, Subsampling P>
 __device__ void c1_gradient_maps(float* shared) {
   namespace C = conv_layout;
   const float* d2 = shared + C::d2;
@@ -279,7 +281,7 @@ __device__ void c1_gradient_maps(float* shared) {
     const int window = map * kWindows2 + y / 2 * kSide2 + col / 2;
     const int best = P == Subsampling::max ? which[window] : 0;
     shared[C::c1_gradient + i] =
-        rounded_to_tf32(window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2));
+        Operands<R>::stored(window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2));
   }
 }
 
@@ -287,13 +289,14 @@ __device__ void c1_gradient_maps(float* shared) {
 // 25-31 dropped), 25 k-steps, into the quarter's part of C::g1. Both operands are stored rounded to
 // TF32 (the input field, and dL/dC1 by c1_gradient_maps), so the product takes their bits as they
 // are; a row or column past the matrix reads a real element at a clamped index and gives zero.
+template <Precision R>
 __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   namespace C = conv_layout;
   const int first = warp / 2 * kQuarter;
   const float* x = shared + C::x;
   const float* c1_gradient = shared + C::c1_gradient;
   float* g1 = shared + C::g1 + warp / 2 * kW1;
-  gemm_tiles<kTaps, kMaps1, kQuarter, 2>(
+  gemm_tiles<R, kTaps, kMaps1, kQuarter, 2>(
       [x, first](int tap, int k) {
         const int pos = first + k, at = min(tap, kTaps - 1);
         const float value = x[(pos / kSide1 + at / kK) * kField + pos % kSide1 + at % kK];
@@ -308,7 +311,7 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
 
 // The sample's record, input field and S4 row into shared memory, by the block (the first maxima
 // only where max subsampling wrote them).
-template <Subsampling P>
+template <Precision R, Subsampling P>
 __device__ void load_forward(const ConvBackwardArgs& args, int sample, float* shared) {
   namespace C = conv_layout;
   const float* rec = args.records + std::size_t(sample) * record::floats;
@@ -316,10 +319,10 @@ __device__ void load_forward(const ConvBackwardArgs& args, int sample, float* sh
   for (int i = int(threadIdx.x); i < kRead; i += kThreads) shared[C::rec + i] = rec[i];
   const float* a4 = args.s4_rows + std::size_t(sample) * kFlat4;
   for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) shared[C::a4 + i] = a4[i];
-  load_sample(args.in, sample, shared + C::x, int(threadIdx.x), kThreads);
+  load_sample<R>(args.in, sample, shared + C::x, int(threadIdx.x), kThreads);
 }
 
-template <Activation A, Subsampling P>
+template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
   namespace C = conv_layout;
   extern __shared__ float4 shared_storage[];
@@ -327,20 +330,20 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int sample = int(blockIdx.x);
   float* slot = args.partials + std::size_t(sample) * partial::floats;
-  stage_conv_weights(shared, args.in, C::w1, C::w3, C::s2_bias, C::s4_bias);
-  load_forward<P>(args, sample, shared);
+  stage_conv_weights<R>(shared, args.in, C::w1, C::w3, C::s2_bias, C::s4_bias);
+  load_forward<R, P>(args, sample, shared);
   clear_d3_borders(shared + C::d3);
   __syncthreads();
-  s4_backward<A, P>(args.d4 + std::size_t(sample) * kFlat4, shared);
+  s4_backward<R, A, P>(args.d4 + std::size_t(sample) * kFlat4, shared);
   __syncthreads();
   map_sums(shared + C::a4, kMaps3, kWindows4, shared + C::bias4, warp, lane);
-  c3_input_gradient<A>(shared, warp, lane);
-  c3_weight_gradient(shared, slot, warp, lane);
+  c3_input_gradient<R, A>(shared, warp, lane);
+  c3_weight_gradient<R>(shared, slot, warp, lane);
   __syncthreads();
   map_sums(shared + C::d2, kMaps1, kWindows2, shared + C::bias2, warp, lane);
-  c1_gradient_maps<P>(shared);
+  c1_gradient_maps<R, P>(shared);
   __syncthreads();
-  c1_weight_gradient(shared, warp, lane);
+  c1_weight_gradient<R>(shared, warp, lane);
   __syncthreads();
   for (int i = int(threadIdx.x); i < kW1; i += kThreads) {
     float sum = 0.0f;
@@ -367,15 +370,15 @@ using ConvKernel = void (*)(ConvBackwardArgs);
 
 // kernel_for_network's kernels: the convolutions' forward and backward kernels.
 struct ConvForwardKernels {
-  template <Activation A, Subsampling P>
+  template <Precision R, Activation A, Subsampling P>
   ConvForwardKernel of() const {
-    return tensor_conv_forward_kernel1<A, P>;
+    return tensor_conv_forward_kernel1<R, A, P>;
   }
 };
 struct ConvKernels {
-  template <Activation A, Subsampling P>
+  template <Precision R, Activation A, Subsampling P>
   ConvKernel of() const {
-    return tensor_conv_backward_kernel2<A, P>;
+    return tensor_conv_backward_kernel2<R, A, P>;
   }
 };
 
@@ -393,8 +396,8 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
       m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4),
       m_records(Device::gpu, std::size_t(max_batch) * record::floats),
       m_partials(Device::gpu, std::size_t(max_batch) * partial::floats) {
-  prepare_tile_kernel(kernel_for_network(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
-  prepare_tile_kernel(kernel_for_network(config, ConvKernels{}), kSharedBytes, 1);
+  prepare_tile_kernel(kernel_for_training(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
+  prepare_tile_kernel(kernel_for_training(config, ConvKernels{}), kSharedBytes, 1);
 }
 
 void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const float* params,
@@ -403,8 +406,8 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data()};
-  kernel_for_network(m_config,
-                     ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(args);
+  kernel_for_training(m_config,
+                      ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -415,7 +418,7 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data()};
-  kernel_for_network(m_config, ConvKernels{})<<<n, kThreads, kSharedBytes, stream>>>(args);
+  kernel_for_training(m_config, ConvKernels{})<<<n, kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
   sum_slots(m_partials.data(), n, conv_slot(m_offsets), m_c3_mask.data(), gradients, stream);
 }

@@ -38,7 +38,7 @@ __device__ void loss_of_sample(const float* z, const TensorForwardArgs& args, st
 }
 
 // One tile of samples of model blockIdx.y: samples [Tile blockIdx.x, Tile (blockIdx.x + 1)) of n.
-template <Activation A, Subsampling P, int Tile>
+template <Precision R, Activation A, Subsampling P, int Tile>
 __global__ void __launch_bounds__(kThreads, Tile == 16 ? 2 : 1)
     tensor_forward_kernel1(TensorForwardArgs args) {
   extern __shared__ float4 shared_storage[];
@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kThreads, Tile == 16 ? 2 : 1)
   const int model = int(blockIdx.y), first = int(blockIdx.x) * Tile;
   TileInputs in = args.in;
   in.params += std::size_t(model) * args.params_stride;
-  forward_tile<A, P, Tile>(shared, in, first);
+  forward_tile<R, A, P, Tile>(shared, in, first);
   const int local = int(threadIdx.x), sample = first + local;
   if (local < Tile && sample < in.n)
     loss_of_sample(shared + SharedLayout<Tile>::z + local * kZRow, args,
@@ -66,15 +66,15 @@ struct KernelChoice {
   std::size_t shared_bytes;
 };
 
-template <Activation A, Subsampling P>
+template <Precision R, Activation A, Subsampling P>
 KernelChoice kernel_for_tile(int tile) {
   switch (tile) {
     case 16:
-      return {tensor_forward_kernel1<A, P, 16>, shared_bytes<16>()};
+      return {tensor_forward_kernel1<R, A, P, 16>, shared_bytes<16>()};
     case 32:
-      return {tensor_forward_kernel1<A, P, 32>, shared_bytes<32>()};
+      return {tensor_forward_kernel1<R, A, P, 32>, shared_bytes<32>()};
     case 64:
-      return {tensor_forward_kernel1<A, P, 64>, shared_bytes<64>()};
+      return {tensor_forward_kernel1<R, A, P, 64>, shared_bytes<64>()};
     default:
       break;
   }
@@ -84,14 +84,15 @@ KernelChoice kernel_for_tile(int tile) {
 // kernel_for_network's kernels: the forward kernel of a tile.
 struct ForwardKernels {
   int tile;
-  template <Activation A, Subsampling P>
+  template <Precision R, Activation A, Subsampling P>
   KernelChoice of() const {
-    return kernel_for_tile<A, P>(tile);
+    return kernel_for_tile<R, A, P>(tile);
   }
 };
 
+// The evaluation's products are TF32 whatever the network's --precision (a training precision).
 KernelChoice kernel_for(const NetConfig& config, int tile) {
-  return kernel_for_network(config, ForwardKernels{tile});
+  return kernel_for_network<Precision::tf32>(config, ForwardKernels{tile});
 }
 
 }  // namespace

@@ -58,9 +58,7 @@
 namespace lenet5::cuda {
 namespace {
 
-using mma::mma_tf32;
-using mma::rounded_to_tf32;
-using mma::to_tf32;
+using mma::Operands;
 
 constexpr int kThreads = 256;  // 8 warps: 8 samples through the convolutions at a time
 constexpr int kWarps = kThreads / 32;
@@ -146,8 +144,9 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
     if (which) which[at] = std::uint8_t(first_max4(upper[h], upper[2 + h], lower[h], lower[2 + h]));
 }
 
-// C1's and C3's weights (rounded, in their B layouts, the C3 table's disconnected weights zero)
-// and S2's and S4's biases into shared memory, by the whole block.
+// C1's and C3's weights (rounded for R's products, in their B layouts, the C3 table's
+// disconnected weights zero) and S2's and S4's biases into shared memory, by the whole block.
+template <Precision R>
 __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_at, int w3_at,
                                    int s2_bias_at, int s4_bias_at) {
   const float* params = in.params;
@@ -155,7 +154,7 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
   for (int i = threadIdx.x; i < 8 * kW1Row; i += kThreads) {
     const int m = i / kW1Row, k = i % kW1Row;
     const bool real = m < kMaps1 && k < kTaps;
-    shared[w1_at + i] = rounded_to_tf32(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
+    shared[w1_at + i] = Operands<R>::stored(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
   }
   // The mask's and the weight's loads independent of each other, and 4 iterations' in flight: the
   // loop's time is its loads' latency.
@@ -166,7 +165,7 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     const bool inside = c < kMaps1 && k < kTaps;
     const float connected = inside ? in.c3_mask[flat] : 0.0f;
     const float weight = inside ? params[at.c3_weight + flat] : 0.0f;
-    shared[w3_at + i] = rounded_to_tf32(connected != 0.0f ? weight : 0.0f);
+    shared[w3_at + i] = Operands<R>::stored(connected != 0.0f ? weight : 0.0f);
   }
   for (int i = threadIdx.x; i < kMaps1; i += kThreads)
     shared[s2_bias_at + i] = params[at.s2_bias + i];
@@ -174,14 +173,15 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     shared[s4_bias_at + i] = params[at.s4_bias + i];
 }
 
-// Sample `sample`'s input into the input field x, rounded to TF32: its row of in.field, or its
-// image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh). Thread `lane` of
-// `threads` (a warp's 32 lanes, or a whole block) writes every threads-th value.
+// Sample `sample`'s input into the input field x, rounded for R's products: its row of in.field,
+// or its image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh). Thread `lane`
+// of `threads` (a warp's 32 lanes, or a whole block) writes every threads-th value.
+template <Precision R>
 __device__ void load_sample(const TileInputs& in, int sample, float* x, int lane,
                             int threads = 32) {
   if (in.field) {
     const float* field = in.field + std::size_t(sample) * (kField * kField);
-    for (int i = lane; i < kField * kField; i += threads) x[i] = rounded_to_tf32(field[i]);
+    for (int i = lane; i < kField * kField; i += threads) x[i] = Operands<R>::stored(field[i]);
     return;
   }
   const std::uint8_t* image = in.images + std::size_t(sample) * kImageBytes;
@@ -189,8 +189,8 @@ __device__ void load_sample(const TileInputs& in, int sample, float* x, int lane
   for (int i = lane; i < kField * kField; i += threads) {
     const int y = i / kField - kPad, col = i % kField - kPad;
     const bool inside = y >= 0 && y < kImageSide && col >= 0 && col < kImageSide;
-    x[i] = rounded_to_tf32(inside ? normalise_pixel_device(image[y * kImageSide + col], in.scaling)
-                                  : background);
+    x[i] = Operands<R>::stored(
+        inside ? normalise_pixel_device(image[y * kImageSide + col], in.scaling) : background);
   }
 }
 
@@ -200,7 +200,7 @@ __device__ void load_sample(const TileInputs& in, int sample, float* x, int lane
 // `which` non-null, also each window's first maximum (map * 196 + window), for the backward pass.
 // The warp takes the pairs first_pair, first_pair + pair_step, ... (all of them by default; a
 // block's warps share one sample's pairs out with their index and count).
-template <Activation A, Subsampling P>
+template <Precision R, Activation A, Subsampling P>
 __device__ void c1_s2(const float* x, const float* w1, const float* bias, float* s2, int lane,
                       std::uint8_t* which = nullptr, int first_pair = 0, int pair_step = 1) {
   const int g = lane / 4, t = lane % 4;
@@ -223,14 +223,14 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
       for (int j = 0; j < kTapSteps; ++j) {
         std::uint32_t a[4];
         gather_a(corner + dy * kField, tap, j, a);
-        mma_tf32(acc[dy], a, b[j]);
+        Operands<R>::mma(acc[dy], a, b[j]);
       }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int map = 2 * t + h;
       if (map < kMaps1 && pair * 8 + g < kWindows2) {
         s2[map * kWindows2 + window] =
-            rounded_to_tf32(activate(A, pooled<P>(acc[0], acc[1], h) + bias[map]));
+            Operands<R>::stored(activate(A, pooled<P>(acc[0], acc[1], h) + bias[map]));
         keep_first_max<P>(acc[0], acc[1], h, which, map * kWindows2 + window);
       }
     }
@@ -245,7 +245,7 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
 // from first_pair and NTiles n-tiles from first_ntile: all of them by default, one (pair, n-tile)
 // each where a block's 8 warps share one sample out. An output's sum runs in the same order either
 // way (input map, then tap), so every split gives the same bits.
-template <Activation A, Subsampling P, int Pairs = 4, int NTiles = 2>
+template <Precision R, Activation A, Subsampling P, int Pairs = 4, int NTiles = 2>
 __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row, int lane,
                       std::uint8_t* which = nullptr, int first_pair = 0, int first_ntile = 0) {
   const int g = lane / 4, t = lane % 4;
@@ -277,7 +277,7 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
           std::uint32_t a[4];
           gather_a(map + corner[pair] + dy * kSide2, tap, j, a);
 #pragma unroll
-          for (int nt = 0; nt < NTiles; ++nt) mma_tf32(acc[pair][dy][nt], a, b[nt]);
+          for (int nt = 0; nt < NTiles; ++nt) Operands<R>::mma(acc[pair][dy][nt], a, b[nt]);
         }
     }
   }
@@ -291,7 +291,7 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
       for (int h = 0; h < 2; ++h) {
         const int m = 8 * (first_ntile + nt) + 2 * t + h;
         const float value = pooled<P>(acc[pair][0][nt], acc[pair][1][nt], h) + bias[m];
-        a4_row[m * kWindows4 + window] = rounded_to_tf32(activate(A, value));
+        a4_row[m * kWindows4 + window] = Operands<R>::stored(activate(A, value));
         keep_first_max<P>(acc[pair][0][nt], acc[pair][1][nt], h, which, m * kWindows4 + window);
       }
   }
@@ -302,8 +302,8 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
 // a product's operand). Warp w of Warps takes n-tiles w, w + Warps, ...; per k-step it loads its B
 // fragment once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11
 // k-steps) are zeros on both sides.
-template <int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round, Activation A,
-          int Chunk = 25, int Warps = kWarps>
+template <Precision R, int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round,
+          Activation A, int Chunk = 25, int Warps = kWarps>
 __device__ void dense_tile(const float* x, const float* weight, const float* bias, float* y,
                            int warp, int lane) {
   constexpr int kNTiles = (N + 7) / 8, kKSteps = (K + 7) / 8, kMTiles = Tile / 16;
@@ -318,7 +318,7 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
     const bool column_real = column < N;
     const float* w_row = weight + (column_real ? column : 0) * K;
     float acc[kMTiles][4] = {};
-#pragma unroll
+#pragma unroll(R == Precision::tf32 ? kKSteps : 1)
     for (int first = 0; first < kKSteps; first += kChunk) {
       float w[kChunk][2];
 #pragma unroll
@@ -331,8 +331,8 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
       for (int i = 0; i < kChunk && first + i < kKSteps; ++i) {
         const int k0 = 8 * (first + i) + t, k1 = k0 + 4;
         const bool real0 = K % 8 == 0 || k0 < K, real1 = K % 8 == 0 || k1 < K;
-        const std::uint32_t b[2] = {column_real && real0 ? to_tf32(w[i][0]) : 0u,
-                                    column_real && real1 ? to_tf32(w[i][1]) : 0u};
+        const std::uint32_t b[2] = {column_real && real0 ? Operands<R>::operand(w[i][0]) : 0u,
+                                    column_real && real1 ? Operands<R>::operand(w[i][1]) : 0u};
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           const float* top = x + (16 * mt + g) * LdX;
@@ -340,7 +340,7 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
           const std::uint32_t a[4] = {
               real0 ? __float_as_uint(top[k0]) : 0u, real0 ? __float_as_uint(bottom[k0]) : 0u,
               real1 ? __float_as_uint(top[k1]) : 0u, real1 ? __float_as_uint(bottom[k1]) : 0u};
-          mma_tf32(acc[mt], a, b);
+          Operands<R>::mma(acc[mt], a, b);
         }
       }
     }
@@ -352,32 +352,35 @@ __device__ void dense_tile(const float* x, const float* weight, const float* bia
         if (out >= N) continue;
         float value = acc[mt][r] + bias[out];
         if constexpr (Activate) value = activate(A, value);
-        y[row * LdY + out] = Round ? rounded_to_tf32(value) : value;
+        y[row * LdY + out] = Round ? Operands<R>::stored(value) : value;
       }
   }
 }
 
-// An operand's TF32 bits: a float rounded here, or bits an operand function returns as they are
-// (a value stored already rounded, whose rounding would give the same bits for one more
-// instruction a read).
+// An operand's bits for R's products: a float rounded here (Operands<R>::operand), or bits an
+// operand function returns as they are (a value stored already rounded, Operands<R>::stored,
+// whose rounding would give the same bits for one more instruction a read).
+template <Precision R>
 __device__ inline std::uint32_t operand_bits(float value) {
-  return to_tf32(value);
+  return Operands<R>::operand(value);
 }
+template <Precision R>
 __device__ inline std::uint32_t operand_bits(std::uint32_t bits) {
   return bits;
 }
 
 // One m16n8 tile of a product, by the warp's 32 lanes: acc = sum over k < k_count of a(m, k)
 // b(k, n) for the tile's rows m0.. and columns n0.., in steps of 8, always in the same order,
-// operands rounded to TF32 (operand_bits); then store(m, n, acc) for each of its 16 x 8 places (the
-// caller drops the ones past its matrix). a and b are called for every row and column of the tile,
-// and only with k < k_count (a lane past the end reads the last k and uses zero instead), and must
-// return a finite value there. They are read for Chunk k-steps before any of those steps' products:
-// a read that a branch guards waits for the one before it, so every read here is unconditional
-// (operand functions that read global memory should clamp an index rather than branch on it too; a
-// shared-memory read's wait is short) and a chunk's reads are in flight together. k_count is an
-// int, or a std::integral_constant where the products' depth is a constant of the kernel.
-template <int Chunk = 4, class KCount, class AAt, class BAt, class Store>
+// operands rounded for R's products (operand_bits); then store(m, n, acc) for each of its 16 x 8
+// places (the caller drops the ones past its matrix). a and b are called for every row and column
+// of the tile, and only with k < k_count (a lane past the end reads the last k and uses zero
+// instead), and must return a finite value there. They are read for Chunk k-steps before any of
+// those steps' products: a read that a branch guards waits for the one before it, so every read
+// here is unconditional (operand functions that read global memory should clamp an index rather
+// than branch on it too; a shared-memory read's wait is short) and a chunk's reads are in flight
+// together. k_count is an int, or a std::integral_constant where the products' depth is a constant
+// of the kernel.
+template <Precision R, int Chunk = 4, class KCount, class AAt, class BAt, class Store>
 __device__ void mma_tile(int m0, int n0, KCount k_count, AAt a, BAt b, Store store, int lane) {
   const int g = lane / 4, t = lane % 4;
   const int count = k_count;
@@ -392,16 +395,16 @@ __device__ void mma_tile(int m0, int n0, KCount k_count, AAt a, BAt b, Store sto
                  a3 = a(m0 + g + 8, at2);
       const auto b0 = b(at1, n0 + g), b1 = b(at2, n0 + g);
       const bool real1 = k1 < count, real2 = k2 < count;
-      af[i][0] = real1 ? operand_bits(a0) : 0u;
-      af[i][1] = real1 ? operand_bits(a1) : 0u;
-      af[i][2] = real2 ? operand_bits(a2) : 0u;
-      af[i][3] = real2 ? operand_bits(a3) : 0u;
-      bf[i][0] = real1 ? operand_bits(b0) : 0u;
-      bf[i][1] = real2 ? operand_bits(b1) : 0u;
+      af[i][0] = real1 ? operand_bits<R>(a0) : 0u;
+      af[i][1] = real1 ? operand_bits<R>(a1) : 0u;
+      af[i][2] = real2 ? operand_bits<R>(a2) : 0u;
+      af[i][3] = real2 ? operand_bits<R>(a3) : 0u;
+      bf[i][0] = real1 ? operand_bits<R>(b0) : 0u;
+      bf[i][1] = real2 ? operand_bits<R>(b1) : 0u;
     }
 #pragma unroll
     for (int i = 0; i < Chunk; ++i)
-      if (k0 + 8 * i < count) mma_tf32(acc, af[i], bf[i]);
+      if (k0 + 8 * i < count) Operands<R>::mma(acc, af[i], bf[i]);
   }
 #pragma unroll
   for (int r = 0; r < 4; ++r) store(m0 + g + 8 * (r / 2), n0 + 2 * t + r % 2, acc[r]);
@@ -414,11 +417,12 @@ __device__ void mma_tile(int m0, int n0, KCount k_count, AAt a, BAt b, Store sto
 // they are also called for the rows m < 16 ceil(M / 16) and columns n < 8 ceil(N / 8) past the
 // matrices, whose results are dropped, and must return a finite value there. Warps = 1, warp 0: a
 // warp's own product.
-template <int M, int N, int K, int Warps = kWarps, int Chunk = 4, class AAt, class BAt, class Store>
+template <Precision R, int M, int N, int K, int Warps = kWarps, int Chunk = 4, class AAt, class BAt,
+          class Store>
 __device__ void gemm_tiles(AAt a, BAt b, Store store, int warp, int lane) {
   constexpr int kMTiles = (M + 15) / 16, kNTiles = (N + 7) / 8;
   for (int tile = warp; tile < kMTiles * kNTiles; tile += Warps)
-    mma_tile<Chunk>(
+    mma_tile<R, Chunk>(
         tile / kNTiles * 16, tile % kNTiles * 8, std::integral_constant<int, K>{}, a, b,
         [&store](int m, int n, float value) {
           if (m < M && n < N) store(m, n, value);
@@ -427,11 +431,11 @@ __device__ void gemm_tiles(AAt a, BAt b, Store store, int warp, int lane) {
 }
 
 // forward_tile's convolutions: the tile's S4 rows into L::a4, a sample per warp at a time.
-template <Activation A, Subsampling P, int Tile>
+template <Precision R, Activation A, Subsampling P, int Tile>
 __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, int first, int warp,
                                           int lane) {
   using L = SharedLayout<Tile>;
-  stage_conv_weights(shared, in, L::w1, L::w3, L::s2_bias, L::s4_bias);
+  stage_conv_weights<R>(shared, in, L::w1, L::w3, L::s2_bias, L::s4_bias);
   __syncthreads();
   float* x = shared + L::warps + warp * kWarpFloats;
   float* s2 = x + kWarpX;
@@ -442,11 +446,11 @@ __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, i
       for (int i = lane; i < kA4Row; i += 32) a4_row[i] = 0.0f;
       continue;
     }
-    load_sample(in, sample, x, lane);
+    load_sample<R>(in, sample, x, lane);
     __syncwarp();
-    c1_s2<A, P>(x, shared + L::w1, shared + L::s2_bias, s2, lane);
+    c1_s2<R, A, P>(x, shared + L::w1, shared + L::s2_bias, s2, lane);
     __syncwarp();
-    c3_s4<A, P>(s2, shared + L::w3, shared + L::s4_bias, a4_row, lane);
+    c3_s4<R, A, P>(s2, shared + L::w3, shared + L::s4_bias, a4_row, lane);
     __syncwarp();  // before the warp's next sample overwrites x and S2
   }
 }
@@ -455,16 +459,16 @@ __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, i
 // layer's products over the tile, from S4's activations (rows of kA4Row floats from a4) to C5's
 // and F6's (rounded to TF32: only products read them) and the logits, each layer's weights read
 // Chunk k-steps at a time (2 Chunk registers). Ends with a barrier.
-template <Activation A, int Tile, int Chunk, int Warps>
+template <Precision R, Activation A, int Tile, int Chunk, int Warps>
 __device__ void dense_layers(const float* a4, float* a5, float* a6, float* z, const float* params,
                              const WholeStepOffsets& at, int warp, int lane) {
-  dense_tile<kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A, Chunk, Warps>(
+  dense_tile<R, kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A, Chunk, Warps>(
       a4, params + at.c5_weight, params + at.c5_bias, a5, warp, lane);
   __syncthreads();
-  dense_tile<kC5, kF6, kA5Row, kA6Row, Tile, true, true, A, Chunk, Warps>(
+  dense_tile<R, kC5, kF6, kA5Row, kA6Row, Tile, true, true, A, Chunk, Warps>(
       a5, params + at.f6_weight, params + at.f6_bias, a6, warp, lane);
   __syncthreads();
-  dense_tile<kF6, kOut, kA6Row, kZRow, Tile, false, false, A, Chunk, Warps>(
+  dense_tile<R, kF6, kOut, kA6Row, kZRow, Tile, false, false, A, Chunk, Warps>(
       a6, params + at.output_weight, params + at.output_bias, z, warp, lane);
   __syncthreads();
 }
@@ -473,14 +477,14 @@ __device__ void dense_layers(const float* a4, float* a5, float* a6, float* z, co
 // afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
 // L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
 // zero S4 rows and results that nothing reads. Ends with a barrier.
-template <Activation A, Subsampling P, int Tile>
+template <Precision R, Activation A, Subsampling P, int Tile>
 __device__ void forward_tile(float* shared, const TileInputs& in, int first) {
   using L = SharedLayout<Tile>;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  forward_tile_convolutions<A, P, Tile>(shared, in, first, warp, lane);
+  forward_tile_convolutions<R, A, P, Tile>(shared, in, first, warp, lane);
   __syncthreads();
-  dense_layers<A, Tile, 25, kWarps>(shared + L::a4, shared + L::a5, shared + L::a6, shared + L::z,
-                                    in.params, in.at, warp, lane);
+  dense_layers<R, A, Tile, 25, kWarps>(shared + L::a4, shared + L::a5, shared + L::a6,
+                                       shared + L::z, in.params, in.at, warp, lane);
 }
 
 // Where a tensor's gradient sits in a slot of partial sums (a sample's, in the convolutions' part)
@@ -631,29 +635,46 @@ inline int checked_batch(int max_batch) {
   return max_batch;
 }
 
-// kernels.of<A, P>() for the network's activation A and subsampling P: the one place that turns
-// the settings into a kernel's template arguments.
-template <class Kernels, Activation A>
+// kernels.of<R, A, P>() for the products' precision R and the network's activation A and
+// subsampling P: the one place that turns the settings into a kernel's template arguments.
+template <class Kernels, Precision R, Activation A>
 auto kernel_for_subsampling(const Kernels& kernels, Subsampling pooling) {
-  if (pooling == Subsampling::average) return kernels.template of<A, Subsampling::average>();
+  if (pooling == Subsampling::average) return kernels.template of<R, A, Subsampling::average>();
   if (pooling != Subsampling::max)
     throw Error("internal: the tensor-core kernels have no trainable subsampling");
-  return kernels.template of<A, Subsampling::max>();
+  return kernels.template of<R, A, Subsampling::max>();
 }
 
-template <class Kernels>
+// The kernel for the network's activation and subsampling, its products in R.
+template <Precision R, class Kernels>
 auto kernel_for_network(const NetConfig& config, const Kernels& kernels) {
   switch (config.activation) {
     case Activation::tanh:
-      return kernel_for_subsampling<Kernels, Activation::tanh>(kernels, config.subsampling);
+      return kernel_for_subsampling<Kernels, R, Activation::tanh>(kernels, config.subsampling);
     case Activation::sigmoid:
-      return kernel_for_subsampling<Kernels, Activation::sigmoid>(kernels, config.subsampling);
+      return kernel_for_subsampling<Kernels, R, Activation::sigmoid>(kernels, config.subsampling);
     case Activation::scaled_tanh:
-      return kernel_for_subsampling<Kernels, Activation::scaled_tanh>(kernels, config.subsampling);
+      return kernel_for_subsampling<Kernels, R, Activation::scaled_tanh>(kernels,
+                                                                         config.subsampling);
     case Activation::relu:
-      return kernel_for_subsampling<Kernels, Activation::relu>(kernels, config.subsampling);
+      return kernel_for_subsampling<Kernels, R, Activation::relu>(kernels, config.subsampling);
   }
   throw Error("internal: unknown activation");
+}
+
+// The training step's kernel: its products in the network's --precision (fp32, tf32 or bf16; the
+// evaluation's are TF32 whatever it says, kernel_for_network<Precision::tf32>).
+template <class Kernels>
+auto kernel_for_training(const NetConfig& config, const Kernels& kernels) {
+  switch (config.precision) {
+    case Precision::fp32:
+      return kernel_for_network<Precision::fp32>(config, kernels);
+    case Precision::tf32:
+      return kernel_for_network<Precision::tf32>(config, kernels);
+    case Precision::bf16:
+      return kernel_for_network<Precision::bf16>(config, kernels);
+  }
+  throw Error("internal: unknown precision");
 }
 
 }  // namespace

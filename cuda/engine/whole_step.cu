@@ -383,6 +383,11 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
   // TrainSettings::net_config refuses --conv-units squashed with --kernels whole-step.
   if (config.conv_units != ConvUnits::linear)
     throw Error("internal: the whole-step kernels have no squashed C1 and C3 units");
+  // Their products are fp32 or tf32: sample_kernel_for would run a bf16 network in fp32. The
+  // settings allow bf16 with --kernels tensor only, whose lone models train with TensorBackward
+  // (gpu_engine.cu), and backend.cpp's packs_models never packs a bf16 model.
+  if (config.precision == Precision::bf16)
+    throw Error("internal: the whole-step kernels have no bf16 products");
   const std::vector<float> mask = c3_weight_mask(config);
   m_c3_mask.copy_from_host(mask.data());
   int device = 0, shared_limit = 0;

@@ -95,7 +95,10 @@ class LoneEngineGroup final : public EngineGroup {
 }  // namespace
 
 bool packs_models(Device device, const NetConfig& net) {
-  return device == Device::gpu && gpu_kernel_set(net.kernels).whole_step;
+  // Packed models train with the whole-step kernels, whose products are fp32 or tf32: bf16 models
+  // (--kernels tensor) train one at a time, each with the tensor cores' step.
+  return device == Device::gpu && gpu_kernel_set(net.kernels).whole_step &&
+         net.precision != Precision::bf16;
 }
 
 std::unique_ptr<EngineGroup> make_engine_group(Device device, const NetConfig& net,

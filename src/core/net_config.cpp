@@ -44,7 +44,7 @@ const std::vector<std::string>& conv_units_names() {
 }
 
 const std::vector<std::string>& precision_names() {
-  static const std::vector<std::string> names{"fp32", "tf32"};
+  static const std::vector<std::string> names{"fp32", "tf32", "bf16"};
   return names;
 }
 
@@ -57,8 +57,9 @@ const std::vector<GpuKernelSet>& gpu_kernel_sets() {
        ConvAlgo::staged, false, true, true, false, false},
       {GpuKernels::tensor, "tensor",
        "the training step's gradient and the evaluations after each epoch on the tensor cores, a "
-       "tile of samples per block in TF32, other bits than fp32 (a sweep's packed models train as "
-       "whole-step does); GPU only",
+       "tile of samples per block, the step's products in --precision's arithmetic (fp32 as "
+       "three TF32 products, tf32 or bf16) and the evaluations' in TF32 (a sweep's packed "
+       "models train as whole-step does); GPU only",
        ConvAlgo::staged, false, true, true, true, true},
   };
   return table;

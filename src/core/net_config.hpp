@@ -42,13 +42,16 @@ enum class OutputLayer { softmax, rbf };
 // (section II.A): each C1 and C3 map has its own bias and applies the activation before S2 and S4
 // (which then add their own bias and apply it again). 22 more parameters (6 + 16).
 enum class ConvUnits { linear, squashed };
-// The arithmetic of the whole-step kernels' matrix products. fp32: every multiply-add in float (the
-// default, and the only precision of the other kernel sets and of the CPU). tf32: C3's forward
-// pass, input gradient and weight gradient, and the dense layers' weight gradients summed over
-// batches of 256 and more, as matrix products on the tensor cores (mma.sync, compute capability 8.0
-// and newer), each operand rounded to TensorFloat-32's 10-bit mantissa and the products added in
-// float; deterministic as fp32 is, but other bits.
-enum class Precision { fp32, tf32 };
+// The arithmetic of the matrix products of the whole-step and tensor-core kernels' training step.
+// fp32: every product as exact as a float multiply-add (the default, and the only precision of the
+// other kernel sets and of the CPU; the tensor-core set computes each of its products as three TF32
+// products of the operands' split halves). tf32: each operand rounded to TensorFloat-32's 10-bit
+// mantissa, the products added in float, on the tensor cores (mma.sync, compute capability 8.0 and
+// newer): with --kernels whole-step, C3's forward pass, input gradient and weight gradient, and the
+// dense layers' weight gradients summed over batches of 256 and more; with --kernels tensor, every
+// product. bf16: every product of --kernels tensor with operands rounded to bfloat16's 7-bit
+// mantissa. Each is deterministic, with its own bits.
+enum class Precision { fp32, tf32, bf16 };
 
 // Which kernels compute the network (the function is the same). On the GPU each set is its own
 // kernels; on the CPU book runs the sequential reference layers, fast and whole-step the fast CPU
@@ -78,7 +81,7 @@ struct GpuKernelSet {
   // backend.cpp's make_engine) rather than silently evaluated in fp32.
   bool tensor_evaluation;
   // A lone model's training step takes its gradient from the tensor cores too
-  // (cuda/engine/tensor_backward.cuh: a tile of samples per block, TF32), then applies SGD's
+  // (cuda/engine/tensor_backward.cuh: its products in the network's precision), then applies SGD's
   // update as the fast set does (cuda/kernels/optimizer.cu, the formula whole-step's update kernel
   // applies bit for bit). A sweep's packed models still train with the whole-step kernels.
   bool tensor_gradient;
@@ -136,7 +139,7 @@ const std::vector<std::string>& c3_table_names();     // "full", "lecun"
 const std::vector<std::string>& output_layer_names();  // "softmax", "rbf"
 const std::vector<std::string>& conv_units_names();    // "linear", "squashed"
 const std::vector<std::string>& gpu_kernels_names();  // "book", "fast", "whole-step", "tensor"
-const std::vector<std::string>& precision_names();    // "fp32", "tf32"
+const std::vector<std::string>& precision_names();    // "fp32", "tf32", "bf16"
 // "mnist", "fashion-mnist", "lecun1998"
 const std::vector<std::string>& input_scaling_names();
 

@@ -223,17 +223,19 @@ std::vector<SettingDeclaration> declare_train_settings() {
               "stages and takes only auto), " +
                   conv_algo_help())
           .in_group("Network"),
-      // Stored in checkpoints only as tf32, as --output only as rbf: a resumed tf32 run goes on
-      // in tf32 (its bits are its own), and every fp32 checkpoint keeps its bytes.
+      // Stored in checkpoints only as tf32 or bf16, as --output only as rbf: a resumed tf32 run
+      // goes on in tf32 (its bits are its own), and every fp32 checkpoint keeps its bytes.
       setting(&S::precision, "--precision", "fp32",
-              "arithmetic of C3's forward pass and gradients and, for batches of 256 and more, of "
-              "the dense layers' weight gradients: fp32 (float multiply-adds) or tf32 "
-              "(matrix products on the tensor cores, operands rounded to TensorFloat-32, sums in "
-              "float; --kernels whole-step only, on a GPU the build has tensor-core kernels for: "
-              "the default build's sm_90, the H100 and H200; deterministic, other bits than "
-              "fp32, the same accuracy). With --kernels tensor, a lone model's training step and "
-              "every evaluation run in tf32 whatever --precision says, which then applies to a "
-              "sweep's packed models (they train with the whole-step kernels)")
+              "arithmetic of the training step's matrix products. fp32: as exact as float "
+              "multiply-adds (with --kernels tensor, each product as three TF32 products of the "
+              "operands' halves); tf32: operands rounded to TensorFloat-32 on the tensor cores, "
+              "sums in float (--kernels whole-step: C3's forward pass and gradients and, for "
+              "batches of 256 and more, the dense layers' weight gradients; --kernels tensor: "
+              "every product); bf16: operands rounded to bfloat16 (--kernels tensor only). On a "
+              "GPU the build has tensor-core kernels for (the default build's sm_90: the H100 and "
+              "H200); each deterministic, with bits of its own. --kernels tensor evaluates in "
+              "tf32 whatever it says; a sweep's packed models train with the whole-step kernels "
+              "in fp32 or tf32, and bf16 models one at a time")
           .one_of(precision_names())
           .in_checkpoint_unless_default()
           .in_group("Network"),
@@ -331,10 +333,10 @@ void check_combinations(const TrainSettings& s) {
         number_text(s.momentum) + ": add --momentum 0");
   // Caught here for --device cpu, before any data is read; backend.cpp's make_engine catches a
   // run that --device auto puts on the CPU.
-  if (s.precision == "tf32" && s.device == "cpu")
-    throw UsageError(
-        "--precision tf32 runs on a GPU's tensor cores, not with --device cpu, which computes in "
-        "fp32: use --precision fp32, or --device gpu");
+  if (s.precision != "fp32" && s.device == "cpu")
+    throw UsageError("--precision " + s.precision +
+                     " runs on a GPU's tensor cores, not with --device cpu, which computes in "
+                     "fp32: use --precision fp32, or --device gpu");
   const GpuKernelSet& set = gpu_kernel_set(parse_gpu_kernels(s.kernels));
   if (s.optimizer == kSdlmName && set.whole_step)
     throw UsageError("--optimizer sdlm does not run in --kernels " + std::string(set.name) +
@@ -545,9 +547,13 @@ NetConfig TrainSettings::net_config() const {
   config.precision = parse_precision(precision);
   if (config.precision == Precision::tf32 && !set.whole_step)
     throw UsageError(
-        "--precision tf32 runs in the whole-step kernels only (C3's stages, and for batches of "
-        "256 and more the dense layers' weight gradients, on the tensor cores), not in --kernels " +
-        std::string(set.name) + ": choose --kernels whole-step, or --precision fp32");
+        "--precision tf32 runs in the whole-step and tensor-core kernels only, not in --kernels " +
+        std::string(set.name) + ": choose --kernels whole-step or tensor, or --precision fp32");
+  if (config.precision == Precision::bf16 && !set.tensor_gradient)
+    throw UsageError(
+        "--precision bf16 runs in the tensor-core kernels' training step only, not "
+        "in --kernels " +
+        std::string(set.name) + ": choose --kernels tensor, or --precision fp32");
   config.conv_units = parse_conv_units(conv_units);
   if (set.whole_step && config.conv_units == ConvUnits::squashed)
     throw UsageError("--conv-units squashed does not apply to --kernels " + std::string(set.name) +

@@ -41,7 +41,7 @@ struct TrainSettings {
   std::string conv_units;  // C1 and C3 units: linear | squashed (LeCun 1998)
   std::string kernels;    // kernel set: book | fast | whole-step (same function)
   std::string conv_algo;  // a core/conv_algo.hpp name; auto: direct (book), staged (fast)
-  std::string precision;  // fp32 | tf32 (C3 on the tensor cores; --kernels whole-step on the GPU)
+  std::string precision;  // fp32 | tf32 | bf16 (the training step's products; on the GPU)
   std::string input_scaling;  // dataset (the data set's own) or a core/net_config.hpp name
   // optimisation
   int epochs;

@@ -59,6 +59,8 @@ void add_companions(const SettingDeclaration& d, const std::string& name, TrainS
     settings.momentum = 0;
     settings.kernels = "fast";
   }
+  // bf16 is the tensor-core set's alone (PrecisionBf16IsTheTensorCoreSetsOnAGpu).
+  if (d.flag == "--precision" && name == "bf16") settings.kernels = "tensor";
 }
 
 TEST(TrainSettings, EveryAcceptedNameIsAccepted) {
@@ -209,6 +211,26 @@ TEST(TrainSettings, PrecisionTf32IsTheWholeStepKernelsOnAGpu) {
   // In the checkpoints as tf32 only (test_train_options.cpp reads one back).
   EXPECT_TRUE(train_setting_declaration("--precision").in_checkpoint);
   EXPECT_FALSE(train_setting_declaration("--precision").in_checkpoint_at_default);
+}
+
+// --precision bf16 reaches the network's config with --kernels tensor on a GPU, and tf32 does
+// too; bf16 is refused with every other set and on the CPU, each refusal naming the way out.
+TEST(TrainSettings, PrecisionBf16IsTheTensorCoreSetsOnAGpu) {
+  TrainSettings settings;
+  settings.device = "gpu";
+  settings.kernels = "tensor";
+  for (const char* name : {"fp32", "tf32", "bf16"}) {
+    settings.precision = name;
+    EXPECT_EQ(refusal(settings), "") << name;
+    EXPECT_EQ(to_string(settings.net_config().precision), std::string(name));
+  }
+  for (const char* kernels : {"whole-step", "fast", "book"}) {
+    settings.kernels = kernels;
+    EXPECT_TRUE(testing::mentions(refusal(settings), "--kernels tensor")) << refusal(settings);
+  }
+  settings.kernels = "tensor";
+  settings.device = "cpu";
+  EXPECT_TRUE(testing::mentions(refusal(settings), "--precision fp32")) << refusal(settings);
 }
 
 }  // namespace

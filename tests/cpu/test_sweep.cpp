@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "backend/backend.hpp"
 #include "child_process.hpp"
 #include "core/error.hpp"
 #include "cuda/runtime/runtime.hpp"
@@ -48,6 +49,26 @@ std::string usage_error_of(F f) {
     return e.what();
   }
   return "";
+}
+
+// A sweep packs its models where the whole-step kernels train them on the GPU, in fp32 or tf32;
+// a bf16 model (--kernels tensor) trains alone, with the tensor cores' step, and the CPU never
+// packs.
+TEST(SweepPacking, PacksTheWholeStepKernelsFp32AndTf32ModelsOnTheGpuOnly) {
+  NetConfig net;
+  net.kernels = GpuKernels::whole_step;
+  EXPECT_TRUE(packs_models(Device::gpu, net));
+  EXPECT_FALSE(packs_models(Device::cpu, net));
+  net.kernels = GpuKernels::tensor;
+  for (const Precision precision : {Precision::fp32, Precision::tf32}) {
+    net.precision = precision;
+    EXPECT_TRUE(packs_models(Device::gpu, net)) << to_string(precision);
+  }
+  net.precision = Precision::bf16;
+  EXPECT_FALSE(packs_models(Device::gpu, net));
+  net.kernels = GpuKernels::fast;
+  net.precision = Precision::fp32;
+  EXPECT_FALSE(packs_models(Device::gpu, net));
 }
 
 TEST(SweepSpec, ListsAndRangesExpandInTheOrderWritten) {

@@ -93,6 +93,46 @@ TEST(GpuTraining, Tf32RunsAreDeterministicResumeExactlyAndAreNotFp32Runs) {
             load_checkpoint(floats / "run" / "last.safetensors").parameters);
 }
 
+// --precision reaches the tensor-core set's step from the settings: in each of fp32, tf32 and
+// bf16, same-seed runs write byte-identical checkpoints; each precision's weights are its own (the
+// three checkpoints differ); and each run learned (its checkpoint, evaluated by the CPU, well above
+// chance, which a step computed in garbage would not reach).
+TEST(GpuTraining, TensorKernelPrecisionsAreDeterministicAndEachItsOwn) {
+  REQUIRE_GPU_AND_MNIST();
+  LENET5_REQUIRE_TF32();
+  Dataset test_set = load_mnist(mnist_dir()).test;
+  test_set.count = 2000;
+  test_set.images.resize(std::size_t(test_set.count) * kImageBytes);
+  test_set.labels.resize(std::size_t(test_set.count));
+  std::vector<std::vector<float>> weights;
+  for (const char* precision : {"fp32", "tf32", "bf16"}) {
+    ScratchDir dir(std::string("tensor-") + precision);
+    const auto run = [&](const fs::path& out) {
+      TrainSettings s = gpu_run(out, 1);
+      s.kernels = "tensor";
+      s.precision = precision;
+      return s;
+    };
+    train(run(dir / "a"), "[train]\n");
+    train(run(dir / "b"), "[train]\n");
+    EXPECT_EQ(bytes_of(dir / "a" / "last.safetensors"), bytes_of(dir / "b" / "last.safetensors"))
+        << precision;
+    const Checkpoint trained = load_checkpoint(dir / "a" / "last.safetensors");
+    TrainSettings cpu = run(dir / "a");
+    cpu.kernels = "fast";
+    cpu.precision = "fp32";
+    cpu.device = "cpu";
+    auto engine = make_engine(Device::cpu, cpu.net_config(), cpu.sgd(), cpu.batch_size);
+    engine->set_state(trained.parameters, trained.optimizer_state);
+    // 20 steps on 1,280 images: well above chance (10 %), as in the test below.
+    EXPECT_GT(engine->evaluate(test_set).correct, test_set.count * 3 / 10) << precision;
+    weights.push_back(trained.parameters);
+  }
+  EXPECT_NE(weights[0], weights[1]) << "fp32 and tf32";
+  EXPECT_NE(weights[1], weights[2]) << "tf32 and bf16";
+  EXPECT_NE(weights[0], weights[2]) << "fp32 and bf16";
+}
+
 // A checkpoint that --kernels tensor wrote is an ordinary one (the same tensors in the same
 // layout): the CPU and every other kernel set load it and evaluate it alike. The fp32 engines
 // differ only in their sums' order, and the tensor cores' evaluation rounds to TF32, which moves a

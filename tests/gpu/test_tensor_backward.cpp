@@ -173,59 +173,81 @@ std::pair<cuda::StepStats, cuda::StepStats> step_stats(const NetConfig& config,
 // runs in both networks, which the smooth one checks closely.
 constexpr double kSmooth = 1e-2, kKinked = 0.25;
 
-TEST(TensorDenseBackward, MatchesTheCpuReferenceWithinTf32Rounding) {
+// Every test runs in each --precision of the set. The tolerances above are TF32's; a precision's
+// scale with how far it rounds an operand: BF16 keeps 7 bits of mantissa where TF32 keeps 10
+// (2^-8 against 2^-11, 8x). FP32's split products leave out only the small halves' product (2^-22
+// of it), so what is left is float arithmetic against the double reference, as for whole-step's
+// fp32 kernels (test_whole_step.cpp: about 1e-6, allowed 1e-4).
+constexpr Precision kPrecisions[] = {Precision::fp32, Precision::tf32, Precision::bf16};
+double smooth_tolerance(Precision precision, double tf32_tolerance) {
+  if (precision == Precision::fp32) return 1e-4;
+  return precision == Precision::bf16 ? 8 * tf32_tolerance : tf32_tolerance;
+}
+// With relu, the kinks: BF16's roundings move more units across them than TF32's (kKinked allows
+// a quarter of a tensor's norm; BF16 twice that, still far below a wrong index's whole norm).
+double kinked_tolerance(Precision precision) {
+  return precision == Precision::bf16 ? 2 * kKinked : kKinked;
+}
+
+TEST(TensorDenseBackward, MatchesTheCpuReferenceWithinItsPrecisionsRounding) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  for (const auto& [activation, subsampling] :
-       {std::pair{Activation::tanh, Subsampling::average}, {Activation::relu, Subsampling::max}}) {
-    NetConfig config;
-    config.activation = activation;
-    config.subsampling = subsampling;
-    const double tolerance = activation == Activation::relu ? kKinked : kSmooth;
-    const ParamLayout layout = lenet5_layout(config);
-    const std::vector<float> params = parameters(config, 13);
-    for (const int n : {64, 37}) {  // whole tiles, and a short last one
-      const std::string what = std::string(to_string(activation)) + "/" + to_string(subsampling) +
-                               " n=" + std::to_string(n);
-      const Batch batch = make_batch(n, 17 + n);
-      const Reference want = reference(config, params, batch, n);
-      const GpuResult got = run(config, params, batch, n, 64);
-      double largest = 0;
-      for (const ParamSpec& spec : layout.tensors) {
-        const bool dense = spec.name.rfind("c5.", 0) == 0 || spec.name.rfind("f6.", 0) == 0 ||
-                           spec.name.rfind("output.", 0) == 0;
-        if (!dense) {  // untouched: still the NaN they were poisoned with
-          EXPECT_TRUE(std::isnan(got.gradients[spec.offset])) << what << " " << spec.name;
-          continue;
+  for (const Precision precision : kPrecisions)
+    for (const auto& [activation, subsampling] : {std::pair{Activation::tanh, Subsampling::average},
+                                                  {Activation::relu, Subsampling::max}}) {
+      NetConfig config;
+      config.activation = activation;
+      config.subsampling = subsampling;
+      config.precision = precision;
+      const double tolerance = activation == Activation::relu
+                                   ? kinked_tolerance(precision)
+                                   : smooth_tolerance(precision, kSmooth);
+      const ParamLayout layout = lenet5_layout(config);
+      const std::vector<float> params = parameters(config, 13);
+      for (const int n : {64, 37}) {  // whole tiles, and a short last one
+        const std::string what = std::string(to_string(precision)) + " " + to_string(activation) +
+                                 "/" + to_string(subsampling) + " n=" + std::to_string(n);
+        const Batch batch = make_batch(n, 17 + n);
+        const Reference want = reference(config, params, batch, n);
+        const GpuResult got = run(config, params, batch, n, 64);
+        double largest = 0;
+        for (const ParamSpec& spec : layout.tensors) {
+          const bool dense = spec.name.rfind("c5.", 0) == 0 || spec.name.rfind("f6.", 0) == 0 ||
+                             spec.name.rfind("output.", 0) == 0;
+          if (!dense) {  // untouched: still the NaN they were poisoned with
+            EXPECT_TRUE(std::isnan(got.gradients[spec.offset])) << what << " " << spec.name;
+            continue;
+          }
+          const double difference =
+              relative_l2(got.gradients, want.gradients, spec.offset, spec.count);
+          largest = std::max(largest, difference);
+          EXPECT_LE(difference, tolerance) << what << " " << spec.name;
         }
-        const double difference =
-            relative_l2(got.gradients, want.gradients, spec.offset, spec.count);
-        largest = std::max(largest, difference);
-        EXPECT_LE(difference, tolerance) << what << " " << spec.name;
+        const double d4 = relative_l2(got.d4, want.d4, 0, want.d4.size());
+        EXPECT_LE(d4, tolerance) << what << " dL/dS4";
+        char text[64];
+        std::snprintf(text, sizeof text, "%.2e (dL/dS4 %.2e)", largest, d4);
+        RecordProperty(std::string(to_string(precision)) + "_" + to_string(activation) + "_n" +
+                           std::to_string(n),
+                       text);
+        // The reference's own chain (dL/dC5, which its dL/dS4 comes from) agrees with its backward
+        // pass: c5.bias's gradient is dL/dC5 summed over the samples (the layer outputs it read are
+        // floats, hence 1e-5).
+        const ParamSpec& c5_bias = layout.find("c5.bias");
+        std::vector<float> chain(want.c5_bias_from_chain.begin(), want.c5_bias_from_chain.end());
+        std::vector<double> backward(want.gradients.begin() + std::ptrdiff_t(c5_bias.offset),
+                                     want.gradients.begin() + std::ptrdiff_t(c5_bias.offset + 120));
+        EXPECT_LE(relative_l2(chain, backward, 0, 120), 1e-5) << what;
+        // Deterministic: a second run gives the same bits.
+        const GpuResult again = run(config, params, batch, n, 64);
+        for (const ParamSpec& spec : layout.tensors) {
+          if (std::isnan(got.gradients[spec.offset])) continue;  // not one of the dense tensors
+          for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
+            ASSERT_EQ(again.gradients[i], got.gradients[i]) << what << " run twice " << spec.name;
+        }
+        EXPECT_EQ(again.d4, got.d4) << what << " run twice";
       }
-      const double d4 = relative_l2(got.d4, want.d4, 0, want.d4.size());
-      EXPECT_LE(d4, tolerance) << what << " dL/dS4";
-      char text[64];
-      std::snprintf(text, sizeof text, "%.2e (dL/dS4 %.2e)", largest, d4);
-      RecordProperty(std::string(to_string(activation)) + "_n" + std::to_string(n), text);
-      // The reference's own chain (dL/dC5, which its dL/dS4 comes from) agrees with its backward
-      // pass: c5.bias's gradient is dL/dC5 summed over the samples (the layer outputs it read are
-      // floats, hence 1e-5).
-      const ParamSpec& c5_bias = layout.find("c5.bias");
-      std::vector<float> chain(want.c5_bias_from_chain.begin(), want.c5_bias_from_chain.end());
-      std::vector<double> backward(want.gradients.begin() + std::ptrdiff_t(c5_bias.offset),
-                                   want.gradients.begin() + std::ptrdiff_t(c5_bias.offset + 120));
-      EXPECT_LE(relative_l2(chain, backward, 0, 120), 1e-5) << what;
-      // Deterministic: a second run gives the same bits.
-      const GpuResult again = run(config, params, batch, n, 64);
-      for (const ParamSpec& spec : layout.tensors) {
-        if (std::isnan(got.gradients[spec.offset])) continue;  // not one of the dense tensors
-        for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
-          ASSERT_EQ(again.gradients[i], got.gradients[i]) << what << " run twice " << spec.name;
-      }
-      EXPECT_EQ(again.d4, got.d4) << what << " run twice";
     }
-  }
 }
 
 // The whole backward pass's tolerances, per tensor as above. A convolution's gradient passes
@@ -239,7 +261,7 @@ TEST(TensorDenseBackward, MatchesTheCpuReferenceWithinTf32Rounding) {
 // checks the same code closely.
 constexpr double kSmoothWhole = 2e-2;
 
-TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinTf32Rounding) {
+TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinItsPrecisionsRounding) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
   struct Case {
@@ -249,46 +271,51 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinTf32Rounding) {
   };
   // The book's network, the default config's, and the book's with LeCun's partial C3 table, whose
   // disconnected weights must get no gradient.
-  for (const Case& c : {Case{Activation::tanh, Subsampling::average, C3Table::full},
-                        Case{Activation::relu, Subsampling::max, C3Table::full},
-                        Case{Activation::tanh, Subsampling::average, C3Table::lecun}}) {
-    NetConfig config;
-    config.activation = c.activation;
-    config.subsampling = c.subsampling;
-    config.c3_table = c.table;
-    const double tolerance = c.activation == Activation::relu ? kKinked : kSmoothWhole;
-    const ParamLayout layout = lenet5_layout(config);
-    const std::vector<float> params = parameters(config, 13);
-    const std::vector<float> mask = c3_weight_mask(config);
-    for (const int n : {64, 37}) {  // whole tiles, and a short last one (of 16 and of 8)
-      const std::string what = std::string(to_string(c.activation)) + "/" +
-                               to_string(c.subsampling) + "/" + to_string(c.table) +
-                               " n=" + std::to_string(n);
-      const Batch batch = make_batch(n, 17 + n);
-      const Reference want = reference(config, params, batch, n);
-      const std::vector<float> got = run_whole(config, params, batch, n, 64);
-      std::string differences;
-      for (const ParamSpec& spec : layout.tensors) {
-        const double difference = relative_l2(got, want.gradients, spec.offset, spec.count);
-        EXPECT_LE(difference, tolerance) << what << " " << spec.name;
-        char text[64];
-        std::snprintf(text, sizeof text, "%s %.2e ", spec.name.c_str(), difference);
-        differences += text;
+  for (const Precision precision : kPrecisions)
+    for (const Case& c : {Case{Activation::tanh, Subsampling::average, C3Table::full},
+                          Case{Activation::relu, Subsampling::max, C3Table::full},
+                          Case{Activation::tanh, Subsampling::average, C3Table::lecun}}) {
+      NetConfig config;
+      config.activation = c.activation;
+      config.subsampling = c.subsampling;
+      config.c3_table = c.table;
+      config.precision = precision;
+      const double tolerance = c.activation == Activation::relu
+                                   ? kinked_tolerance(precision)
+                                   : smooth_tolerance(precision, kSmoothWhole);
+      const ParamLayout layout = lenet5_layout(config);
+      const std::vector<float> params = parameters(config, 13);
+      const std::vector<float> mask = c3_weight_mask(config);
+      for (const int n : {64, 37}) {  // whole tiles, and a short last one (of 16 and of 8)
+        const std::string what = std::string(to_string(precision)) + " " + to_string(c.activation) +
+                                 "/" + to_string(c.subsampling) + "/" + to_string(c.table) +
+                                 " n=" + std::to_string(n);
+        const Batch batch = make_batch(n, 17 + n);
+        const Reference want = reference(config, params, batch, n);
+        const std::vector<float> got = run_whole(config, params, batch, n, 64);
+        std::string differences;
+        for (const ParamSpec& spec : layout.tensors) {
+          const double difference = relative_l2(got, want.gradients, spec.offset, spec.count);
+          EXPECT_LE(difference, tolerance) << what << " " << spec.name;
+          char text[64];
+          std::snprintf(text, sizeof text, "%s %.2e ", spec.name.c_str(), difference);
+          differences += text;
+        }
+        RecordProperty(std::string(to_string(precision)) + "_" + to_string(c.activation) + "_" +
+                           to_string(c.subsampling) + "_" + to_string(c.table) + "_n" +
+                           std::to_string(n),
+                       differences);
+        const std::size_t c3 = layout.find("c3.weight").offset;
+        for (std::size_t i = 0; i < mask.size(); ++i)
+          if (mask[i] == 0.0f)
+            ASSERT_EQ(got[c3 + i], 0.0f) << what << " disconnected c3.weight " << i;
+        // Deterministic: a second run gives the same bits for every tensor.
+        const std::vector<float> again = run_whole(config, params, batch, n, 64);
+        for (const ParamSpec& spec : layout.tensors)
+          for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
+            ASSERT_EQ(again[i], got[i]) << what << " run twice " << spec.name;
       }
-      RecordProperty(std::string(to_string(c.activation)) + "_" + to_string(c.subsampling) + "_" +
-                         to_string(c.table) + "_n" + std::to_string(n),
-                     differences);
-      const std::size_t c3 = layout.find("c3.weight").offset;
-      for (std::size_t i = 0; i < mask.size(); ++i)
-        if (mask[i] == 0.0f)
-          ASSERT_EQ(got[c3 + i], 0.0f) << what << " disconnected c3.weight " << i;
-      // Deterministic: a second run gives the same bits for every tensor.
-      const std::vector<float> again = run_whole(config, params, batch, n, 64);
-      for (const ParamSpec& spec : layout.tensors)
-        for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
-          ASSERT_EQ(again[i], got[i]) << what << " run twice " << spec.name;
     }
-  }
 }
 
 // The batches a run's last step can have: a single sample (every k-step but the first lane's past
@@ -299,28 +326,34 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinTf32Rounding) {
 TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  NetConfig config;
-  config.activation = Activation::tanh;
-  config.subsampling = Subsampling::average;
-  const ParamLayout layout = lenet5_layout(config);
-  const std::vector<float> params = parameters(config, 13);
-  for (const int n : {1, 5, 8, 24}) {
-    const std::string what = "n=" + std::to_string(n);
-    const Batch batch = make_batch(n, 17 + n);
-    const Reference want = reference(config, params, batch, n);
-    const std::vector<float> got = run_whole(config, params, batch, n, 128);
-    for (const ParamSpec& spec : layout.tensors)
-      EXPECT_LE(relative_l2(got, want.gradients, spec.offset, spec.count), kSmoothWhole)
-          << what << " " << spec.name;
-    // The step's statistics: the loss within the logits' TF32 rounding (a few 1e-4 of their scale,
-    // which moves a loss of order 1 by as much; 1e-3 relative), and the correct count exactly
-    // unless a rounding moves a sample's first maximum (these untrained weights' logits are close
-    // together: one such sample allowed).
-    const auto [once, twice] = step_stats(config, params, batch, n);
-    EXPECT_NEAR(once.loss_sum, want.loss.loss_sum, 1e-3 * want.loss.loss_sum) << what;
-    EXPECT_NEAR(once.correct, want.loss.correct, 1) << what;
-    EXPECT_EQ(twice.loss_sum, 2 * once.loss_sum) << what << ": added to the slot";
-    EXPECT_EQ(twice.correct, 2 * once.correct) << what;
+  for (const Precision precision : kPrecisions) {
+    NetConfig config;
+    config.activation = Activation::tanh;
+    config.subsampling = Subsampling::average;
+    config.precision = precision;
+    const ParamLayout layout = lenet5_layout(config);
+    const std::vector<float> params = parameters(config, 13);
+    const double tolerance = smooth_tolerance(precision, kSmoothWhole);
+    for (const int n : {1, 5, 8, 24}) {
+      const std::string what = std::string(to_string(precision)) + " n=" + std::to_string(n);
+      const Batch batch = make_batch(n, 17 + n);
+      const Reference want = reference(config, params, batch, n);
+      const std::vector<float> got = run_whole(config, params, batch, n, 128);
+      for (const ParamSpec& spec : layout.tensors)
+        EXPECT_LE(relative_l2(got, want.gradients, spec.offset, spec.count), tolerance)
+            << what << " " << spec.name;
+      // The step's statistics: the loss within the logits' TF32 rounding (a few 1e-4 of their
+      // scale, which moves a loss of order 1 by as much; 1e-3 relative; BF16's 8x, FP32's
+      // whole-step's 1e-4), and the correct count exactly unless a rounding moves a sample's first
+      // maximum (these untrained weights' logits are close together: one such sample allowed, and
+      // with BF16's coarser logits three).
+      const double loss_tolerance = smooth_tolerance(precision, 1e-3);
+      const auto [once, twice] = step_stats(config, params, batch, n);
+      EXPECT_NEAR(once.loss_sum, want.loss.loss_sum, loss_tolerance * want.loss.loss_sum) << what;
+      EXPECT_NEAR(once.correct, want.loss.correct, precision == Precision::bf16 ? 3 : 1) << what;
+      EXPECT_EQ(twice.loss_sum, 2 * once.loss_sum) << what << ": added to the slot";
+      EXPECT_EQ(twice.correct, 2 * once.correct) << what;
+    }
   }
 }
 
