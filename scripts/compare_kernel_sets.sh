@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compares lenet5's kernel sets on one GPU in one run, against the targets of the tensor-core set
-# (docs/tensor-cores.md): for each config of --configs and each kernel set of --kernels, runs
-# `lenet5 -q bench --config C --kernels K --seeds S --device gpu`, then prints a Markdown table
+# (docs/tensor-cores.md): for each config of --configs and each kernel set of --kernels (a set's
+# name, or NAME:PRECISION for a --precision of its own), runs `lenet5 -q bench --config C
+# --kernels K [--precision P] --seeds S --device gpu`, then prints a Markdown table
 # (per config and kernel set: every seed's final test accuracy, their mean and minimum, every
 # seed's time to 99 %, the epoch) and, per config, a verdict on each target for every other
 # kernel set against the first one in --kernels (the reference, whole-step by default):
@@ -14,7 +15,8 @@
 # a run fails, 2 for a wrong argument.
 #
 #   scripts/compare_kernel_sets.sh [--configs configs/lenet5.toml,configs/fast.toml]
-#                                  [--kernels whole-step,tensor] [--seeds 1,2,3,4,5] [--out DIR]
+#                                  [--kernels whole-step,tensor:fp32,tensor:tf32,tensor:bf16]
+#                                  [--seeds 1,2,3,4,5] [--out DIR]
 #                                  [--results docs/results.md] [--from DIR] [-- extra bench flags]
 #
 # --out DIR (new or empty) keeps each run's JSON lines as DIR/CONFIG-KERNELS.jsonl (its log
@@ -33,7 +35,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "compare_kernel_sets: $*" >&2; }
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
-configs=configs/lenet5.toml,configs/fast.toml kernels=whole-step,tensor seeds=1,2,3,4,5
+configs=configs/lenet5.toml,configs/fast.toml kernels=whole-step,tensor:fp32,tensor:tf32,tensor:bf16
+seeds=1,2,3,4,5
 keep="" results="" from="" shown=() extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -62,8 +65,8 @@ if [ -n "$from" ]; then
   out=$from
 else
   [[ $seeds =~ ^[0-9]+(,[0-9]+)*$ ]] || { say "--seeds '$seeds': give seeds separated by commas, e.g. 1,2,3,4,5"; exit 2; }
-  [[ $kernels =~ ^[a-z0-9-]+(,[a-z0-9-]+)+$ ]] ||
-    { say "--kernels '$kernels': give two or more kernel sets separated by commas, the reference first (e.g. whole-step,tensor)"; exit 2; }
+  [[ $kernels =~ ^[a-z0-9-]+(:[a-z0-9]+)?(,[a-z0-9-]+(:[a-z0-9]+)?)+$ ]] ||
+    { say "--kernels '$kernels': give two or more kernel sets separated by commas, the reference first, each a name or NAME:PRECISION (e.g. whole-step,tensor:tf32)"; exit 2; }
   lenet5=${LENET5:-$root/build/lenet5}
   [ -x "$lenet5" ] || { say "no lenet5 binary at '$lenet5' (build it: scripts/setup.sh; or set LENET5 to it)"; exit 1; }
   data=${LENET5_DATA:-$root/data/mnist}
@@ -92,10 +95,13 @@ else
   i=0
   for config in ${configs//,/ }; do
     for set in ${kernels//,/ }; do
-      run=${names[$i]}-$set
+      run=${names[$i]}-${set/:/-}
+      precision=()  # NAME:PRECISION: the set with --precision PRECISION
+      [[ $set != *:* ]] || precision=(--precision "${set#*:}")
       say "$config, --kernels $set, seeds $seeds"
-      "$lenet5" -q bench --config "${paths[$i]}" --kernels "$set" --seeds "$seeds" --device gpu \
-        --data "$data" ${extra[@]+"${extra[@]}"} >"$out/$run.jsonl" 2>"$out/$run.log" || {
+      "$lenet5" -q bench --config "${paths[$i]}" --kernels "${set%%:*}" ${precision[@]+"${precision[@]}"} \
+        --seeds "$seeds" --device gpu --data "$data" ${extra[@]+"${extra[@]}"} \
+        >"$out/$run.jsonl" 2>"$out/$run.log" || {
         say "lenet5 bench failed for $config with --kernels $set (exit $?); the end of its log:"
         tail -5 "$out/$run.log" >&2; exit 1; }
       printf '%s\t%s\t%s\n' "$config" "$set" "$run.jsonl" >>"$out/run.txt"

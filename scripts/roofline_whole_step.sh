@@ -6,7 +6,8 @@
 # kernel time and the rest (launch gaps and waits), from `lenet5 bench`'s median epoch.
 #
 #   scripts/roofline_whole_step.sh [--kernels whole-step|tensor] [--config configs/fast.toml]
-#                                  [--batch-size N] [--out DIR] [--binary PATH]
+#                                  [--batch-size N] [--precision fp32|tf32|bf16] [--out DIR]
+#                                  [--binary PATH]
 #                                  [--results docs/results.md] [--from DIR]
 #
 # --kernels picks the kernel set whose step is profiled (lenet5's --kernels):
@@ -18,6 +19,8 @@
 #     update, a row per kernel (the two gradient sums told apart by their grids), with the tensor
 #     pipe's columns added: its utilisation, the mma.sync instructions and the TF32 FLOP/s they
 #     make against the TF32 peak.
+# --precision P trains with lenet5's --precision P (the tensor set's fp32 issues three mma.sync per
+# tile product, each counted in the TF32 columns; without it, the config's precision).
 # --results FILE writes the tables, with the date, the GPU and the command, into FILE between the
 # lines <!-- NAME: begin --> and <!-- NAME: end -->, NAME roofline_whole_step.sh for whole-step and
 # roofline_tensor for tensor (docs/results.md holds both), replacing what was there. --out DIR
@@ -40,11 +43,12 @@ say() { echo "roofline_whole_step: $*" >&2; }
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
 config=$root/configs/fast.toml out="" binary=$root/build/lenet5 batch="" results="" from="" kernels=""
+precision=""
 [ -n "${LENET5:-}" ] && binary=$(absolute "$LENET5")
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    --kernels|--config|--batch-size|--out|--binary|--results|--from)
+    --kernels|--config|--batch-size|--precision|--out|--binary|--results|--from)
       [ $# -ge 2 ] || { say "$1 needs a value (see --help)"; exit 2; } ;;
   esac
   case "$1" in
@@ -54,6 +58,10 @@ while [ $# -gt 0 ]; do
       shift 2 ;;
     --config) config=$(absolute "$2"); shift 2 ;;
     --batch-size) batch=$2; shift 2 ;;
+    --precision)
+      case "$2" in fp32|tf32|bf16) precision=$2 ;;
+        *) say "--precision takes fp32, tf32 or bf16, not '$2'"; exit 2 ;; esac
+      shift 2 ;;
     --out) out=$(absolute "$2"); shift 2 ;;
     --binary) binary=$(absolute "$2"); shift 2 ;;
     --results) results=$(absolute "$2"); shift 2 ;;
@@ -110,6 +118,7 @@ command="scripts/roofline_whole_step.sh"
 [ "$kernels" = whole-step ] || command+=" --kernels $kernels"
 [ "$(basename "$config")" = fast.toml ] || command+=" --config configs/$(basename "$config")"
 [ -z "$batch" ] || command+=" --batch-size $batch"
+[ -z "$precision" ] || command+=" --precision $precision"
 measured_on=$(date +%F)
 if [ -n "$from" ]; then
   [ -f "$from/ncu.csv" ] && [ -f "$from/bench.json" ] ||
@@ -125,6 +134,7 @@ else
 fi
 batch_flag=()
 [ -n "$batch" ] && batch_flag=(--batch-size "$batch")
+[ -n "$precision" ] && batch_flag+=(--precision "$precision")
 
 stalls="barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait not_selected lg_throttle"
 metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second

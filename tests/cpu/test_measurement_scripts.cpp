@@ -460,6 +460,41 @@ TEST(KernelSetScript, WritesItsTableAndVerdictsIntoTheResultsBlockAndNothingElse
     EXPECT_TRUE(testing::mentions(results, verdict)) << verdict << "\n" << results;
 }
 
+// A kernel set given as NAME:PRECISION runs `lenet5 bench --kernels NAME --precision PRECISION`
+// and keeps its own file and row; a plain name passes no --precision. The binary here is a stand-in
+// that logs its arguments and prints a bench run's lines, so the script's own part is what runs.
+TEST(KernelSetScript, RunsEachNamePrecisionPairWithItsPrecision) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "mnist");
+  write(dir / "mnist" / "t10k-images-idx3-ubyte", "");
+  write(dir / "lenet5",
+        "#!/usr/bin/env bash\n"
+        "echo \"$*\" >>'" + (dir / "arguments.txt").string() + "'\n"
+        "echo '{\"event\":\"setup\",\"batch_size\":128,\"epochs\":2,\"gpu\":\"a GPU\"}'\n"
+        "echo '{\"event\":\"seed\",\"seed\":1,\"final_test_accuracy\":0.99,"
+        "\"time_to_99_s\":0.1,\"median_epoch_s\":0.01}'\n");
+  std::filesystem::permissions(dir / "lenet5", std::filesystem::perms::owner_all);
+  setenv("LENET5", (dir / "lenet5").c_str(), 1);
+  setenv("LENET5_DATA", (dir / "mnist").c_str(), 1);
+  const int status = run_script("compare_kernel_sets.sh",
+                                "--configs configs/fast.toml --kernels whole-step,tensor:bf16 "
+                                "--seeds 1 --out '" + (dir / "out").string() + "'",
+                                dir);
+  unsetenv("LENET5");
+  unsetenv("LENET5_DATA");
+  ASSERT_EQ(status, 0) << testing::read_text(dir / "out.txt");
+  const std::string arguments = testing::read_text(dir / "arguments.txt");
+  EXPECT_TRUE(testing::mentions(arguments, "--kernels whole-step --seeds 1")) << arguments;
+  EXPECT_TRUE(testing::mentions(arguments, "--kernels tensor --precision bf16 --seeds 1"))
+      << arguments;
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "fast-tensor-bf16.jsonl"));
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"),
+                                "| configs/fast.toml (batch 128, 2 epochs) | tensor:bf16 |"))
+      << testing::read_text(dir / "out.txt");
+  EXPECT_EQ(run_script("compare_kernel_sets.sh", "--kernels whole-step,tensor:", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "NAME:PRECISION"));
+}
+
 TEST(KernelSetScript, RefusesAFolderWithoutARunAndMeasuringFlagsWithFrom) {
   TempDir dir;
   write(dir / "results.md", kResultsWithoutBlock);
