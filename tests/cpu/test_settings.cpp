@@ -191,8 +191,8 @@ TEST(TrainSettings, StoredSettingReadsAConfigTextsLine) {
 }
 
 // --precision: fp32 by default; tf32 reaches the network's config (what the whole-step engine is
-// built from) with the whole-step kernels only, and never for a run on the CPU, each refusal
-// naming the way out; unknown names are refused.
+// built from) with the whole-step kernels (and the tensor-core set's, tested below), never with
+// the others or for a run on the CPU, each refusal naming the way out; unknown names are refused.
 TEST(TrainSettings, PrecisionTf32IsTheWholeStepKernelsOnAGpu) {
   TrainSettings settings;
   EXPECT_EQ(settings.net_config().precision, Precision::fp32);
