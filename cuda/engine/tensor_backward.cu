@@ -24,10 +24,11 @@ namespace {
 constexpr int kTile = TensorDenseBackward::kTile;
 
 // What the dense forward kernel keeps of each sample for the gradient kernel, a row of
-// record::floats per sample in global memory: the activations of C5 and F6 (TF32, as the forward
-// pass stored them) and the output gradients of the output layer, F6 and C5. The rows of a short
-// last tile's missing samples are written too (zero gradients), so that a product's operands are
-// always finite; the gradient kernel reads only the rows of real samples as k.
+// record::floats per sample in global memory: the activations of C5 and F6 (stored for the
+// products, as the forward pass stored them) and the output gradients of the output layer, F6 and
+// C5. The rows of a short last tile's missing samples are written too (zero gradients), so that a
+// product's operands are always finite; the gradient kernel reads only the rows of real samples as
+// k.
 namespace record {
 constexpr int a5 = 0;                 // C5's activation (120)
 constexpr int a6 = a5 + kC5;          // F6's activation (84)
@@ -44,7 +45,7 @@ static_assert(floats % 4 == 0, "rows of whole float4s");
 constexpr int kDenseWarps = 16, kDenseThreads = 32 * kDenseWarps;
 
 // Its shared memory, in floats from its start: a row per sample of S4's, C5's and F6's activations
-// (TF32), the logits, and the output gradients of the output layer, F6 and C5.
+// (stored for the products), the logits, and the output gradients of the output layer, F6 and C5.
 namespace dense_layout {
 constexpr int kD7Row = 12;
 constexpr int a4 = 0;
@@ -120,9 +121,10 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
 }
 
 // The forward kernel's reads a chunk, in k-steps: F6's and C5's input gradients (k = 10 and 84
-// outputs) read all their weights at once, and the dense layers' forward pass reads 50 k-steps of
-// weights in TF32 (100 registers: C5's whole row), 25 in BF16 and FP32, whose products need
-// registers of their own (the packed or split operands) and would spill with 50.
+// outputs) read all their weights at once in TF32 (4 k-steps at a time in BF16 and FP32), and the
+// dense layers' forward pass reads 50 k-steps of weights in TF32 (100 registers: C5's whole row),
+// 25 in BF16 and FP32, whose products need registers of their own (the packed or split operands)
+// and would spill with 50.
 template <Precision R>
 constexpr int kInputGradientChunk = R == Precision::tf32 ? 11 : 4;
 template <Precision R>

@@ -1,5 +1,6 @@
 // The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
-// every product an mma.sync TF32 tile, in four kernels and a sum.
+// every product an mma.sync tile in the network's --precision (tensor_mma.cuh's Operands: TF32,
+// BF16, or FP32 as three TF32 products), in four kernels and a sum.
 //
 //   tensor_conv_forward_kernel1<Activation, Subsampling> (tensor_conv_backward.cu): a block per
 //   sample computes its C1, S2, C3 and S4 (the forward pass's own code and bits, its 8 warps
@@ -31,14 +32,16 @@
 //   products' sums run over the batch in one warp each: every run gives the same bits (no
 //   atomics). c3.weight's gradient is zero where the C3 table disconnects a weight, as
 //   whole-step's.
-// f' is taken from the activations as the forward pass stored them, rounded to TF32 (a relative
-// error of 2^-11, the order of the products' own). The dense biases' gradients are products too
-// (each output gradient rounded to TF32, times 1), where the kernel before summed them in float:
-// a bias whose gradients cancel (the output layer's, sum over the batch of softmax - onehot) keeps
-// 2^-11 of the sum of their magnitudes, not of their sum (measured: 3.7e-4 of the norm for
-// output.bias against the CPU reference in double, tanh). Each dense weight's sum runs over the
-// whole batch in one warp: 515 warps whatever the batch, so very large batches (1,024 and more)
-// would want the samples split into ranges added in a fixed order.
+// f' is taken from the activations as the forward pass stored them for the products: rounded to
+// TF32 (a relative error of 2^-11, the order of the products' own) or to BF16 (2^-8: a saturated
+// tanh or sigmoid unit's activation rounds to 1, its slope to 0, and the scaled tanh's can exceed
+// its bound, which settings.cpp refuses), or the floats they are in fp32. The dense biases'
+// gradients are products too (each output gradient rounded to TF32, times 1), where the kernel
+// before summed them in float: a bias whose gradients cancel (the output layer's, sum over the
+// batch of softmax - onehot) keeps 2^-11 of the sum of their magnitudes, not of their sum
+// (measured: 3.7e-4 of the norm for output.bias against the CPU reference in double, tanh). Each
+// dense weight's sum runs over the whole batch in one warp: 515 warps whatever the batch, so very
+// large batches (1,024 and more) would want the samples split into ranges added in a fixed order.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -90,9 +93,9 @@ class TensorConvBackward {
   // C1, S2, C3 and S4 of images[0..n) (with field not null, the samples' input is its rows (n, 1,
   // 32, 32), already gathered and normalised (cuda/kernels/batch.cuh), and images is not read):
   // writes each sample's S4
-  // activations to s4_rows() (n, 400; TF32, as the dense part reads them) and keeps what
-  // conv_gradients needs (S2's activations, each max window's first maximum). Nothing waits for
-  // the device.
+  // activations to s4_rows() (n, 400; stored for the products, as the dense part reads them) and
+  // keeps what conv_gradients needs (S2's activations, each max window's first maximum). Nothing
+  // waits for the device.
   void conv_forward(const std::uint8_t* images, int n, const float* params, cudaStream_t stream,
                     const float* field = nullptr);
   const float* s4_rows() const { return m_s4_rows.data(); }

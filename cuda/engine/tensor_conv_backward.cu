@@ -53,7 +53,7 @@ constexpr int kPad3 = kK - 1, kSide3P = kSide3 + 2 * kPad3, kMap3P = kSide3P * k
 // A sample's record in global memory, what the forward kernel keeps for the backward one, in
 // floats from its start (the first maxima as bytes; average subsampling writes and reads none).
 namespace record {
-constexpr int a2 = 0;                         // S2's activation (6, 14, 14), TF32
+constexpr int a2 = 0;  // S2's activation (6, 14, 14), stored for the products
 constexpr int which2 = a2 + kWarpS2;          // S2's first maxima, bytes (6 x 196)
 constexpr int which4 = which2 + kWarpS2 / 4;  // S4's first maxima, bytes (400)
 constexpr int floats = which4 + kFlat4 / 4;
@@ -66,8 +66,8 @@ constexpr int w1 = 0;                // C1's B layout, as the forward pass stage
 constexpr int w3 = w1 + 8 * kW1Row;  // C3's B layout
 constexpr int s2_bias = w3 + kMaps3 * kW3Row;
 constexpr int s4_bias = s2_bias + 8;
-constexpr int x = s4_bias + kMaps3;  // the input field (32 x 32), TF32
-constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), TF32
+constexpr int x = s4_bias + kMaps3;  // the input field (32 x 32), stored for the products
+constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), the same
 constexpr int floats = a2 + kWarpS2;
 }  // namespace forward_layout
 
@@ -77,11 +77,11 @@ constexpr int w1 = 0;  // staged with C3's by the shared stage_conv_weights, unr
 constexpr int w3 = w1 + 8 * kW1Row;
 constexpr int s2_bias = w3 + kMaps3 * kW3Row;
 constexpr int s4_bias = s2_bias + 8;
-constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), TF32
+constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), stored for the products
 constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
-constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, TF32
-constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), TF32, over dL/dC3
+constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, the same
+constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), the same, over dL/dC3
 constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
 constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
 constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
@@ -162,8 +162,8 @@ __device__ void clear_d3_borders(float* d3) {
   }
 }
 
-// dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window (rounded to
-// TF32: only products read it), by the block.
+// dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window (stored for
+// R's products: only products read it), by the block.
 template <Precision R, Activation A, Subsampling P>
 __device__ void s4_backward(const float* d4, float* shared) {
   namespace C = conv_layout;
@@ -265,9 +265,9 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
       warp, lane);
 }
 
-// dL/dC1 (6, 28, 28), rounded to TF32 (only C1's weight product reads it), from dL/dz2 through
-// each 2x2 window (its average, or its first maximum), into C::c1_gradient, by the block: each
-// value computed once, where C1's weight product computed it for every read, in both of its
+// dL/dC1 (6, 28, 28), stored for R's products (only C1's weight product reads it), from dL/dz2
+// through each 2x2 window (its average, or its first maximum), into C::c1_gradient, by the block:
+// each value computed once, where C1's weight product computed it for every read, in both of its
 // m-tiles' warps.
 template <Precision R, Subsampling P>
 __device__ void c1_gradient_maps(float* shared) {
@@ -286,9 +286,9 @@ __device__ void c1_gradient_maps(float* shared) {
 }
 
 // C1's weight gradient over the positions' quarter warp / 2 (m-tile warp % 2 of the 25 taps, rows
-// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1. Both operands are stored rounded to
-// TF32 (the input field, and dL/dC1 by c1_gradient_maps), so the product takes their bits as they
-// are; a row or column past the matrix reads a real element at a clamped index and gives zero.
+// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1. Both operands are stored for R's
+// products (the input field, and dL/dC1 by c1_gradient_maps), so the product takes their bits as
+// they are; a row or column past the matrix reads a real element at a clamped index and gives zero.
 template <Precision R>
 __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   namespace C = conv_layout;

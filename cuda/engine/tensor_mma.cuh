@@ -111,8 +111,9 @@ __device__ inline std::uint32_t bf16_pair(float low, float high) {
 //     tile's sum over k is the same, its terms in another order. One mma.sync per tile.
 //   fp32: each operand split into x = big + small, both TF32 (big the rounded x, small the rounded
 //     rest), and the tile is small_a big_b + big_a small_b + big_a big_b (the small terms first),
-//     three mma.sync: the products then carry about FP32's 24 bits (only small_a small_b, below
-//     2^-22 of the product, is left out), at three times the tensor cores' work.
+//     three mma.sync: the products then come close to FP32's (only small_a small_b and the small
+//     halves' own rounding, about 2^-22 of the product, are left out, and the tensor cores add in
+//     their own order), at three times the tensor cores' work.
 template <Precision R>
 struct Operands {
   static_assert(R == Precision::tf32 || R == Precision::bf16 || R == Precision::fp32,

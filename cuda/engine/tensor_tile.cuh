@@ -1,8 +1,9 @@
 // What the tensor-core kernels share (tensor_forward.cu, tensor_backward.cu,
 // tensor_conv_backward.cu): the network's sizes, a block's shared-memory layout, the forward pass
-// of a tile of samples up to its logits, every product an mma.sync m16n8k8 TF32 tile
-// (tensor_mma.cuh), the products over a tile, the sum of the convolutions' per-sample partial
-// gradients, and the host side's checks.
+// of a tile of samples up to its logits, every product an mma.sync m16n8k8 tile in the products'
+// precision (tensor_mma.cuh's Operands<R>: TF32, BF16, or FP32 as three TF32 products), the
+// products over a tile, the sum of the convolutions' per-sample partial gradients, and the host
+// side's checks.
 //
 // Shapes (core/topology.hpp): input 32x32 -> C1 6@28x28 -> S2 6@14x14 -> C3 16@10x10 -> S4 16@5x5
 // -> C5 120 -> F6 84 -> output 10; C5's 16x5x5 input flattened NCHW (m * 25 + 5 y + x) is a row of
@@ -24,7 +25,8 @@
 // at a time over all of the tile's m-tiles, so that each weight it loads serves every sample.
 //
 // Every value that only a product reads (the input field, S2, S4, C5 and F6 activations, C1's and
-// C3's weights) is stored already rounded to TF32, so the gathers need no conversion; the dense
+// C3's weights) is stored already rounded for the products (Operands<R>::stored: to TF32 or BF16,
+// or as the floats they are in fp32), so the gathers need no conversion; the dense
 // weights are rounded as they are loaded. Shared-memory matrices that a fragment load reads as 8
 // rows by 4 columns have row strides that are odd multiples of 4 floats: the 32 lanes then fall in
 // 32 different banks.
@@ -297,8 +299,9 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
   }
 }
 
-// Y (Tile x N) = f(X (Tile x K) W^T + b), X in shared memory (rows LdX apart, TF32), W (N, K) and
-// b in global memory; f the activation when Activate, and Y rounded to TF32 when Round (it is only
+// Y (Tile x N) = f(X (Tile x K) W^T + b), X in shared memory (rows LdX apart, stored for R's
+// products), W (N, K) and b in global memory; f the activation when Activate, and Y stored for R's
+// products when Round (it is only
 // a product's operand). Warp w of Warps takes n-tiles w, w + Warps, ...; per k-step it loads its B
 // fragment once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11
 // k-steps) are zeros on both sides.
@@ -457,7 +460,7 @@ __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, i
 
 // The dense layers of a tile's samples, by the block's Warps warps: C5's, F6's and the output
 // layer's products over the tile, from S4's activations (rows of kA4Row floats from a4) to C5's
-// and F6's (rounded to TF32: only products read them) and the logits, each layer's weights read
+// and F6's (stored for R's products) and the logits, each layer's weights read
 // Chunk k-steps at a time (2 Chunk registers). Ends with a barrier.
 template <Precision R, Activation A, int Tile, int Chunk, int Warps>
 __device__ void dense_layers(const float* a4, float* a5, float* a6, float* z, const float* params,
@@ -475,8 +478,8 @@ __device__ void dense_layers(const float* a4, float* a5, float* a6, float* z, co
 
 // The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
 // afterwards shared memory holds, per local sample (row), S4's, C5's and F6's activations (L::a4,
-// L::a5, L::a6, rounded to TF32) and the logits (L::z); a short last tile's missing samples have
-// zero S4 rows and results that nothing reads. Ends with a barrier.
+// L::a5, L::a6, stored for R's products) and the logits (L::z); a short last tile's missing samples
+// have zero S4 rows and results that nothing reads. Ends with a barrier.
 template <Precision R, Activation A, Subsampling P, int Tile>
 __device__ void forward_tile(float* shared, const TileInputs& in, int first) {
   using L = SharedLayout<Tile>;

@@ -63,7 +63,7 @@ Device DeviceStart::wait() {
 std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
                                     int batch_size) {
   if (device == Device::gpu) return make_gpu_engine(net, sgd, batch_size);
-  // The CPU computes in float alone: a tf32 run there would silently be an fp32 one.
+  // The CPU computes in float alone: a tf32 or bf16 run there would silently be an fp32 one.
   if (net.precision != Precision::fp32)
     throw UsageError(std::string("--precision ") + to_string(net.precision) +
                      " runs on a GPU's tensor cores; this run is on the CPU, which computes in "

@@ -110,8 +110,8 @@ struct NetConfig {
   // The GPU kernels of C1 and C3 (and of C5 with the book's kernel set; the fast set runs C5, whose
   // output is 1x1, as a dense layer).
   ConvAlgo conv_algo = ConvAlgo::staged;
-  // Nor does this one (a checkpoint's stored settings name it only as tf32, so that a resumed run
-  // goes on computing as it began).
+  // Nor does this one (a checkpoint's stored settings name it only as tf32 or bf16, so that a
+  // resumed run goes on computing as it began).
   Precision precision = Precision::fp32;
 };
 

@@ -426,7 +426,7 @@ void run_layer_benchmark(const TrainSettings& settings, int repetitions, const J
         "bench --layers times the layer-by-layer kernels, which compute in fp32 only: drop "
         "--precision " +
         settings.precision +
-        " (the whole-step kernels' tf32 stages are timed by bench without "
+        " (the whole-step and tensor-core kernels' steps in it are timed by bench without "
         "--layers)");
   const int n = settings.batch_size;
   Network<float> network(settings.net_config(), Device::gpu, n);

@@ -226,9 +226,10 @@ std::vector<SettingDeclaration> declare_train_settings() {
       // Stored in checkpoints only as tf32 or bf16, as --output only as rbf: a resumed tf32 run
       // goes on in tf32 (its bits are its own), and every fp32 checkpoint keeps its bytes.
       setting(&S::precision, "--precision", "fp32",
-              "arithmetic of the training step's matrix products. fp32: as exact as float "
-              "multiply-adds (with --kernels tensor, each product as three TF32 products of the "
-              "operands' halves); tf32: operands rounded to TensorFloat-32 on the tensor cores, "
+              "arithmetic of the training step's matrix products. fp32: float multiply-adds "
+              "(with --kernels tensor, each product as three TF32 products of the operands' "
+              "halves, within about 2^-22 of float's); tf32: operands rounded to TensorFloat-32 on "
+              "the tensor cores, "
               "sums in float (--kernels whole-step: C3's forward pass and gradients and, for "
               "batches of 256 and more, the dense layers' weight gradients; --kernels tensor: "
               "every product); bf16: operands rounded to bfloat16 (--kernels tensor only). On a "
@@ -554,6 +555,15 @@ NetConfig TrainSettings::net_config() const {
         "--precision bf16 runs in the tensor-core kernels' training step only, not "
         "in --kernels " +
         std::string(set.name) + ": choose --kernels tensor, or --precision fp32");
+  // The step takes each unit's slope from its activation as stored for the products; rounded to
+  // bfloat16 (1.71875), a saturated scaled tanh's exceeds its bound A = 1.7159 and its slope
+  // turns negative (TF32's rounding stays below A). Refused until the stored activations keep
+  // their floats (docs/tensor-cores.md).
+  if (config.precision == Precision::bf16 && config.activation == Activation::scaled_tanh)
+    throw UsageError(
+        "--precision bf16 does not train --activation scaled-tanh: rounded to bfloat16, a "
+        "saturated unit's activation exceeds the function's bound 1.7159 and its gradient changes "
+        "sign; choose --precision tf32 or fp32, or another --activation");
   config.conv_units = parse_conv_units(conv_units);
   if (set.whole_step && config.conv_units == ConvUnits::squashed)
     throw UsageError("--conv-units squashed does not apply to --kernels " + std::string(set.name) +

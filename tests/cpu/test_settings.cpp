@@ -231,6 +231,19 @@ TEST(TrainSettings, PrecisionBf16IsTheTensorCoreSetsOnAGpu) {
   settings.kernels = "tensor";
   settings.device = "cpu";
   EXPECT_TRUE(testing::mentions(refusal(settings), "--precision fp32")) << refusal(settings);
+  // The scaled tanh's activations, rounded to bfloat16, overshoot its bound: refused, with the
+  // precisions that train it named; every other activation is taken.
+  settings.device = "gpu";
+  settings.activation = "scaled-tanh";
+  EXPECT_TRUE(testing::mentions(refusal(settings), "--precision tf32 or fp32"))
+      << refusal(settings);
+  settings.precision = "tf32";
+  EXPECT_EQ(refusal(settings), "");
+  settings.precision = "bf16";
+  for (const char* activation : {"tanh", "sigmoid", "relu"}) {
+    settings.activation = activation;
+    EXPECT_EQ(refusal(settings), "") << activation;
+  }
 }
 
 }  // namespace
