@@ -17,10 +17,11 @@
 #     tensor cores' gradient (cuda/engine/tensor_backward.cuh: conv forward, dense backward, conv
 #     backward, and a gradient sum after each backward kernel), the loss statistics and SGD's
 #     update, a row per kernel (the two gradient sums told apart by their grids), with the tensor
-#     pipe's columns added: its utilisation, the mma.sync instructions and the TF32 FLOP/s they
-#     make against the TF32 peak.
-# --precision P trains with lenet5's --precision P (the tensor set's fp32 issues three mma.sync per
-# tile product, each counted in the TF32 columns; without it, the config's precision).
+#     pipe's columns added: its utilisation, the mma.sync instructions and the FLOP/s they make
+#     against the peak of their operands' type (TF32, or BF16 for --precision bf16).
+# --precision P trains with lenet5's --precision P (without it, the config's): the tensor set's
+# fp32 issues three TF32 mma.sync per tile product, each counted in the TF32 columns; bf16 is
+# counted against the BF16 peak, and profiles only --kernels tensor (the only set that has it).
 # --results FILE writes the tables, with the date, the GPU and the command, into FILE between the
 # lines <!-- NAME: begin --> and <!-- NAME: end -->, NAME roofline_whole_step.sh for whole-step and
 # roofline_tensor for tensor (docs/results.md holds both), replacing what was there. --out DIR
@@ -30,7 +31,7 @@
 # is the one that run measured (its bench.json says).
 #
 # Peaks (H200 SXM; override with the environment): FP32_TFLOPS=66.9, DRAM_TBS=4.8, and for tensor
-# TF32_TFLOPS=494.7 (dense, no sparsity). The shared memory peak is 128 bytes per SM per cycle at
+# TF32_TFLOPS=494.7 and BF16_TFLOPS=989.4 (dense, no sparsity). The shared memory peak is 128 bytes per SM per cycle at
 # the SM clock ncu reports. FP32 FLOP counts the executed FP32 instructions (FMA as two), as ncu's
 # roofline does; TF32 FLOP counts 2 x 16 x 8 x 8 = 2048 per mma.sync.m16n8k8 (cuda/engine/
 # tensor_mma.cuh, the only tensor instruction these kernels issue).
@@ -86,6 +87,10 @@ if [ -z "$kernels" ]; then
 elif [ -n "$recorded" ] && [ "$recorded" != "$kernels" ]; then
   say "--from $from: that run measured --kernels $recorded (its bench.json), not $kernels: give --kernels $recorded, or leave it out"
   exit 2
+fi
+
+if [ "$precision" = bf16 ] && [ "$kernels" != tensor ]; then
+  say "--precision bf16 trains with --kernels tensor only: give --kernels tensor"; exit 2
 fi
 
 # What each set's step launches, and the ncu filter that catches those launches and no others.
@@ -147,12 +152,13 @@ for s in $stalls; do metrics+=,smsp__average_warps_issue_stalled_${s}_per_issue_
 # The tensor pipe (tensor only): the HMMA pipe's active cycles against its peak over the SMs'
 # active cycles; the HMMA instructions executed, counted per warp-level instruction as every
 # inst_executed metric is (one mma.sync.m16n8k8 TF32 of a warp is one HMMA.1688 in SASS), from
-# which the table makes the TF32 FLOP; and ncu's own count of TF32 tensor ops, to check that
+# which the table makes the FLOP; and ncu's own count of TF32 (or BF16) tensor ops, to check that
 # factor against. Names as ncu lists them for Ampere and Hopper; a name this ncu or GPU does not
 # have would fail the whole run, so each is asked for only where `ncu --query-metrics` lists it,
 # and its columns read n/a otherwise.
 tensor_metrics="sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 tensor_metrics+=" sm__inst_executed_pipe_tensor_op_hmma.sum sm__ops_path_tensor_src_tf32_dst_fp32.sum"
+tensor_metrics+=" sm__ops_path_tensor_src_bf16_dst_fp32.sum"
 
 if [ -z "$from" ]; then
 if [ "$kernels" = tensor ]; then
@@ -180,19 +186,31 @@ fi
 block=$(mktemp)
 trap 'rm -f "$block"' EXIT
 python3 - "$out/ncu.csv" "$out/bench.json" "$kernels" "${FP32_TFLOPS:-66.9}" "${DRAM_TBS:-4.8}" \
-  "${TF32_TFLOPS:-494.7}" "$stalls" "$block" "$command" "$measured_on" <<'EOF'
+  "${TF32_TFLOPS:-494.7}" "$stalls" "$block" "$command" "$measured_on" "${BF16_TFLOPS:-989.4}" <<'EOF'
 import csv, json, math, os, re, statistics, sys
 (path, bench_path, kernels, fp32_peak, dram_peak, tf32_peak, stalls, block_path, command,
- measured_on) = sys.argv[1:11]
+ measured_on, bf16_peak) = sys.argv[1:12]
 tensor = kernels == "tensor"
 report = []
 def emit(text=""): report.append(text)
 def fail(text):
     print(f"roofline_whole_step: {text}", file=sys.stderr)
     sys.exit(1)
+events = [json.loads(l) for l in open(bench_path) if l.startswith("{")]
+setup = next((e for e in events if e.get("event") == "setup"), None)
+seed = next((e for e in events if e.get("event") == "seed"), None)
+if setup is None or seed is None:
+    fail(f"{bench_path} has no setup and seed lines: not `lenet5 bench`'s output (see bench.log)")
+# The tensor cores' operand type: BF16 for --precision bf16, else TF32 (fp32's three products a
+# tile are TF32 too; runs from before --precision reached the tensor set trained in TF32).
+bf16 = tensor and setup.get("precision") == "bf16"
+operands = "BF16" if bf16 else "TF32"
+ops_metric = f"sm__ops_path_tensor_src_{operands.lower()}_dst_fp32.sum"
+tensor_peak = bf16_peak if bf16 else tf32_peak
 peaks = [f"{float(fp32_peak):g} TFLOP/s FP32"] + \
-    ([f"{float(tf32_peak):g} TFLOP/s TF32 (dense)"] if tensor else []) + [f"{float(dram_peak):g} TB/s DRAM"]
-fp32_peak, dram_peak, tf32_peak = (float(v) * 1e12 for v in (fp32_peak, dram_peak, tf32_peak))
+    ([f"{float(tensor_peak):g} TFLOP/s {operands} (dense)"] if tensor else []) + \
+    [f"{float(dram_peak):g} TB/s DRAM"]
+fp32_peak, dram_peak, tensor_peak = (float(v) * 1e12 for v in (fp32_peak, dram_peak, tensor_peak))
 stalls = stalls.split()
 lines = [l for l in open(path) if l.startswith('"')]
 rows = list(csv.DictReader(lines))
@@ -252,7 +270,7 @@ header = ("| kernel | time per launch | FP32 | of peak | DRAM | of peak | shared
           "main stalls (cycles per issued instruction) |")
 rule = "|---" * 12 + "|"
 if tensor:
-    header += " tensor pipe (of its peak, active cycles) | mma.sync (HMMA) per launch | TF32 | of peak |"
+    header += f" tensor pipe (of its peak, active cycles) | mma.sync (HMMA) per launch | {operands} | of peak |"
     rule += "---|---|---|---|"
 emit(header)
 emit(rule)
@@ -283,19 +301,14 @@ for key, rs in groups.items():
            f"| " + (", ".join(f"{s.replace('_', ' ')} {v:.1f}" for v, s in stall) or "n/a") + " |")
     if tensor:
         mma = median(rs, "sm__inst_executed_pipe_tensor_op_hmma.sum")
-        ops = median(rs, "sm__ops_path_tensor_src_tf32_dst_fp32.sum")
+        ops = median(rs, ops_metric)
         mma_step += mma * per_step[key]  # NaN from here on when the metric is absent
         ops_step += ops * per_step[key]
-        tf32 = 2048 * mma  # 2 x 16 x 8 x 8 FLOP per warp-level mma.sync.m16n8k8
+        tensor_flop = 2048 * mma  # 2 x 16 x 8 x 8 FLOP per warp-level mma.sync.m16n8k8
         row += (f" {show(median(rs, 'sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active'), '.1f', ' %')} "
-                f"| {show(mma, ',.0f')} | {show(tf32/t/1e12, '.2f', ' TFLOP/s')} "
-                f"| {show(100*tf32/t/tf32_peak, '.1f', ' %')} |")
+                f"| {show(mma, ',.0f')} | {show(tensor_flop/t/1e12, '.2f', ' TFLOP/s')} "
+                f"| {show(100*tensor_flop/t/tensor_peak, '.1f', ' %')} |")
     emit(row)
-events = [json.loads(l) for l in open(bench_path) if l.startswith("{")]
-setup = next((e for e in events if e.get("event") == "setup"), None)
-seed = next((e for e in events if e.get("event") == "seed"), None)
-if setup is None or seed is None:
-    fail(f"{bench_path} has no setup and seed lines: not `lenet5 bench`'s output (see bench.log)")
 images = int(setup["train_images"]) or 60000  # 0: the whole training set
 steps = -(-images // int(setup["batch_size"]))
 epoch_ms = 1e3 * seed["median_epoch_s"]
@@ -320,14 +333,14 @@ else:
           f"launch, so none overlaps the next): ncu's times, each launch run alone, must be longer "
           f"than the same launches take in the epoch's graph.")
 if tensor and not math.isnan(mma_step):
-    tf32_step = 2048 * mma_step
+    step_flop = 2048 * mma_step
     emit(f"The tensor cores' work: {mma_step / 1e6:.3f} M mma.sync a step "
-         f"({tf32_step / 1e9:.2f} GFLOP of TF32 at 2,048 FLOP each), "
-         f"{tf32_step / (kernel_us * 1e-6) / 1e12:.2f} TFLOP/s over the kernels' time and "
-         f"{tf32_step / (epoch_ms * 1e-3 / steps) / 1e12:.2f} TFLOP/s over the epoch's "
-         f"({100 * tf32_step / (epoch_ms * 1e-3 / steps) / tf32_peak:.1f} % of the TF32 peak).")
+         f"({step_flop / 1e9:.2f} GFLOP of {operands} at 2,048 FLOP each), "
+         f"{step_flop / (kernel_us * 1e-6) / 1e12:.2f} TFLOP/s over the kernels' time and "
+         f"{step_flop / (epoch_ms * 1e-3 / steps) / 1e12:.2f} TFLOP/s over the epoch's "
+         f"({100 * step_flop / (epoch_ms * 1e-3 / steps) / tensor_peak:.1f} % of the {operands} peak).")
     if not math.isnan(ops_step) and mma_step > 0:
-        emit(f"ncu's own count, sm__ops_path_tensor_src_tf32_dst_fp32, is {ops_step / mma_step:,.0f} "
+        emit(f"ncu's own count, {ops_metric.removesuffix('.sum')}, is {ops_step / mma_step:,.0f} "
              f"per mma.sync (2,048 if it counts FLOP as this table does, 1,024 if it counts "
              f"multiply-adds).")
 

@@ -294,6 +294,26 @@ TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) 
       testing::mentions(testing::read_text(dir / "out.txt"), "that run measured --kernels tensor"));
 }
 
+// A tensor-set run in --precision bf16 (bench.json's setup says so): its tensor columns and its
+// work are BF16's, against the BF16 peak (989.4 TFLOP/s, twice TF32's, so 10.35 % where TF32's
+// 102.40 TFLOP/s were 20.7 %); and bf16 with the whole-step set is refused before anything runs.
+TEST(RooflineScript, ABf16RunIsCountedAgainstTheBf16Peak) {
+  TempDir dir;
+  write_tensor_ncu_csv(dir / "measured" / "ncu.csv");
+  write_roofline_bench(dir, 256, "0.030", ",\"kernels\":\"tensor\",\"precision\":\"bf16\"");
+  write_results_with_block(dir, "roofline_tensor");
+  ASSERT_EQ(run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir), 0)
+      << testing::read_text(dir / "out.txt");
+  const std::string results = expect_block_rewritten(dir, "roofline_tensor");
+  for (const char* text : {"989.4 TFLOP/s BF16 (dense)", "| mma.sync (HMMA) per launch | BF16 |",
+                           "| n/a | 30.0 % | 1,000,000 | 102.40 TFLOP/s | 10.3 % |",
+                           "6.000 M mma.sync a step (12.29 GFLOP of BF16"})
+    EXPECT_TRUE(testing::mentions(results, text)) << text << "\n" << results;
+  EXPECT_FALSE(testing::mentions(results, "TF32")) << results;
+  EXPECT_EQ(run_script("roofline_whole_step.sh", "--kernels whole-step --precision bf16", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "give --kernels tensor"));
+}
+
 // The scripts write into docs/results.md itself (`--results docs/results.md`): the page must keep
 // each one's pair of marker lines, or the next measuring run is refused before it measures.
 TEST(ResultsPage, HoldsTheBlockOfEachScriptThatWritesIntoIt) {
