@@ -210,13 +210,16 @@ struct DenseGradientArgs {
 // A weight gradient with its bias is one product, dL/d[W | b] = dᵀ [x | 1] (Out, In + 1), k the
 // batch's samples in order: its last column is the bias's column sum, in the same order.
 namespace products {
+constexpr int n_tiles(int n) {
+  return (n + 7) / 8;
+}
 constexpr int tiles(int m, int n) {
-  return (m + 15) / 16 * ((n + 7) / 8);
+  return (m + 15) / 16 * n_tiles(n);
 }
 constexpr int c5 = tiles(kC5, kFlat4 + 1);    // 408
 constexpr int f6 = tiles(kF6, kC5 + 1);       // 96
 constexpr int out = tiles(kOut, kF6 + 1);     // 11
-constexpr int d4_columns = (kFlat4 + 7) / 8;  // dL/dS4: 50 tiles per m16 of samples
+constexpr int d4_columns = n_tiles(kFlat4);   // dL/dS4: 50 tiles per m16 of samples
 }  // namespace products
 
 // k-steps whose operands a warp of the gradient kernel reads before their products: a warp's 6
@@ -230,7 +233,7 @@ template <Precision R, int Out, int In>
 __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, int d_at,
                                      const float* x, int x_ld, int weight_to, int bias_to,
                                      int lane) {
-  constexpr int kNTiles = (In + 1 + 7) / 8;
+  constexpr int kNTiles = products::n_tiles(In + 1);
   const float* records = args.records;
   float* gradients = args.gradients;
   mma_tile<R, kGradientChunk>(

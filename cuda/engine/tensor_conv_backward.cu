@@ -368,7 +368,7 @@ SlotTensors conv_slot(const WholeStepOffsets& at) {
 using ConvForwardKernel = void (*)(ConvForwardArgs);
 using ConvKernel = void (*)(ConvBackwardArgs);
 
-// kernel_for_network's kernels: the convolutions' forward and backward kernels.
+// kernel_for_training's kernels: the convolutions' forward and backward kernels.
 struct ConvForwardKernels {
   template <Precision R, Activation A, Subsampling P>
   ConvForwardKernel of() const {
