@@ -257,16 +257,24 @@ void write_tensor_ncu_csv(const std::filesystem::path& file) {
   write(file, csv);
 }
 
+// A tensor-set run's files (write_tensor_ncu_csv's launches; bench.json's setup line with
+// setup_extra) made into the tensor block of a results page by --from without --kernels: the
+// block as written, or "" (a failure reported) where the script failed.
+std::string tensor_roofline_block(const TempDir& dir, const std::string& setup_extra) {
+  write_tensor_ncu_csv(dir / "measured" / "ncu.csv");
+  write_roofline_bench(dir, 256, "0.030", setup_extra);
+  write_results_with_block(dir, "roofline_tensor");
+  const int status = run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir);
+  EXPECT_EQ(status, 0) << testing::read_text(dir / "out.txt");
+  return status == 0 ? expect_block_rewritten(dir, "roofline_tensor") : "";
+}
+
 // Without --kernels, --from takes the set the run measured from its bench.json, and writes into
 // that set's block: a row per kernel and grid, each launched once a step.
 TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) {
   TempDir dir;
-  write_tensor_ncu_csv(dir / "measured" / "ncu.csv");
-  write_roofline_bench(dir, 256, "0.030", ",\"kernels\":\"tensor\"");
-  write_results_with_block(dir, "roofline_tensor");
-  ASSERT_EQ(run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir), 0)
-      << testing::read_text(dir / "out.txt");
-  const std::string results = expect_block_rewritten(dir, "roofline_tensor");
+  const std::string results = tensor_roofline_block(dir, ",\"kernels\":\"tensor\"");
+  ASSERT_FALSE(results.empty());
   EXPECT_TRUE(testing::mentions(results,
                                 "on the NVIDIA H200 at abc1234 "
                                 "(`scripts/roofline_whole_step.sh --kernels tensor`"))
@@ -299,12 +307,9 @@ TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) 
 // 102.40 TFLOP/s were 20.7 %); and bf16 with the whole-step set is refused before anything runs.
 TEST(RooflineScript, ABf16RunIsCountedAgainstTheBf16Peak) {
   TempDir dir;
-  write_tensor_ncu_csv(dir / "measured" / "ncu.csv");
-  write_roofline_bench(dir, 256, "0.030", ",\"kernels\":\"tensor\",\"precision\":\"bf16\"");
-  write_results_with_block(dir, "roofline_tensor");
-  ASSERT_EQ(run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir), 0)
-      << testing::read_text(dir / "out.txt");
-  const std::string results = expect_block_rewritten(dir, "roofline_tensor");
+  const std::string results =
+      tensor_roofline_block(dir, ",\"kernels\":\"tensor\",\"precision\":\"bf16\"");
+  ASSERT_FALSE(results.empty());
   for (const char* text : {"989.4 TFLOP/s BF16 (dense)", "| mma.sync (HMMA) per launch | BF16 |",
                            "| n/a | 30.0 % | 1,000,000 | 102.40 TFLOP/s | 10.3 % |",
                            "6.000 M mma.sync a step (12.29 GFLOP of BF16"})
