@@ -33,9 +33,8 @@
 //   atomics). c3.weight's gradient is zero where the C3 table disconnects a weight, as
 //   whole-step's.
 // f' is taken from the activations as the forward pass stored them for the products: rounded to
-// TF32 (a relative error of 2^-11, the order of the products' own) or to BF16 (2^-8: a saturated
-// tanh or sigmoid unit's activation rounds to 1, its slope to 0, and the scaled tanh's can exceed
-// its bound, which settings.cpp refuses), or the floats they are in fp32. The dense biases'
+// TF32 in tf32 (a relative error of 2^-11, the order of the products' own), the floats in bf16
+// and fp32. The dense biases'
 // gradients are products too (each output gradient rounded to TF32, times 1), where the kernel
 // before summed them in float: a bias whose gradients cancel (the output layer's, sum over the
 // batch of softmax - onehot) keeps 2^-11 of the sum of their magnitudes, not of their sum

@@ -102,8 +102,9 @@ __device__ inline std::uint32_t bf16_pair(float low, float high) {
 
 // The products' arithmetic for a --precision R of the tensor-core set, with one interface for the
 // kernels: operand(x), the bits a fragment register takes for the float x; stored(x), what a
-// kernel stores where only a product reads x (operand(stored(x)) is then x's operand without a
-// second rounding, so gathers may load such values' bits as they are); and mma(d, a, b), d += a b
+// kernel stores where a product reads x (operand(stored(x)) is then x's operand without a second
+// rounding, so gathers may load such values' bits as they are: TF32's rounded, BF16's and FP32's
+// the floats, which mma rounds or splits itself); and mma(d, a, b), d += a b
 // for fragments laid out as the TF32 ones above (a0..a3, b0, b1), whatever R is.
 //   tf32: operands rounded to TF32 (10-bit mantissa), one mma.sync per tile.
 //   bf16: operands rounded to BF16 (7-bit mantissa) as they are packed. The TF32 layout's two k's
@@ -122,9 +123,11 @@ struct Operands {
     if constexpr (R == Precision::tf32) return to_tf32(x);
     return __float_as_uint(x);
   }
+  // BF16's operands are rounded as mma packs them, so its stored values stay floats: the same
+  // products' bits, and the activations that the backward pass takes each unit's slope from keep
+  // theirs (rounded to BF16, a saturated scaled tanh's would exceed its bound 1.7159).
   __device__ static float stored(float x) {
     if constexpr (R == Precision::tf32) return rounded_to_tf32(x);
-    if constexpr (R == Precision::bf16) return __uint_as_float(bf16_pair(0.0f, x) & 0xffff0000u);
     return x;
   }
   __device__ static void mma(float (&d)[4], const std::uint32_t (&a)[4],

@@ -25,11 +25,11 @@
 // at a time over all of the tile's m-tiles, so that each weight it loads serves every sample.
 //
 // Every value that only a product reads (the input field, S2, S4, C5 and F6 activations, C1's and
-// C3's weights) is stored already rounded for the products (Operands<R>::stored: to TF32 or BF16,
-// or as the floats they are in fp32), so the gathers need no conversion; the dense
-// weights are rounded as they are loaded. Shared-memory matrices that a fragment load reads as 8
-// rows by 4 columns have row strides that are odd multiples of 4 floats: the 32 lanes then fall in
-// 32 different banks.
+// C3's weights) is stored for the products (Operands<R>::stored: rounded to TF32 in tf32, the
+// floats in bf16 and fp32, whose mma rounds or splits them), so the gathers need no conversion; the
+// dense weights are rounded as they are loaded. Shared-memory matrices that a fragment load reads
+// as 8 rows by 4 columns have row strides that are odd multiples of 4 floats: the 32 lanes then
+// fall in 32 different banks.
 //
 // Included by tensor_forward.cu, tensor_backward.cu and tensor_conv_backward.cu, each of which
 // compiles its kernels in a translation unit of its own (device code is not linked across files

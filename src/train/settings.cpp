@@ -555,15 +555,6 @@ NetConfig TrainSettings::net_config() const {
         "--precision bf16 runs in the tensor-core kernels' training step only, not "
         "in --kernels " +
         std::string(set.name) + ": choose --kernels tensor, or --precision fp32");
-  // The step takes each unit's slope from its activation as stored for the products; rounded to
-  // bfloat16 (1.71875), a saturated scaled tanh's exceeds its bound A = 1.7159 and its slope
-  // turns negative (TF32's rounding stays below A). Refused until the stored activations keep
-  // their floats (docs/tensor-cores.md).
-  if (config.precision == Precision::bf16 && config.activation == Activation::scaled_tanh)
-    throw UsageError(
-        "--precision bf16 does not train --activation scaled-tanh: rounded to bfloat16, a "
-        "saturated unit's activation exceeds the function's bound 1.7159 and its gradient changes "
-        "sign; choose --precision tf32 or fp32, or another --activation");
   config.conv_units = parse_conv_units(conv_units);
   if (set.whole_step && config.conv_units == ConvUnits::squashed)
     throw UsageError("--conv-units squashed does not apply to --kernels " + std::string(set.name) +

@@ -231,16 +231,9 @@ TEST(TrainSettings, PrecisionBf16IsTheTensorCoreSetsOnAGpu) {
   settings.kernels = "tensor";
   settings.device = "cpu";
   EXPECT_TRUE(testing::mentions(refusal(settings), "--precision fp32")) << refusal(settings);
-  // The scaled tanh's activations, rounded to bfloat16, overshoot its bound: refused, with the
-  // precisions that train it named; every other activation is taken.
+  // Every activation trains in bf16 (the stored activations keep their floats).
   settings.device = "gpu";
-  settings.activation = "scaled-tanh";
-  EXPECT_TRUE(testing::mentions(refusal(settings), "--precision tf32 or fp32"))
-      << refusal(settings);
-  settings.precision = "tf32";
-  EXPECT_EQ(refusal(settings), "");
-  settings.precision = "bf16";
-  for (const char* activation : {"tanh", "sigmoid", "relu"}) {
+  for (const char* activation : {"tanh", "sigmoid", "scaled-tanh", "relu"}) {
     settings.activation = activation;
     EXPECT_EQ(refusal(settings), "") << activation;
   }
