@@ -68,7 +68,8 @@ class GpuEngine final : public NetworkEngine {
     if (gpu_kernel_set(net.kernels).tensor_gradient) {
       m_tensor_backward =
           std::make_unique<cuda::TensorBackward>(net, m_network.layout(), batch_size);
-      // The padding between tensors, which the update reads and the tensor cores never write.
+      // The padding between tensors, which the tensor cores never write and the update reads
+      // (between the dense layers' tensors).
       m_network.gradients().zero();
     }
   }
@@ -174,15 +175,15 @@ class GpuEngine final : public NetworkEngine {
 
   // --kernels tensor's step s: the batch gathered as the layer-by-layer sets gather it, its
   // batch-mean gradient on the tensor cores with the step's loss statistics (counted from the same
-  // forward pass), and the SGD update.
+  // forward pass), and SGD's update in the gradient's last launch (the whole-step set's rule: SGD
+  // only, which the constructor checked).
   void tensor_step(int step, int first, int count) {
     gather(first, count);
-    m_tensor_backward->gradients(nullptr, m_labels.data(), count, m_network.parameters().data(),
-                                 m_network.gradients().data(), cuda::kDefaultStream, m_input.data(),
-                                 m_step_stats.data() + step);
-    m_optimizer.update_gpu(m_sgd, m_learning_rates.data() + step, m_network.gradients().data(),
-                           m_network.parameters().data(), m_state.pointers(),
-                           m_network.layout().buffer_floats, cuda::kDefaultStream);
+    const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
+                            m_state.find(kMomentumState)};
+    m_tensor_backward->train_step(nullptr, m_labels.data(), count, sgd,
+                                  m_network.gradients().data(), cuda::kDefaultStream,
+                                  m_input.data(), m_step_stats.data() + step);
   }
 
   // The output layer's loss over the network's last forward pass (softmax_cross_entropy or the

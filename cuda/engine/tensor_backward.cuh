@@ -49,6 +49,7 @@
 
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
+#include "core/sgd.hpp"
 #include "cuda/engine/whole_step.cuh"
 #include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
@@ -83,6 +84,16 @@ class TensorDenseBackward {
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
 };
 
+// SGD's step, taken with the gradient (TensorBackward::train_step): the settings (SGD's, the only
+// optimizer the tensor set runs), the step's learning rate on the device, and the parameters and
+// velocity (null without momentum) it updates, in the layout's buffer.
+struct SgdStep {
+  const SgdSettings& settings;
+  const float* lr;
+  float* params;
+  float* velocity;
+};
+
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their
 // backward pass from dL/dS4 down after it (TensorBackward runs the three).
 class TensorConvBackward {
@@ -102,9 +113,12 @@ class TensorConvBackward {
   // After conv_forward of the same samples and parameters: from each sample's dL/d(S4's
   // activation) d4 (n, 400), already the batch mean's share, OVERWRITES the gradients of
   // c1.weight, s2.bias, c3.weight and s4.bias in `gradients` (the other tensors untouched). images
-  // and field as conv_forward took them. Nothing waits for the device.
+  // and field as conv_forward took them. With step not null, also applies SGD's step to every
+  // parameter, once its gradient is written (the dense layers': already, by dense_gradients), in
+  // the launch that writes the convolutions'. Nothing waits for the device.
   void conv_gradients(const std::uint8_t* images, int n, const float* params, const float* d4,
-                      float* gradients, cudaStream_t stream, const float* field = nullptr);
+                      float* gradients, cudaStream_t stream, const float* field = nullptr,
+                      const SgdStep* step = nullptr);
 
  private:
   NetConfig m_config;
@@ -131,7 +145,19 @@ class TensorBackward {
                  float* gradients, cudaStream_t stream, const float* field = nullptr,
                  StepStats* stats = nullptr);
 
+  // A training step: gradients(), then SGD's step of step.params with it, the update in the
+  // gradient's last launch; the same bits as gradients() followed by cuda/kernels/optimizer.cu's
+  // sgd_step (tested). Nothing waits for the device.
+  void train_step(const std::uint8_t* images, const std::uint8_t* labels, int n,
+                  const SgdStep& step, float* gradients, cudaStream_t stream,
+                  const float* field = nullptr, StepStats* stats = nullptr);
+
  private:
+  // The four kernels and the sum, which applies `step` where it is not null.
+  void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
+           float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
+           const SgdStep* step);
+
   TensorDenseBackward m_dense;
   TensorConvBackward m_conv;
   Buffer<float> m_d4;  // (max_batch, 400): dL/d(S4's activation), between the two parts

@@ -26,7 +26,8 @@
 //     w % 2 over the positions' quarter w / 2, and the quarters are added in order.
 // The bias gradients are each map's values summed by one warp, in a fixed order. Every product
 // goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
-// sums, added in a fixed order by tensor_gradient_sum_kernel2: the same bits every run.
+// sums, added in a fixed order by tensor_gradient_sum_kernel2: the same bits every run (in a
+// training step, that launch also applies SGD's update: TensorBackward::train_step).
 #include <string>
 
 #include "core/error.hpp"
@@ -411,16 +412,42 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
   CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+
+// What the sum kernel needs for SGD's step (none: the gradient only): the dense layers, every
+// tensor from c5.weight to the buffer's end, are the parameters past the convolutions' slot.
+SlotUpdate slot_update(const SgdStep* step, const WholeStepOffsets& at) {
+  if (!step) return {};
+  if (step->settings.optimizer != kSgdName)
+    throw Error("internal: the tensor-core step applies SGD, not " + step->settings.optimizer);
+  if (at.s4_bias + kMaps3 > at.c5_weight)
+    throw Error("internal: the tensor-core step needs the convolutions' tensors before C5's");
+  SlotUpdate update;
+  // The same float conversions as cuda/kernels/optimizer.cu's.
+  update.mu = float(step->settings.momentum);
+  update.decay = float(step->settings.weight_decay);
+  update.nesterov = step->settings.nesterov;
+  update.lr = step->lr;
+  update.params = step->params;
+  update.velocity = step->velocity;
+  update.rest_from = at.c5_weight;
+  update.rest_to = at.buffer_floats;
+  return update;
+}
+
+}  // namespace
+
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
                                         const float* d4, float* gradients, cudaStream_t stream,
-                                        const float* field) {
+                                        const float* field, const SgdStep* step) {
   check_fits(n, m_max_batch);
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data()};
   kernel_for_training(m_config, ConvKernels{})<<<n, kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
-  sum_slots(m_partials.data(), n, conv_slot(m_offsets), m_c3_mask.data(), gradients, stream);
+  sum_slots(m_partials.data(), n, conv_slot(m_offsets), m_c3_mask.data(), gradients, stream,
+            slot_update(step, m_offsets));
 }
 
 }  // namespace lenet5::cuda

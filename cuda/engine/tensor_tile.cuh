@@ -53,6 +53,7 @@
 #include "cuda/engine/tensor_mma.cuh"
 #include "cuda/engine/whole_step.cuh"
 #include "cuda/kernels/pixel.cuh"
+#include "cuda/kernels/sgd_element.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
 #include "cuda/runtime/runtime.hpp"
@@ -504,16 +505,42 @@ struct SlotTensors {
   int floats;  // a slot's size
 };
 
+// SGD's step, applied where a gradient is final (tensor_gradient_sum_kernel2): with lr null, the
+// kernel writes the gradient only. The formula is sgd_update_element's
+// (cuda/kernels/sgd_element.cuh), with mu and decay converted to float on the host as
+// cuda/kernels/optimizer.cu converts them, so that the update's bits are the SGD kernel's. The
+// slot's tensors are updated as their sums are written; the parameters [rest_from, rest_to), whose
+// gradients an earlier kernel wrote (the dense layers'), by the blocks past the slot's.
+struct SlotUpdate {
+  float mu = 0.0f, decay = 0.0f;
+  bool nesterov = false;
+  const float* lr = nullptr;  // the step's learning rate, on the device
+  float* params = nullptr;    // the layout's buffer
+  float* velocity = nullptr;  // the same layout; null without momentum
+  int rest_from = 0, rest_to = 0;
+};
+
 // Each gradient: the partial sums of `tiles` slots (a sample's each, in the convolutions' part)
-// added in a fixed order (the same bits every run, no atomics), written where the layout keeps it.
+// added in a fixed order (the same bits every run, no atomics), written where the layout keeps it,
+// and SGD's step where `update` asks for it.
 // A block of 8 warps takes 32 floats of the slot, a lane each: warp w adds slots [w per, (w + 1)
 // per) in order (each slot's 32 floats one coalesced read), and lane i of warp 0 adds the 8 warps'
 // sums in warp order. A thread per float over all the slots (a batch of 128 samples is 128 slots)
-// waited on one load after another.
-constexpr int kSumWarps = 8;
-__global__ void __launch_bounds__(32 * kSumWarps)
+// waited on one load after another. The blocks past the slot's update the rest, a thread a
+// parameter: one launch where the step had a sum and an update.
+constexpr int kSumWarps = 8, kSumThreads = 32 * kSumWarps;
+__global__ void __launch_bounds__(kSumThreads)
     tensor_gradient_sum_kernel2(const float* partials, int tiles, SlotTensors slot,
-                                const float* c3_mask, float* gradients) {
+                                const float* c3_mask, float* gradients, SlotUpdate update) {
+  const int slot_blocks = (slot.floats + 31) / 32;
+  if (int(blockIdx.x) >= slot_blocks) {
+    const int p =
+        update.rest_from + (int(blockIdx.x) - slot_blocks) * kSumThreads + int(threadIdx.x);
+    if (p < update.rest_to)
+      sgd_update_element(update.mu, update.nesterov, update.decay, *update.lr, gradients[p],
+                         update.params + p, update.velocity ? update.velocity + p : nullptr);
+    return;
+  }
   __shared__ float warp_sums[kSumWarps][32];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int i = int(blockIdx.x) * 32 + lane;
@@ -533,7 +560,12 @@ __global__ void __launch_bounds__(32 * kSumWarps)
     const SlotTensor& tensor = slot.tensor[k];
     const int j = i - tensor.from;
     if (j < 0 || j >= tensor.count) continue;
-    gradients[tensor.to + j] = tensor.masked ? total * c3_mask[j] : total;
+    const int p = tensor.to + j;
+    const float gradient = tensor.masked ? total * c3_mask[j] : total;
+    gradients[p] = gradient;
+    if (update.lr)
+      sgd_update_element(update.mu, update.nesterov, update.decay, *update.lr, gradient,
+                         update.params + p, update.velocity ? update.velocity + p : nullptr);
   }
 }
 
@@ -550,11 +582,14 @@ __host__ __device__ inline int tiles_of(int n, int tile) {
   return (n + tile - 1) / tile;
 }
 
-// Launches tensor_gradient_sum_kernel2 over a slot.
+// Launches tensor_gradient_sum_kernel2 over a slot, with SGD's step where `update` asks for it.
 inline void sum_slots(const float* partials, int tiles, const SlotTensors& slot,
-                      const float* c3_mask, float* gradients, cudaStream_t stream) {
-  tensor_gradient_sum_kernel2<<<(slot.floats + 31) / 32, 32 * kSumWarps, 0, stream>>>(
-      partials, tiles, slot, c3_mask, gradients);
+                      const float* c3_mask, float* gradients, cudaStream_t stream,
+                      const SlotUpdate& update = {}) {
+  const int rest = update.lr ? update.rest_to - update.rest_from : 0;
+  const int blocks = (slot.floats + 31) / 32 + (rest + kSumThreads - 1) / kSumThreads;
+  tensor_gradient_sum_kernel2<<<blocks, kSumThreads, 0, stream>>>(partials, tiles, slot, c3_mask,
+                                                                  gradients, update);
   CUDA_CHECK_LAUNCH();
 }
 

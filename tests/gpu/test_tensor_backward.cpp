@@ -2,7 +2,8 @@
 // dense layers' part (the batch-mean gradients of C5, F6 and the output layer and each sample's
 // dL/d(S4's activation), the other tensors untouched) and the whole pass (the batch-mean gradient
 // of every tensor, none at the C3 table's disconnected weights), for the default config's network
-// and the book's, at whole tiles and with a short last tile; the same bits on every run.
+// and the book's, at whole tiles and with a short last tile; the same bits on every run; and the
+// training step's update, folded into its last launch, against the SGD kernel.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "core/net_config.hpp"
 #include "core/rng.hpp"
 #include "cuda/engine/tensor_backward.cuh"
+#include "cuda/kernels/optimizer.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "data/batch.hpp"
 #include "engine/network.hpp"
@@ -364,6 +366,64 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
       EXPECT_EQ(twice.correct, 2 * once.correct) << what;
     }
   }
+}
+
+// train_step folds SGD's update into the gradient's last launch: its parameters, velocity and
+// gradient must be, bit for bit, those of gradients() followed by the SGD kernel every other
+// kernel set applies (cuda/kernels/optimizer.cu), for plain SGD, momentum, and Nesterov momentum
+// with weight decay, and with a short batch. The velocity starts non-zero on every tensor (as after
+// a few steps) and zero in the padding, as the engine keeps it.
+TEST(TensorBackward, TrainStepIsTheGradientThenTheSgdKernel) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  SgdSettings plain, momentum, nesterov;
+  momentum.momentum = 0.9;
+  nesterov.momentum = 0.85;
+  nesterov.nesterov = true;
+  nesterov.weight_decay = 5e-4;
+  for (const Precision precision : {Precision::fp32, Precision::tf32})
+    for (const SgdSettings& settings : {plain, momentum, nesterov})
+      for (const int n : {64, 37}) {
+        NetConfig config;
+        config.activation = Activation::relu;
+        config.subsampling = Subsampling::max;
+        config.precision = precision;
+        const std::string what = std::string(to_string(precision)) + " momentum " +
+                                 std::to_string(settings.momentum) + " n=" + std::to_string(n);
+        const ParamLayout layout = lenet5_layout(config);
+        const std::vector<float> params = parameters(config, 23);
+        std::vector<float> velocity(layout.buffer_floats, 0.0f);
+        for (const ParamSpec& spec : layout.tensors)
+          for (std::size_t i = 0; i < spec.count; ++i)
+            velocity[spec.offset + i] = 1e-3f * float(int(i % 11) - 5);
+        const Batch batch = make_batch(n, 29);
+        DeviceInputs in(batch, params);  // its parameters take the separate step
+        const Buffer<float> lr = test::upload({0.07f});
+        cuda::TensorBackward backward(config, layout, 64);
+
+        Buffer<float> separate_gradients(Device::gpu, layout.buffer_floats);  // zeroed
+        Buffer<float> separate_velocity = test::upload(velocity);
+        backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(),
+                           separate_gradients.data(), cudaStreamPerThread);
+        cuda::sgd_step(settings, lr.data(), separate_gradients.data(), in.params.data(),
+                       settings.momentum > 0 ? separate_velocity.data() : nullptr,
+                       layout.buffer_floats, cudaStreamPerThread);
+
+        Buffer<float> fused_params = test::upload(params);
+        Buffer<float> fused_gradients(Device::gpu, layout.buffer_floats);  // zeroed
+        Buffer<float> fused_velocity = test::upload(velocity);
+        const cuda::SgdStep step{settings, lr.data(), fused_params.data(),
+                                 settings.momentum > 0 ? fused_velocity.data() : nullptr};
+        backward.train_step(in.pixels.data(), in.labels.data(), n, step, fused_gradients.data(),
+                            cudaStreamPerThread);
+        CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+
+        const std::vector<float> updated = test::download(in.params);
+        EXPECT_NE(updated, params) << what << ": the separate step moved nothing";
+        EXPECT_EQ(test::download(fused_params), updated) << what;
+        EXPECT_EQ(test::download(fused_gradients), test::download(separate_gradients)) << what;
+        EXPECT_EQ(test::download(fused_velocity), test::download(separate_velocity)) << what;
+      }
 }
 
 }  // namespace
