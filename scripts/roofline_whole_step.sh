@@ -103,14 +103,14 @@ case "$kernels" in
     marker=roofline_whole_step.sh filter='regex:whole_step' per_step=2
     ;;
   tensor)
-    # 7 a step (gpu_engine.cu's tensor_step, TensorBackward::gradients): gather_batch_kernel1 or
+    # 6 a step (gpu_engine.cu's tensor_step, TensorBackward::train_step): gather_batch_kernel1 or
     # gather_augmented_batch_kernel; tensor_conv_forward_kernel1, tensor_dense_forward_kernel2,
     # tensor_dense_gradient_kernel1 (with the step's loss statistics),
     # tensor_conv_backward_kernel2, tensor_gradient_sum_kernel2 (the convolutions' per-sample
-    # slots); sgd_step_kernel1 (SGD's update; an SDLM config would launch sdlm_step_kernel1 and a
-    # curvature pass instead, which this filter does not follow). Any tensor_ kernel is caught, so
-    # that a kernel renamed or split in cuda/engine/ still shows.
-    marker=roofline_tensor per_step=7
+    # slots, and SGD's update of every parameter; before 46a6f72 sgd_step_kernel1 made a seventh
+    # launch, which the filter still catches). Any tensor_ kernel is caught, so that a kernel
+    # renamed or split in cuda/engine/ still shows.
+    marker=roofline_tensor per_step=6
     filter='regex:tensor_|gather_(augmented_)?batch_kernel|sgd_step_kernel'
     ;;
 esac
@@ -250,11 +250,16 @@ for i, r in enumerate(rows):
     groups.setdefault(key, []).append(r)
     if i > 0: before.setdefault(key, []).append(label(rows[i - 1]))
 profiled = min(len(rs) for rs in groups.values())  # steps: the kernel launched least, once a step
-per_step = {key: len(rs) / profiled for key, rs in groups.items()}
-if any(n != int(n) for n in per_step.values()):
+# A window that is not whole steps (a step's launch count above not the kernels' own: the window
+# then starts mid-step and ends past its last whole step) profiles some kernels once more than
+# the others, at most one launch a step more: each kernel's launches a step are rounded down, and
+# its time is the mean of all its launches.
+per_step = {key: max(1, len(rs) // profiled) for key, rs in groups.items()}
+if any(len(rs) != per_step[key] * profiled for key, rs in groups.items()):
     print("roofline_whole_step: the profiled launches are not a whole number of steps "
-          f"({', '.join(f'{k[0]} {len(rs)}' for k, rs in groups.items())}): the times a step "
-          "below are guesses", file=sys.stderr)
+          f"({', '.join(f'{k[0]} {len(rs)}' for k, rs in groups.items())}): each kernel's "
+          "launches a step are rounded down (the table's order starts where the window did)",
+          file=sys.stderr)
 def name(key):
     text = f"`{key[0]}`" if tensor else key[0]
     if sum(1 for k in groups if k[0] == key[0]) > 1:

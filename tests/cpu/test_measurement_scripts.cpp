@@ -228,8 +228,9 @@ TEST(RooflineScript, RefusesAResultsPageWithoutTheBlockAndAFolderWithoutResults)
 // its demangled signature (anonymous namespaces and template arguments included), with the times,
 // the grids and the tensor pipe's columns only (the other columns read n/a). The tensor kernels'
 // HMMA instructions: 1, 2 and 3 M in 20, 30 and 40 us (2048 FLOP each: 102.4, 136.5 and 153.6
-// TFLOP/s); the gradient sum runs twice a step, on two grids.
-void write_tensor_ncu_csv(const std::filesystem::path& file) {
+// TFLOP/s); the gradient sum runs twice a step, on two grids. extra_launches: the first launches of
+// a third step after the two, as when the window does not start at a step's first launch.
+void write_tensor_ncu_csv(const std::filesystem::path& file, int extra_launches = 0) {
   const std::string anon = "void lenet5::cuda::(anonymous namespace)::";
   const std::string templated = "<(lenet5::Activation)0, (lenet5::Subsampling)0>(Args)";
   const std::string sum = anon + "tensor_gradient_sum_kernel2(const float *, int, SlotTensors)";
@@ -250,18 +251,20 @@ void write_tensor_ncu_csv(const std::filesystem::path& file) {
       "\"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\"\n"
       "\"\",\"\",\"ns\",\"\",\"inst\",\"%\"\n";
   int id = 0;
-  for (int s = 0; s < 2; ++s)
-    for (const auto& launch : step)
-      csv += "\"" + std::to_string(id++) + "\",\"" + launch[0] + "\",\"" + launch[1] + "\",\"" +
-             launch[2] + "\",\"" + launch[3] + "\",\"" + launch[4] + "\"\n";
+  for (int i = 0; i < 2 * int(step.size()) + extra_launches; ++i) {
+    const auto& launch = step[std::size_t(i) % step.size()];
+    csv += "\"" + std::to_string(id++) + "\",\"" + launch[0] + "\",\"" + launch[1] + "\",\"" +
+           launch[2] + "\",\"" + launch[3] + "\",\"" + launch[4] + "\"\n";
+  }
   write(file, csv);
 }
 
 // A tensor-set run's files (write_tensor_ncu_csv's launches; bench.json's setup line with
 // setup_extra) made into the tensor block of a results page by --from without --kernels: the
 // block as written, or "" (a failure reported) where the script failed.
-std::string tensor_roofline_block(const TempDir& dir, const std::string& setup_extra) {
-  write_tensor_ncu_csv(dir / "measured" / "ncu.csv");
+std::string tensor_roofline_block(const TempDir& dir, const std::string& setup_extra,
+                                  int extra_launches = 0) {
+  write_tensor_ncu_csv(dir / "measured" / "ncu.csv", extra_launches);
   write_roofline_bench(dir, 256, "0.030", setup_extra);
   write_results_with_block(dir, "roofline_tensor");
   const int status = run_script("roofline_whole_step.sh", from_measured_into_results(dir), dir);
@@ -300,6 +303,23 @@ TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) 
             2);
   EXPECT_TRUE(
       testing::mentions(testing::read_text(dir / "out.txt"), "that run measured --kernels tensor"));
+}
+
+// A window that is not whole steps (the script's launches a step not the kernels' own: two steps
+// and the first two launches of a third) still counts each kernel once a step, at the mean of its
+// launches, and says why on stderr: not the gather and the convolutions' forward at 1.5 a step.
+TEST(RooflineScript, AWindowOfPartStepsStillCountsEachKernelOnceAStep) {
+  TempDir dir;
+  const std::string results = tensor_roofline_block(dir, ",\"kernels\":\"tensor\"", 2);
+  ASSERT_FALSE(results.empty());
+  for (const char* row : {"| `gather_augmented_batch_kernel` | 3.0 µs |",
+                          "| `tensor_conv_forward_kernel1` | 20.0 µs |",
+                          "the eight kernels run one after the other: 111.0 µs a step",
+                          "6.000 M mma.sync a step"})
+    EXPECT_TRUE(testing::mentions(results, row)) << row << "\n" << results;
+  EXPECT_FALSE(testing::mentions(results, " a step |")) << results;
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"),
+                                "not a whole number of steps"));
 }
 
 // A tensor-set run in --precision bf16 (bench.json's setup says so): its tensor columns and its
