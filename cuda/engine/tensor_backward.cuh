@@ -28,19 +28,19 @@
 //   gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
 //   quarters added in order);
 //   each sample's convolution gradients into its own slot of partial sums, and
-//   tensor_gradient_sum_kernel2 (tensor_tile.cuh) adds the slots in a fixed order; the dense
+//   tensor_gradient_sum_kernel3 (tensor_tile.cuh) adds the slots in a fixed order; the dense
 //   products' sums run over the batch in one warp each: every run gives the same bits (no
 //   atomics). c3.weight's gradient is zero where the C3 table disconnects a weight, as
 //   whole-step's.
 // f' is taken from the activations as the forward pass stored them for the products: rounded to
-// TF32 in tf32 (a relative error of 2^-11, the order of the products' own), the floats in bf16
-// and fp32. The dense biases'
-// gradients are products too (each output gradient rounded to TF32, times 1), where the kernel
-// before summed them in float: a bias whose gradients cancel (the output layer's, sum over the
-// batch of softmax - onehot) keeps 2^-11 of the sum of their magnitudes, not of their sum
-// (measured: 3.7e-4 of the norm for output.bias against the CPU reference in double, tanh). Each
-// dense weight's sum runs over the whole batch in one warp: 515 warps whatever the batch, so very
-// large batches (1,024 and more) would want the samples split into ranges added in a fixed order.
+// TF32 in tf32 (a relative error of 2^-11, the order of the products' own), the floats in bf16 and
+// fp32. The dense biases' gradients are products too (each output gradient rounded to TF32, times
+// 1), where the kernel before summed them in float: a bias whose gradients cancel (the output
+// layer's, sum over the batch of softmax - onehot) keeps 2^-11 of the sum of their magnitudes, not
+// of their sum (measured: 3.7e-4 of the norm for output.bias against the CPU reference in double,
+// tanh). Each dense weight's sum runs over the whole batch in one warp: 515 warps whatever the
+// batch, so very large batches (1,024 and more) would want the samples split into ranges added in
+// a fixed order.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -147,7 +147,9 @@ class TensorBackward {
 
   // A training step: gradients(), then SGD's step of step.params with it, the update in the
   // gradient's last launch; the same bits as gradients() followed by cuda/kernels/optimizer.cu's
-  // sgd_step (tested). Nothing waits for the device.
+  // sgd_step (tested), where the padding between tensors is zero in the parameters, the velocity
+  // and `gradients` (the engine's buffers are: the padding between the dense layers' tensors is
+  // read as a gradient and updated, the convolutions' is skipped). Nothing waits for the device.
   void train_step(const std::uint8_t* images, const std::uint8_t* labels, int n,
                   const SgdStep& step, float* gradients, cudaStream_t stream,
                   const float* field = nullptr, StepStats* stats = nullptr);

@@ -26,7 +26,7 @@
 //     w % 2 over the positions' quarter w / 2, and the quarters are added in order.
 // The bias gradients are each map's values summed by one warp, in a fixed order. Every product
 // goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
-// sums, added in a fixed order by tensor_gradient_sum_kernel2: the same bits every run (in a
+// sums, added in a fixed order by tensor_gradient_sum_kernel3: the same bits every run (in a
 // training step, that launch also applies SGD's update: TensorBackward::train_step).
 #include <string>
 
@@ -383,6 +383,18 @@ struct ConvKernels {
   }
 };
 
+// Every tensor below c5.weight must be one of the convolutions' slot (conv_slot): slot_update
+// leaves the parameters there to the slot, so another tensor there (a trainable subsampling's
+// weight, a convolution's bias, which supported() refuses today) would never be updated.
+void check_slot_covers(const ParamLayout& layout, const WholeStepOffsets& at) {
+  for (const ParamSpec& spec : layout.tensors) {
+    const bool in_slot = spec.name == "c1.weight" || spec.name == "s2.bias" ||
+                         spec.name == "c3.weight" || spec.name == "s4.bias";
+    if (!in_slot && std::size_t(spec.offset) < std::size_t(at.c5_weight))
+      throw Error("internal: the tensor-core step has no gradient slot for " + spec.name);
+  }
+}
+
 constexpr std::size_t kForwardSharedBytes = sizeof(float) * std::size_t(forward_layout::floats);
 constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(conv_layout::floats);
 
@@ -399,6 +411,7 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
       m_partials(Device::gpu, std::size_t(max_batch) * partial::floats) {
   prepare_tile_kernel(kernel_for_training(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
   prepare_tile_kernel(kernel_for_training(config, ConvKernels{}), kSharedBytes, 1);
+  check_slot_covers(layout, m_offsets);
 }
 
 void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const float* params,
@@ -420,6 +433,8 @@ SlotUpdate slot_update(const SgdStep* step, const WholeStepOffsets& at) {
   if (!step) return {};
   if (step->settings.optimizer != kSgdName)
     throw Error("internal: the tensor-core step applies SGD, not " + step->settings.optimizer);
+  if (step->settings.momentum > 0 && !step->velocity)
+    throw Error("internal: the tensor-core step's SGD has momentum and no velocity");
   if (at.s4_bias + kMaps3 > at.c5_weight)
     throw Error("internal: the tensor-core step needs the convolutions' tensors before C5's");
   SlotUpdate update;

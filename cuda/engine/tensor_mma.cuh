@@ -39,7 +39,7 @@ __device__ inline std::uint32_t to_tf32(float value) {
   return rounded;
 }
 
-// The same, as the float it is: what the kernels store where only a product reads it, so that the
+// The same, as the float it is: what the kernels store where a product reads it, so that the
 // product's operand loads need no conversion.
 __device__ inline float rounded_to_tf32(float value) {
   return __uint_as_float(to_tf32(value));

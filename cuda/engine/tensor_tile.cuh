@@ -24,12 +24,12 @@
 // W read from global memory (L2) once per block as B fragments, each warp one n-tile (8 outputs)
 // at a time over all of the tile's m-tiles, so that each weight it loads serves every sample.
 //
-// Every value that only a product reads (the input field, S2, S4, C5 and F6 activations, C1's and
-// C3's weights) is stored for the products (Operands<R>::stored: rounded to TF32 in tf32, the
-// floats in bf16 and fp32, whose mma rounds or splits them), so the gathers need no conversion; the
-// dense weights are rounded as they are loaded. Shared-memory matrices that a fragment load reads
-// as 8 rows by 4 columns have row strides that are odd multiples of 4 floats: the 32 lanes then
-// fall in 32 different banks.
+// Every value that a product reads (the input field, S2, S4, C5 and F6 activations, C1's and C3's
+// weights; the backward pass also takes the activations' slopes from them) is stored for the
+// products (Operands<R>::stored: rounded to TF32 in tf32, the floats in bf16 and fp32, whose mma
+// rounds or splits them), so the gathers need no conversion; the dense weights are rounded as they
+// are loaded. Shared-memory matrices that a fragment load reads as 8 rows by 4 columns have row
+// strides that are odd multiples of 4 floats: the 32 lanes then fall in 32 different banks.
 //
 // Included by tensor_forward.cu, tensor_backward.cu and tensor_conv_backward.cu, each of which
 // compiles its kernels in a translation unit of its own (device code is not linked across files
@@ -505,7 +505,7 @@ struct SlotTensors {
   int floats;  // a slot's size
 };
 
-// SGD's step, applied where a gradient is final (tensor_gradient_sum_kernel2): with lr null, the
+// SGD's step, applied where a gradient is final (tensor_gradient_sum_kernel3): with lr null, the
 // kernel writes the gradient only. The formula is sgd_update_element's
 // (cuda/kernels/sgd_element.cuh), with mu and decay converted to float on the host as
 // cuda/kernels/optimizer.cu converts them, so that the update's bits are the SGD kernel's. The
@@ -527,10 +527,11 @@ struct SlotUpdate {
 // per) in order (each slot's 32 floats one coalesced read), and lane i of warp 0 adds the 8 warps'
 // sums in warp order. A thread per float over all the slots (a batch of 128 samples is 128 slots)
 // waited on one load after another. The blocks past the slot's update the rest, a thread a
-// parameter: one launch where the step had a sum and an update.
+// parameter: one launch where the step had a sum and an update (version 2, up to 46a6f72's parent,
+// summed only, and SGD's update was a launch of its own).
 constexpr int kSumWarps = 8, kSumThreads = 32 * kSumWarps;
 __global__ void __launch_bounds__(kSumThreads)
-    tensor_gradient_sum_kernel2(const float* partials, int tiles, SlotTensors slot,
+    tensor_gradient_sum_kernel3(const float* partials, int tiles, SlotTensors slot,
                                 const float* c3_mask, float* gradients, SlotUpdate update) {
   const int slot_blocks = (slot.floats + 31) / 32;
   if (int(blockIdx.x) >= slot_blocks) {
@@ -582,13 +583,13 @@ __host__ __device__ inline int tiles_of(int n, int tile) {
   return (n + tile - 1) / tile;
 }
 
-// Launches tensor_gradient_sum_kernel2 over a slot, with SGD's step where `update` asks for it.
+// Launches tensor_gradient_sum_kernel3 over a slot, with SGD's step where `update` asks for it.
 inline void sum_slots(const float* partials, int tiles, const SlotTensors& slot,
                       const float* c3_mask, float* gradients, cudaStream_t stream,
                       const SlotUpdate& update = {}) {
   const int rest = update.lr ? update.rest_to - update.rest_from : 0;
   const int blocks = (slot.floats + 31) / 32 + (rest + kSumThreads - 1) / kSumThreads;
-  tensor_gradient_sum_kernel2<<<blocks, kSumThreads, 0, stream>>>(partials, tiles, slot, c3_mask,
+  tensor_gradient_sum_kernel3<<<blocks, kSumThreads, 0, stream>>>(partials, tiles, slot, c3_mask,
                                                                   gradients, update);
   CUDA_CHECK_LAUNCH();
 }

@@ -306,7 +306,7 @@ TEST(RooflineScript, TensorSetHasARowPerKernelAndGridWithTheTensorPipesColumns) 
 }
 
 // A window that is not whole steps (the script's launches a step not the kernels' own: two steps
-// and the first two launches of a third) still counts each kernel once a step, at the mean of its
+// and the first two launches of a third) still counts each kernel once a step, at the median of its
 // launches, and says why on stderr: not the gather and the convolutions' forward at 1.5 a step.
 TEST(RooflineScript, AWindowOfPartStepsStillCountsEachKernelOnceAStep) {
   TempDir dir;

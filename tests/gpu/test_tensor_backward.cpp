@@ -372,7 +372,9 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
 // gradient must be, bit for bit, those of gradients() followed by the SGD kernel every other
 // kernel set applies (cuda/kernels/optimizer.cu), for plain SGD, momentum, and Nesterov momentum
 // with weight decay, and with a short batch. The velocity starts non-zero on every tensor (as after
-// a few steps) and zero in the padding, as the engine keeps it.
+// a few steps) and zero in the padding, as the engine keeps it. The update reads the gradient
+// whatever computed it, so two precisions (the default's and tf32, two instances of every
+// convolution kernel) stand for the three; with the full C3 table every c3.weight is updated.
 TEST(TensorBackward, TrainStepIsTheGradientThenTheSgdKernel) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
