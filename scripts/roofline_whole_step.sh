@@ -106,9 +106,9 @@ case "$kernels" in
     # 6 a step (gpu_engine.cu's tensor_step, TensorBackward::train_step): gather_batch_kernel1 or
     # gather_augmented_batch_kernel; tensor_conv_forward_kernel1, tensor_dense_forward_kernel2,
     # tensor_dense_gradient_kernel1 (with the step's loss statistics),
-    # tensor_conv_backward_kernel2, tensor_gradient_sum_kernel2 (the convolutions' per-sample
-    # slots, and SGD's update of every parameter; before 46a6f72 sgd_step_kernel1 made a seventh
-    # launch, which the filter still catches). Any tensor_ kernel is caught, so that a kernel
+    # tensor_conv_backward_kernel2, tensor_gradient_sum_kernel3 (the convolutions' per-sample
+    # slots, and SGD's update of every parameter; before 46a6f72 tensor_gradient_sum_kernel2 only
+    # summed, and sgd_step_kernel1 made a seventh launch, which the filter still catches). Any tensor_ kernel is caught, so that a kernel
     # renamed or split in cuda/engine/ still shows.
     marker=roofline_tensor per_step=6
     filter='regex:tensor_|gather_(augmented_)?batch_kernel|sgd_step_kernel'
@@ -241,9 +241,9 @@ def base(name):
 def label(r):
     if tensor: return base(r["Kernel Name"])
     return "sample kernel" if "sample" in r["Kernel Name"] else "update kernel"
-# A row per kernel and grid, in the order of the step (the first profiled launch is a step's
-# first): a kernel launched twice a step with two grids (as the gradient sum was, for the dense
-# and the convolutions' slots, before be12dbd) gets a row for each.
+# A row per kernel and grid, in the order of the profiled launches (the step's, when the window
+# starts at a step's first launch): a kernel launched twice a step with two grids (as the gradient
+# sum was, for the dense and the convolutions' slots, before be12dbd) gets a row for each.
 groups, before = {}, {}
 for i, r in enumerate(rows):
     key = (label(r), r.get("launch__grid_size", "").replace(",", ""))
@@ -251,11 +251,15 @@ for i, r in enumerate(rows):
     if i > 0: before.setdefault(key, []).append(label(rows[i - 1]))
 profiled = min(len(rs) for rs in groups.values())  # steps: the kernel launched least, once a step
 # A window that is not whole steps (a step's launch count above not the kernels' own: the window
-# then starts mid-step and ends past its last whole step) profiles some kernels once more than
-# the others, at most one launch a step more: each kernel's launches a step are rounded down, and
-# its time is the mean of all its launches.
-per_step = {key: max(1, len(rs) // profiled) for key, rs in groups.items()}
-if any(len(rs) != per_step[key] * profiled for key, rs in groups.items()):
+# then starts mid-step and ends past its last whole step) profiles some kernels up to once more
+# than whole steps would: each kernel's launches a step are rounded down, which is right while the
+# window holds at least two whole steps, and its time is the median of all its launches.
+per_step = {key: len(rs) // profiled for key, rs in groups.items()}
+whole = all(len(rs) == per_step[key] * profiled for key, rs in groups.items())
+if not whole and profiled < 2:
+    fail("the profile is not whole steps and holds one launch of some kernel: too few to tell "
+         "a step's launches (measure again; the script profiles four steps)")
+if not whole:
     print("roofline_whole_step: the profiled launches are not a whole number of steps "
           f"({', '.join(f'{k[0]} {len(rs)}' for k, rs in groups.items())}): each kernel's "
           "launches a step are rounded down (the table's order starts where the window did)",
