@@ -1,14 +1,15 @@
 // The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
 // every product an mma.sync tile in the network's --precision (tensor_mma.cuh's Operands: TF32,
-// BF16, or FP32 as three TF32 products), in four kernels and a sum.
+// BF16, or FP32 as three TF32 products), in four kernels and a sum (which, in a training step,
+// also applies SGD's update: TensorBackward::train_step).
 //
-//   tensor_conv_forward_kernel1<Activation, Subsampling> (tensor_conv_backward.cu): a block per
-//   sample computes its C1, S2, C3 and S4 (the forward pass's own code and bits, its 8 warps
+//   tensor_conv_forward_kernel1<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
+//   block per sample computes its C1, S2, C3 and S4 (the forward pass's own code and bits, its 8 warps
 //   sharing the window pairs out) and writes S4's activations, a row per sample, for the dense
 //   part, and S2's activations and each max window's first maximum for the convolutions' backward
 //   pass: the forward pass runs once per step;
-//   tensor_dense_forward_kernel2<Activation> (tensor_backward.cu): a block of 16 warps per tile of
-//   TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4 rows
+//   tensor_dense_forward_kernel2<Precision, Activation> (tensor_backward.cu): a block of 16 warps
+//   per tile of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4 rows
 //   (tensor_tile.cuh's dense_layers, as the evaluation does), the softmax cross-entropy's gradient
 //   dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
 //   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
@@ -21,8 +22,8 @@
 //                           a bias's gradient is the column of ones' product);
 //     and dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
 //     and, in one more block, the step's loss sum and correct count, in sample order;
-//   tensor_conv_backward_kernel2<Activation, Subsampling> (tensor_conv_backward.cu): a block per
-//   sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4 (f'(S4), then the
+//   tensor_conv_backward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
+//   block per sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4 (f'(S4), then the
 //   window's average or its first maximum) to dL/dC3, then C3's input gradient (a transposed
 //   convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, C3's weight
 //   gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four

@@ -383,16 +383,23 @@ struct ConvKernels {
   }
 };
 
-// Every tensor below c5.weight must be one of the convolutions' slot (conv_slot): slot_update
-// leaves the parameters there to the slot, so another tensor there (a trainable subsampling's
-// weight, a convolution's bias, which supported() refuses today) would never be updated.
+// The layout as slot_update takes it, checked once: the convolutions' slot (conv_slot) holds every
+// tensor below c5.weight and nothing at or past it, where the update's other blocks take over.
+// Another tensor below C5 (a trainable subsampling's weight, a convolution's bias, which
+// supported() refuses today) would otherwise never be updated.
 void check_slot_covers(const ParamLayout& layout, const WholeStepOffsets& at) {
-  for (const ParamSpec& spec : layout.tensors) {
-    const bool in_slot = spec.name == "c1.weight" || spec.name == "s2.bias" ||
-                         spec.name == "c3.weight" || spec.name == "s4.bias";
-    if (!in_slot && std::size_t(spec.offset) < std::size_t(at.c5_weight))
-      throw Error("internal: the tensor-core step has no gradient slot for " + spec.name);
-  }
+  const SlotTensors slot = conv_slot(at);
+  const auto in_slot = [&slot](std::size_t offset) {
+    for (int k = 0; k < slot.tensors; ++k)
+      if (std::size_t(slot.tensor[k].to) == offset) return true;
+    return false;
+  };
+  for (const ParamSpec& spec : layout.tensors)
+    if (in_slot(spec.offset) != (spec.offset < std::size_t(at.c5_weight)))
+      throw Error("internal: " + spec.name +
+                  (in_slot(spec.offset) ? " lies past c5.weight, where the tensor-core step's "
+                                          "update takes the dense layers"
+                                        : " has no gradient slot in the tensor-core step"));
 }
 
 constexpr std::size_t kForwardSharedBytes = sizeof(float) * std::size_t(forward_layout::floats);
@@ -435,9 +442,7 @@ SlotUpdate slot_update(const SgdStep* step, const WholeStepOffsets& at) {
     throw Error("internal: the tensor-core step applies SGD, not " + step->settings.optimizer);
   if (step->settings.momentum > 0 && !step->velocity)
     throw Error("internal: the tensor-core step's SGD has momentum and no velocity");
-  if (at.s4_bias + kMaps3 > at.c5_weight)
-    throw Error("internal: the tensor-core step needs the convolutions' tensors before C5's");
-  SlotUpdate update;
+  SlotUpdate update;  // the layout's order: checked by the constructor (check_slot_covers)
   // The same float conversions as cuda/kernels/optimizer.cu's.
   update.mu = float(step->settings.momentum);
   update.decay = float(step->settings.weight_decay);

@@ -81,9 +81,10 @@ struct GpuKernelSet {
   // backend.cpp's make_engine) rather than silently evaluated in fp32.
   bool tensor_evaluation;
   // A lone model's training step takes its gradient from the tensor cores too
-  // (cuda/engine/tensor_backward.cuh: its products in the network's precision), then applies SGD's
-  // update as the fast set does (cuda/kernels/optimizer.cu, the formula whole-step's update kernel
-  // applies bit for bit). A sweep's packed models still train with the whole-step kernels.
+  // (cuda/engine/tensor_backward.cuh: its products in the network's precision), whose last launch
+  // also applies SGD's update (sgd_update_element, the formula of cuda/kernels/optimizer.cu and of
+  // whole-step's update kernel, bit for bit). A sweep's packed models still train with the
+  // whole-step kernels.
   bool tensor_gradient;
 };
 
