@@ -173,17 +173,19 @@ class GpuEngine final : public NetworkEngine {
                          count, scaling(), m_input.data(), m_labels.data(), cuda::kDefaultStream);
   }
 
-  // --kernels tensor's step s: the batch gathered as the layer-by-layer sets gather it, its
-  // batch-mean gradient on the tensor cores with the step's loss statistics (counted from the same
-  // forward pass), and SGD's update in the gradient's last launch (the whole-step set's rule: SGD
-  // only, which the constructor checked).
+  // --kernels tensor's step s: the batch gathered as the layer-by-layer sets gather it (by the
+  // convolutions' forward kernel, into m_input and m_labels), its batch-mean gradient on the tensor
+  // cores with the step's loss statistics (counted from the same forward pass), and SGD's update in
+  // the gradient's last launch (the whole-step set's rule: SGD only, which the constructor
+  // checked).
   void tensor_step(int step, int first, int count) {
-    gather(first, count);
+    const cuda::BatchGather batch{m_train.images.data(), m_train.labels.data(),
+                                  m_permutation.data() + first, m_augmentation, scaling(),
+                                  m_input.data(), m_labels.data()};
     const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
                             m_state.find(kMomentumState)};
-    m_tensor_backward->train_step(nullptr, m_labels.data(), count, sgd,
-                                  m_network.gradients().data(), cuda::kDefaultStream,
-                                  m_input.data(), m_step_stats.data() + step);
+    m_tensor_backward->train_step(batch, count, sgd, m_network.gradients().data(),
+                                  cuda::kDefaultStream, m_step_stats.data() + step);
   }
 
   // The output layer's loss over the network's last forward pass (softmax_cross_entropy or the

@@ -389,19 +389,20 @@ TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layou
 void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
                                const float* params, float* gradients, cudaStream_t stream,
                                const float* field, StepStats* stats) {
-  run(images, labels, n, params, gradients, stream, field, stats, nullptr);
+  run(images, labels, n, params, gradients, stream, field, stats, nullptr, nullptr);
 }
 
-void TensorBackward::train_step(const std::uint8_t* images, const std::uint8_t* labels, int n,
-                                const SgdStep& step, float* gradients, cudaStream_t stream,
-                                const float* field, StepStats* stats) {
-  run(images, labels, n, step.params, gradients, stream, field, stats, &step);
+void TensorBackward::train_step(const BatchGather& batch, int n, const SgdStep& step,
+                                float* gradients, cudaStream_t stream, StepStats* stats) {
+  run(nullptr, batch.labels_out, n, step.params, gradients, stream, batch.field, stats, &batch,
+      &step);
 }
 
 void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels, int n,
                          const float* params, float* gradients, cudaStream_t stream,
-                         const float* field, StepStats* stats, const SgdStep* step) {
-  m_conv.conv_forward(images, n, params, stream, field);
+                         const float* field, StepStats* stats, const BatchGather* batch,
+                         const SgdStep* step) {
+  m_conv.conv_forward(images, n, params, stream, field, batch);
   m_dense.dense_gradients(labels, n, params, m_conv.s4_rows(), gradients, m_d4.data(), stream,
                           stats);
   m_conv.conv_gradients(images, n, params, m_d4.data(), gradients, stream, field, step);

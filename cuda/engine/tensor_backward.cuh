@@ -3,15 +3,15 @@
 // BF16, or FP32 as three TF32 products), in four kernels and a sum (which, in a training step,
 // also applies SGD's update: TensorBackward::train_step).
 //
-//   tensor_conv_forward_kernel1<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
-//   block per sample computes its C1, S2, C3 and S4 (the forward pass's own code and bits, its 8 warps
-//   sharing the window pairs out) and writes S4's activations, a row per sample, for the dense
-//   part, and S2's activations and each max window's first maximum for the convolutions' backward
-//   pass: the forward pass runs once per step;
+//   tensor_conv_forward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
+//   block per sample (gathering it, in a training step) computes its C1, S2, C3 and S4 (the
+//   forward pass's own code and bits, its 8 warps sharing the window pairs out) and writes S4's
+//   activations, a row per sample, for the dense part, and S2's activations and each max window's
+//   first maximum for the convolutions' backward pass: the forward pass runs once per step;
 //   tensor_dense_forward_kernel2<Precision, Activation> (tensor_backward.cu): a block of 16 warps
-//   per tile of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4 rows
-//   (tensor_tile.cuh's dense_layers, as the evaluation does), the softmax cross-entropy's gradient
-//   dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
+//   per tile of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4
+//   rows (tensor_tile.cuh's dense_layers, as the evaluation does), the softmax cross-entropy's
+//   gradient dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
 //   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
 //   and writes each sample's activations and output gradients to its record, and its loss and
 //   whether its prediction is its label;
@@ -52,6 +52,7 @@
 #include "core/net_config.hpp"
 #include "core/sgd.hpp"
 #include "cuda/engine/whole_step.cuh"
+#include "cuda/kernels/augment.cuh"
 #include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
 
@@ -85,6 +86,21 @@ class TensorDenseBackward {
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
 };
 
+// A training step's batch, gathered by the convolutions' forward kernel itself, a block a sample
+// (cuda/kernels/gather_sample.cuh, the bits of gather_batch and gather_augmented_batch,
+// cuda/kernels/batch.cuh): the samples images[indices[i]] of the training set, augmented where
+// `augmentation` is enabled; the kernel writes each one's input field (n, 1, 32, 32) to `field`,
+// which the backward kernel reads, and its label to `labels_out`, which the dense part reads.
+struct BatchGather {
+  const std::uint8_t* images;
+  const std::uint8_t* labels;
+  const std::int32_t* indices;
+  DeviceAugmentation augmentation;
+  PixelScaling scaling;
+  float* field;
+  std::uint8_t* labels_out;
+};
+
 // SGD's step, taken with the gradient (TensorBackward::train_step): the settings (SGD's, the only
 // optimizer the tensor set runs), the step's learning rate on the device, and the parameters and
 // velocity (null without momentum) it updates, in the layout's buffer.
@@ -105,10 +121,11 @@ class TensorConvBackward {
   // 32, 32), already gathered and normalised (cuda/kernels/batch.cuh), and images is not read):
   // writes each sample's S4
   // activations to s4_rows() (n, 400; stored for the products, as the dense part reads them) and
-  // keeps what conv_gradients needs (S2's activations, each max window's first maximum). Nothing
-  // waits for the device.
+  // keeps what conv_gradients needs (S2's activations, each max window's first maximum). With
+  // batch not null, the kernel gathers the samples itself (BatchGather), and images and field are
+  // not read. Nothing waits for the device.
   void conv_forward(const std::uint8_t* images, int n, const float* params, cudaStream_t stream,
-                    const float* field = nullptr);
+                    const float* field = nullptr, const BatchGather* batch = nullptr);
   const float* s4_rows() const { return m_s4_rows.data(); }
 
   // After conv_forward of the same samples and parameters: from each sample's dL/d(S4's
@@ -146,20 +163,22 @@ class TensorBackward {
                  float* gradients, cudaStream_t stream, const float* field = nullptr,
                  StepStats* stats = nullptr);
 
-  // A training step: gradients(), then SGD's step of step.params with it, the update in the
-  // gradient's last launch; the same bits as gradients() followed by cuda/kernels/optimizer.cu's
-  // sgd_step (tested), where the padding between tensors is zero in the parameters, the velocity
+  // A training step of n samples: the batch gathered by the convolutions' forward kernel, the
+  // gradient as gradients() computes it from that field and those labels, and SGD's step of
+  // step.params with it, in the gradient's last launch: the same bits as gather_batch or
+  // gather_augmented_batch, then gradients(), then cuda/kernels/optimizer.cu's sgd_step (tested),
+  // in four launches, where the padding between tensors is zero in the parameters, the velocity
   // and `gradients` (the engine's buffers are: the padding between the dense layers' tensors is
   // read as a gradient and updated, the convolutions' is skipped). Nothing waits for the device.
-  void train_step(const std::uint8_t* images, const std::uint8_t* labels, int n,
-                  const SgdStep& step, float* gradients, cudaStream_t stream,
-                  const float* field = nullptr, StepStats* stats = nullptr);
+  void train_step(const BatchGather& batch, int n, const SgdStep& step, float* gradients,
+                  cudaStream_t stream, StepStats* stats = nullptr);
 
  private:
-  // The four kernels and the sum, which applies `step` where it is not null.
+  // The four kernels and the sum; the first gathers `batch` and the sum applies `step` where
+  // they are not null.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
-           const SgdStep* step);
+           const BatchGather* batch, const SgdStep* step);
 
   TensorDenseBackward m_dense;
   TensorConvBackward m_conv;

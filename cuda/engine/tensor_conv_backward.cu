@@ -2,7 +2,9 @@
 // plan): their forward pass, a block per sample, before the dense part, and their backward pass
 // from dL/dS4 down to C1's weight gradient, a block per sample, after it.
 //
-// tensor_conv_forward_kernel1: the block's 8 warps share the sample's C1-S2 window pairs out
+// tensor_conv_forward_kernel2 (kernel1 read its sample's field from a separate gather's launch;
+// this one gathers the step's sample itself where it is given a BatchGather, writing its field and
+// label for the later kernels): the block's 8 warps share the sample's C1-S2 window pairs out
 // (tensor_tile.cuh's c1_s2, pairs warp, warp + 8, ...), then one (window pair, n-tile) of C3-S4
 // each (c3_s4): the forward pass's own code, so the same bits as the evaluation's. S4's
 // activations go to the sample's row for the dense part; S2's activations and each max window's
@@ -33,6 +35,7 @@
 #include "core/error.hpp"
 #include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
+#include "cuda/kernels/gather_sample.cuh"
 #include "cuda/runtime/check.hpp"
 
 namespace lenet5::cuda {
@@ -61,7 +64,8 @@ constexpr int floats = which4 + kFlat4 / 4;
 static_assert(kWarpS2 % 4 == 0 && kFlat4 % 4 == 0, "whole floats of bytes");
 }  // namespace record
 
-// The forward kernel's shared memory, in floats from its start.
+// The forward kernel's shared memory, in floats from its start (then, at `scratch`, the
+// augmentation's AugmentScratch, where the kernel gathers its sample itself).
 namespace forward_layout {
 constexpr int w1 = 0;                // C1's B layout, as the forward pass stages it
 constexpr int w3 = w1 + 8 * kW1Row;  // C3's B layout
@@ -70,6 +74,8 @@ constexpr int s4_bias = s2_bias + 8;
 constexpr int x = s4_bias + kMaps3;  // the input field (32 x 32), stored for the products
 constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), the same
 constexpr int floats = a2 + kWarpS2;
+constexpr int scratch = (floats + 3) / 4 * 4;  // 16-byte aligned: AugmentScratch holds doubles
+static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 }  // namespace forward_layout
 
 // The backward kernel's shared memory, in floats from its start.
@@ -104,7 +110,27 @@ struct ConvForwardArgs {
   TileInputs in;
   float* s4_rows;  // (n, 400)
   float* records;  // (n, record::floats)
+  BatchGather batch;  // gathered by the kernel where batch.indices is not null
 };
+
+// The step's sample `sample` gathered by the block (BatchGather): its input field into x, to the
+// sample's row of batch.field (for the backward kernel, as gather_batch writes it) and its label to
+// batch.labels_out (for the dense part), then x rounded for R's products, as load_sample stores a
+// row of a field.
+template <Precision R>
+__device__ void gather_step_sample(const BatchGather& batch, int sample, float* x,
+                                   AugmentScratch& scratch) {
+  const std::uint32_t source = std::uint32_t(batch.indices[sample]);
+  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kThreads,
+                [x](int i, float value) { x[i] = value; });
+  if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
+  __syncthreads();
+  float* row = batch.field + std::size_t(sample) * (kField * kField);
+  for (int i = int(threadIdx.x); i < kField * kField; i += kThreads) {
+    row[i] = x[i];
+    x[i] = Operands<R>::stored(x[i]);
+  }
+}
 
 struct ConvBackwardArgs {
   TileInputs in;
@@ -115,7 +141,7 @@ struct ConvBackwardArgs {
 };
 
 template <Precision R, Activation A, Subsampling P>
-__global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel1(ConvForwardArgs args) {
+__global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvForwardArgs args) {
   namespace F = forward_layout;
   extern __shared__ float4 shared_storage[];
   float* shared = reinterpret_cast<float*>(shared_storage);
@@ -125,7 +151,11 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel1(ConvF
   std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
   std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
   stage_conv_weights<R>(shared, args.in, F::w1, F::w3, F::s2_bias, F::s4_bias);
-  load_sample<R>(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
+  if (args.batch.indices)
+    gather_step_sample<R>(args.batch, sample, shared + F::x,
+                          *reinterpret_cast<AugmentScratch*>(shared + F::scratch));
+  else
+    load_sample<R>(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
   __syncthreads();
   c1_s2<R, A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
                  warp, kWarps);
@@ -373,7 +403,7 @@ using ConvKernel = void (*)(ConvBackwardArgs);
 struct ConvForwardKernels {
   template <Precision R, Activation A, Subsampling P>
   ConvForwardKernel of() const {
-    return tensor_conv_forward_kernel1<R, A, P>;
+    return tensor_conv_forward_kernel2<R, A, P>;
   }
 };
 struct ConvKernels {
@@ -402,7 +432,8 @@ void check_slot_covers(const ParamLayout& layout, const WholeStepOffsets& at) {
                                         : " has no gradient slot in the tensor-core step"));
 }
 
-constexpr std::size_t kForwardSharedBytes = sizeof(float) * std::size_t(forward_layout::floats);
+constexpr std::size_t kForwardSharedBytes =
+    sizeof(float) * std::size_t(forward_layout::scratch) + sizeof(AugmentScratch);
 constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(conv_layout::floats);
 
 }  // namespace
@@ -422,11 +453,17 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
 }
 
 void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const float* params,
-                                      cudaStream_t stream, const float* field) {
+                                      cudaStream_t stream, const float* field,
+                                      const BatchGather* batch) {
   check_fits(n, m_max_batch);
+  if (batch && (!batch->indices || !batch->field || !batch->labels || !batch->labels_out ||
+                (batch->augmentation.enabled() && !batch->augmentation.epoch)))
+    throw Error("internal: a gathered batch needs indices, labels, room for the field and the "
+                "labels, and an augmentation's epoch");
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
-  const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data()};
+  const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
+                             batch ? *batch : BatchGather{}};
   kernel_for_training(m_config,
                       ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();

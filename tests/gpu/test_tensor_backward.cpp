@@ -3,7 +3,8 @@
 // dL/d(S4's activation), the other tensors untouched) and the whole pass (the batch-mean gradient
 // of every tensor, none at the C3 table's disconnected weights), for the default config's network
 // and the book's, at whole tiles and with a short last tile; the same bits on every run; and the
-// training step's update, folded into its last launch, against the SGD kernel.
+// training step, which gathers its batch and applies SGD's update inside its launches, against
+// the separate gather and SGD kernels.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -15,11 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/augment_tolerance.hpp"
 #include "core/activation_math.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/rng.hpp"
 #include "cuda/engine/tensor_backward.cuh"
+#include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/optimizer.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "data/batch.hpp"
@@ -368,14 +371,17 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   }
 }
 
-// train_step folds SGD's update into the gradient's last launch: its parameters, velocity and
-// gradient must be, bit for bit, those of gradients() followed by the SGD kernel every other
-// kernel set applies (cuda/kernels/optimizer.cu), for plain SGD, momentum, and Nesterov momentum
-// with weight decay, and with a short batch. The velocity starts non-zero on every tensor (as after
-// a few steps) and zero in the padding, as the engine keeps it. The update reads the gradient
-// whatever computed it, so two precisions (the default's and tf32, two instances of every
-// convolution kernel) stand for the three; with the full C3 table every c3.weight is updated.
-TEST(TensorBackward, TrainStepIsTheGradientThenTheSgdKernel) {
+// train_step gathers its batch in the convolutions' forward kernel and folds SGD's update into the
+// gradient's last launch: its parameters, velocity and gradient, and the input field and labels
+// it writes, must be, bit for bit, those of the separate launches every other kernel set makes
+// (gather_batch or gather_augmented_batch, the gradient, then cuda/kernels/optimizer.cu's SGD
+// kernel): for plain SGD, momentum, and Nesterov momentum with weight decay, without and with
+// elastic augmentation, through a permutation, with a whole and a short batch. The velocity starts
+// non-zero on every tensor (as after a few steps) and zero in the padding, as the engine keeps it.
+// The update reads the gradient whatever computed it, so two precisions (the default's and tf32,
+// two instances of every convolution kernel) stand for the three; with the full C3 table every
+// c3.weight is updated.
+TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
   SgdSettings plain, momentum, nesterov;
@@ -383,49 +389,83 @@ TEST(TensorBackward, TrainStepIsTheGradientThenTheSgdKernel) {
   nesterov.momentum = 0.85;
   nesterov.nesterov = true;
   nesterov.weight_decay = 5e-4;
+  Buffer<std::uint32_t> epoch(Device::gpu, 1);
+  const std::uint32_t third_epoch = 2;
+  epoch.copy_from_host(&third_epoch);
+  const cuda::DeviceAugmentation none{};
+  const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 31,
+                                         epoch.data()};
   for (const Precision precision : {Precision::fp32, Precision::tf32})
     for (const SgdSettings& settings : {plain, momentum, nesterov})
-      for (const int n : {64, 37}) {
-        NetConfig config;
-        config.activation = Activation::relu;
-        config.subsampling = Subsampling::max;
-        config.precision = precision;
-        const std::string what = std::string(to_string(precision)) + " momentum " +
-                                 std::to_string(settings.momentum) + " n=" + std::to_string(n);
-        const ParamLayout layout = lenet5_layout(config);
-        const std::vector<float> params = parameters(config, 23);
-        std::vector<float> velocity(layout.buffer_floats, 0.0f);
-        for (const ParamSpec& spec : layout.tensors)
-          for (std::size_t i = 0; i < spec.count; ++i)
-            velocity[spec.offset + i] = 1e-3f * float(int(i % 11) - 5);
-        const Batch batch = make_batch(n, 29);
-        DeviceInputs in(batch, params);  // its parameters take the separate step
-        const Buffer<float> lr = test::upload({0.07f});
-        cuda::TensorBackward backward(config, layout, 64);
+      for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
+        for (const int n : {64, 37}) {
+          NetConfig config;
+          config.activation = Activation::relu;
+          config.subsampling = Subsampling::max;
+          config.precision = precision;
+          const std::string what = std::string(to_string(precision)) + " momentum " +
+                                   std::to_string(settings.momentum) +
+                                   (augmentation.enabled() ? " elastic" : "") +
+                                   " n=" + std::to_string(n);
+          const ParamLayout layout = lenet5_layout(config);
+          const PixelScaling scaling = pixel_scaling(config.input_scaling);
+          const std::vector<float> params = parameters(config, 23);
+          std::vector<float> velocity(layout.buffer_floats, 0.0f);
+          for (const ParamSpec& spec : layout.tensors)
+            for (std::size_t i = 0; i < spec.count; ++i)
+              velocity[spec.offset + i] = 1e-3f * float(int(i % 11) - 5);
+          const Batch batch = make_batch(n, 29);
+          DeviceInputs in(batch, params);  // its parameters take the separate step
+          std::vector<std::int32_t> reversed(static_cast<std::size_t>(n));
+          for (int i = 0; i < n; ++i) reversed[std::size_t(i)] = n - 1 - i;
+          Buffer<std::int32_t> indices(Device::gpu, reversed.size());
+          indices.copy_from_host(reversed.data());
+          const Buffer<float> lr = test::upload({0.07f});
+          cuda::TensorBackward backward(config, layout, 64);
 
-        Buffer<float> separate_gradients(Device::gpu, layout.buffer_floats);  // zeroed
-        Buffer<float> separate_velocity = test::upload(velocity);
-        backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(),
-                           separate_gradients.data(), cudaStreamPerThread);
-        cuda::sgd_step(settings, lr.data(), separate_gradients.data(), in.params.data(),
-                       settings.momentum > 0 ? separate_velocity.data() : nullptr,
-                       layout.buffer_floats, cudaStreamPerThread);
+          Buffer<float> separate_field(Device::gpu, std::size_t(n) * kInputFloats);
+          Buffer<std::uint8_t> separate_labels(Device::gpu, std::size_t(n));
+          Buffer<float> separate_gradients(Device::gpu, layout.buffer_floats);  // zeroed
+          Buffer<float> separate_velocity = test::upload(velocity);
+          if (augmentation.enabled())
+            cuda::gather_augmented_batch(in.pixels.data(), in.labels.data(), indices.data(), n,
+                                         augmentation, scaling, separate_field.data(),
+                                         separate_labels.data(), cudaStreamPerThread);
+          else
+            cuda::gather_batch(in.pixels.data(), in.labels.data(), indices.data(), n, scaling,
+                               separate_field.data(), separate_labels.data(),
+                               cudaStreamPerThread);
+          backward.gradients(nullptr, separate_labels.data(), n, in.params.data(),
+                             separate_gradients.data(), cudaStreamPerThread,
+                             separate_field.data());
+          cuda::sgd_step(settings, lr.data(), separate_gradients.data(), in.params.data(),
+                         settings.momentum > 0 ? separate_velocity.data() : nullptr,
+                         layout.buffer_floats, cudaStreamPerThread);
 
-        Buffer<float> fused_params = test::upload(params);
-        Buffer<float> fused_gradients(Device::gpu, layout.buffer_floats);  // zeroed
-        Buffer<float> fused_velocity = test::upload(velocity);
-        const cuda::SgdStep step{settings, lr.data(), fused_params.data(),
-                                 settings.momentum > 0 ? fused_velocity.data() : nullptr};
-        backward.train_step(in.pixels.data(), in.labels.data(), n, step, fused_gradients.data(),
-                            cudaStreamPerThread);
-        CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+          Buffer<float> fused_field = test::poisoned(std::size_t(n) * kInputFloats);
+          Buffer<std::uint8_t> fused_labels(Device::gpu, std::size_t(n));
+          Buffer<float> fused_params = test::upload(params);
+          Buffer<float> fused_gradients(Device::gpu, layout.buffer_floats);  // zeroed
+          Buffer<float> fused_velocity = test::upload(velocity);
+          const cuda::BatchGather gathered{in.pixels.data(), in.labels.data(), indices.data(),
+                                           augmentation,     scaling,          fused_field.data(),
+                                           fused_labels.data()};
+          const cuda::SgdStep step{settings, lr.data(), fused_params.data(),
+                                   settings.momentum > 0 ? fused_velocity.data() : nullptr};
+          backward.train_step(gathered, n, step, fused_gradients.data(), cudaStreamPerThread);
+          CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
 
-        const std::vector<float> updated = test::download(in.params);
-        EXPECT_NE(updated, params) << what << ": the separate step moved nothing";
-        EXPECT_EQ(test::download(fused_params), updated) << what;
-        EXPECT_EQ(test::download(fused_gradients), test::download(separate_gradients)) << what;
-        EXPECT_EQ(test::download(fused_velocity), test::download(separate_velocity)) << what;
-      }
+          const std::vector<float> updated = test::download(in.params);
+          EXPECT_NE(updated, params) << what << ": the separate step moved nothing";
+          EXPECT_EQ(test::download(fused_field), test::download(separate_field)) << what;
+          std::vector<std::uint8_t> want_labels(static_cast<std::size_t>(n)), got_labels(want_labels);
+          separate_labels.copy_to_host(want_labels.data());
+          fused_labels.copy_to_host(got_labels.data());
+          EXPECT_EQ(got_labels, want_labels) << what;
+          EXPECT_EQ(test::download(fused_params), updated) << what;
+          EXPECT_EQ(test::download(fused_gradients), test::download(separate_gradients)) << what;
+          EXPECT_EQ(test::download(fused_velocity), test::download(separate_velocity)) << what;
+        }
 }
 
 }  // namespace
