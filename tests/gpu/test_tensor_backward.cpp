@@ -2,9 +2,9 @@
 // dense layers' part (the batch-mean gradients of C5, F6 and the output layer and each sample's
 // dL/d(S4's activation), the other tensors untouched) and the whole pass (the batch-mean gradient
 // of every tensor, none at the C3 table's disconnected weights), for the default config's network
-// and the book's, at whole tiles and with a short last tile; the same bits on every run; and the
-// training step, which gathers its batch and applies SGD's update inside its launches, against
-// the separate gather and SGD kernels.
+// and the book's, at whole tiles and with a short last tile, and with every unit driven into
+// saturation; the same bits on every run; and the training step, which gathers its batch and
+// applies SGD's update inside its launches, against the separate gather and SGD kernels.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -270,6 +270,22 @@ TEST(TensorDenseBackward, MatchesTheCpuReferenceWithinItsPrecisionsRounding) {
 // checks the same code closely.
 constexpr double kSmoothWhole = 2e-2;
 
+// Every tensor's relative difference from the reference checked against `tolerance`, and returned
+// as text for RecordProperty ("c1.weight 1.2e-03 s2.bias ...").
+std::string expect_every_tensor_within(const ParamLayout& layout, const std::vector<float>& got,
+                                       const std::vector<double>& want, double tolerance,
+                                       const std::string& what) {
+  std::string differences;
+  for (const ParamSpec& spec : layout.tensors) {
+    const double difference = relative_l2(got, want, spec.offset, spec.count);
+    EXPECT_LE(difference, tolerance) << what << " " << spec.name;
+    char text[64];
+    std::snprintf(text, sizeof text, "%s %.2e ", spec.name.c_str(), difference);
+    differences += text;
+  }
+  return differences;
+}
+
 TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinItsPrecisionsRounding) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -307,18 +323,10 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinItsPrecisionsRound
         const Batch batch = make_batch(n, 17 + n);
         const Reference want = reference(config, params, batch, n);
         const std::vector<float> got = run_whole(config, params, batch, n, 64);
-        std::string differences;
-        for (const ParamSpec& spec : layout.tensors) {
-          const double difference = relative_l2(got, want.gradients, spec.offset, spec.count);
-          EXPECT_LE(difference, tolerance) << what << " " << spec.name;
-          char text[64];
-          std::snprintf(text, sizeof text, "%s %.2e ", spec.name.c_str(), difference);
-          differences += text;
-        }
         RecordProperty(std::string(to_string(precision)) + "_" + to_string(c.activation) + "_" +
                            to_string(c.subsampling) + "_" + to_string(c.table) + "_n" +
                            std::to_string(n),
-                       differences);
+                       expect_every_tensor_within(layout, got, want.gradients, tolerance, what));
         const std::size_t c3 = layout.find("c3.weight").offset;
         for (std::size_t i = 0; i < mask.size(); ++i)
           if (mask[i] == 0.0f)
@@ -328,6 +336,108 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinItsPrecisionsRound
         for (const ParamSpec& spec : layout.tensors)
           for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
             ASSERT_EQ(again[i], got[i]) << what << " run twice " << spec.name;
+      }
+    }
+}
+
+// parameters(config, 13) with every unit of S2, S4, C5 and F6 driven into saturation: their
+// biases pushed by atanh(0.995) in z (over the scaled tanh's S), alternately up and down, so that
+// each sits at about 0.995 of the activation's bound; and the weights below the output layer a
+// quarter of their size, so that the inputs' share of z spreads the units over 0.96 to 0.999 of
+// the bound (measured, tests' batches) rather than back out of saturation. With the weights as
+// they are, or scaled up instead (x8: 60 to 80% of the units past 0.95), the few unsaturated units
+// carry the gradients' norm, and slopes taken from rounded activations hardly show in it.
+std::vector<float> saturating_parameters(const NetConfig& config) {
+  std::vector<float> params = parameters(config, 13);
+  const double slope_scale = config.activation == Activation::scaled_tanh ? kScaledTanhS : 1.0;
+  const double z = std::atanh(0.995) / slope_scale;
+  for (const ParamSpec& spec : lenet5_layout(config).tensors) {
+    if (spec.name.rfind("output.", 0) == 0) continue;  // linear: no slope to saturate
+    for (std::size_t i = 0; i < spec.count; ++i) {
+      float& value = params[spec.offset + i];
+      value = spec.fan_in != 0 ? 0.25f * value : value + float(i % 2 ? z : -z);
+    }
+  }
+  return params;
+}
+
+// The least share, over S2, S4, C5 and F6, of a layer's units in the batch (the reference's)
+// whose activation is past `fraction` of the activation's bound (1, or the scaled tanh's A).
+double least_saturated_share(const NetConfig& config, const std::vector<float>& params,
+                             const Batch& batch, int n, double fraction) {
+  const std::vector<double> input = test::reference_input(config, batch.pixels.data(), nullptr, n);
+  const auto net = test::reference_network(config, params, input, n);
+  const double bound = config.activation == Activation::scaled_tanh ? kScaledTanhA : 1.0;
+  double least = 1;
+  for (const char* name : {"s2", "s4", "c5", "f6"}) {
+    std::size_t past = 0, units = 0;
+    for (int i = 0; i < n; ++i)
+      for (const LayerOutput& out : net->layer_outputs(i)) {
+        if (out.name != name) continue;
+        for (const float a : out.values) past += std::fabs(a) >= fraction * bound;
+        units += out.values.size();
+      }
+    least = std::min(least, double(past) / double(units));
+  }
+  return least;
+}
+
+// The saturated network's tolerances. A unit's slope 1 - a^2 (the scaled tanh's alike, in a / A)
+// moves by 2 a da / (1 - a^2) of itself when its activation a moves by da; here 1 - a^2 is 0.002
+// to 0.08, so the slopes magnify what the activations they are taken from carry (measured on the
+// H200, and alike in a CPU emulation of their roundings):
+//   bf16 keeps the activations as floats, whose error is the pre-activation's, da = (1 - a^2) dz:
+//   the slope moves by 2 a dz, and dz, BF16's operand rounding (2^-9) over the products' small
+//   share of z, leaves each slope within a few 1e-3: 1.5e-3 to 1.7e-2 per tensor.
+//   Slopes taken from activations rounded to BF16 (what the kernels did before 30bbd34) move by
+//   2 a (2^-8 / sqrt(12)) / (1 - a^2) in RMS, 11% at a = 0.99 and 50% at 0.998 (2^-7 over A for
+//   the scaled tanh's [1, 2)): 0.14 to 0.58 for every tensor below the output layer (the kernels
+//   built with Operands<bf16>::stored rounding to BF16 again). bf16's 5e-2 sits between the two,
+//   three times each.
+//   tf32 stores the activations rounded to TF32 for its products and takes the slopes from them
+//   (tensor_backward.cuh): the same magnification of an ulp 8x smaller (2^-11), 1.9e-2 to 9.7e-2,
+//   past kSmoothWhole; 0.2 allows twice that and still fails a wrong index or transpose (a
+//   tensor's whole norm).
+//   fp32's slopes err by float's own rounding of a, 2^-24 magnified at most 1,000x: 1.4e-5 at
+//   most, held to smooth_tolerance's 1e-4 as everywhere.
+double saturated_tolerance(Precision precision) {
+  if (precision == Precision::fp32) return smooth_tolerance(precision, kSmoothWhole);
+  return precision == Precision::bf16 ? 5e-2 : 0.2;
+}
+
+// Near saturation, where a slope is a small difference 1 - a^2, every precision still gives the
+// reference's gradients: the units of S2, S4, C5 and F6 driven to 0.96-0.999 of the bound, for the
+// tanh and LeCun's scaled tanh (whose bound BF16 rounds past), with the smooth subsampling and the
+// full C3 table, at whole tiles and with a short last one. The test fails if bf16 took its slopes
+// from activations rounded to BF16.
+TEST(TensorBackward, SaturatedUnitsKeepTheirSlopesInEveryPrecision) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  for (const Activation activation : {Activation::tanh, Activation::scaled_tanh})
+    for (const int n : {64, 37}) {
+      NetConfig config;
+      config.activation = activation;
+      config.subsampling = Subsampling::average;
+      config.c3_table = C3Table::full;
+      const ParamLayout layout = lenet5_layout(config);
+      const std::vector<float> params = saturating_parameters(config);
+      const Batch batch = make_batch(n, 17 + n);
+      // Every unit saturated (measured: the least at 0.957 of the bound): one unsaturated unit's
+      // slope, near 1, would carry as much of a gradient's norm as thousands of saturated ones.
+      // And most past 0.99 (measured: 81% to 98% per layer), where BF16's rounding of a moves the
+      // slope by 10% and more.
+      const std::string which = std::string(to_string(activation)) + " n=" + std::to_string(n);
+      ASSERT_EQ(least_saturated_share(config, params, batch, n, 0.95), 1.0) << which;
+      ASSERT_GE(least_saturated_share(config, params, batch, n, 0.99), 0.75) << which;
+      const Reference want = reference(config, params, batch, n);
+      for (const Precision precision : kPrecisions) {
+        config.precision = precision;
+        const std::string what = std::string(to_string(precision)) + " saturated " + which;
+        const std::vector<float> got = run_whole(config, params, batch, n, 64);
+        RecordProperty(std::string("saturated_") + to_string(precision) + "_" +
+                           to_string(activation) + "_n" + std::to_string(n),
+                       expect_every_tensor_within(layout, got, want.gradients,
+                                                  saturated_tolerance(precision), what));
       }
     }
 }
