@@ -166,8 +166,7 @@ template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
   namespace D = dense_layout;
-  extern __shared__ float4 shared_storage[];
-  float* shared = reinterpret_cast<float*>(shared_storage);
+  float* const shared = dynamic_shared_floats();
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   load_s4_rows(args, first, shared + D::a4);

@@ -143,8 +143,7 @@ struct ConvBackwardArgs {
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvForwardArgs args) {
   namespace F = forward_layout;
-  extern __shared__ float4 shared_storage[];
-  float* shared = reinterpret_cast<float*>(shared_storage);
+  float* const shared = dynamic_shared_floats();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int sample = int(blockIdx.x);
   float* rec = args.records + std::size_t(sample) * record::floats;
@@ -356,8 +355,7 @@ __device__ void load_forward(const ConvBackwardArgs& args, int sample, float* sh
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
   namespace C = conv_layout;
-  extern __shared__ float4 shared_storage[];
-  float* shared = reinterpret_cast<float*>(shared_storage);
+  float* const shared = dynamic_shared_floats();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int sample = int(blockIdx.x);
   float* slot = args.partials + std::size_t(sample) * partial::floats;

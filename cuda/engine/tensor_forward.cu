@@ -41,8 +41,7 @@ __device__ void loss_of_sample(const float* z, const TensorForwardArgs& args, st
 template <Precision R, Activation A, Subsampling P, int Tile>
 __global__ void __launch_bounds__(kThreads, Tile == 16 ? 2 : 1)
     tensor_forward_kernel1(TensorForwardArgs args) {
-  extern __shared__ float4 shared_storage[];
-  float* shared = reinterpret_cast<float*>(shared_storage);
+  float* const shared = dynamic_shared_floats();
   const int model = int(blockIdx.y), first = int(blockIdx.x) * Tile;
   TileInputs in = args.in;
   in.params += std::size_t(model) * args.params_stride;

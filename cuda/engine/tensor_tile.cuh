@@ -63,6 +63,13 @@ namespace {
 
 using mma::Operands;
 
+// The block's dynamic shared memory as floats: declared as float4 so that it is 16-byte aligned
+// for the kernels' float4 reads and writes, once for every tile kernel.
+__device__ __forceinline__ float* dynamic_shared_floats() {
+  extern __shared__ float4 shared_storage[];
+  return reinterpret_cast<float*>(shared_storage);
+}
+
 constexpr int kThreads = 256;  // 8 warps: 8 samples through the convolutions at a time
 constexpr int kWarps = kThreads / 32;
 
@@ -518,6 +525,12 @@ struct SlotUpdate {
   float* params = nullptr;    // the layout's buffer
   float* velocity = nullptr;  // the same layout; null without momentum
   int rest_from = 0, rest_to = 0;
+
+  // SGD's step on parameter p, whose gradient is `gradient`.
+  __device__ void apply(int p, float gradient) const {
+    sgd_update_element(mu, nesterov, decay, *lr, gradient, params + p,
+                       velocity ? velocity + p : nullptr);
+  }
 };
 
 // Each gradient: the partial sums of `tiles` slots (a sample's each, in the convolutions' part)
@@ -537,9 +550,7 @@ __global__ void __launch_bounds__(kSumThreads)
   if (int(blockIdx.x) >= slot_blocks) {
     const int p =
         update.rest_from + (int(blockIdx.x) - slot_blocks) * kSumThreads + int(threadIdx.x);
-    if (p < update.rest_to)
-      sgd_update_element(update.mu, update.nesterov, update.decay, *update.lr, gradients[p],
-                         update.params + p, update.velocity ? update.velocity + p : nullptr);
+    if (p < update.rest_to) update.apply(p, gradients[p]);
     return;
   }
   __shared__ float warp_sums[kSumWarps][32];
@@ -564,9 +575,7 @@ __global__ void __launch_bounds__(kSumThreads)
     const int p = tensor.to + j;
     const float gradient = tensor.masked ? total * c3_mask[j] : total;
     gradients[p] = gradient;
-    if (update.lr)
-      sgd_update_element(update.mu, update.nesterov, update.decay, *update.lr, gradient,
-                         update.params + p, update.velocity ? update.velocity + p : nullptr);
+    if (update.lr) update.apply(p, gradient);
   }
 }
 
