@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/shapes.hpp"
+#include "cuda/kernels/gather_sample.cuh"
 #include "cuda/kernels/pixel.cuh"
 #include "cuda/runtime/check.hpp"
 
@@ -49,12 +50,8 @@ __global__ void gather_augmented_batch_kernel(const std::uint8_t* images,
   const int i = blockIdx.x;
   const std::uint32_t source = std::uint32_t(indices[i]);
   float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
-  const std::uint8_t* image = images + std::size_t(source) * kImageBytes;
-  fill_input_field(image, /*border_only=*/true, scaling, blockDim.x,
-                   [field](int p, float value) { field[p] = value; });
-  augment_sample(image, augmentation, source, scratch, [field, scaling](int p, float grey) {
-    field[field_index(p)] = normalise_intensity_device(grey, scaling);
-  });
+  gather_sample(images, source, augmentation, scaling, scratch, blockDim.x,
+                [field](int p, float value) { field[p] = value; });
   if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
 }
 

@@ -1,10 +1,11 @@
-// One sample of a training batch as the network's input field, by one block: what gather_batch's
-// and gather_augmented_batch's kernels (cuda/kernels/batch.cu) compute for each of their blocks,
-// and whole-step's load_image for its sample, here for the tensor-core convolutions' forward
-// kernel (cuda/engine/tensor_conv_backward.cu), which gathers its step's batch itself: the same
-// calls, so the same bits (tested against gather_batch and gather_augmented_batch). The three
-// older callers still spell the two calls out; calling this instead changes their generated code
-// (nvcc's PTX differs), so each would need its GPU tests again.
+// One sample of a training batch as the network's input field, by one block: the code path of the
+// kernels that gather an augmented batch (gather_augmented_batch's kernel, cuda/kernels/batch.cu;
+// the tensor-core convolutions' forward kernel, cuda/engine/tensor_conv_backward.cu, which gathers
+// its step's batch itself), so that they give the same bits (tested). gather_batch's kernel, which
+// never augments and so has no scratch, calls fill_input_field alone, as this does without an
+// augmentation. Whole-step's load_image (cuda/engine/whole_step_forward.cuh) spells the same two
+// calls out: calling this from it made its sample kernels, whose registers are capped at 64, spill
+// more (nvcc for sm_90, -Xptxas -v).
 #pragma once
 
 #include <cstddef>
