@@ -11,8 +11,8 @@
 //   tensor_dense_forward_kernel2<Precision, Activation> (tensor_backward.cu): a block of 16 warps
 //   per tile of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4
 //   rows (tensor_tile.cuh's dense_layers, as the evaluation does), the softmax cross-entropy's
-//   gradient dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
-//   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
+//   gradient dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs
+//   over the tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
 //   and writes each sample's activations and output gradients to its record, and its loss and
 //   whether its prediction is its label;
 //   tensor_dense_gradient_kernel1 (tensor_backward.cu): a warp per m16n8 tile of the products over
@@ -23,10 +23,10 @@
 //     and dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
 //     and, in one more block, the step's loss sum and correct count, in sample order;
 //   tensor_conv_backward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
-//   block per sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4 (f'(S4), then the
-//   window's average or its first maximum) to dL/dC3, then C3's input gradient (a transposed
-//   convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, C3's weight
-//   gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
+//   block per sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4
+//   (f'(S4), then the window's average or its first maximum) to dL/dC3, then C3's input gradient
+//   (a transposed convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, C3's
+//   weight gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
 //   quarters added in order);
 //   each sample's convolution gradients into its own slot of partial sums, and
 //   tensor_gradient_sum_kernel3 (tensor_tile.cuh) adds the slots in a fixed order; the dense
@@ -118,9 +118,9 @@ class TensorConvBackward {
   TensorConvBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
 
   // C1, S2, C3 and S4 of images[0..n) (with field not null, the samples' input is its rows (n, 1,
-  // 32, 32), already gathered and normalised (cuda/kernels/batch.cuh), and images is not read):
-  // writes each sample's S4
-  // activations to s4_rows() (n, 400; stored for the products, as the dense part reads them) and
+  // 32, 32), already gathered and normalised as cuda/kernels/batch.cuh does, and images is not
+  // read; a training step's come from batch, below): writes each sample's S4 activations to
+  // s4_rows() (n, 400; stored for the products, as the dense part reads them) and
   // keeps what conv_gradients needs (S2's activations, each max window's first maximum). With
   // batch not null, the kernel gathers the samples itself (BatchGather), and images and field are
   // not read. Nothing waits for the device.
@@ -167,9 +167,10 @@ class TensorBackward {
   // gradient as gradients() computes it from that field and those labels, and SGD's step of
   // step.params with it, in the gradient's last launch: the same bits as gather_batch or
   // gather_augmented_batch, then gradients(), then cuda/kernels/optimizer.cu's sgd_step (tested),
-  // in four launches, where the padding between tensors is zero in the parameters, the velocity
-  // and `gradients` (the engine's buffers are: the padding between the dense layers' tensors is
-  // read as a gradient and updated, the convolutions' is skipped). Nothing waits for the device.
+  // in five launches where those make seven, where the padding between tensors is zero in the
+  // parameters, the velocity and `gradients` (the engine's buffers are: the padding between the
+  // dense layers' tensors is read as a gradient and updated, the convolutions' is skipped). Nothing
+  // waits for the device.
   void train_step(const BatchGather& batch, int n, const SgdStep& step, float* gradients,
                   cudaStream_t stream, StepStats* stats = nullptr);
 

@@ -454,12 +454,15 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
                                       cudaStream_t stream, const float* field,
                                       const BatchGather* batch) {
   check_fits(n, m_max_batch);
-  if (batch && (!batch->indices || !batch->field || !batch->labels || !batch->labels_out ||
-                (batch->augmentation.enabled() && !batch->augmentation.epoch)))
-    throw Error("internal: a gathered batch needs indices, labels, room for the field and the "
-                "labels, and an augmentation's epoch");
-  const TileInputs in{
-      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
+  const PixelScaling scaling = pixel_scaling(m_config.input_scaling);
+  if (batch &&
+      (!batch->images || !batch->indices || !batch->field || !batch->labels || !batch->labels_out ||
+       (batch->augmentation.enabled() && !batch->augmentation.epoch) ||
+       batch->scaling.mean != scaling.mean || batch->scaling.std != scaling.std))
+    throw Error(
+        "internal: a gathered batch needs images, indices, labels, room for the field "
+        "and the labels, an augmentation's epoch, and the network's input scaling");
+  const TileInputs in{images, n, scaling, params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
                              batch ? *batch : BatchGather{}};
   kernel_for_training(m_config,

@@ -117,8 +117,9 @@ struct SharedLayout {
 // What the forward pass of a tile reads: the images (no permutation, no augmentation), n of them,
 // scaled as the network's input is; one model's parameters, where its layout puts each tensor; the
 // C3 table's mask (16, 6, 5, 5), 0 where a weight is disconnected; and, where field is not null,
-// the n samples' input already gathered (n, 1, 32, 32), read instead of the images (a training
-// step's batch, through the epoch's permutation and the augmentation: cuda/kernels/batch.cuh).
+// the n samples' input already gathered (n, 1, 32, 32), read instead of the images (a batch
+// through a permutation and the augmentation, as cuda/kernels/batch.cuh gathers it; in a
+// training step, the convolutions' forward kernel's, for its backward kernel).
 struct TileInputs {
   const std::uint8_t* images;
   int n;

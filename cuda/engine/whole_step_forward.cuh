@@ -20,7 +20,8 @@ namespace {
 
 // The sample's image, augmented when the run asks for it, normalised and padded exactly as
 // gather_batch and gather_augmented_batch do, into shared memory, and the zero rows of the padded
-// dL/dC3: nothing that a previous step writes.
+// dL/dC3: nothing that a previous step writes. The image's two calls are gather_sample's
+// (cuda/kernels/gather_sample.cuh), spelled out: that file says why.
 __device__ void load_image(SampleShared& s, const SampleArgs& args, int sample) {
   const std::size_t source = args.indices ? std::size_t(args.indices[sample]) : std::size_t(sample);
   const std::uint8_t* image = args.images + source * (kImage * kImage);

@@ -2,7 +2,8 @@
 // double reference it is tested against). One block augments one sample: the same draws from the
 // same keys, the affine map in double as on the host, the elastic field and the resampling in
 // float. Two callers share it: the whole-step kernels fold it into their input gather, and
-// gather_augmented_batch (cuda/kernels/batch.cuh) serves the book and fast kernel sets.
+// gather_sample (cuda/kernels/gather_sample.cuh) into gather_augmented_batch's (the book and fast
+// kernel sets) and the tensor-core convolutions' forward kernel's.
 #pragma once
 
 #include <cstdint>

@@ -377,6 +377,8 @@ double least_saturated_share(const NetConfig& config, const std::vector<float>& 
         for (const float a : out.values) past += std::fabs(a) >= fraction * bound;
         units += out.values.size();
       }
+    // A layer that no longer goes by its name would otherwise count as saturated (0 / 0).
+    if (units == 0) throw Error(std::string("the reference network has no layer ") + name);
     least = std::min(least, double(past) / double(units));
   }
   return least;
@@ -526,10 +528,12 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
               velocity[spec.offset + i] = 1e-3f * float(int(i % 11) - 5);
           const Batch batch = make_batch(n, 29);
           DeviceInputs in(batch, params);  // its parameters take the separate step
-          std::vector<std::int32_t> reversed(static_cast<std::size_t>(n));
-          for (int i = 0; i < n; ++i) reversed[std::size_t(i)] = n - 1 - i;
-          Buffer<std::int32_t> indices(Device::gpu, reversed.size());
-          indices.copy_from_host(reversed.data());
+          // A stride prime to n, not its own inverse (as a reversal is): a kernel that wrote sample
+          // i's field and label to row indices[i] would fail.
+          std::vector<std::int32_t> order(static_cast<std::size_t>(n));
+          for (int i = 0; i < n; ++i) order[std::size_t(i)] = (7 * i + 3) % n;
+          Buffer<std::int32_t> indices(Device::gpu, order.size());
+          indices.copy_from_host(order.data());
           const Buffer<float> lr = test::upload({0.07f});
           cuda::TensorBackward backward(config, layout, 64);
 
@@ -568,7 +572,8 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
           const std::vector<float> updated = test::download(in.params);
           EXPECT_NE(updated, params) << what << ": the separate step moved nothing";
           EXPECT_EQ(test::download(fused_field), test::download(separate_field)) << what;
-          std::vector<std::uint8_t> want_labels(static_cast<std::size_t>(n)), got_labels(want_labels);
+          std::vector<std::uint8_t> want_labels(static_cast<std::size_t>(n));
+          std::vector<std::uint8_t> got_labels(want_labels);
           separate_labels.copy_to_host(want_labels.data());
           fused_labels.copy_to_host(got_labels.data());
           EXPECT_EQ(got_labels, want_labels) << what;
