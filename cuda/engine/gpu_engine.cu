@@ -162,16 +162,20 @@ class GpuEngine final : public NetworkEngine {
     }
   }
 
-  // The step's samples [first, first + count) of the permutation, augmented where the run asks,
-  // into m_input and m_labels.
+  // The step's samples from `first` of the permutation, augmented where the run asks, into m_input
+  // and m_labels.
+  cuda::BatchGather batch_from(int first) {
+    return {m_train.images.data(),
+            m_train.labels.data(),
+            m_permutation.data() + first,
+            m_augmentation,
+            scaling(),
+            m_input.data(),
+            m_labels.data()};
+  }
+
   void gather(int first, int count) {
-    if (m_augmentation.enabled())
-      cuda::gather_augmented_batch(m_train.images.data(), m_train.labels.data(),
-                                   m_permutation.data() + first, count, m_augmentation, scaling(),
-                                   m_input.data(), m_labels.data(), cuda::kDefaultStream);
-    else
-      cuda::gather_batch(m_train.images.data(), m_train.labels.data(), m_permutation.data() + first,
-                         count, scaling(), m_input.data(), m_labels.data(), cuda::kDefaultStream);
+    cuda::gather_training_batch(batch_from(first), count, cuda::kDefaultStream);
   }
 
   // --kernels tensor's step s: the batch gathered as the layer-by-layer sets gather it (by the
@@ -180,12 +184,9 @@ class GpuEngine final : public NetworkEngine {
   // the gradient's last launch (the whole-step set's rule: SGD only, which the constructor
   // checked).
   void tensor_step(int step, int first, int count) {
-    const cuda::BatchGather batch{m_train.images.data(), m_train.labels.data(),
-                                  m_permutation.data() + first, m_augmentation, scaling(),
-                                  m_input.data(), m_labels.data()};
     const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
                             m_state.find(kMomentumState)};
-    m_tensor_backward->train_step(batch, count, sgd, m_network.gradients().data(),
+    m_tensor_backward->train_step(batch_from(first), count, sgd, m_network.gradients().data(),
                                   cuda::kDefaultStream, m_step_stats.data() + step);
   }
 

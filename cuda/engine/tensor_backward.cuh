@@ -52,7 +52,7 @@
 #include "core/net_config.hpp"
 #include "core/sgd.hpp"
 #include "cuda/engine/whole_step.cuh"
-#include "cuda/kernels/augment.cuh"
+#include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
 
@@ -84,21 +84,6 @@ class TensorDenseBackward {
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
-};
-
-// A training step's batch, gathered by the convolutions' forward kernel itself, a block a sample
-// (cuda/kernels/gather_sample.cuh, the bits of gather_batch and gather_augmented_batch,
-// cuda/kernels/batch.cuh): the samples images[indices[i]] of the training set, augmented where
-// `augmentation` is enabled; the kernel writes each one's input field (n, 1, 32, 32) to `field`,
-// which the backward kernel reads, and its label to `labels_out`, which the dense part reads.
-struct BatchGather {
-  const std::uint8_t* images;
-  const std::uint8_t* labels;
-  const std::int32_t* indices;
-  DeviceAugmentation augmentation;
-  PixelScaling scaling;
-  float* field;
-  std::uint8_t* labels_out;
 };
 
 // SGD's step, taken with the gradient (TensorBackward::train_step): the settings (SGD's, the only

@@ -67,4 +67,13 @@ void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labe
   CUDA_CHECK_LAUNCH();
 }
 
+void gather_training_batch(const BatchGather& batch, int n, cudaStream_t stream) {
+  if (batch.augmentation.enabled())
+    gather_augmented_batch(batch.images, batch.labels, batch.indices, n, batch.augmentation,
+                           batch.scaling, batch.field, batch.labels_out, stream);
+  else
+    gather_batch(batch.images, batch.labels, batch.indices, n, batch.scaling, batch.field,
+                 batch.labels_out, stream);
+}
+
 }  // namespace lenet5::cuda

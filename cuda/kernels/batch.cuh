@@ -31,4 +31,21 @@ void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labe
                             const DeviceAugmentation& augmentation, PixelScaling scaling,
                             float* out, std::uint8_t* labels_out, cudaStream_t stream);
 
+// A training step's batch: the samples images[indices[i]] of the training set and their labels,
+// augmented where `augmentation` is enabled, into `field` (n, 1, 32, 32) and `labels_out` (n).
+// gather_training_batch gathers it; the tensor-core convolutions' forward kernel gathers it itself,
+// a block a sample (TensorBackward::train_step), the same bits.
+struct BatchGather {
+  const std::uint8_t* images;
+  const std::uint8_t* labels;
+  const std::int32_t* indices;
+  DeviceAugmentation augmentation;
+  PixelScaling scaling;
+  float* field;
+  std::uint8_t* labels_out;
+};
+
+// n samples of `batch`: gather_augmented_batch where it augments, gather_batch where it does not.
+void gather_training_batch(const BatchGather& batch, int n, cudaStream_t stream);
+
 }  // namespace lenet5::cuda
