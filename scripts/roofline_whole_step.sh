@@ -106,7 +106,8 @@ case "$kernels" in
     # 5 a step (gpu_engine.cu's tensor_step, TensorBackward::train_step):
     # tensor_conv_forward_kernel2 (which gathers the batch; before it, tensor_conv_forward_kernel1
     # read a field that gather_batch_kernel1 or gather_augmented_batch_kernel had written, a launch
-    # of its own), tensor_dense_forward_kernel2, tensor_dense_gradient_kernel1 (with the step's
+    # of its own), tensor_dense_forward_kernel3 (a cluster of 4 blocks a tile; kernel2, a block a
+    # tile, before), tensor_dense_gradient_kernel1 (with the step's
     # loss statistics), tensor_conv_backward_kernel2, tensor_gradient_sum_kernel3 (the
     # convolutions' per-sample slots, and SGD's update of every parameter; before 46a6f72
     # tensor_gradient_sum_kernel2 only summed, and sgd_step_kernel1 made another launch, which the

@@ -8,6 +8,8 @@
 // clamped index and give zero outside the matrices, so that the transposed reads of the weight
 // gradients (A = dLᵀ: a(m, k) = dL[k][m]) and the padded shapes (10 classes, 84 F6 units) need no
 // separate code.
+#include <cooperative_groups.h>
+
 #include <string>
 #include <vector>
 
@@ -39,10 +41,25 @@ constexpr int floats = d5 + kC5 + 2;  // 420: two floats of padding keep rows 16
 static_assert(floats % 4 == 0, "rows of whole float4s");
 }  // namespace record
 
-// The dense forward kernel's block: kDenseWarps warps, so that each of C5's 15 and F6's 11 output
-// n-tiles, and each of C5's 15 input-gradient tiles, is one warp's (with 8 warps, two of them
-// each, one after the other, made the kernel's chain).
+// The dense forward kernel's block: kDenseWarps warps, so that each of the output layer's input
+// gradient's 11 tiles is one warp's, and, when a block ran a tile alone (kernel2), each of C5's 15
+// and F6's 11 output n-tiles too (with 8 warps, two of them each, one after the other, made the
+// kernel's chain).
 constexpr int kDenseWarps = 16, kDenseThreads = 32 * kDenseWarps;
+
+// The dense forward kernel runs a cluster of kDenseBlocks blocks per tile: the cluster's warps,
+// numbered rank + kDenseBlocks warp (block `rank`'s warp `warp`), share C5's, F6's and C5's input
+// gradient's output n-tiles out, so that each block reads a quarter of C5's weights from L2 (192
+// KB) and runs a quarter of those layers' chains; each block sends its C5 and F6 columns to the
+// others' shared memory. (Clusters of 8 were slower at batch 256: 256 blocks, two waves.) The
+// output layer and its input gradient (two and eleven small tiles) run in every block, as does the
+// loss: the same bits everywhere, and one cluster barrier fewer each. Every n-tile is computed as
+// in a block alone, so the bits are those of one block per tile.
+constexpr int kDenseBlocks = 4;
+constexpr int kClusterWarps = kDenseBlocks * kDenseWarps;
+// The warps of a block that own one of C5's n-tiles (at most): the others stage the later layers'
+// weights meanwhile.
+constexpr int kC5Warps = ((kC5 + 7) / 8 + kDenseBlocks - 1) / kDenseBlocks;
 
 // Its shared memory, in floats from its start: a row per sample of S4's, C5's and F6's activations
 // (stored for the products), the logits, and the output gradients of the output layer, F6 and C5.
@@ -55,7 +72,11 @@ constexpr int z = a6 + kTile * kA6Row;
 constexpr int d7 = z + kTile * kZRow;    // dL/dlogits
 constexpr int d6 = d7 + kTile * kD7Row;  // dL/d(F6 pre-activation)
 constexpr int d5 = d6 + kTile * kA6Row;  // dL/d(C5 pre-activation)
-constexpr int floats = d5 + kTile * kA5Row;
+constexpr int w6 = d5 + kTile * kA5Row;  // F6's weights (84, 120) and biases, and the output
+constexpr int b6 = w6 + kF6 * kC5;       // layer's (10, 84), staged while C5's products run
+constexpr int w7 = b6 + kF6;
+constexpr int b7 = w7 + kOut * kF6;
+constexpr int floats = b7 + kOut;
 static_assert(a4 % 4 == 0 && kA4Row % 4 == 0 && kFlat4 % 4 == 0, "S4's rows copied as float4s");
 }  // namespace dense_layout
 
@@ -97,8 +118,10 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
 // loss_and_gradient's formula, in float as there, in a thread per sample: its sum of exponentials
 // runs in class order where there it is a butterfly, so the two agree to float's rounding, not to
 // the bit), and zero rows for a short last tile's missing ones, which then add nothing to any
-// weight gradient.
-__device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first) {
+// weight gradient. Every block of the tile's cluster computes it; the one that `records` writes
+// the loss and the correctness. `label` is the thread's sample's, read at the kernel's start.
+__device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first, int label,
+                                bool records) {
   namespace D = dense_layout;
   const int local = int(threadIdx.x), sample = first + local;
   if (local >= kTile) return;
@@ -108,14 +131,15 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
     for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
     return;
   }
-  const int label = args.labels[sample];
   int best = 0;
   for (int k = 1; k < kOut; ++k)
     if (z[k] > z[best]) best = k;
   float sum = 0.0f;
   for (int k = 0; k < kOut; ++k) sum += expf(z[k] - z[best]);
-  args.sample_loss[sample] = double(logf(sum) + z[best] - z[label]);
-  args.sample_correct[sample] = best == label;
+  if (records) {
+    args.sample_loss[sample] = double(logf(sum) + z[best] - z[label]);
+    args.sample_correct[sample] = best == label;
+  }
   for (int k = 0; k < kOut; ++k)
     d7[k] = (expf(z[k] - z[best]) / sum - float(k == label)) / float(args.n);
 }
@@ -131,12 +155,13 @@ template <Precision R>
 constexpr int kDenseForwardChunk = R == Precision::tf32 ? 50 : 25;
 
 // dL/d(pre-activation) (rows of `Ld`) = (dL/dy W) f'(y) for a dense layer y = f(W x + b) whose
-// output gradient d_out (a row of LdOut per sample, Out wide) it reads, W (Out, In) row-major in
-// global memory, y (rows of LdY) the activation of the layer below, stored by the forward pass.
-template <Precision R, Activation A, int Out, int In, int LdOut, int Ld, int LdY>
+// output gradient d_out (a row of LdOut per sample, Out wide) it reads, W (Out, In) row-major
+// (staged in shared memory), y (rows of LdY) the activation of the layer below, stored by the
+// forward pass. Warp `warp` of Warps takes the tiles warp, warp + Warps, ... (gemm_tiles).
+template <Precision R, Activation A, int Out, int In, int LdOut, int Ld, int LdY, int Warps>
 __device__ void input_gradient(const float* d_out, const float* weight, const float* y, float* d,
                                int warp, int lane) {
-  gemm_tiles<R, kTile, In, Out, kDenseWarps, kInputGradientChunk<R>>(
+  gemm_tiles<R, kTile, In, Out, Warps, kInputGradientChunk<R>>(
       [d_out](int m, int k) { return d_out[m * LdOut + k]; },
       [weight](int k, int n) {
         const float value = weight[k * In + min(n, In - 1)];
@@ -148,48 +173,182 @@ __device__ void input_gradient(const float* d_out, const float* weight, const fl
       warp, lane);
 }
 
-// Columns [0, Count) of the tile's rows (Ld floats apart in shared memory) into the same columns
-// of the tile's records, from record column `to`, by the whole block.
+static_assert(kTile % kDenseBlocks == 0, "the cluster's blocks share the tile's rows out evenly");
+
+// Columns [0, Count) of block `rank`'s rows of the tile (rank, rank + kDenseBlocks, ...; Ld floats
+// apart in shared memory) into the same columns of their records, from record column `to`.
 template <int Count, int Ld>
-__device__ void to_records(const float* rows, float* records, int to) {
-  for (int i = int(threadIdx.x); i < kTile * Count; i += kDenseThreads)
-    records[(i / Count) * record::floats + to + i % Count] = rows[(i / Count) * Ld + i % Count];
+__device__ void rows_to_records(const float* rows, float* records, int to, int rank) {
+  constexpr int kRows = kTile / kDenseBlocks;
+  for (int i = int(threadIdx.x); i < kRows * Count; i += kDenseThreads) {
+    const int row = rank + kDenseBlocks * (i / Count), column = i % Count;
+    records[row * record::floats + to + column] = rows[row * Ld + column];
+  }
 }
 
-// A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
-// tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
+// Calls at(row, column) for every place of the tile's rows in block `rank`'s output n-tiles of an
+// N-wide product (rank, rank + kDenseBlocks, ...: the tiles its warps took, numbered as the
+// cluster's), by the whole block.
+template <int N, class At>
+__device__ void for_own_columns(int rank, At at) {
+  constexpr int kOwnTiles = ((N + 7) / 8 + kDenseBlocks - 1) / kDenseBlocks;
+  for (int i = int(threadIdx.x); i < kOwnTiles * kTile * 8; i += kDenseThreads) {
+    const int column = 8 * (rank + kDenseBlocks * (i / (8 * kTile))) + i % 8;
+    if (column < N) at(i / 8 % kTile, column);
+  }
+}
+
+// The dense forward kernel's block cluster: cooperative_groups' cluster_group, which exists for
+// compute capability 9.0 and newer only (TensorDenseBackward refuses older GPUs, so the traps of
+// the kernels built for them are never reached).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define LENET5_CLUSTERS 1
+#endif
+struct Cluster {
+  // This block's rank in its cluster.
+  __device__ static int rank() {
+#ifdef LENET5_CLUSTERS
+    return int(cooperative_groups::this_cluster().block_rank());
+#else
+    __trap();
+    return 0;
+#endif
+  }
+  // Where `local`, an address in this block's shared memory, is in block `rank`'s.
+  __device__ static float* peer(float* local, int rank) {
+#ifdef LENET5_CLUSTERS
+    return cooperative_groups::this_cluster().map_shared_rank(local, rank);
+#else
+    __trap();
+    return local;
+#endif
+  }
+  // The cluster's barrier in two halves: a block's arrival, then its wait for every block's. A
+  // block may write another's shared memory only once that block has started (arrived).
+  __device__ static void arrive() {
+#ifdef LENET5_CLUSTERS
+    cooperative_groups::this_cluster().barrier_arrive();
+#else
+    __trap();
+#endif
+  }
+  __device__ static void wait() {
+#ifdef LENET5_CLUSTERS
+    cooperative_groups::this_cluster().barrier_wait();
+#else
+    __trap();
+#endif
+  }
+  // The whole barrier: every block's shared-memory writes before it, remote ones too, are seen by
+  // every block after it.
+  __device__ static void sync() {
+#ifdef LENET5_CLUSTERS
+    cooperative_groups::this_cluster().sync();
+#else
+    __trap();
+#endif
+  }
+};
+#undef LENET5_CLUSTERS
+
+// Block `rank`'s columns of the tile's rows (an N-wide product's, Ld floats apart) into the same
+// places of every other block of the cluster, whose products read whole rows.
+template <int N, int Ld>
+__device__ void send_own_columns(float* rows, int rank) {
+  for (int peer = 1; peer < kDenseBlocks; ++peer) {
+    float* remote = Cluster::peer(rows, (rank + peer) % kDenseBlocks);
+    for_own_columns<N>(rank, [rows, remote](int row, int column) {
+      remote[row * Ld + column] = rows[row * Ld + column];
+    });
+  }
+}
+
+// Count floats from global memory into shared memory by thread `thread` of Threads, all of its
+// reads in flight at once.
+template <int Count, int Threads>
+__device__ void copy_to_shared(const float* from, float* to, int thread) {
+  constexpr int kPerThread = (Count + Threads - 1) / Threads;
+  float value[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) value[j] = from[min(thread + j * Threads, Count - 1)];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j)
+    if (thread + j * Threads < Count) to[thread + j * Threads] = value[j];
+}
+
+// F6's and the output layer's weights and biases into shared memory, by the warps that own none of
+// C5's n-tiles, while the others run C5's products: the later layers' products then wait for no
+// read from L2.
+__device__ void stage_late_weights(const float* params, const WholeStepOffsets& at, float* shared,
+                                   int warp) {
+  namespace D = dense_layout;
+  constexpr int kThreads = kDenseThreads - 32 * kC5Warps;
+  if (warp < kC5Warps) return;
+  const int thread = int(threadIdx.x) - 32 * kC5Warps;
+  copy_to_shared<kF6 * kC5, kThreads>(params + at.f6_weight, shared + D::w6, thread);
+  copy_to_shared<kF6, kThreads>(params + at.f6_bias, shared + D::b6, thread);
+  copy_to_shared<kOut * kF6, kThreads>(params + at.output_weight, shared + D::w7, thread);
+  copy_to_shared<kOut, kThreads>(params + at.output_bias, shared + D::b7, thread);
+}
+
+// A cluster of kDenseBlocks blocks of kDenseWarps warps per tile of kTile samples: the dense
+// layers' forward pass on the tile's S4 rows (dense_tile, as the evaluation runs it), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
-// tile, the weights read from L2), then the tile's records and each sample's loss and
+// tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
+// tile's records and each sample's loss and
 // correctness. The products over the whole batch (the weight gradients and dL/dS4) and the step's
-// statistics are tensor_dense_gradient_kernel1's.
+// statistics are tensor_dense_gradient_kernel1's. Thread block clusters need compute capability
+// 9.0 (TensorDenseBackward refuses a GPU without them).
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
-    tensor_dense_forward_kernel2(DenseForwardArgs args) {
+    tensor_dense_forward_kernel3(DenseForwardArgs args) {
   namespace D = dense_layout;
+  constexpr int kChunk = kDenseForwardChunk<R>;
   float* const shared = dynamic_shared_floats();
-  const int first = int(blockIdx.x) * kTile;
+  const int rank = Cluster::rank(), first = int(blockIdx.x) / kDenseBlocks * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  load_s4_rows(args, first, shared + D::a4);
-  __syncthreads();
-  dense_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(shared + D::a4, shared + D::a5,
-                                                                shared + D::a6, shared + D::z,
-                                                                args.params, args.at, warp, lane);
-  logits_gradient(shared, args, first);
-  __syncthreads();
+  const int cluster_warp = rank + kDenseBlocks * warp;
   const float* params = args.params;
   const WholeStepOffsets& at = args.at;
-  input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row>(
-      shared + D::d7, params + at.output_weight, shared + D::a6, shared + D::d6, warp, lane);
+  Cluster::arrive();
+  const int local = int(threadIdx.x);
+  const int label = local < kTile && first + local < args.n ? args.labels[first + local] : 0;
+  load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
-  input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row>(
-      shared + D::d6, params + at.f6_weight, shared + D::a5, shared + D::d5, warp, lane);
+  static_assert(kC5Warps <= kDenseWarps, "C5's n-tiles are a warp's each");
+  dense_tile<R, kFlat4, kC5, kA4Row, kA5Row, kTile, true, true, A, kChunk, kClusterWarps>(
+      shared + D::a4, params + at.c5_weight, params + at.c5_bias, shared + D::a5, cluster_warp,
+      lane);
+  stage_late_weights(params, at, shared, warp);
+  __syncthreads();
+  Cluster::wait();  // every block has started: its shared memory may be written
+  send_own_columns<kC5, kA5Row>(shared + D::a5, rank);
+  Cluster::sync();
+  dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kClusterWarps>(
+      shared + D::a5, shared + D::w6, shared + D::b6, shared + D::a6, cluster_warp, lane);
+  __syncthreads();
+  send_own_columns<kF6, kA6Row>(shared + D::a6, rank);
+  Cluster::sync();  // the last remote writes: no block leaves while another may write its memory
+  dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
+      shared + D::a6, shared + D::w7, shared + D::b7, shared + D::z, warp, lane);
+  __syncthreads();
+  logits_gradient(shared, args, first, label, rank == 0);
+  __syncthreads();
+  input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
+      shared + D::d7, shared + D::w7, shared + D::a6, shared + D::d6, warp, lane);
+  __syncthreads();
+  input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row, kClusterWarps>(
+      shared + D::d6, shared + D::w6, shared + D::a5, shared + D::d5, cluster_warp, lane);
   __syncthreads();
   float* records = args.records + std::size_t(first) * record::floats;
-  to_records<kC5, kA5Row>(shared + D::a5, records, record::a5);
-  to_records<kF6, kA6Row>(shared + D::a6, records, record::a6);
-  to_records<kOut, D::kD7Row>(shared + D::d7, records, record::d7);
-  to_records<kF6, kA6Row>(shared + D::d6, records, record::d6);
-  to_records<kC5, kA5Row>(shared + D::d5, records, record::d5);
+  rows_to_records<kC5, kA5Row>(shared + D::a5, records, record::a5, rank);
+  rows_to_records<kF6, kA6Row>(shared + D::a6, records, record::a6, rank);
+  rows_to_records<kOut, D::kD7Row>(shared + D::d7, records, record::d7, rank);
+  rows_to_records<kF6, kA6Row>(shared + D::d6, records, record::d6, rank);
+  const float* d5 = shared + D::d5;
+  for_own_columns<kC5>(rank, [d5, records](int row, int column) {
+    records[row * record::floats + record::d5 + column] = d5[row * kA5Row + column];
+  });
 }
 
 struct DenseGradientArgs {
@@ -314,7 +473,7 @@ using GradientKernel = void (*)(DenseGradientArgs);
 struct DenseKernels {
   template <Precision R, Activation A, Subsampling>
   ForwardKernel of() const {
-    return tensor_dense_forward_kernel2<R, A>;
+    return tensor_dense_forward_kernel3<R, A>;
   }
 };
 struct DenseGradientKernels {
@@ -330,6 +489,36 @@ ForwardKernel forward_kernel_for(const NetConfig& config) {
 
 constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(dense_layout::floats);
 
+// The forward kernel's clusters need compute capability 9.0 and a kernel built for it.
+void check_clusters(ForwardKernel kernel) {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (attributes.ptxVersion < 90)
+    throw UsageError(
+        "the tensor-core training step needs thread block clusters (compute capability 9.0 or "
+        "newer) and kernels built for them; this GPU is " +
+        current_compute_capability() +
+        ": train with --kernels whole-step (the tensor-core set still evaluates), or rebuild "
+        "with CMAKE_CUDA_ARCHITECTURES naming a GPU of 9.0 or newer");
+}
+
+// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile.
+void launch_dense_forward(ForwardKernel kernel, const DenseForwardArgs& args, cudaStream_t stream) {
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(unsigned(tiles_of(args.n, kTile) * kDenseBlocks));
+  launch.blockDim = dim3(unsigned(kDenseThreads));
+  launch.dynamicSmemBytes = kSharedBytes;
+  launch.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = unsigned(kDenseBlocks);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  launch.attrs = &cluster;
+  launch.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&launch, kernel, args));
+}
+
 }  // namespace
 
 TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLayout& layout,
@@ -341,6 +530,7 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
       m_sample_correct(Device::gpu, std::size_t(max_batch)) {
   prepare_tile_kernel(forward_kernel_for(config), kSharedBytes, kTile);
+  check_clusters(forward_kernel_for(config));
 }
 
 void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,
@@ -360,9 +550,7 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, con
                                       m_records.data(),
                                       m_sample_loss.data(),
                                       m_sample_correct.data()};
-  forward_kernel_for(m_config)<<<tiles_of(n, kTile), kDenseThreads, kSharedBytes, stream>>>(
-      forward_args);
-  CUDA_CHECK_LAUNCH();
+  launch_dense_forward(forward_kernel_for(m_config), forward_args, stream);
   const DenseGradientArgs gradient_args{m_records.data(),
                                         s4_rows,
                                         params + m_offsets.c5_weight,

@@ -8,11 +8,13 @@
 //   forward pass's own code and bits, its 8 warps sharing the window pairs out) and writes S4's
 //   activations, a row per sample, for the dense part, and S2's activations and each max window's
 //   first maximum for the convolutions' backward pass: the forward pass runs once per step;
-//   tensor_dense_forward_kernel2<Precision, Activation> (tensor_backward.cu): a block of 16 warps
-//   per tile of TensorDenseBackward::kTile samples runs the dense layers' forward pass on those S4
-//   rows (tensor_tile.cuh's dense_layers, as the evaluation does), the softmax cross-entropy's
-//   gradient dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs
-//   over the tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
+//   tensor_dense_forward_kernel3<Precision, Activation> (tensor_backward.cu): a cluster of 4
+//   blocks of 16 warps per tile of TensorDenseBackward::kTile samples (compute capability 9.0)
+//   runs the dense layers' forward pass on those S4 rows (tensor_tile.cuh's dense_tile, as the
+//   evaluation does; C5's and F6's output tiles shared out over the cluster, each block sending
+//   its columns to the others' shared memory), the softmax cross-entropy's gradient
+//   dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
+//   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
 //   and writes each sample's activations and output gradients to its record, and its loss and
 //   whether its prediction is its label;
 //   tensor_dense_gradient_kernel1 (tensor_backward.cu): a warp per m16n8 tile of the products over
