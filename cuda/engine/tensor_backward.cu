@@ -8,12 +8,11 @@
 // clamped index and give zero outside the matrices, so that the transposed reads of the weight
 // gradients (A = dLᵀ: a(m, k) = dL[k][m]) and the padded shapes (10 classes, 84 F6 units) need no
 // separate code.
-#include <cooperative_groups.h>
-
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "cuda/engine/block_cluster.cuh"
 #include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
@@ -118,10 +117,10 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
 // loss_and_gradient's formula, in float as there, in a thread per sample: its sum of exponentials
 // runs in class order where there it is a butterfly, so the two agree to float's rounding, not to
 // the bit), and zero rows for a short last tile's missing ones, which then add nothing to any
-// weight gradient. Every block of the tile's cluster computes it; the one that `records` writes
-// the loss and the correctness. `label` is the thread's sample's, read at the kernel's start.
+// weight gradient. `label` is the thread's sample's, read at the kernel's start. Every block of a
+// tile's cluster computes it; only one (writes_loss) writes the loss and the correctness.
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first, int label,
-                                bool records) {
+                                bool writes_loss) {
   namespace D = dense_layout;
   const int local = int(threadIdx.x), sample = first + local;
   if (local >= kTile) return;
@@ -136,7 +135,7 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
     if (z[k] > z[best]) best = k;
   float sum = 0.0f;
   for (int k = 0; k < kOut; ++k) sum += expf(z[k] - z[best]);
-  if (records) {
+  if (writes_loss) {
     args.sample_loss[sample] = double(logf(sum) + z[best] - z[label]);
     args.sample_correct[sample] = best == label;
   }
@@ -173,22 +172,24 @@ __device__ void input_gradient(const float* d_out, const float* weight, const fl
       warp, lane);
 }
 
-static_assert(kTile % kDenseBlocks == 0, "the cluster's blocks share the tile's rows out evenly");
-
-// Columns [0, Count) of block `rank`'s rows of the tile (rank, rank + kDenseBlocks, ...; Ld floats
-// apart in shared memory) into the same columns of their records, from record column `to`.
-template <int Count, int Ld>
+// Columns [0, Count) of block `rank`'s rows of the tile (rank, rank + Blocks, ...: a tile's Blocks
+// blocks share them out; Ld floats apart in shared memory) into the same columns of their records,
+// from record column `to`.
+template <int Count, int Ld, int Blocks>
 __device__ void rows_to_records(const float* rows, float* records, int to, int rank) {
-  constexpr int kRows = kTile / kDenseBlocks;
+  static_assert(kTile % Blocks == 0, "the blocks share the tile's rows out evenly");
+  constexpr int kRows = kTile / Blocks;
   for (int i = int(threadIdx.x); i < kRows * Count; i += kDenseThreads) {
-    const int row = rank + kDenseBlocks * (i / Count), column = i % Count;
+    const int row = rank + Blocks * (i / Count), column = i % Count;
     records[row * record::floats + to + column] = rows[row * Ld + column];
   }
 }
 
 // Calls at(row, column) for every place of the tile's rows in block `rank`'s output n-tiles of an
 // N-wide product (rank, rank + kDenseBlocks, ...: the tiles its warps took, numbered as the
-// cluster's), by the whole block.
+// cluster's), by the whole block. With one m-tile, gemm_tiles' tile t is n-tile t, so its products
+// and dense_tile's share their n-tiles out alike.
+static_assert(kTile == 16, "one m-tile: a product's tiles are its n-tiles");
 template <int N, class At>
 __device__ void for_own_columns(int rank, At at) {
   constexpr int kOwnTiles = ((N + 7) / 8 + kDenseBlocks - 1) / kDenseBlocks;
@@ -198,65 +199,12 @@ __device__ void for_own_columns(int rank, At at) {
   }
 }
 
-// The dense forward kernel's block cluster: cooperative_groups' cluster_group, which exists for
-// compute capability 9.0 and newer only (TensorDenseBackward refuses older GPUs, so the traps of
-// the kernels built for them are never reached).
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define LENET5_CLUSTERS 1
-#endif
-struct Cluster {
-  // This block's rank in its cluster.
-  __device__ static int rank() {
-#ifdef LENET5_CLUSTERS
-    return int(cooperative_groups::this_cluster().block_rank());
-#else
-    __trap();
-    return 0;
-#endif
-  }
-  // Where `local`, an address in this block's shared memory, is in block `rank`'s.
-  __device__ static float* peer(float* local, int rank) {
-#ifdef LENET5_CLUSTERS
-    return cooperative_groups::this_cluster().map_shared_rank(local, rank);
-#else
-    __trap();
-    return local;
-#endif
-  }
-  // The cluster's barrier in two halves: a block's arrival, then its wait for every block's. A
-  // block may write another's shared memory only once that block has started (arrived).
-  __device__ static void arrive() {
-#ifdef LENET5_CLUSTERS
-    cooperative_groups::this_cluster().barrier_arrive();
-#else
-    __trap();
-#endif
-  }
-  __device__ static void wait() {
-#ifdef LENET5_CLUSTERS
-    cooperative_groups::this_cluster().barrier_wait();
-#else
-    __trap();
-#endif
-  }
-  // The whole barrier: every block's shared-memory writes before it, remote ones too, are seen by
-  // every block after it.
-  __device__ static void sync() {
-#ifdef LENET5_CLUSTERS
-    cooperative_groups::this_cluster().sync();
-#else
-    __trap();
-#endif
-  }
-};
-#undef LENET5_CLUSTERS
-
 // Block `rank`'s columns of the tile's rows (an N-wide product's, Ld floats apart) into the same
 // places of every other block of the cluster, whose products read whole rows.
 template <int N, int Ld>
 __device__ void send_own_columns(float* rows, int rank) {
   for (int peer = 1; peer < kDenseBlocks; ++peer) {
-    float* remote = Cluster::peer(rows, (rank + peer) % kDenseBlocks);
+    float* remote = BlockCluster::peer(rows, (rank + peer) % kDenseBlocks);
     for_own_columns<N>(rank, [rows, remote](int row, int column) {
       remote[row * Ld + column] = rows[row * Ld + column];
     });
@@ -282,6 +230,7 @@ __device__ void copy_to_shared(const float* from, float* to, int thread) {
 __device__ void stage_late_weights(const float* params, const WholeStepOffsets& at, float* shared,
                                    int warp) {
   namespace D = dense_layout;
+  static_assert(kC5Warps < kDenseWarps, "warps left over from C5's n-tiles to stage with");
   constexpr int kThreads = kDenseThreads - 32 * kC5Warps;
   if (warp < kC5Warps) return;
   const int thread = int(threadIdx.x) - 32 * kC5Warps;
@@ -291,44 +240,81 @@ __device__ void stage_late_weights(const float* params, const WholeStepOffsets& 
   copy_to_shared<kOut, kThreads>(params + at.output_bias, shared + D::b7, thread);
 }
 
+// A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
+// tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
+// cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
+// tile, the weights read from L2), then the tile's records and each sample's loss and
+// correctness: what GPUs without thread block clusters run (compute capability 8.x), with
+// kernel3's bits.
+template <Precision R, Activation A>
+__global__ void __launch_bounds__(kDenseThreads, 1)
+    tensor_dense_forward_kernel2(DenseForwardArgs args) {
+  namespace D = dense_layout;
+  float* const shared = dynamic_shared_floats();
+  const int first = int(blockIdx.x) * kTile;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int local = int(threadIdx.x);
+  const int label = local < kTile && first + local < args.n ? args.labels[first + local] : 0;
+  load_s4_rows(args, first, shared + D::a4);
+  __syncthreads();
+  dense_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(shared + D::a4, shared + D::a5,
+                                                                shared + D::a6, shared + D::z,
+                                                                args.params, args.at, warp, lane);
+  logits_gradient(shared, args, first, label, true);
+  __syncthreads();
+  const float* params = args.params;
+  const WholeStepOffsets& at = args.at;
+  input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
+      shared + D::d7, params + at.output_weight, shared + D::a6, shared + D::d6, warp, lane);
+  __syncthreads();
+  input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row, kDenseWarps>(
+      shared + D::d6, params + at.f6_weight, shared + D::a5, shared + D::d5, warp, lane);
+  __syncthreads();
+  float* records = args.records + std::size_t(first) * record::floats;
+  rows_to_records<kC5, kA5Row, 1>(shared + D::a5, records, record::a5, 0);
+  rows_to_records<kF6, kA6Row, 1>(shared + D::a6, records, record::a6, 0);
+  rows_to_records<kOut, D::kD7Row, 1>(shared + D::d7, records, record::d7, 0);
+  rows_to_records<kF6, kA6Row, 1>(shared + D::d6, records, record::d6, 0);
+  rows_to_records<kC5, kA5Row, 1>(shared + D::d5, records, record::d5, 0);
+}
+
 // A cluster of kDenseBlocks blocks of kDenseWarps warps per tile of kTile samples: the dense
 // layers' forward pass on the tile's S4 rows (dense_tile, as the evaluation runs it), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
-// tile's records and each sample's loss and
-// correctness. The products over the whole batch (the weight gradients and dL/dS4) and the step's
-// statistics are tensor_dense_gradient_kernel1's. Thread block clusters need compute capability
-// 9.0 (TensorDenseBackward refuses a GPU without them).
+// tile's records and each sample's loss and correctness. The products over the whole batch (the
+// weight gradients and dL/dS4) and the step's statistics are tensor_dense_gradient_kernel1's.
+// Thread block clusters need compute capability 9.0: GPUs without them run kernel2.
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel3(DenseForwardArgs args) {
   namespace D = dense_layout;
   constexpr int kChunk = kDenseForwardChunk<R>;
   float* const shared = dynamic_shared_floats();
-  const int rank = Cluster::rank(), first = int(blockIdx.x) / kDenseBlocks * kTile;
+  const int rank = BlockCluster::rank(), first = int(blockIdx.x) / kDenseBlocks * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int cluster_warp = rank + kDenseBlocks * warp;
   const float* params = args.params;
   const WholeStepOffsets& at = args.at;
-  Cluster::arrive();
+  BlockCluster::arrive();
   const int local = int(threadIdx.x);
   const int label = local < kTile && first + local < args.n ? args.labels[first + local] : 0;
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
-  static_assert(kC5Warps <= kDenseWarps, "C5's n-tiles are a warp's each");
   dense_tile<R, kFlat4, kC5, kA4Row, kA5Row, kTile, true, true, A, kChunk, kClusterWarps>(
       shared + D::a4, params + at.c5_weight, params + at.c5_bias, shared + D::a5, cluster_warp,
       lane);
   stage_late_weights(params, at, shared, warp);
   __syncthreads();
-  Cluster::wait();  // every block has started: its shared memory may be written
+  BlockCluster::wait();  // every block has started: its shared memory may be written
   send_own_columns<kC5, kA5Row>(shared + D::a5, rank);
-  Cluster::sync();
+  BlockCluster::sync();
   dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kClusterWarps>(
       shared + D::a5, shared + D::w6, shared + D::b6, shared + D::a6, cluster_warp, lane);
   __syncthreads();
   send_own_columns<kF6, kA6Row>(shared + D::a6, rank);
-  Cluster::sync();  // the last remote writes: no block leaves while another may write its memory
+  BlockCluster::sync();  // the last remote writes: no block leaves while another may write its
+                         // memory
   dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
       shared + D::a6, shared + D::w7, shared + D::b7, shared + D::z, warp, lane);
   __syncthreads();
@@ -341,10 +327,10 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
       shared + D::d6, shared + D::w6, shared + D::a5, shared + D::d5, cluster_warp, lane);
   __syncthreads();
   float* records = args.records + std::size_t(first) * record::floats;
-  rows_to_records<kC5, kA5Row>(shared + D::a5, records, record::a5, rank);
-  rows_to_records<kF6, kA6Row>(shared + D::a6, records, record::a6, rank);
-  rows_to_records<kOut, D::kD7Row>(shared + D::d7, records, record::d7, rank);
-  rows_to_records<kF6, kA6Row>(shared + D::d6, records, record::d6, rank);
+  rows_to_records<kC5, kA5Row, kDenseBlocks>(shared + D::a5, records, record::a5, rank);
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, record::a6, rank);
+  rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, record::d7, rank);
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::d6, records, record::d6, rank);
   const float* d5 = shared + D::d5;
   for_own_columns<kC5>(rank, [d5, records](int row, int column) {
     records[row * record::floats + record::d5 + column] = d5[row * kA5Row + column];
@@ -468,12 +454,14 @@ int dense_gradient_tiles(int n) {
 using ForwardKernel = void (*)(DenseForwardArgs);
 using GradientKernel = void (*)(DenseGradientArgs);
 
-// kernel_for_training's kernels: the dense forward kernel, whose layers have no subsampling, and
-// the gradient kernel, which has no activation either.
+// kernel_for_training's kernels: the dense forward kernel (a cluster of blocks a tile, or a block
+// alone), whose layers have no subsampling, and the gradient kernel, which has no activation
+// either.
 struct DenseKernels {
+  bool clusters;
   template <Precision R, Activation A, Subsampling>
   ForwardKernel of() const {
-    return tensor_dense_forward_kernel3<R, A>;
+    return clusters ? tensor_dense_forward_kernel3<R, A> : tensor_dense_forward_kernel2<R, A>;
   }
 };
 struct DenseGradientKernels {
@@ -483,31 +471,34 @@ struct DenseGradientKernels {
   }
 };
 
-ForwardKernel forward_kernel_for(const NetConfig& config) {
-  return kernel_for_training(config, DenseKernels{});
+ForwardKernel forward_kernel_for(const NetConfig& config, bool clusters) {
+  return kernel_for_training(config, DenseKernels{clusters});
 }
 
-constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(dense_layout::floats);
-
-// The forward kernel's clusters need compute capability 9.0 and a kernel built for it.
-void check_clusters(ForwardKernel kernel) {
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  if (attributes.ptxVersion < 90)
-    throw UsageError(
-        "the tensor-core training step needs thread block clusters (compute capability 9.0 or "
-        "newer) and kernels built for them; this GPU is " +
-        current_compute_capability() +
-        ": train with --kernels whole-step (the tensor-core set still evaluates), or rebuild "
-        "with CMAKE_CUDA_ARCHITECTURES naming a GPU of 9.0 or newer");
+// Whether this GPU runs the cluster kernel: thread block clusters need compute capability 9.0, and
+// the kernel compiled for it (not the default build's compute_75 PTX, whose traps stand in).
+bool clusters_run(const NetConfig& config) {
+  return loaded_ptx_version(reinterpret_cast<const void*>(forward_kernel_for(config, true))) >= 90;
 }
 
-// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile.
-void launch_dense_forward(ForwardKernel kernel, const DenseForwardArgs& args, cudaStream_t stream) {
+// The forward kernel's shared memory: kernel3's stages the later layers' weights past the rows.
+std::size_t forward_shared_bytes(bool clusters) {
+  return sizeof(float) * std::size_t(clusters ? dense_layout::floats : dense_layout::w6);
+}
+
+// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile, or a block.
+void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
+                          cudaStream_t stream) {
+  const int tiles = tiles_of(args.n, kTile);
+  if (!clusters) {
+    kernel<<<tiles, kDenseThreads, forward_shared_bytes(false), stream>>>(args);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(unsigned(tiles_of(args.n, kTile) * kDenseBlocks));
+  launch.gridDim = dim3(unsigned(tiles * kDenseBlocks));
   launch.blockDim = dim3(unsigned(kDenseThreads));
-  launch.dynamicSmemBytes = kSharedBytes;
+  launch.dynamicSmemBytes = forward_shared_bytes(true);
   launch.stream = stream;
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
@@ -522,15 +513,16 @@ void launch_dense_forward(ForwardKernel kernel, const DenseForwardArgs& args, cu
 }  // namespace
 
 TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLayout& layout,
-                                         int max_batch)
+                                         int max_batch, bool allow_clusters)
     : m_config(supported(config)),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
+      m_clusters(allow_clusters && clusters_run(config)),
       m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats),
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
       m_sample_correct(Device::gpu, std::size_t(max_batch)) {
-  prepare_tile_kernel(forward_kernel_for(config), kSharedBytes, kTile);
-  check_clusters(forward_kernel_for(config));
+  prepare_tile_kernel(forward_kernel_for(config, m_clusters), forward_shared_bytes(m_clusters),
+                      kTile);
 }
 
 void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,
@@ -550,7 +542,7 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, con
                                       m_records.data(),
                                       m_sample_loss.data(),
                                       m_sample_correct.data()};
-  launch_dense_forward(forward_kernel_for(m_config), forward_args, stream);
+  launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, forward_args, stream);
   const DenseGradientArgs gradient_args{m_records.data(),
                                         s4_rows,
                                         params + m_offsets.c5_weight,

@@ -9,16 +9,16 @@
 //   activations, a row per sample, for the dense part, and S2's activations and each max window's
 //   first maximum for the convolutions' backward pass: the forward pass runs once per step;
 //   tensor_dense_forward_kernel3<Precision, Activation> (tensor_backward.cu): a cluster of 4
-//   blocks of 16 warps per tile of TensorDenseBackward::kTile samples (compute capability 9.0)
-//   runs the dense layers' forward pass on those S4 rows (tensor_tile.cuh's dense_tile, as the
-//   evaluation does; C5's and F6's output tiles shared out over the cluster, each block sending
-//   its columns to the others' shared memory), the softmax cross-entropy's gradient
-//   dL/dlogits = (softmax - onehot) / n, and the small layers' input gradients as GEMMs over the
-//   tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6) f'(C5),
-//   and writes each sample's activations and output gradients to its record, and its loss and
-//   whether its prediction is its label;
-//   tensor_dense_gradient_kernel1 (tensor_backward.cu): a warp per m16n8 tile of the products over
-//   the whole batch, from the records:
+//   blocks of 16 warps per tile of TensorDenseBackward::kTile samples (compute capability 9.0;
+//   older GPUs run kernel2, a block a tile, with the same bits) runs the dense layers' forward pass
+//   on those S4 rows (tensor_tile.cuh's dense_tile, as the evaluation does; C5's and F6's output
+//   tiles shared out over the cluster, each block sending its columns to the others' shared
+//   memory), the softmax cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and the
+//   small layers' input gradients as GEMMs over the tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5
+//   = (dL/dF6 W6) f'(C5), and writes each sample's activations and output gradients to its record,
+//   and its loss and whether its prediction is its label; tensor_dense_gradient_kernel1
+//   (tensor_backward.cu): a warp per m16n8 tile of the products over the whole batch, from the
+//   records:
 //     the weight gradients  dL/d[W7 | b7] = dL/dlogitsᵀ [F6 | 1], dL/d[W6 | b6] = dL/dF6ᵀ [C5 | 1],
 //                           dL/d[W5 | b5] = dL/dC5ᵀ [S4 | 1] (k the batch's samples in order;
 //                           a bias's gradient is the column of ones' product);
@@ -64,8 +64,12 @@ class TensorDenseBackward {
  public:
   static constexpr int kTile = 16;  // the tile the forward pass measured fastest at
 
-  // Room for batches of up to max_batch samples. Throws UsageError as TensorForward does.
-  TensorDenseBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
+  // Room for batches of up to max_batch samples. Throws UsageError as TensorForward does. The
+  // forward kernel runs a cluster of blocks a tile where the GPU has clusters (compute capability
+  // 9.0) and allow_clusters is true, else a block a tile: the same bits (tested), more slowly.
+  TensorDenseBackward(const NetConfig& config, const ParamLayout& layout, int max_batch,
+                      bool allow_clusters = true);
+  bool uses_clusters() const { return m_clusters; }
 
   // The dense layers' forward pass of n samples (labels: their classes) from their S4
   // activations s4_rows (n, 400; TensorConvBackward::conv_forward's s4_rows(), 16-byte aligned:
@@ -83,6 +87,7 @@ class TensorDenseBackward {
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
+  bool m_clusters;          // the forward kernel: kernel3 (a cluster a tile), or kernel2
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right

@@ -21,8 +21,9 @@
 // and g + 8), pools them in the CPU reference's order, adds the bias and applies the activation.
 //
 // The dense layers as GEMMs over the tile: Y (Tile x N) = X (Tile x K) W^T, X in shared memory,
-// W read from global memory (L2) once per block as B fragments, each warp one n-tile (8 outputs)
-// at a time over all of the tile's m-tiles, so that each weight it loads serves every sample.
+// W read from global memory (L2), or from shared memory where a kernel staged it, once per block as
+// B fragments, each warp one n-tile (8 outputs) at a time over all of the tile's m-tiles, so that
+// each weight it loads serves every sample.
 //
 // Every value that a product reads (the input field, S2, S4, C5 and F6 activations, C1's and C3's
 // weights; the backward pass also takes the activations' slopes from them) is stored for the
@@ -309,11 +310,11 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
 }
 
 // Y (Tile x N) = f(X (Tile x K) W^T + b), X in shared memory (rows LdX apart, stored for R's
-// products), W (N, K) and b in global memory; f the activation when Activate, and Y stored for R's
-// products when Round (it is only
-// a product's operand). Warp w of Warps takes n-tiles w, w + Warps, ...; per k-step it loads its B
-// fragment once for the tile's Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11
-// k-steps) are zeros on both sides.
+// products), W (N, K) and b in global memory (or staged in shared memory); f the activation when
+// Activate, and Y stored for R's products when Round (it is only a product's operand). Warp w of
+// Warps takes n-tiles w, w + Warps, ...; per k-step it loads its B fragment once for the tile's
+// Tile / 16 m-tiles. Columns k >= K (F6's 84 -> the output layer: 11 k-steps) are zeros on both
+// sides.
 template <Precision R, int K, int N, int LdX, int LdY, int Tile, bool Activate, bool Round,
           Activation A, int Chunk = 25, int Warps = kWarps>
 __device__ void dense_tile(const float* x, const float* weight, const float* bias, float* y,
@@ -634,9 +635,7 @@ void check_device_runs(Kernel kernel, std::size_t bytes, int tile) {
   CUDA_CHECK(
       cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   // PTX 8.0 or newer loaded: the GPU, too, has compute capability 8.0 or newer.
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  if (attributes.ptxVersion < 80)
+  if (loaded_ptx_version(reinterpret_cast<const void*>(kernel)) < 80)
     throw UsageError(
         "the tensor-core kernels need TF32 tensor cores (compute capability 8.0 or "
         "newer) and kernels built for them; this GPU is " +

@@ -312,18 +312,14 @@ void launch_after_previous(bool programmatic, void (*kernel)(Params...), dim3 bl
 // compiled for sm_90 or newer), which programmatic serialization relies on.
 template <class Kernel>
 bool has_programmatic_launch(Kernel kernel) {
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  return attributes.ptxVersion >= 90;
+  return loaded_ptx_version(reinterpret_cast<const void*>(kernel)) >= 90;
 }
 
 // Whether `kernel` as loaded on this device contains the tensor cores' TF32 instructions (it was
 // compiled for sm_80 or newer), which --precision tf32 needs (whole_step_tf32.cuh).
 template <class Kernel>
 bool has_tensor_float32(Kernel kernel) {
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  return attributes.ptxVersion >= 80;
+  return loaded_ptx_version(reinterpret_cast<const void*>(kernel)) >= 80;
 }
 
 // The batch size, checked before anything is sized by it.

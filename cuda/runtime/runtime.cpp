@@ -88,6 +88,12 @@ std::string current_compute_capability() {
   return fmt::format("{}.{}", major, minor);
 }
 
+int loaded_ptx_version(const void* kernel) {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  return attributes.ptxVersion;
+}
+
 namespace {
 std::atomic<std::size_t> g_allocated{0}, g_peak{0};
 }  // namespace

@@ -35,6 +35,10 @@ std::string current_compute_capability() {
   refuse();
 }
 
+int loaded_ptx_version(const void*) {
+  refuse();
+}
+
 void* allocate(std::size_t) {
   refuse();
 }

@@ -57,7 +57,8 @@ const std::vector<GpuKernelSet>& gpu_kernel_sets() {
        ConvAlgo::staged, false, true, true, false, false},
       {GpuKernels::tensor, "tensor",
        "the training step's gradient and the evaluations after each epoch on the tensor cores, a "
-       "tile of samples per block, the step's products in --precision's arithmetic (fp32 as "
+       "tile of samples per block (the dense layers' training pass a cluster of blocks a tile on "
+       "GPUs of compute capability 9.0), the step's products in --precision's arithmetic (fp32 as "
        "three TF32 products, tf32 or bf16) and the evaluations' in TF32 (a sweep's packed "
        "models train as whole-step does); GPU only",
        ConvAlgo::staged, false, true, true, true, true},

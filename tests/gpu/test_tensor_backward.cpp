@@ -122,11 +122,13 @@ struct DeviceInputs {
 struct GpuResult {
   std::vector<float> gradients, d4;
 };
+// TensorDenseBackward's gradients and dL/dS4, in buffers poisoned with NaN before the call; with
+// clusters false, from the forward kernel that GPUs without thread block clusters run.
 GpuResult run(const NetConfig& config, const std::vector<float>& params, const Batch& batch, int n,
-              int max_batch) {
+              int max_batch, bool clusters = true) {
   const ParamLayout layout = lenet5_layout(config);
   cuda::TensorConvBackward convolutions(config, layout, max_batch);  // S4's rows, as in a step
-  cuda::TensorDenseBackward backward(config, layout, max_batch);
+  cuda::TensorDenseBackward backward(config, layout, max_batch, clusters);
   const DeviceInputs in(batch, params);
   Buffer<float> gradients = test::poisoned(layout.buffer_floats);
   Buffer<float> d4 = test::poisoned(std::size_t(n) * 400);
@@ -198,6 +200,18 @@ double kinked_tolerance(Precision precision) {
   return precision == Precision::bf16 ? 2 * kKinked : kKinked;
 }
 
+// `again`'s dense gradients (the tensors that are not NaN in `got`) and dL/dS4 are `got`'s, bit for
+// bit.
+void expect_same_dense_bits(const GpuResult& again, const GpuResult& got, const ParamLayout& layout,
+                            const std::string& what) {
+  for (const ParamSpec& spec : layout.tensors) {
+    if (std::isnan(got.gradients[spec.offset])) continue;  // not one of the dense tensors
+    for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
+      ASSERT_EQ(again.gradients[i], got.gradients[i]) << what << " " << spec.name;
+  }
+  EXPECT_EQ(again.d4, got.d4) << what;
+}
+
 TEST(TensorDenseBackward, MatchesTheCpuReferenceWithinItsPrecisionsRounding) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -247,14 +261,11 @@ TEST(TensorDenseBackward, MatchesTheCpuReferenceWithinItsPrecisionsRounding) {
         std::vector<double> backward(want.gradients.begin() + std::ptrdiff_t(c5_bias.offset),
                                      want.gradients.begin() + std::ptrdiff_t(c5_bias.offset + 120));
         EXPECT_LE(relative_l2(chain, backward, 0, 120), 1e-5) << what;
-        // Deterministic: a second run gives the same bits.
-        const GpuResult again = run(config, params, batch, n, 64);
-        for (const ParamSpec& spec : layout.tensors) {
-          if (std::isnan(got.gradients[spec.offset])) continue;  // not one of the dense tensors
-          for (std::size_t i = spec.offset; i < spec.offset + spec.count; ++i)
-            ASSERT_EQ(again.gradients[i], got.gradients[i]) << what << " run twice " << spec.name;
-        }
-        EXPECT_EQ(again.d4, got.d4) << what << " run twice";
+        // Deterministic: a second run gives the same bits; and so does the forward kernel of GPUs
+        // without thread block clusters (a block a tile), whose products are the cluster's.
+        expect_same_dense_bits(run(config, params, batch, n, 64), got, layout, what + " run twice");
+        expect_same_dense_bits(run(config, params, batch, n, 64, false), got, layout,
+                               what + " a block a tile");
       }
     }
 }
