@@ -367,8 +367,9 @@ constexpr int d4_columns = n_tiles(kFlat4);   // dL/dS4: 50 tiles per m16 of sam
 }  // namespace products
 
 // k-steps whose operands a warp of the gradient kernel reads before their products: a warp's 6
-// reads a step, 48 in flight, so that a batch of 128 (16 steps) waits for two round trips to L2.
-constexpr int kGradientChunk = 8;
+// reads a step, 96 in flight, so that a batch of 128 (16 steps) and dL/dS4's 120 outputs (15)
+// wait for one round trip to L2 (with 8, two).
+constexpr int kGradientChunk = 16;
 
 // dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
 // block (dL/d(the layer's pre-activation)), x the layer's input (rows of x_ld floats from x), k
