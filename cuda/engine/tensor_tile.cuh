@@ -169,7 +169,7 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     shared[w1_at + i] = Operands<R>::stored(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
   }
   // The mask's and the weight's loads independent of each other, and all of a thread's in flight
-  // (12 of each, read at a clamped index and dropped past the end): the loop's time is one round
+  // (13 of each, read at a clamped index and dropped past the end): the loop's time is one round
   // trip to L2 (with 4 iterations' at once, three).
   constexpr int kW3Floats = kMaps3 * kW3Row, kPerThread = (kW3Floats + kThreads - 1) / kThreads;
   float connected[kPerThread], weight[kPerThread];
