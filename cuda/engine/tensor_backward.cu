@@ -117,8 +117,9 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
 // loss_and_gradient's formula, in float as there, in a thread per sample: its sum of exponentials
 // runs in class order where there it is a butterfly, so the two agree to float's rounding, not to
 // the bit), and zero rows for a short last tile's missing ones, which then add nothing to any
-// weight gradient. `label` is the thread's sample's, read at the kernel's start. Every block of a
-// tile's cluster computes it; only one (writes_loss) writes the loss and the correctness.
+// weight gradient. `label` is the thread's sample's, read at the kernel's start
+// (thread_sample_label). Every block of a tile's cluster computes it; only one (writes_loss) writes
+// the loss and the correctness.
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first, int label,
                                 bool writes_loss) {
   namespace D = dense_layout;
@@ -141,6 +142,14 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
   }
   for (int k = 0; k < kOut; ++k)
     d7[k] = (expf(z[k] - z[best]) / sum - float(k == label)) / float(args.n);
+}
+
+// The label of the tile's sample that the calling thread's logits_gradient takes (thread i of
+// the first kTile, sample first + i; 0 for the others and past the batch), read at a kernel's start
+// so that the read is not waited for later.
+__device__ int thread_sample_label(const DenseForwardArgs& args, int first) {
+  const int local = int(threadIdx.x);
+  return local < kTile && first + local < args.n ? args.labels[first + local] : 0;
 }
 
 // The forward kernel's reads a chunk, in k-steps: F6's and C5's input gradients (k = 10 and 84
@@ -253,8 +262,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   float* const shared = dynamic_shared_floats();
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int local = int(threadIdx.x);
-  const int label = local < kTile && first + local < args.n ? args.labels[first + local] : 0;
+  const int label = thread_sample_label(args, first);
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
   dense_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(shared + D::a4, shared + D::a5,
@@ -297,8 +305,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const float* params = args.params;
   const WholeStepOffsets& at = args.at;
   BlockCluster::arrive();
-  const int local = int(threadIdx.x);
-  const int label = local < kTile && first + local < args.n ? args.labels[first + local] : 0;
+  const int label = thread_sample_label(args, first);
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
   dense_tile<R, kFlat4, kC5, kA4Row, kA5Row, kTile, true, true, A, kChunk, kClusterWarps>(
@@ -313,8 +320,8 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
       shared + D::a5, shared + D::w6, shared + D::b6, shared + D::a6, cluster_warp, lane);
   __syncthreads();
   send_own_columns<kF6, kA6Row>(shared + D::a6, rank);
-  BlockCluster::sync();  // the last remote writes: no block leaves while another may write its
-                         // memory
+  // After the last remote writes: no block leaves while another may still write its memory.
+  BlockCluster::sync();
   dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
       shared + D::a6, shared + D::w7, shared + D::b7, shared + D::z, warp, lane);
   __syncthreads();
