@@ -374,8 +374,12 @@ constexpr int d4_columns = n_tiles(kFlat4);   // dL/dS4: 50 tiles per m16 of sam
 }  // namespace products
 
 // k-steps whose operands a warp of the gradient kernel reads before their products: a warp's 6
-// reads a step, 48 in flight, so that a batch of 128 (16 steps) waits for two round trips to L2.
-constexpr int kGradientChunk = 8;
+// reads a step, 96 in flight, so that a batch of 128 (16 steps) and dL/dS4's 120 outputs (15)
+// wait for one round trip to L2 (with 8, two). BF16 keeps 8: packing its pairs needs registers of
+// its own (146 a thread at 16, 80 at 8), and its epoch measured shorter at 8
+// (docs/tensor-cores.md).
+template <Precision R>
+constexpr int kGradientChunk = R == Precision::bf16 ? 8 : 16;
 
 // dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
 // block (dL/d(the layer's pre-activation)), x the layer's input (rows of x_ld floats from x), k
@@ -387,7 +391,7 @@ __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, in
   constexpr int kNTiles = products::n_tiles(In + 1);
   const float* records = args.records;
   float* gradients = args.gradients;
-  mma_tile<R, kGradientChunk>(
+  mma_tile<R, kGradientChunk<R>>(
       tile / kNTiles * 16, tile % kNTiles * 8, args.n,
       [records, d_at](int m, int k) {
         const float value = records[std::size_t(k) * record::floats + d_at + min(m, Out - 1)];
@@ -443,7 +447,7 @@ __global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseG
   const float* w5 = args.w5;
   float* d4 = args.d4;
   const int n = args.n;
-  mma_tile<R, kGradientChunk>(
+  mma_tile<R, kGradientChunk<R>>(
       tile / products::d4_columns * 16, tile % products::d4_columns * 8,
       std::integral_constant<int, kC5>{},
       [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },

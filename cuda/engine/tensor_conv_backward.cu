@@ -235,7 +235,7 @@ __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, i
     }
   const bool real_column = g < kMaps1;  // B's column g: input map g
   float acc[Tiles][4] = {};
-#pragma unroll 1
+#pragma unroll 4  // per-lane pointers plus constants; unroll 1 added an IADD and a LEA per load
   for (int m = 0; m < kMaps3; ++m) {
     const float* map = shared + C::d3 + m * kMap3P;
     const float* filter = shared + C::w3 + m * kW3Row + g * kTapColumns + t;
@@ -275,24 +275,51 @@ __device__ void c3_input_gradient(float* shared, int warp, int lane) {
     c3_input_tiles<R, A, 1>(shared, shared + conv_layout::d2, warp, lane);
 }
 
-// C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot.
+// C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot: G3 (16
+// maps x 6 x 32 taps) = dL/dC3 (16 x 100 positions) X2 (100 x 192). The tiles, k-steps, operands
+// and order of gemm_tiles<R, 16, 192, 100> with a(m, k) = dL/dC3[m][k / 10][k % 10] and b(k, n) =
+// S2[n / 32][k / 10 + p][k % 10 + q] (tap n % 32 = 5 p + q, taps 25-31 at the corner), so the same
+// bits, but each gather at a per-lane pointer plus a constant of the unrolled k-steps: lane t's
+// position in k-step s is 8 s + 4 h + t, whose row is (8 s + 4 h) / 10 but for lanes t >= 2 where
+// (8 s + 4 h) % 10 == 8, which have passed into the next row. Both operands are stored for R's
+// products, so their bits go in as they are (gemm_tiles rounded them again, to the same bits).
 template <Precision R>
 __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, int lane) {
   namespace C = conv_layout;
-  const float* d3 = shared + C::d3;
-  const float* a2 = shared + C::rec + record::a2;
-  gemm_tiles<R, kMaps3, kMaps1 * kTapColumns, kC3Positions>(
-      [d3](int m, int k) { return d3[d3_at(m, k / kSide3, k % kSide3)]; },
-      [a2](int k, int n) {
-        const int c = n / kTapColumns, tap = n % kTapColumns;
-        const int offset = tap < kTaps ? tap / kK * kSide2 + tap % kK : 0;  // 25-31: dropped
-        return a2[c * kWindows2 + k / kSide3 * kSide2 + k % kSide3 + offset];
-      },
-      [slot](int m, int n, float value) {
-        const int c = n / kTapColumns, tap = n % kTapColumns;
-        if (tap < kTaps) slot[partial::c3_weight + (m * kMaps1 + c) * kTaps + tap] = value;
-      },
-      warp, lane);
+  constexpr int kSteps = (kC3Positions + 7) / 8, kNTiles = kMaps1 * kTapColumns / 8;  // 13, 24
+  const int g = lane / 4, t = lane % 4;
+  const bool next_row = t >= 2;  // where the step's first position is column 8 of its row
+  const float* a_row = shared + C::d3 + d3_at(g, 0, 0) + t;  // A's rows g and g + 8: maps
+  const float* a_next = a_row + (next_row ? kSide3P - kSide3 : 0);
+  for (int nt = warp; nt < kNTiles; nt += kWarps) {
+    const int c = (8 * nt + g) / kTapColumns, tap = (8 * nt + g) % kTapColumns;
+    const int offset = tap < kTaps ? tap / kK * kSide2 + tap % kK : 0;  // 25-31: dropped
+    const float* b_row = shared + C::rec + record::a2 + c * kWindows2 + offset + t;
+    const float* b_next = b_row + (next_row ? kSide2 - kSide3 : 0);
+    float acc[4] = {};
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      std::uint32_t a[4] = {}, b[2] = {};  // positions past the 100th: zeros on both sides
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = 8 * s + 4 * h, y = k / kSide3, x = k % kSide3;
+        if (k >= kC3Positions) continue;
+        static_assert(kSide3 % 2 == 0, "a step's 4 lanes pass into the next row only from x = 8");
+        const bool passes = x + 3 >= kSide3;
+        const float* a_at = (passes ? a_next : a_row) + y * kSide3P + x;
+        a[2 * h] = __float_as_uint(a_at[0]);
+        a[2 * h + 1] = __float_as_uint(a_at[8 * kMap3P]);
+        b[h] = __float_as_uint((passes ? b_next : b_row)[y * kSide2 + x]);
+      }
+      Operands<R>::mma(acc, a, b);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int m = g + 8 * (r / 2), n = 8 * nt + 2 * t + r % 2;
+      const int cn = n / kTapColumns, tn = n % kTapColumns;
+      if (tn < kTaps) slot[partial::c3_weight + (m * kMaps1 + cn) * kTaps + tn] = acc[r];
+    }
+  }
 }
 
 // dL/dC1 (6, 28, 28), stored for R's products (only C1's weight product reads it), from dL/dz2
@@ -316,27 +343,54 @@ __device__ void c1_gradient_maps(float* shared) {
 }
 
 // C1's weight gradient over the positions' quarter warp / 2 (m-tile warp % 2 of the 25 taps, rows
-// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1. Both operands are stored for R's
-// products (the input field, and dL/dC1 by c1_gradient_maps), so the product takes their bits as
-// they are; a row or column past the matrix reads a real element at a clamped index and gives zero.
+// 25-31 dropped), 25 k-steps, into the quarter's part of C::g1. The tiles, k-steps, operands and
+// order of gemm_tiles<R, 25, 6, 196, 2> with a(tap, k) = x[pos / 28 + p][pos % 28 + q] (tap 5 p +
+// q, pos = 196 quarter + k) and b(k, map) = dL/dC1[map][pos], so the same bits, but each gather
+// at a per-lane pointer plus a constant of the unrolled k-steps: a quarter is 7 whole rows of C1
+// and a k-step's 4 lanes t never cross a row (28 and the steps' starts are multiples of 4). Both
+// operands are stored for R's products (the input field, and dL/dC1 by c1_gradient_maps), so the
+// product takes their bits as they are; a row or column past the matrix reads a real element at a
+// clamped index and gives zero.
 template <Precision R>
 __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   namespace C = conv_layout;
-  const int first = warp / 2 * kQuarter;
-  const float* x = shared + C::x;
-  const float* c1_gradient = shared + C::c1_gradient;
-  float* g1 = shared + C::g1 + warp / 2 * kW1;
-  gemm_tiles<R, kTaps, kMaps1, kQuarter, 2>(
-      [x, first](int tap, int k) {
-        const int pos = first + k, at = min(tap, kTaps - 1);
-        const float value = x[(pos / kSide1 + at / kK) * kField + pos % kSide1 + at % kK];
-        return tap < kTaps ? __float_as_uint(value) : 0u;
-      },
-      [c1_gradient, first](int k, int map) {
-        const float value = c1_gradient[min(map, kMaps1 - 1) * kC1Positions + first + k];
-        return map < kMaps1 ? __float_as_uint(value) : 0u;
-      },
-      [g1](int tap, int map, float value) { g1[map * kTaps + tap] = value; }, warp % 2, lane);
+  constexpr int kSteps = (kQuarter + 7) / 8;  // 25
+  static_assert(kQuarter % kSide1 == 0 && kSide1 % 4 == 0, "a k-step's lanes stay in a row of C1");
+  const int g = lane / 4, t = lane % 4, quarter = warp / 2, first_tap = 16 * (warp % 2) + g;
+  const float* x = shared + C::x + quarter * (kQuarter / kSide1) * kField + t;
+  const float* a_row[2];  // A's rows g and g + 8: taps first_tap and first_tap + 8
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int tap = min(first_tap + 8 * h, kTaps - 1);
+    a_row[h] = x + tap / kK * kField + tap % kK;
+  }
+  // The zeros of rows 25-31 and columns 6-7 as masks on the loaded bits: a ternary there becomes
+  // a branch around each load.
+  const std::uint32_t lower_mask = first_tap + 8 < kTaps ? ~0u : 0u;
+  const std::uint32_t map_mask = g < kMaps1 ? ~0u : 0u;  // B's column g: map g
+  const float* b_col =
+      shared + C::c1_gradient + min(g, kMaps1 - 1) * kC1Positions + quarter * kQuarter + t;
+  float acc[4] = {};
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    std::uint32_t a[4] = {}, b[2] = {};  // positions past the quarter: zeros on both sides
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = 8 * s + 4 * h;
+      if (k >= kQuarter) continue;
+      const int at = k / kSide1 * kField + k % kSide1;
+      a[2 * h] = __float_as_uint(a_row[0][at]);  // taps 16 (warp % 2) + g: all real
+      a[2 * h + 1] = __float_as_uint(a_row[1][at]) & lower_mask;
+      b[h] = __float_as_uint(b_col[k]) & map_mask;
+    }
+    Operands<R>::mma(acc, a, b);
+  }
+  float* g1 = shared + C::g1 + quarter * kW1;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int tap = first_tap + 8 * (r / 2), map = 2 * t + r % 2;
+    if (tap < kTaps && map < kMaps1) g1[map * kTaps + tap] = acc[r];
+  }
 }
 
 // The sample's record, input field and S4 row into shared memory, by the block (the first maxima

@@ -168,16 +168,26 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     const bool real = m < kMaps1 && k < kTaps;
     shared[w1_at + i] = Operands<R>::stored(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
   }
-  // The mask's and the weight's loads independent of each other, and 4 iterations' in flight: the
-  // loop's time is its loads' latency.
-#pragma unroll 4
-  for (int i = threadIdx.x; i < kMaps3 * kW3Row; i += kThreads) {
+  // The mask's and the weight's loads independent of each other, and all of a thread's in flight
+  // (13 of each, read at a clamped index and dropped past the end): the loop's time is one round
+  // trip to L2 (with 4 iterations' at once, three).
+  constexpr int kW3Floats = kMaps3 * kW3Row, kPerThread = (kW3Floats + kThreads - 1) / kThreads;
+  float connected[kPerThread], weight[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = min(int(threadIdx.x) + j * kThreads, kW3Floats - 1);
     const int m = i / kW3Row, c = i % kW3Row / 32, k = i % kW3Row % 32;
-    const int flat = (m * kMaps1 + c) * kTaps + k;
+    const int flat = (m * kMaps1 + min(c, kMaps1 - 1)) * kTaps + min(k, kTaps - 1);
+    connected[j] = in.c3_mask[flat];
+    weight[j] = params[at.c3_weight + flat];
+  }
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kThreads;
+    const int c = i % kW3Row / 32, k = i % kW3Row % 32;
     const bool inside = c < kMaps1 && k < kTaps;
-    const float connected = inside ? in.c3_mask[flat] : 0.0f;
-    const float weight = inside ? params[at.c3_weight + flat] : 0.0f;
-    shared[w3_at + i] = Operands<R>::stored(connected != 0.0f ? weight : 0.0f);
+    if (i < kW3Floats)
+      shared[w3_at + i] = Operands<R>::stored(inside && connected[j] != 0.0f ? weight[j] : 0.0f);
   }
   for (int i = threadIdx.x; i < kMaps1; i += kThreads)
     shared[s2_bias_at + i] = params[at.s2_bias + i];

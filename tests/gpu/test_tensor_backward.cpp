@@ -503,16 +503,113 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   }
 }
 
+// What a training step leaves on the device, downloaded: the gathered input field and labels, and
+// the parameters, velocity and gradient after SGD's update.
+struct StepOutcome {
+  std::vector<float> field;
+  std::vector<std::uint8_t> labels;
+  std::vector<float> params, velocity, gradients;
+};
+
+// A case of the train-step test and its inputs: the network, SGD's settings, the augmentation, a
+// batch of n gathered through a permutation, the parameters, a velocity that is not zero on any
+// tensor (as after a few steps) and zero in the padding, as the engine keeps it, and the rate.
+struct StepCase {
+  NetConfig config;
+  SgdSettings settings;
+  cuda::DeviceAugmentation augmentation;
+  int n;
+  ParamLayout layout = lenet5_layout(config);
+  std::vector<float> params = parameters(config, 23);
+  std::vector<float> velocity = starting_velocity(layout);
+  Batch batch = make_batch(n, 29);
+  Buffer<std::int32_t> indices = permutation(n);
+  Buffer<float> lr = test::upload({0.07f});
+
+  std::string what() const {
+    return std::string(to_string(config.precision)) + " momentum " +
+           std::to_string(settings.momentum) + (augmentation.enabled() ? " elastic" : "") +
+           " n=" + std::to_string(n);
+  }
+  float* velocity_or_null(Buffer<float>& buffer) const {
+    return settings.momentum > 0 ? buffer.data() : nullptr;
+  }
+
+  static std::vector<float> starting_velocity(const ParamLayout& layout) {
+    std::vector<float> velocity(layout.buffer_floats, 0.0f);
+    for (const ParamSpec& spec : layout.tensors)
+      for (std::size_t i = 0; i < spec.count; ++i)
+        velocity[spec.offset + i] = 1e-3f * float(int(i % 11) - 5);
+    return velocity;
+  }
+  // A stride prime to n, not its own inverse (as a reversal is): a kernel that wrote sample i's
+  // field and label to row indices[i] would fail.
+  static Buffer<std::int32_t> permutation(int n) {
+    std::vector<std::int32_t> order(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) order[std::size_t(i)] = (7 * i + 3) % n;
+    Buffer<std::int32_t> indices(Device::gpu, order.size());
+    indices.copy_from_host(order.data());
+    return indices;
+  }
+};
+
+StepOutcome download(const Buffer<float>& field, const Buffer<std::uint8_t>& labels,
+                     const Buffer<float>& params, const Buffer<float>& velocity,
+                     const Buffer<float>& gradients) {
+  CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+  std::vector<std::uint8_t> label_bytes(labels.size());
+  labels.copy_to_host(label_bytes.data());
+  return {test::download(field), std::move(label_bytes), test::download(params),
+          test::download(velocity), test::download(gradients)};
+}
+
+// The step as every other kernel set takes it, in separate launches: gather_batch or
+// gather_augmented_batch (gather_training_batch), the gradient, then cuda/kernels/optimizer.cu's
+// SGD kernel.
+StepOutcome separate_step(const StepCase& c, cuda::TensorBackward& backward) {
+  DeviceInputs in(c.batch, c.params);  // its parameters take the step
+  Buffer<float> field(Device::gpu, std::size_t(c.n) * kInputFloats);
+  Buffer<std::uint8_t> labels(Device::gpu, std::size_t(c.n));
+  Buffer<float> gradients(Device::gpu, c.layout.buffer_floats);  // zeroed
+  Buffer<float> velocity = test::upload(c.velocity);
+  cuda::gather_training_batch({in.pixels.data(), in.labels.data(), c.indices.data(), c.augmentation,
+                               pixel_scaling(c.config.input_scaling), field.data(), labels.data()},
+                              c.n, cudaStreamPerThread);
+  backward.gradients(nullptr, labels.data(), c.n, in.params.data(), gradients.data(),
+                     cudaStreamPerThread, field.data());
+  cuda::sgd_step(c.settings, c.lr.data(), gradients.data(), in.params.data(),
+                 c.velocity_or_null(velocity), c.layout.buffer_floats, cudaStreamPerThread);
+  return download(field, labels, in.params, velocity, gradients);
+}
+
+// The step as train_step takes it: the gather in the convolutions' forward kernel, SGD's update
+// in the gradient's last launch. The field starts poisoned, so a place it does not write fails.
+StepOutcome fused_step(const StepCase& c, cuda::TensorBackward& backward) {
+  DeviceInputs in(c.batch, c.params);  // its parameters take the step
+  Buffer<float> field = test::poisoned(std::size_t(c.n) * kInputFloats);
+  Buffer<std::uint8_t> labels(Device::gpu, std::size_t(c.n));
+  Buffer<float> gradients(Device::gpu, c.layout.buffer_floats);  // zeroed
+  Buffer<float> velocity = test::upload(c.velocity);
+  const cuda::BatchGather gathered{in.pixels.data(),
+                                   in.labels.data(),
+                                   c.indices.data(),
+                                   c.augmentation,
+                                   pixel_scaling(c.config.input_scaling),
+                                   field.data(),
+                                   labels.data()};
+  backward.train_step(gathered, c.n,
+                      {c.settings, c.lr.data(), in.params.data(), c.velocity_or_null(velocity)},
+                      gradients.data(), cudaStreamPerThread);
+  return download(field, labels, in.params, velocity, gradients);
+}
+
 // train_step gathers its batch in the convolutions' forward kernel and folds SGD's update into the
 // gradient's last launch: its parameters, velocity and gradient, and the input field and labels
-// it writes, must be, bit for bit, those of the separate launches every other kernel set makes
-// (gather_batch or gather_augmented_batch, the gradient, then cuda/kernels/optimizer.cu's SGD
-// kernel): for plain SGD, momentum, and Nesterov momentum with weight decay, without and with
-// elastic augmentation, through a permutation, with a whole and a short batch. The velocity starts
-// non-zero on every tensor (as after a few steps) and zero in the padding, as the engine keeps it.
-// The update reads the gradient whatever computed it, so two precisions (the default's and tf32,
-// two instances of every convolution kernel) stand for the three; with the full C3 table every
-// c3.weight is updated.
+// it writes, must be, bit for bit, those of the separate launches every other kernel set makes:
+// for plain SGD, momentum, and Nesterov momentum with weight decay, without and with elastic
+// augmentation, through a permutation, with a whole and a short batch. The update reads the
+// gradient whatever computed it, so two precisions (the default's and tf32, two instances of every
+// convolution kernel) stand for the three; with the full C3 table every c3.weight is updated.
 TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -535,67 +632,16 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
           config.activation = Activation::relu;
           config.subsampling = Subsampling::max;
           config.precision = precision;
-          const std::string what = std::string(to_string(precision)) + " momentum " +
-                                   std::to_string(settings.momentum) +
-                                   (augmentation.enabled() ? " elastic" : "") +
-                                   " n=" + std::to_string(n);
-          const ParamLayout layout = lenet5_layout(config);
-          const PixelScaling scaling = pixel_scaling(config.input_scaling);
-          const std::vector<float> params = parameters(config, 23);
-          std::vector<float> velocity(layout.buffer_floats, 0.0f);
-          for (const ParamSpec& spec : layout.tensors)
-            for (std::size_t i = 0; i < spec.count; ++i)
-              velocity[spec.offset + i] = 1e-3f * float(int(i % 11) - 5);
-          const Batch batch = make_batch(n, 29);
-          DeviceInputs in(batch, params);  // its parameters take the separate step
-          // A stride prime to n, not its own inverse (as a reversal is): a kernel that wrote sample
-          // i's field and label to row indices[i] would fail.
-          std::vector<std::int32_t> order(static_cast<std::size_t>(n));
-          for (int i = 0; i < n; ++i) order[std::size_t(i)] = (7 * i + 3) % n;
-          Buffer<std::int32_t> indices(Device::gpu, order.size());
-          indices.copy_from_host(order.data());
-          const Buffer<float> lr = test::upload({0.07f});
-          cuda::TensorBackward backward(config, layout, 64);
-
-          Buffer<float> separate_field(Device::gpu, std::size_t(n) * kInputFloats);
-          Buffer<std::uint8_t> separate_labels(Device::gpu, std::size_t(n));
-          Buffer<float> separate_gradients(Device::gpu, layout.buffer_floats);  // zeroed
-          Buffer<float> separate_velocity = test::upload(velocity);
-          cuda::gather_training_batch(
-              {in.pixels.data(), in.labels.data(), indices.data(), augmentation, scaling,
-               separate_field.data(), separate_labels.data()},
-              n, cudaStreamPerThread);
-          backward.gradients(nullptr, separate_labels.data(), n, in.params.data(),
-                             separate_gradients.data(), cudaStreamPerThread,
-                             separate_field.data());
-          cuda::sgd_step(settings, lr.data(), separate_gradients.data(), in.params.data(),
-                         settings.momentum > 0 ? separate_velocity.data() : nullptr,
-                         layout.buffer_floats, cudaStreamPerThread);
-
-          Buffer<float> fused_field = test::poisoned(std::size_t(n) * kInputFloats);
-          Buffer<std::uint8_t> fused_labels(Device::gpu, std::size_t(n));
-          Buffer<float> fused_params = test::upload(params);
-          Buffer<float> fused_gradients(Device::gpu, layout.buffer_floats);  // zeroed
-          Buffer<float> fused_velocity = test::upload(velocity);
-          const cuda::BatchGather gathered{in.pixels.data(), in.labels.data(), indices.data(),
-                                           augmentation,     scaling,          fused_field.data(),
-                                           fused_labels.data()};
-          const cuda::SgdStep step{settings, lr.data(), fused_params.data(),
-                                   settings.momentum > 0 ? fused_velocity.data() : nullptr};
-          backward.train_step(gathered, n, step, fused_gradients.data(), cudaStreamPerThread);
-          CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
-
-          const std::vector<float> updated = test::download(in.params);
-          EXPECT_NE(updated, params) << what << ": the separate step moved nothing";
-          EXPECT_EQ(test::download(fused_field), test::download(separate_field)) << what;
-          std::vector<std::uint8_t> want_labels(static_cast<std::size_t>(n));
-          std::vector<std::uint8_t> got_labels(want_labels);
-          separate_labels.copy_to_host(want_labels.data());
-          fused_labels.copy_to_host(got_labels.data());
-          EXPECT_EQ(got_labels, want_labels) << what;
-          EXPECT_EQ(test::download(fused_params), updated) << what;
-          EXPECT_EQ(test::download(fused_gradients), test::download(separate_gradients)) << what;
-          EXPECT_EQ(test::download(fused_velocity), test::download(separate_velocity)) << what;
+          const StepCase c{config, settings, augmentation, n};
+          cuda::TensorBackward backward(config, c.layout, 64);
+          const StepOutcome want = separate_step(c, backward);
+          const StepOutcome got = fused_step(c, backward);
+          EXPECT_NE(want.params, c.params) << c.what() << ": the separate step moved nothing";
+          EXPECT_EQ(got.field, want.field) << c.what();
+          EXPECT_EQ(got.labels, want.labels) << c.what();
+          EXPECT_EQ(got.params, want.params) << c.what();
+          EXPECT_EQ(got.gradients, want.gradients) << c.what();
+          EXPECT_EQ(got.velocity, want.velocity) << c.what();
         }
 }
 
