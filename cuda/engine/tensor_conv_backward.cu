@@ -113,23 +113,22 @@ struct ConvForwardArgs {
   BatchGather batch;  // gathered by the kernel where batch.indices is not null
 };
 
-// The step's sample `sample` gathered by the block (BatchGather): its input field into x, to the
-// sample's row of batch.field (for the backward kernel, as gather_batch writes it) and its label to
-// batch.labels_out (for the dense part), then x rounded for R's products, as load_sample stores a
-// row of a field.
+// The step's sample `sample` gathered by the block (BatchGather): its input field into x, rounded
+// for R's products as load_sample stores a row of a field, and as it is to the sample's row of
+// batch.field (for the backward kernel, as gather_batch writes it), as each value is gathered (a
+// second pass over x took a barrier and about 500 instructions); its label to batch.labels_out
+// (for the dense part).
 template <Precision R>
 __device__ void gather_step_sample(const BatchGather& batch, int sample, float* x,
                                    AugmentScratch& scratch) {
   const std::uint32_t source = std::uint32_t(batch.indices[sample]);
-  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kThreads,
-                [x](int i, float value) { x[i] = value; });
-  if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
-  __syncthreads();
   float* row = batch.field + std::size_t(sample) * (kField * kField);
-  for (int i = int(threadIdx.x); i < kField * kField; i += kThreads) {
-    row[i] = x[i];
-    x[i] = Operands<R>::stored(x[i]);
-  }
+  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kThreads,
+                [x, row](int i, float value) {
+                  row[i] = value;
+                  x[i] = Operands<R>::stored(value);
+                });
+  if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
 }
 
 struct ConvBackwardArgs {
@@ -184,12 +183,14 @@ __device__ inline int d3_at(int m, int y, int x) {
   return m * kMap3P + (y + kPad3) * kSide3P + x + kPad3;
 }
 
-// dL/dC3's borders of zeros, by the block.
+// dL/dC3's borders of zeros, by the block: its maps zeroed whole, two floats a write (s4_backward
+// writes their insides after the next barrier), where a test of each value's place divided its
+// index twice.
 __device__ void clear_d3_borders(float* d3) {
-  for (int i = int(threadIdx.x); i < kMaps3 * kMap3P; i += kThreads) {
-    const int y = i % kMap3P / kSide3P - kPad3, x = i % kSide3P - kPad3;
-    if (y < 0 || y >= kSide3 || x < 0 || x >= kSide3) d3[i] = 0.0f;
-  }
+  static_assert(conv_layout::d3 % 2 == 0 && kMaps3 * kMap3P % 2 == 0, "whole float2s");
+  float2* pairs = reinterpret_cast<float2*>(d3);
+  for (int i = int(threadIdx.x); i < kMaps3 * kMap3P / 2; i += kThreads)
+    pairs[i] = make_float2(0.0f, 0.0f);
 }
 
 // dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window (stored for
@@ -325,20 +326,23 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
 // dL/dC1 (6, 28, 28), stored for R's products (only C1's weight product reads it), from dL/dz2
 // through each 2x2 window (its average, or its first maximum), into C::c1_gradient, by the block:
 // each value computed once, where C1's weight product computed it for every read, in both of its
-// m-tiles' warps.
+// m-tiles' warps; a thread per window writes its four, reading its dL/dz2 and first maximum once
+// (a thread per value divided its index twice).
 template <Precision R, Subsampling P>
 __device__ void c1_gradient_maps(float* shared) {
   namespace C = conv_layout;
   const float* d2 = shared + C::d2;
   const std::uint8_t* which =
       reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
-  for (int i = int(threadIdx.x); i < kMaps1 * kC1Positions; i += kThreads) {
-    const int map = i / kC1Positions, pos = i % kC1Positions;
-    const int y = pos / kSide1, col = pos % kSide1;
-    const int window = map * kWindows2 + y / 2 * kSide2 + col / 2;
+  for (int window = int(threadIdx.x); window < kMaps1 * kWindows2; window += kThreads) {
+    const int map = window / kWindows2, y = window % kWindows2 / kSide2, x = window % kSide2;
+    float* corner = shared + C::c1_gradient + map * kC1Positions + 2 * y * kSide1 + 2 * x;
+    const float dz = d2[window];
     const int best = P == Subsampling::max ? which[window] : 0;
-    shared[C::c1_gradient + i] =
-        Operands<R>::stored(window_gradient<P>(d2[window], best, 2 * (y % 2) + col % 2));
+    corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
+    corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
+    corner[kSide1] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
+    corner[kSide1 + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
   }
 }
 

@@ -158,41 +158,58 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 
 // C1's and C3's weights (rounded for R's products, in their B layouts, the C3 table's
 // disconnected weights zero) and S2's and S4's biases into shared memory, by the whole block.
+// Lane k of warp w takes tap column k of B's rows w, w + 8, ...: C1's 8 maps, a row each, and
+// C3's 96 (output map, input map) rows, 12 each, whose weights and mask sit 25 floats a row
+// apart. A thread's reads are then a pointer plus constants, where an index divided by a row's
+// width for each value was two thirds of the staging's instructions; the 4 columns past a row's
+// 32 are zeros of their own. Every read (at a clamped index, its value dropped where it is past
+// the matrices) is issued before any write: the staging waits for one round trip to L2, where
+// loops that wrote what they had just read waited for up to five.
 template <Precision R>
 __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_at, int w3_at,
                                    int s2_bias_at, int s4_bias_at) {
+  constexpr int kColumns = 32, kC3Rows = kMaps3 * kMaps1, kRowsPerWarp = kC3Rows / kWarps;
+  static_assert(kC3Rows % kWarps == 0 && kWarps == 8 && kW1Row == kColumns + 4 &&
+                    kW3Row == kMaps1 * kColumns + 4,
+                "a warp per C1 map, 12 C3 rows a warp, 4 columns of zeros past each");
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int tap = min(lane, kTaps - 1);
+  const bool real_tap = lane < kTaps;
   const float* params = in.params;
   const WholeStepOffsets& at = in.at;
-  for (int i = threadIdx.x; i < 8 * kW1Row; i += kThreads) {
-    const int m = i / kW1Row, k = i % kW1Row;
-    const bool real = m < kMaps1 && k < kTaps;
-    shared[w1_at + i] = Operands<R>::stored(real ? params[at.c1_weight + m * kTaps + k] : 0.0f);
-  }
-  // The mask's and the weight's loads independent of each other, and all of a thread's in flight
-  // (13 of each, read at a clamped index and dropped past the end): the loop's time is one round
-  // trip to L2 (with 4 iterations' at once, three).
-  constexpr int kW3Floats = kMaps3 * kW3Row, kPerThread = (kW3Floats + kThreads - 1) / kThreads;
-  float connected[kPerThread], weight[kPerThread];
+  const float c1 = params[at.c1_weight + min(warp, kMaps1 - 1) * kTaps + tap];
+  const float* mask = in.c3_mask + warp * kTaps + tap;  // row warp + 8 s: 8 s rows on
+  const float* c3 = params + at.c3_weight + warp * kTaps + tap;
+  float connected[kRowsPerWarp], weight[kRowsPerWarp];
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = min(int(threadIdx.x) + j * kThreads, kW3Floats - 1);
-    const int m = i / kW3Row, c = i % kW3Row / 32, k = i % kW3Row % 32;
-    const int flat = (m * kMaps1 + min(c, kMaps1 - 1)) * kTaps + min(k, kTaps - 1);
-    connected[j] = in.c3_mask[flat];
-    weight[j] = params[at.c3_weight + flat];
+  for (int s = 0; s < kRowsPerWarp; ++s) {
+    connected[s] = mask[s * kWarps * kTaps];
+    weight[s] = c3[s * kWarps * kTaps];
+  }
+  const int map = min(int(threadIdx.x), kMaps3 - 1);
+  const float s2_bias = params[at.s2_bias + min(map, kMaps1 - 1)];
+  const float s4_bias = params[at.s4_bias + map];
+
+  shared[w1_at + warp * kW1Row + lane] = Operands<R>::stored(warp < kMaps1 && real_tap ? c1 : 0.0f);
+  // Rows warp + 8 s and warp + 8 (s + 3) are 24 rows apart, 4 whole maps: three pointers, one for
+  // each s % 3, plus constants.
+  constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
+  static_assert(kPeriod * kWarps % kMaps1 == 0 && kRowsPerWarp % kPeriod == 0, "whole maps");
+  float* row_at[kPeriod];
+#pragma unroll
+  for (int r = 0; r < kPeriod; ++r) {
+    const int row = warp + r * kWarps;  // (m, c) = 6 m + c
+    row_at[r] = shared + w3_at + row / kMaps1 * kW3Row + row % kMaps1 * kColumns + lane;
   }
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = int(threadIdx.x) + j * kThreads;
-    const int c = i % kW3Row / 32, k = i % kW3Row % 32;
-    const bool inside = c < kMaps1 && k < kTaps;
-    if (i < kW3Floats)
-      shared[w3_at + i] = Operands<R>::stored(inside && connected[j] != 0.0f ? weight[j] : 0.0f);
-  }
-  for (int i = threadIdx.x; i < kMaps1; i += kThreads)
-    shared[s2_bias_at + i] = params[at.s2_bias + i];
-  for (int i = threadIdx.x; i < kMaps3; i += kThreads)
-    shared[s4_bias_at + i] = params[at.s4_bias + i];
+  for (int s = 0; s < kRowsPerWarp; ++s)
+    row_at[s % kPeriod][s / kPeriod * kMapsAPeriod * kW3Row] =
+        Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
+  const int i = int(threadIdx.x);
+  if (i < 8 * 4) shared[w1_at + i / 4 * kW1Row + kColumns + i % 4] = 0.0f;
+  if (i < kMaps3 * 4) shared[w3_at + i / 4 * kW3Row + kMaps1 * kColumns + i % 4] = 0.0f;
+  if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
+  if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
 }
 
 // Sample `sample`'s input into the input field x, rounded for R's products: its row of in.field,
@@ -280,7 +297,10 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
   int tap[kTapSteps][2];
   tap_offsets(t, kSide2, tap);
   float acc[Pairs][2][NTiles][4] = {};  // window pair, m16 tile dy, n-tile (maps 8 nt to 8 nt + 7)
-#pragma unroll 1
+  // One (pair, n-tile) a warp: the input maps unrolled, so that every load's address is one of
+  // eight per-lane offsets plus a constant; all of a sample's (the evaluation's) keep the loop.
+  constexpr int kUnrolledMaps = Pairs * NTiles == 1 ? kMaps1 : 1;
+#pragma unroll(kUnrolledMaps)
   for (int c = 0; c < kMaps1; ++c) {
     const float* map = s2 + c * kWindows2;
 #pragma unroll

@@ -40,7 +40,8 @@ static_assert(2 * kAugmentPlane >= int(kImageBytes) + (kImageSide - 1) * (kImage
               "the first pass's buffer holds the image and its largest reduction");
 
 // The shared memory augment_sample works in: the field's noise and its smoothed version (x and y
-// each), the taps, the image's bytes, the affine map's terms and the map, the field's scale.
+// each), the taps, the image's bytes, the affine map's terms and the map, the field's scale, the
+// resolution stage's side.
 struct AugmentScratch {
   // Uniform noise (rows kAugmentRowStride apart), then the smoothed field (rows kImageSide apart).
   float noise[2 * kAugmentPlane];
@@ -50,6 +51,7 @@ struct AugmentScratch {
   double terms[kAffineTerms];
   AffineMap map;
   float field_scale;
+  int side;  // low_resolution_side's, drawn once for the block
 };
 
 // The device code below is compiled by nvcc only; host files (tests among them) see the types.
@@ -100,6 +102,17 @@ __device__ inline void smooth_four(const float* (&line)[kLinesAtOnce], int strid
   }
 }
 
+// Line group + 14 q (q = 0-3) of an item's four, of the 56 (axis 28 + i): axis q / 2, i = group +
+// 14 (q % 2), as group < 14 = 28 / 2. The four lines then lie constants apart, so that their loads
+// share one address (dividing each line's index by 28 cost an eighth of a pass's instructions).
+static_assert(2 * kLineGroups == kImageSide && kLinesAtOnce == 4, "an item's lines: 2 an axis");
+__device__ constexpr int line_axis(int q) {
+  return q / 2;
+}
+__device__ constexpr int line_in_axis(int group, int q) {
+  return group + q % 2 * kLineGroups;
+}
+
 // Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart). Consecutive threads take
 // the same column of consecutive row groups, so a warp's lanes share their clamped ranges (three
 // or four columns a warp) rather than diverge over 28 of them.
@@ -111,8 +124,7 @@ __device__ inline void smooth_along_x(const float* noise, float* along_x, const 
     const float* rows[kLinesAtOnce];
 #pragma unroll
     for (int q = 0; q < kLinesAtOnce; ++q) {
-      const int row = group + q * kLineGroups;  // axis * kImageSide + y
-      row_start[q] = row / kImageSide * kAugmentPlane + row % kImageSide * kAugmentRowStride;
+      row_start[q] = line_axis(q) * kAugmentPlane + line_in_axis(group, q) * kAugmentRowStride;
       rows[q] = noise + row_start[q];
     }
     float sum[kLinesAtOnce];
@@ -128,20 +140,15 @@ __device__ inline void smooth_along_y(const float* along_x, float* field, const 
                                       int radius) {
   for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
     const int y = item / kLineGroups, group = item % kLineGroups;
-    int axis[kLinesAtOnce], x[kLinesAtOnce];
     const float* columns[kLinesAtOnce];
 #pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q) {
-      const int column = group + q * kLineGroups;  // axis * kImageSide + x
-      axis[q] = column / kImageSide;
-      x[q] = column % kImageSide;
-      columns[q] = along_x + axis[q] * kAugmentPlane + x[q];
-    }
+    for (int q = 0; q < kLinesAtOnce; ++q)
+      columns[q] = along_x + line_axis(q) * kAugmentPlane + line_in_axis(group, q);
     float sum[kLinesAtOnce];
     smooth_four(columns, kAugmentRowStride, y, taps, radius, sum);
 #pragma unroll
     for (int q = 0; q < kLinesAtOnce; ++q)
-      field[axis[q] * kImageBytes + y * kImageSide + x[q]] = sum[q];
+      field[line_axis(q) * kImageBytes + y * kImageSide + line_in_axis(group, q)] = sum[q];
   }
 }
 
@@ -152,9 +159,9 @@ __device__ inline void smooth_along_y(const float* along_x, float* field, const 
 // Every thread of the block must call it (it synchronises the block). aug must be enabled.
 // The serial parts run beside the parallel ones: the affine map's six terms on lane 0 of the
 // block's first six warps at once (fewer warps take several), while the others draw the noise;
-// then the map and the field's scale each on one thread of the last two warps, while the rest
-// smooth the field (with 512 threads those two have no smoothing of their own; with 256 they
-// have one group of lines each).
+// then the map (and the resolution stage's side) and the field's scale each on one thread of the
+// last two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
+// their own; with 256 they have one group of lines each).
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, Store store) {
@@ -166,22 +173,45 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   if (threadIdx.x % 32 == 0)
     for (int term = warp; term < kAffineTerms; term += warps)
       scratch.terms[term] = affine_term(s, random, term);
-  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) scratch.image[p] = image[p];
+  // The image's bytes are all read before the noise is drawn and written after it (a block of 196
+  // threads or more, as every caller's, has them in registers): the draws hide the round trip to
+  // memory, where a loop that wrote each byte as it came waited for four of them.
+  constexpr int kHeldBytes = 4;
+  std::uint8_t held[kHeldBytes];
+#pragma unroll
+  for (int b = 0; b < kHeldBytes; ++b) {
+    const int p = int(threadIdx.x + b * blockDim.x);
+    held[b] = p < int(kImageBytes) ? image[p] : 0;
+  }
   if (elastic) {
+    // Draw i (axis i / 784, pixel i % 784) sits at axis * 812 + y * 29 + x = i + i / 28: the rows
+    // of both axes end to end, each one float longer.
+    static_assert(
+        kAugmentPlane == kImageSide * kAugmentRowStride && kAugmentRowStride == kImageSide + 1,
+        "a row of noise is one float longer than the image's");
     for (int i = threadIdx.x; i < 2 * int(kImageBytes); i += blockDim.x) {
-      const int axis = i / int(kImageBytes), y = i % int(kImageBytes) / kImageSide,
-                x = i % kImageSide;
-      scratch.noise[axis * kAugmentPlane + y * kAugmentRowStride + x] =
+      const int rows_before = int(unsigned(i) / kImageSide);
+      scratch.noise[i + rows_before] =
           float(random.symmetric_uniform(kDrawFieldNoise + std::uint32_t(i)));
     }
     for (int k = threadIdx.x; k <= 2 * radius; k += blockDim.x)
       scratch.taps[k] = float(gaussian_weight(k - radius, s.elastic_sigma));
   }
+#pragma unroll
+  for (int b = 0; b < kHeldBytes; ++b) {
+    const int p = int(threadIdx.x + b * blockDim.x);
+    if (p < int(kImageBytes)) scratch.image[p] = held[b];
+  }
+  for (int p = int(threadIdx.x + kHeldBytes * blockDim.x); p < int(kImageBytes); p += blockDim.x)
+    scratch.image[p] = image[p];  // blocks of fewer than 196 threads
   __syncthreads();
   // The last thread of the block, and the last of the warp before it (past the 392 items of a
   // smoothing pass where the block has 512 threads).
   const unsigned map_thread = blockDim.x - 1, scale_thread = blockDim.x > 32 ? blockDim.x - 33 : 0;
-  if (threadIdx.x == map_thread) scratch.map = affine_map(scratch.terms);
+  if (threadIdx.x == map_thread) {
+    scratch.map = affine_map(scratch.terms);
+    scratch.side = low_resolution_side(s, random);  // the block's, where each thread drew it
+  }
   if (elastic) {
     if (threadIdx.x == scale_thread) {
       // alpha / (sum of taps)^2: each of the two passes normalises once
@@ -206,7 +236,7 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
     return bilinear_sample(scratch.image, sx, sy);
   };
   // The same side for the whole block (one sample's draws): every thread takes the same branch.
-  const int side = low_resolution_side(s, random);
+  const int side = scratch.side;
   if (side == 0) {
     for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) store(p, transformed(p));
     return;

@@ -27,6 +27,29 @@ __device__ inline int field_index(int image_pixel) {
   return y * kInputSide + x;
 }
 
+// The field's border (rows 0-1 and 30-31 whole, then columns 0-1 and 30-31 of the rows between:
+// 240 values) through store(i, background), by the block's threads (thread t takes values t,
+// t + threads, ...): each border value found from its own index, where a walk over the 1,024
+// tested each whether it was inside.
+template <class Store>
+__device__ void fill_field_border(float background, int threads, Store store) {
+  constexpr int kBandValues = 2 * kPad * kInputSide;  // rows 0-1 and 30-31
+  constexpr int kSideValues = kImageSide * 2 * kPad;  // rows 2-29's four border columns
+  for (int b = int(threadIdx.x); b < kBandValues + kSideValues; b += threads) {
+    int y, x;
+    if (b < kBandValues) {
+      y = b / kInputSide;
+      x = b % kInputSide;
+      if (y >= kPad) y += kImageSide;
+    } else {
+      y = kPad + (b - kBandValues) / (2 * kPad);
+      x = (b - kBandValues) % (2 * kPad);
+      if (x >= kPad) x += kImageSide;
+    }
+    store(y * kInputSide + x, background);
+  }
+}
+
 // The block's threads (thread t takes pixels t, t + threads, ...) write the padded input field
 // through store(i, value): the background in the border and, unless the caller writes the image
 // itself (an augmented one, through field_index), the normalised image inside it.
@@ -34,12 +57,16 @@ template <class Store>
 __device__ void fill_input_field(const std::uint8_t* image, bool border_only, PixelScaling scaling,
                                  int threads, Store store) {
   const float background = normalise_pixel_device(0, scaling);
+  if (border_only) {
+    fill_field_border(background, threads, store);
+    return;
+  }
   for (int i = int(threadIdx.x); i < kInputSide * kInputSide; i += threads) {
     const int y = i / kInputSide - kPad, x = i % kInputSide - kPad;
     const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
     if (!inside)
       store(i, background);
-    else if (!border_only)
+    else
       store(i, normalise_pixel_device(image[y * kImageSide + x], scaling));
   }
 }
