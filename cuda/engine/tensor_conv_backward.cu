@@ -183,10 +183,10 @@ __device__ inline int d3_at(int m, int y, int x) {
   return m * kMap3P + (y + kPad3) * kSide3P + x + kPad3;
 }
 
-// dL/dC3's borders of zeros, by the block: its maps zeroed whole, two floats a write (s4_backward
-// writes their insides after the next barrier), where a test of each value's place divided its
-// index twice.
-__device__ void clear_d3_borders(float* d3) {
+// dL/dC3's maps zeroed whole, two floats a write, by the block, for their borders of zeros
+// (s4_backward writes their insides after the next barrier), where a test of each value's place
+// divided its index twice.
+__device__ void zero_d3(float* d3) {
   static_assert(conv_layout::d3 % 2 == 0 && kMaps3 * kMap3P % 2 == 0, "whole float2s");
   float2* pairs = reinterpret_cast<float2*>(d3);
   for (int i = int(threadIdx.x); i < kMaps3 * kMap3P / 2; i += kThreads)
@@ -419,7 +419,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   float* slot = args.partials + std::size_t(sample) * partial::floats;
   stage_conv_weights<R>(shared, args.in, C::w1, C::w3, C::s2_bias, C::s4_bias);
   load_forward<R, P>(args, sample, shared);
-  clear_d3_borders(shared + C::d3);
+  zero_d3(shared + C::d3);
   __syncthreads();
   s4_backward<R, A, P>(args.d4 + std::size_t(sample) * kFlat4, shared);
   __syncthreads();

@@ -169,8 +169,9 @@ template <Precision R>
 __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_at, int w3_at,
                                    int s2_bias_at, int s4_bias_at) {
   constexpr int kColumns = 32, kC3Rows = kMaps3 * kMaps1, kRowsPerWarp = kC3Rows / kWarps;
-  static_assert(kC3Rows % kWarps == 0 && kWarps == 8 && kW1Row == kColumns + 4 &&
-                    kW3Row == kMaps1 * kColumns + 4,
+  constexpr int kW1Rows = 8, kPadColumns = kW1Row - kColumns;  // C1's maps padded to an n-tile
+  static_assert(kC3Rows % kWarps == 0 && kWarps == kW1Rows && kPadColumns == 4 &&
+                    kW3Row == kMaps1 * kColumns + kPadColumns,
                 "a warp per C1 map, 12 C3 rows a warp, 4 columns of zeros past each");
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int tap = min(lane, kTaps - 1);
@@ -206,8 +207,10 @@ __device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_a
     row_at[s % kPeriod][s / kPeriod * kMapsAPeriod * kW3Row] =
         Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
   const int i = int(threadIdx.x);
-  if (i < 8 * 4) shared[w1_at + i / 4 * kW1Row + kColumns + i % 4] = 0.0f;
-  if (i < kMaps3 * 4) shared[w3_at + i / 4 * kW3Row + kMaps1 * kColumns + i % 4] = 0.0f;
+  if (i < kW1Rows * kPadColumns)
+    shared[w1_at + i / kPadColumns * kW1Row + kColumns + i % kPadColumns] = 0.0f;
+  if (i < kMaps3 * kPadColumns)
+    shared[w3_at + i / kPadColumns * kW3Row + kMaps1 * kColumns + i % kPadColumns] = 0.0f;
   if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
   if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
 }
