@@ -316,28 +316,30 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   BlockCluster::wait();  // every block has started: its shared memory may be written
   send_own_columns<kC5, kA5Row>(shared + D::a5, rank);
   BlockCluster::sync();
+  // Each layer's rows go to the records as soon as they are final (stores that no warp waits
+  // for), where writing them all after the last barrier made that phase a loop of its own.
+  float* records = args.records + std::size_t(first) * record::floats;
+  rows_to_records<kC5, kA5Row, kDenseBlocks>(shared + D::a5, records, record::a5, rank);
   dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kClusterWarps>(
       shared + D::a5, shared + D::w6, shared + D::b6, shared + D::a6, cluster_warp, lane);
   __syncthreads();
   send_own_columns<kF6, kA6Row>(shared + D::a6, rank);
   // After the last remote writes: no block leaves while another may still write its memory.
   BlockCluster::sync();
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, record::a6, rank);
   dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
       shared + D::a6, shared + D::w7, shared + D::b7, shared + D::z, warp, lane);
   __syncthreads();
   logits_gradient(shared, args, first, label, rank == 0);
   __syncthreads();
+  rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, record::d7, rank);
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
       shared + D::d7, shared + D::w7, shared + D::a6, shared + D::d6, warp, lane);
   __syncthreads();
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::d6, records, record::d6, rank);
   input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row, kClusterWarps>(
       shared + D::d6, shared + D::w6, shared + D::a5, shared + D::d5, cluster_warp, lane);
   __syncthreads();
-  float* records = args.records + std::size_t(first) * record::floats;
-  rows_to_records<kC5, kA5Row, kDenseBlocks>(shared + D::a5, records, record::a5, rank);
-  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, record::a6, rank);
-  rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, record::d7, rank);
-  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::d6, records, record::d6, rank);
   const float* d5 = shared + D::d5;
   for_own_columns<kC5>(rank, [d5, records](int row, int column) {
     records[row * record::floats + record::d5 + column] = d5[row * kA5Row + column];
