@@ -86,7 +86,6 @@ struct DenseForwardArgs {
   const std::uint8_t* labels;
   const float* s4_rows;          // (n, 400): the samples' S4 activations, 16-byte aligned
   float* records;                // (tiles * kTile, record::floats)
-  float* d4;                     // (n, 400): dL/d(S4's activation)
   double* sample_loss;           // (n): each sample's loss, for the step's statistics
   std::int32_t* sample_correct;  // (n): 1 where the sample's prediction is its label
 };
@@ -250,44 +249,20 @@ __device__ void stage_late_weights(const float* params, const WholeStepOffsets& 
   copy_to_shared<kOut, kThreads>(params + at.output_bias, shared + D::b7, thread);
 }
 
-// k-steps whose operands a warp reads before their products, in dL/dS4's product below and in
-// the step gradient kernel's: a warp's 6 reads a step, 96 in flight, so that a batch of 128 (16
-// steps) and dL/dS4's 120 outputs (15) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
+// k-steps whose operands a warp reads before their products, in dL/dS4's kernel and the step
+// gradient kernel: a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs (15 steps)
+// and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
 // packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
 // measured shorter at 8 (docs/tensor-cores.md).
 template <Precision R>
 constexpr int kGradientChunk = R == Precision::bf16 ? 8 : 16;
 
-// dL/dS4's k-steps read a chunk: kGradientChunk's in TF32 and BF16; FP32's split operands need
-// twice the registers, and at 16 the forward kernels (at most 128 a thread) spilled 328-388 bytes.
-template <Precision R>
-constexpr int kS4GradientChunk = R == Precision::fp32 ? 4 : kGradientChunk<R>;
-
-// dL/dS4 = dL/dC5 W5 for the tile's samples [first, first + kTile) of n (C5's input gradient, a
-// row of 400 per sample in d4: where the convolutions' backward pass starts; S4's own slope is
-// theirs to apply), from the tile's dL/dC5 in shared memory (rows of kA5Row), W5 (120, 400) read
-// from L2: warp `warp` of Warps takes the n-tiles warp, warp + Warps, ... of its 50.
-template <Precision R, int Warps>
-__device__ void s4_gradient(const float* d5, const float* w5, float* d4, int first, int n, int warp,
-                            int lane) {
-  constexpr int kNTiles = kFlat4 / 8;
-  static_assert(kFlat4 % 8 == 0, "whole n-tiles");
-  for (int tile = warp; tile < kNTiles; tile += Warps)
-    mma_tile<R, kS4GradientChunk<R>>(
-        0, 8 * tile, std::integral_constant<int, kC5>{},
-        [d5](int m, int k) { return d5[m * kA5Row + k]; },
-        [w5](int k, int j) { return w5[k * kFlat4 + j]; },
-        [d4, first, n](int m, int j, float value) {
-          if (first + m < n) d4[std::size_t(first + m) * kFlat4 + j] = value;
-        },
-        lane);
-}
-
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
 // tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
-// cross-entropy's gradient and the input gradients of the output layer, F6 and C5 (products over
-// the tile, the weights read from L2), the tile's records and each sample's loss and correctness:
-// what GPUs without thread block clusters run (compute capability 8.x), with kernel3's bits.
+// cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
+// tile, the weights read from L2), then the tile's records and each sample's loss and
+// correctness: what GPUs without thread block clusters run (compute capability 8.x), with
+// kernel3's bits.
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
@@ -317,17 +292,15 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   rows_to_records<kOut, D::kD7Row, 1>(shared + D::d7, records, record::d7, 0);
   rows_to_records<kF6, kA6Row, 1>(shared + D::d6, records, record::d6, 0);
   rows_to_records<kC5, kA5Row, 1>(shared + D::d5, records, record::d5, 0);
-  s4_gradient<R, kDenseWarps>(shared + D::d5, params + at.c5_weight, args.d4, first, args.n, warp,
-                              lane);
 }
 
 // A cluster of kDenseBlocks blocks of kDenseWarps warps per tile of kTile samples: the dense
 // layers' forward pass on the tile's S4 rows (dense_tile, as the evaluation runs it), the softmax
-// cross-entropy's gradient and the input gradients of the output layer, F6 and C5 (products over
-// the tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile; each
-// block sends its n-tiles of dL/dC5 to the others, whose share of dL/dS4's n-tiles takes all of
-// its k), the tile's records and each sample's loss and correctness. The products over the whole
-// batch (the weight gradients) and the step's statistics are tensor_step_gradient_kernel1's.
+// cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
+// tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
+// tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
+// the products over the whole batch (the weight gradients) and the step's statistics are
+// tensor_step_gradient_kernel1's.
 // Thread block clusters need compute capability 9.0: GPUs without them run kernel2.
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
@@ -360,6 +333,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
       shared + D::a5, shared + D::w6, shared + D::b6, shared + D::a6, cluster_warp, lane);
   __syncthreads();
   send_own_columns<kF6, kA6Row>(shared + D::a6, rank);
+  // After the last remote writes: no block leaves while another may still write its memory.
   BlockCluster::sync();
   rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, record::a6, rank);
   dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
@@ -375,15 +349,45 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row, kClusterWarps>(
       shared + D::d6, shared + D::w6, shared + D::a5, shared + D::d5, cluster_warp, lane);
   __syncthreads();
-  float* d5 = shared + D::d5;
-  send_own_columns<kC5, kA5Row>(d5, rank);
+  const float* d5 = shared + D::d5;
   for_own_columns<kC5>(rank, [d5, records](int row, int column) {
     records[row * record::floats + record::d5 + column] = d5[row * kA5Row + column];
   });
-  // After the last remote writes: no block leaves while another may still write its memory.
-  BlockCluster::sync();
-  s4_gradient<R, kClusterWarps>(d5, params + at.c5_weight, args.d4, first, args.n, cluster_warp,
-                                lane);
+}
+
+struct S4GradientArgs {
+  const float* records;  // (tiles * kTile, record::floats): dL/dC5 at record::d5
+  const float* w5;       // c5.weight (120, 400)
+  int n;
+  float* d4;  // (n, 400)
+};
+constexpr int kS4Tiles = kFlat4 / 8;  // dL/dS4's n-tiles
+static_assert(kFlat4 % 8 == 0, "whole n-tiles");
+
+// dL/dS4 = dL/dC5 W5 (C5's input gradient, a row of 400 per sample: where the convolutions'
+// backward pass starts; S4's own slope is theirs to apply), a warp per m16n8 tile over the batch
+// (50 tiles per 16 samples), dL/dC5 read from the records. A launch of its own, between the dense
+// forward kernel and the convolutions' backward: at the end of the dense forward kernel's chain
+// (one tile a warp of the cluster, or a quarter of k a block) it cost more than this launch
+// (docs/tensor-cores.md). Its launch bounds ask for one block an SM (a batch of 128 is 50
+// blocks): without them ptxas kept 34 registers a thread in TF32, too few for the chunk's 15
+// k-steps of operands to be read before their products.
+template <Precision R>
+__global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4GradientArgs args) {
+  const int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (tile >= tiles_of(args.n, 16) * kS4Tiles) return;
+  const float* records = args.records;
+  const float* w5 = args.w5;
+  float* d4 = args.d4;
+  const int n = args.n;
+  mma_tile<R, kGradientChunk<R>>(
+      tile / kS4Tiles * 16, tile % kS4Tiles * 8, std::integral_constant<int, kC5>{},
+      [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },
+      [w5](int k, int j) { return w5[k * kFlat4 + j]; },
+      [d4, n](int m, int j, float value) {
+        if (m < n) d4[std::size_t(m) * kFlat4 + j] = value;
+      },
+      lane);
 }
 
 struct DenseGradientArgs {
@@ -506,6 +510,7 @@ __global__ void __launch_bounds__(kThreads) tensor_step_gradient_kernel1(StepGra
 }
 
 using ForwardKernel = void (*)(DenseForwardArgs);
+using S4Kernel = void (*)(S4GradientArgs);
 using GradientKernel = void (*)(StepGradientArgs);
 
 // kernel_for_training's kernels: the dense forward kernel (a cluster of blocks a tile, or a block
@@ -516,6 +521,12 @@ struct DenseKernels {
   template <Precision R, Activation A, Subsampling>
   ForwardKernel of() const {
     return clusters ? tensor_dense_forward_kernel3<R, A> : tensor_dense_forward_kernel2<R, A>;
+  }
+};
+struct S4GradientKernels {
+  template <Precision R, Activation, Subsampling>
+  S4Kernel of() const {
+    return tensor_s4_gradient_kernel1<R>;
   }
 };
 struct StepGradientKernels {
@@ -593,10 +604,15 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                               labels,
                               s4_rows,
                               m_records.data(),
-                              d4,
                               m_sample_loss.data(),
                               m_sample_correct.data()};
   launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, args, stream);
+  const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
+  const int warps = tiles_of(n, 16) * kS4Tiles;
+  kernel_for_training(
+      m_config,
+      S4GradientKernels{})<<<(warps + kWarps - 1) / kWarps, kThreads, 0, stream>>>(s4_args);
+  CUDA_CHECK_LAUNCH();
 }
 
 namespace {

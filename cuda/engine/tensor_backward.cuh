@@ -1,6 +1,6 @@
 // The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
 // every product an mma.sync tile in the network's --precision (tensor_mma.cuh's Operands: TF32,
-// BF16, or FP32 as three TF32 products), in four kernels (the last of which, in a training step,
+// BF16, or FP32 as three TF32 products), in five kernels (the last of which, in a training step,
 // also applies SGD's update: TensorBackward::train_step).
 //
 //   tensor_conv_forward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
@@ -14,10 +14,12 @@
 //   on those S4 rows (tensor_tile.cuh's dense_tile, as the evaluation does; C5's and F6's output
 //   tiles shared out over the cluster, each block sending its columns to the others' shared
 //   memory), the softmax cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and the
-//   input gradients as GEMMs over the tile, dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5 = (dL/dF6 W6)
-//   f'(C5) and dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample, where the
-//   convolutions' backward pass starts); it writes each sample's activations and output gradients
-//   to its record, and its loss and whether its prediction is its label;
+//   input gradients as GEMMs over the tile, dL/dF6 = (dL/dlogits W7) f'(F6) and dL/dC5 = (dL/dF6
+//   W6) f'(C5); it writes each sample's activations and output gradients to its record, and its
+//   loss and whether its prediction is its label;
+//   tensor_s4_gradient_kernel1<Precision> (tensor_backward.cu): a warp per m16n8 tile over the
+//   batch of dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample, where the
+//   convolutions' backward pass starts);
 //   tensor_conv_backward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
 //   block per sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4
 //   (f'(S4), then the window's average or its first maximum) to dL/dC3, then C3's input gradient
