@@ -369,9 +369,9 @@ static_assert(kFlat4 % 8 == 0, "whole n-tiles");
 // (50 tiles per 16 samples), dL/dC5 read from the records. A launch of its own, between the dense
 // forward kernel and the convolutions' backward: at the end of the dense forward kernel's chain
 // (one tile a warp of the cluster, or a quarter of k a block) it cost more than this launch
-// (docs/tensor-cores.md). Its launch bounds ask for one block an SM (a batch of 128 is 50
-// blocks): without them ptxas kept 34 registers a thread in TF32, too few for the chunk's 15
-// k-steps of operands to be read before their products.
+// (docs/tensor-cores.md). Its launch bounds name a minimum of one block an SM (a batch of 128 is
+// 50 blocks), which lets ptxas give a thread more registers: without it ptxas kept 34 a thread in
+// TF32, too few for the chunk's 15 k-steps of operands to be read before their products.
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4GradientArgs args) {
   const int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;

@@ -180,14 +180,14 @@ class TensorBackward {
   // gradient as gradients() computes it from that field and those labels, and SGD's step of
   // step.params with it, in the gradient's last launch: the same bits as gather_batch or
   // gather_augmented_batch, then gradients(), then cuda/kernels/optimizer.cu's sgd_step (tested),
-  // in four launches where those make six, where the padding between tensors is zero in the
+  // in five launches where those make seven, where the padding between tensors is zero in the
   // parameters, the velocity and `gradients` (the engine's buffers are: SGD's kernel keeps it zero,
   // and this step leaves it alone). Nothing waits for the device.
   void train_step(const BatchGather& batch, int n, const SgdStep& step, float* gradients,
                   cudaStream_t stream, StepStats* stats = nullptr);
 
  private:
-  // The four kernels; the first gathers `batch` and the last applies `step` where they are not
+  // The five kernels; the first gathers `batch` and the last applies `step` where they are not
   // null.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
