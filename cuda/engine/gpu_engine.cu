@@ -15,8 +15,7 @@
 // stages; with --kernels tensor, a step is TensorBackward::train_step's five launches
 // (cuda/engine/tensor_backward.cuh: the gather in the first; each sample's loss in the dense
 // forward kernel, their sum and SGD's update in the last), and evaluation runs the tensor cores'
-// forward pass
-// (cuda/engine/tensor_forward.cuh).
+// forward pass (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>
