@@ -224,13 +224,9 @@ __device__ void send_own_columns(float* rows, int rank) {
 // reads in flight at once.
 template <int Count, int Threads>
 __device__ void copy_to_shared(const float* from, float* to, int thread) {
-  constexpr int kPerThread = (Count + Threads - 1) / Threads;
-  float value[kPerThread];
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) value[j] = from[min(thread + j * Threads, Count - 1)];
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j)
-    if (thread + j * Threads < Count) to[thread + j * Threads] = value[j];
+  GlobalReads<Count, Threads> reads;
+  reads.read(from, thread);
+  reads.each(thread, [to](int i, float value) { to[i] = value; });
 }
 
 // F6's and the output layer's weights and biases into shared memory, by the warps that own none of

@@ -140,12 +140,16 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   float* rec = args.records + std::size_t(sample) * record::floats;
   std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
   std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
-  stage_conv_weights<R>(shared, args.in, F::w1, F::w3, F::s2_bias, F::s4_bias);
+  // The weights' reads are issued first and written after the sample is gathered, so that the
+  // gather's own reads (and the augmentation) run while they are in flight.
+  ConvWeightReads<R> weights;
+  weights.read(args.in);
   if (args.batch.indices)
     gather_step_sample<R>(args.batch, sample, shared + F::x,
                           *reinterpret_cast<AugmentScratch*>(shared + F::scratch));
   else
     load_sample<R>(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
+  weights.write(shared, F::w1, F::w3, F::s2_bias, F::s4_bias);
   __syncthreads();
   c1_s2<R, A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
                  warp, kWarps);
@@ -185,16 +189,53 @@ __device__ void zero_d3(float* d3) {
     pairs[i] = make_float2(0.0f, 0.0f);
 }
 
+// What the backward kernel reads of its sample before its first barrier, read before any of it is
+// written (with the convolutions' weights, ConvWeightReads), so that the kernel waits for one
+// round trip to L2 where the copies one after another and dL/dS4's read after the barrier waited
+// for several: the record (the first maxima only where max subsampling wrote them), S4's row, the
+// input field (where the step gathered one: an image is read by load_sample after the others) and
+// dL/dS4's row.
+template <Subsampling P>
+struct SampleReads {
+  static constexpr int kRecord = P == Subsampling::max ? record::floats : record::a2 + kWarpS2;
+  GlobalReads<kRecord, kThreads> rec;
+  GlobalReads<kFlat4, kThreads> a4;
+  GlobalReads<kWarpX, kThreads> field;
+  GlobalReads<kFlat4, kThreads> d4;
+
+  __device__ void read(const ConvBackwardArgs& args, int sample) {
+    const int thread = int(threadIdx.x);
+    rec.read(args.records + std::size_t(sample) * record::floats, thread);
+    a4.read(args.s4_rows + std::size_t(sample) * kFlat4, thread);
+    if (args.in.field) field.read(args.in.field + std::size_t(sample) * kWarpX, thread);
+    d4.read(args.d4 + std::size_t(sample) * kFlat4, thread);
+  }
+
+  // The record, S4's row and the input field (rounded for R's products) into shared memory.
+  template <Precision R>
+  __device__ void write(const ConvBackwardArgs& args, int sample, float* shared) const {
+    namespace C = conv_layout;
+    const int thread = int(threadIdx.x);
+    rec.each(thread, [shared](int i, float value) { shared[C::rec + i] = value; });
+    a4.each(thread, [shared](int i, float value) { shared[C::a4 + i] = value; });
+    if (args.in.field)
+      field.each(thread,
+                 [shared](int i, float value) { shared[C::x + i] = Operands<R>::stored(value); });
+    else
+      load_sample<R>(args.in, sample, shared + C::x, thread, kThreads);
+  }
+};
+
 // dL/dz4 = dL/dS4 f'(S4), in place over S4's activation, and dL/dC3 of each window (stored for
-// R's products: only products read it), by the block.
+// R's products: only products read it), by the block, from the thread's values of dL/dS4's row.
 template <Precision R, Activation A, Subsampling P>
-__device__ void s4_backward(const float* d4, float* shared) {
+__device__ void s4_backward(const GlobalReads<kFlat4, kThreads>& d4, float* shared) {
   namespace C = conv_layout;
   float* a4 = shared + C::a4;
   const std::uint8_t* which =
       reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which4);
-  for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) {
-    const float dz = d4[i] * activation_slope(A, a4[i]);
+  d4.each(int(threadIdx.x), [a4, which, shared](int i, float d) {
+    const float dz = d * activation_slope(A, a4[i]);
     a4[i] = dz;
     const int m = i / kWindows4, window = i % kWindows4;
     float* corner = shared + C::d3 + d3_at(m, 2 * (window / kSide4), 2 * (window % kSide4));
@@ -203,7 +244,7 @@ __device__ void s4_backward(const float* d4, float* shared) {
     corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
     corner[kSide3P] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
     corner[kSide3P + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
-  }
+  });
 }
 
 // dL/dz2 = (D3 W3) f'(S2) for Tiles m16 tiles of positions (first_tile, first_tile + 8), one
@@ -389,19 +430,6 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   }
 }
 
-// The sample's record, input field and S4 row into shared memory, by the block (the first maxima
-// only where max subsampling wrote them).
-template <Precision R, Subsampling P>
-__device__ void load_forward(const ConvBackwardArgs& args, int sample, float* shared) {
-  namespace C = conv_layout;
-  const float* rec = args.records + std::size_t(sample) * record::floats;
-  constexpr int kRead = P == Subsampling::max ? record::floats : record::a2 + kWarpS2;
-  for (int i = int(threadIdx.x); i < kRead; i += kThreads) shared[C::rec + i] = rec[i];
-  const float* a4 = args.s4_rows + std::size_t(sample) * kFlat4;
-  for (int i = int(threadIdx.x); i < kFlat4; i += kThreads) shared[C::a4 + i] = a4[i];
-  load_sample<R>(args.in, sample, shared + C::x, int(threadIdx.x), kThreads);
-}
-
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
   namespace C = conv_layout;
@@ -409,11 +437,15 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int sample = int(blockIdx.x);
   float* slot = args.partials + std::size_t(sample) * partial::floats;
-  stage_conv_weights<R>(shared, args.in, C::w1, C::w3, C::s2_bias, C::s4_bias);
-  load_forward<R, P>(args, sample, shared);
+  ConvWeightReads<R> weights;
+  weights.read(args.in);
+  SampleReads<P> reads;
+  reads.read(args, sample);
+  weights.write(shared, C::w1, C::w3, C::s2_bias, C::s4_bias);
+  reads.template write<R>(args, sample, shared);
   zero_d3(shared + C::d3);
   __syncthreads();
-  s4_backward<R, A, P>(args.d4 + std::size_t(sample) * kFlat4, shared);
+  s4_backward<R, A, P>(reads.d4, shared);
   __syncthreads();
   map_sums(shared + C::a4, kMaps3, kWindows4, shared + C::bias4, warp, lane);
   c3_input_gradient<R, A>(shared, warp, lane);

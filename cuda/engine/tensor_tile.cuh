@@ -161,58 +161,97 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 // C3's 96 (output map, input map) rows, 12 each, whose weights and mask sit 25 floats a row
 // apart. A thread's reads are then a pointer plus constants, where an index divided by a row's
 // width for each value was two thirds of the staging's instructions; the 4 columns past a row's
-// 32 are zeros of their own. Every read (at a clamped index, its value dropped where it is past
-// the matrices) is issued before any write: the staging waits for one round trip to L2, where
-// loops that wrote what they had just read waited for up to five.
+// 32 are zeros of their own. Every read is issued before any write (read(), then write()): the
+// staging waits for one round trip to L2, where loops that wrote what they had just read waited
+// for up to five, and a kernel can issue its other reads between the two.
 template <Precision R>
-__device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_at, int w3_at,
-                                   int s2_bias_at, int s4_bias_at) {
-  constexpr int kColumns = 32, kC3Rows = kMaps3 * kMaps1, kRowsPerWarp = kC3Rows / kWarps;
-  constexpr int kW1Rows = 8, kPadColumns = kW1Row - kColumns;  // C1's maps padded to an n-tile
+struct ConvWeightReads {
+  static constexpr int kColumns = 32, kC3Rows = kMaps3 * kMaps1, kRowsPerWarp = kC3Rows / kWarps;
+  static constexpr int kW1Rows = 8, kPadColumns = kW1Row - kColumns;  // C1's maps, an n-tile
   static_assert(kC3Rows % kWarps == 0 && kWarps == kW1Rows && kPadColumns == 4 &&
                     kW3Row == kMaps1 * kColumns + kPadColumns,
                 "a warp per C1 map, 12 C3 rows a warp, 4 columns of zeros past each");
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int tap = min(lane, kTaps - 1);
-  const bool real_tap = lane < kTaps;
-  const float* params = in.params;
-  const WholeStepOffsets& at = in.at;
-  const float c1 = params[at.c1_weight + min(warp, kMaps1 - 1) * kTaps + tap];
-  const float* mask = in.c3_mask + warp * kTaps + tap;  // row warp + 8 s: 8 s rows on
-  const float* c3 = params + at.c3_weight + warp * kTaps + tap;
-  float connected[kRowsPerWarp], weight[kRowsPerWarp];
-#pragma unroll
-  for (int s = 0; s < kRowsPerWarp; ++s) {
-    connected[s] = mask[s * kWarps * kTaps];
-    weight[s] = c3[s * kWarps * kTaps];
-  }
-  const int map = min(int(threadIdx.x), kMaps3 - 1);
-  const float s2_bias = params[at.s2_bias + min(map, kMaps1 - 1)];
-  const float s4_bias = params[at.s4_bias + map];
+  float c1, connected[kRowsPerWarp], weight[kRowsPerWarp], s2_bias, s4_bias;
 
-  shared[w1_at + warp * kW1Row + lane] = Operands<R>::stored(warp < kMaps1 && real_tap ? c1 : 0.0f);
-  // Rows warp + 8 s and warp + 8 (s + 3) are 24 rows apart, 4 whole maps: three pointers, one for
-  // each s % 3, plus constants.
-  constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
-  static_assert(kPeriod * kWarps % kMaps1 == 0 && kRowsPerWarp % kPeriod == 0, "whole maps");
-  float* row_at[kPeriod];
+  // The thread's values, every read issued (at a clamped index, its value dropped where it is
+  // past the matrices).
+  __device__ void read(const TileInputs& in) {
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const int tap = min(lane, kTaps - 1);
+    const float* params = in.params;
+    const WholeStepOffsets& at = in.at;
+    c1 = params[at.c1_weight + min(warp, kMaps1 - 1) * kTaps + tap];
+    const float* mask = in.c3_mask + warp * kTaps + tap;  // row warp + 8 s: 8 s rows on
+    const float* c3 = params + at.c3_weight + warp * kTaps + tap;
 #pragma unroll
-  for (int r = 0; r < kPeriod; ++r) {
-    const int row = warp + r * kWarps;  // (m, c) = 6 m + c
-    row_at[r] = shared + w3_at + row / kMaps1 * kW3Row + row % kMaps1 * kColumns + lane;
+    for (int s = 0; s < kRowsPerWarp; ++s) {
+      connected[s] = mask[s * kWarps * kTaps];
+      weight[s] = c3[s * kWarps * kTaps];
+    }
+    const int map = min(int(threadIdx.x), kMaps3 - 1);
+    s2_bias = params[at.s2_bias + min(map, kMaps1 - 1)];
+    s4_bias = params[at.s4_bias + map];
   }
+
+  // The values into shared memory, as the forward pass stages them.
+  __device__ void write(float* shared, int w1_at, int w3_at, int s2_bias_at, int s4_bias_at) const {
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const bool real_tap = lane < kTaps;
+    shared[w1_at + warp * kW1Row + lane] =
+        Operands<R>::stored(warp < kMaps1 && real_tap ? c1 : 0.0f);
+    // Rows warp + 8 s and warp + 8 (s + 3) are 24 rows apart, 4 whole maps: three pointers, one
+    // for each s % 3, plus constants.
+    constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
+    static_assert(kPeriod * kWarps % kMaps1 == 0 && kRowsPerWarp % kPeriod == 0, "whole maps");
+    float* row_at[kPeriod];
 #pragma unroll
-  for (int s = 0; s < kRowsPerWarp; ++s)
-    row_at[s % kPeriod][s / kPeriod * kMapsAPeriod * kW3Row] =
-        Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
-  const int i = int(threadIdx.x);
-  if (i < kW1Rows * kPadColumns)
-    shared[w1_at + i / kPadColumns * kW1Row + kColumns + i % kPadColumns] = 0.0f;
-  if (i < kMaps3 * kPadColumns)
-    shared[w3_at + i / kPadColumns * kW3Row + kMaps1 * kColumns + i % kPadColumns] = 0.0f;
-  if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
-  if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
+    for (int r = 0; r < kPeriod; ++r) {
+      const int row = warp + r * kWarps;  // (m, c) = 6 m + c
+      row_at[r] = shared + w3_at + row / kMaps1 * kW3Row + row % kMaps1 * kColumns + lane;
+    }
+#pragma unroll
+    for (int s = 0; s < kRowsPerWarp; ++s)
+      row_at[s % kPeriod][s / kPeriod * kMapsAPeriod * kW3Row] =
+          Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
+    const int i = int(threadIdx.x);
+    if (i < kW1Rows * kPadColumns)
+      shared[w1_at + i / kPadColumns * kW1Row + kColumns + i % kPadColumns] = 0.0f;
+    if (i < kMaps3 * kPadColumns)
+      shared[w3_at + i / kPadColumns * kW3Row + kMaps1 * kColumns + i % kPadColumns] = 0.0f;
+    if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
+    if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
+  }
+};
+
+// The staging itself, where nothing else is read meanwhile: the reads, then the writes.
+template <Precision R>
+__device__ void stage_conv_weights(float* shared, const TileInputs& in, int w1_at, int w3_at,
+                                   int s2_bias_at, int s4_bias_at) {
+  ConvWeightReads<R> weights;
+  weights.read(in);
+  weights.write(shared, w1_at, w3_at, s2_bias_at, s4_bias_at);
 }
+
+// Count floats of global memory read by thread `thread` of Threads (every Threads-th, all of its
+// reads in flight at once, a clamped index past the end), then used by each(thread, f), which
+// calls f(i, value) for each value i the thread read: a kernel issues several such reads before it
+// uses any, so that it waits for one round trip to L2, not one a copy.
+template <int Count, int Threads>
+struct GlobalReads {
+  static constexpr int kPerThread = (Count + Threads - 1) / Threads;
+  float value[kPerThread];
+
+  __device__ void read(const float* from, int thread) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) value[j] = from[min(thread + j * Threads, Count - 1)];
+  }
+  template <class F>
+  __device__ void each(int thread, F f) const {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j)
+      if (thread + j * Threads < Count) f(thread + j * Threads, value[j]);
+  }
+};
 
 // Sample `sample`'s input into the input field x, rounded for R's products: its row of in.field,
 // or its image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh). Thread `lane`
