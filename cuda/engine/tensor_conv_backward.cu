@@ -81,7 +81,7 @@ static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 
 // The backward kernel's shared memory, in floats from its start.
 namespace conv_layout {
-constexpr int w1 = 0;  // staged with C3's by the shared stage_conv_weights, unread here
+constexpr int w1 = 0;  // staged with C3's by the shared ConvWeightReads, unread here
 constexpr int w3 = w1 + 8 * kW1Row;
 constexpr int s2_bias = w3 + kMaps3 * kW3Row;
 constexpr int s4_bias = s2_bias + 8;
