@@ -547,27 +547,23 @@ std::size_t forward_shared_bytes(bool clusters) {
   return sizeof(float) * std::size_t(clusters ? dense_layout::floats : dense_layout::w6);
 }
 
-// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile, or a block.
+// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile, or a block, in
+// one launch path (the cluster's size is the launch's one attribute, or none).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
                           cudaStream_t stream) {
-  const int tiles = tiles_of(args.n, kTile);
-  if (!clusters) {
-    kernel<<<tiles, kDenseThreads, forward_shared_bytes(false), stream>>>(args);
-    CUDA_CHECK_LAUNCH();
-    return;
-  }
+  const int blocks_a_tile = clusters ? kDenseBlocks : 1;
   cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(unsigned(tiles * kDenseBlocks));
+  launch.gridDim = dim3(unsigned(tiles_of(args.n, kTile) * blocks_a_tile));
   launch.blockDim = dim3(unsigned(kDenseThreads));
-  launch.dynamicSmemBytes = forward_shared_bytes(true);
+  launch.dynamicSmemBytes = forward_shared_bytes(clusters);
   launch.stream = stream;
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = unsigned(kDenseBlocks);
+  cluster.val.clusterDim.x = unsigned(blocks_a_tile);
   cluster.val.clusterDim.y = 1;
   cluster.val.clusterDim.z = 1;
   launch.attrs = &cluster;
-  launch.numAttrs = 1;
+  launch.numAttrs = clusters ? 1 : 0;
   CUDA_CHECK(cudaLaunchKernelEx(&launch, kernel, args));
 }
 
