@@ -246,12 +246,14 @@ __device__ void stage_late_weights(const float* params, const WholeStepOffsets& 
 }
 
 // k-steps whose operands a warp reads before their products, in dL/dS4's kernel and the step
-// gradient kernel: a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs (15 steps)
-// and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
+// gradient kernel: in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs (15
+// steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
 // packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
-// measured shorter at 8 (docs/tensor-cores.md).
+// measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
+// the step gradient kernel to 190 registers a thread, one block an SM, and its 147 blocks at batch
+// 128 to two waves over the H200's 132 SMs (two blocks an SM need at most 128 registers).
 template <Precision R>
-constexpr int kGradientChunk = R == Precision::bf16 ? 8 : 16;
+constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
 
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
 // tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
@@ -484,8 +486,10 @@ __device__ void dense_weight_gradient(int tile, const DenseGradientArgs& args,
 // whole-step's update adds its). Every gradient is written, and SGD's step taken with it, where
 // it is final: one launch where the step had a dense gradient kernel, a sum and an update (the
 // update a launch of its own up to 46a6f72, the dense gradients up to this kernel).
+// Two blocks an SM (at most 128 registers a thread): its blocks (147 at batch 128) fit the GPU in
+// one wave.
 template <Precision R>
-__global__ void __launch_bounds__(kThreads) tensor_step_gradient_kernel1(StepGradientArgs args) {
+__global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
   static_assert(kSumWarps == kWarps, "the slots' sum takes the kernel's block");
   const int lane = int(threadIdx.x) % 32;
   const int slot_blocks = args.conv.slots ? kConvSlotBlocks : 0;

@@ -640,7 +640,7 @@ __device__ inline void sum_conv_slots(const float* partials, int samples, const 
   const int begin = min(warp * per, samples), end = min(begin + per, samples);
   float sum = 0.0f;
   if (i < partial::floats) {
-#pragma unroll 8  // the loads of 8 slots in flight at once; the additions stay in slot order
+#pragma unroll 16  // the loads of 16 slots in flight at once; the additions stay in slot order
     for (int s = begin; s < end; ++s) sum += partials[std::size_t(s) * partial::floats + i];
   }
   warp_sums[warp][lane] = sum;
