@@ -245,15 +245,21 @@ __device__ void stage_late_weights(const float* params, const WholeStepOffsets& 
   copy_to_shared<kOut, kThreads>(params + at.output_bias, shared + D::b7, thread);
 }
 
-// k-steps whose operands a warp reads before their products, in dL/dS4's kernel and the step
-// gradient kernel: in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs (15
-// steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
+// k-steps whose operands a warp reads before their products, in the step gradient kernel (and in
+// dL/dS4's, kS4Chunk): in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs
+// (15 steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
 // packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
 // measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
 // the step gradient kernel to 190 registers a thread, one block an SM, and its 147 blocks at batch
 // 128 to two waves over the H200's 132 SMs (two blocks an SM need at most 128 registers).
 template <Precision R>
 constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
+
+// dL/dS4's kernel runs a block an SM (50 blocks at batch 128), so registers do not limit its
+// blocks: FP32 reads its 15 k-steps at once too (one round trip to L2 where 8 made two). BF16
+// keeps kGradientChunk's 8.
+template <Precision R>
+constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
 // tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
@@ -378,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4Grad
   const float* w5 = args.w5;
   float* d4 = args.d4;
   const int n = args.n;
-  mma_tile<R, kGradientChunk<R>>(
+  mma_tile<R, kS4Chunk<R>>(
       tile / kS4Tiles * 16, tile % kS4Tiles * 8, std::integral_constant<int, kC5>{},
       [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },
       [w5](int k, int j) { return w5[k * kFlat4 + j]; },
