@@ -107,12 +107,13 @@ case "$kernels" in
     # tensor_conv_forward_kernel2 (which gathers the batch; before it, tensor_conv_forward_kernel1
     # read a field that gather_batch_kernel1 or gather_augmented_batch_kernel had written, a launch
     # of its own), tensor_dense_forward_kernel3 (a cluster of 4 blocks a tile; kernel2, a block a
-    # tile, before), tensor_dense_gradient_kernel1 (with the step's
-    # loss statistics), tensor_conv_backward_kernel2, tensor_gradient_sum_kernel3 (the
-    # convolutions' per-sample slots, and SGD's update of every parameter; before 46a6f72
-    # tensor_gradient_sum_kernel2 only summed, and sgd_step_kernel1 made another launch, which the
-    # filter still catches). Any tensor_ kernel is caught, so that a kernel renamed or split in
-    # cuda/engine/ still shows.
+    # tile, before), tensor_s4_gradient_kernel1 (dL/dS4), tensor_conv_backward_kernel2,
+    # tensor_step_gradient_kernel1 (the convolutions' per-sample slots summed, the dense weight
+    # gradients, SGD's update of every parameter and the step's loss statistics; before it,
+    # tensor_dense_gradient_kernel1 computed the dense weight gradients and dL/dS4 before the
+    # convolutions' backward and tensor_gradient_sum_kernel3 summed and updated after it, and
+    # before 46a6f72 sgd_step_kernel1 made another launch, which the filter still catches). Any
+    # tensor_ kernel is caught, so that a kernel renamed or split in cuda/engine/ still shows.
     marker=roofline_tensor per_step=5
     filter='regex:tensor_|gather_(augmented_)?batch_kernel|sgd_step_kernel'
     ;;

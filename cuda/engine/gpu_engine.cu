@@ -13,9 +13,9 @@
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
 // stages; with --kernels tensor, a step is TensorBackward::train_step's five launches
-// (cuda/engine/tensor_backward.cuh: the gather in the first, the loss statistics in the dense
-// ones, SGD's update in the last), and evaluation runs the tensor cores' forward pass
-// (cuda/engine/tensor_forward.cuh).
+// (cuda/engine/tensor_backward.cuh: the gather in the first; each sample's loss in the dense
+// forward kernel, their sum and SGD's update in the last), and evaluation runs the tensor cores'
+// forward pass (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>

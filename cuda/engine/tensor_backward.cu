@@ -245,6 +245,22 @@ __device__ void stage_late_weights(const float* params, const WholeStepOffsets& 
   copy_to_shared<kOut, kThreads>(params + at.output_bias, shared + D::b7, thread);
 }
 
+// k-steps whose operands a warp reads before their products, in the step gradient kernel (and in
+// dL/dS4's, kS4Chunk): in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs
+// (15 steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
+// packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
+// measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
+// the step gradient kernel to 190 registers a thread, one block an SM, and its 147 blocks at batch
+// 128 to two waves over the H200's 132 SMs (two blocks an SM need at most 128 registers).
+template <Precision R>
+constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
+
+// dL/dS4's kernel runs a block an SM (50 blocks at batch 128), so registers do not limit its
+// blocks: FP32 reads its 15 k-steps at once too (one round trip to L2 where 8 made two). BF16
+// keeps kGradientChunk's 8.
+template <Precision R>
+constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
+
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
 // tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
@@ -286,8 +302,9 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 // layers' forward pass on the tile's S4 rows (dense_tile, as the evaluation runs it), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
-// tile's records and each sample's loss and correctness. The products over the whole batch (the
-// weight gradients and dL/dS4) and the step's statistics are tensor_dense_gradient_kernel1's.
+// tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
+// the products over the whole batch (the weight gradients) and the step's statistics are
+// tensor_step_gradient_kernel1's.
 // Thread block clusters need compute capability 9.0: GPUs without them run kernel2.
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
@@ -312,40 +329,75 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   BlockCluster::wait();  // every block has started: its shared memory may be written
   send_own_columns<kC5, kA5Row>(shared + D::a5, rank);
   BlockCluster::sync();
+  // Each layer's rows go to the records as soon as they are final (stores that no warp waits
+  // for), where writing them all after the last barrier made that phase a loop of its own.
+  float* records = args.records + std::size_t(first) * record::floats;
+  rows_to_records<kC5, kA5Row, kDenseBlocks>(shared + D::a5, records, record::a5, rank);
   dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kClusterWarps>(
       shared + D::a5, shared + D::w6, shared + D::b6, shared + D::a6, cluster_warp, lane);
   __syncthreads();
   send_own_columns<kF6, kA6Row>(shared + D::a6, rank);
   // After the last remote writes: no block leaves while another may still write its memory.
   BlockCluster::sync();
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, record::a6, rank);
   dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
       shared + D::a6, shared + D::w7, shared + D::b7, shared + D::z, warp, lane);
   __syncthreads();
   logits_gradient(shared, args, first, label, rank == 0);
   __syncthreads();
+  rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, record::d7, rank);
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
       shared + D::d7, shared + D::w7, shared + D::a6, shared + D::d6, warp, lane);
   __syncthreads();
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::d6, records, record::d6, rank);
   input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row, kClusterWarps>(
       shared + D::d6, shared + D::w6, shared + D::a5, shared + D::d5, cluster_warp, lane);
   __syncthreads();
-  float* records = args.records + std::size_t(first) * record::floats;
-  rows_to_records<kC5, kA5Row, kDenseBlocks>(shared + D::a5, records, record::a5, rank);
-  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, record::a6, rank);
-  rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, record::d7, rank);
-  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::d6, records, record::d6, rank);
   const float* d5 = shared + D::d5;
   for_own_columns<kC5>(rank, [d5, records](int row, int column) {
     records[row * record::floats + record::d5 + column] = d5[row * kA5Row + column];
   });
 }
 
+struct S4GradientArgs {
+  const float* records;  // (tiles * kTile, record::floats): dL/dC5 at record::d5
+  const float* w5;       // c5.weight (120, 400)
+  int n;
+  float* d4;  // (n, 400)
+};
+constexpr int kS4Tiles = kFlat4 / 8;  // dL/dS4's n-tiles
+static_assert(kFlat4 % 8 == 0, "whole n-tiles");
+
+// dL/dS4 = dL/dC5 W5 (C5's input gradient, a row of 400 per sample: where the convolutions'
+// backward pass starts; S4's own slope is theirs to apply), a warp per m16n8 tile over the batch
+// (50 tiles per 16 samples), dL/dC5 read from the records. A launch of its own, between the dense
+// forward kernel and the convolutions' backward: at the end of the dense forward kernel's chain
+// (one tile a warp of the cluster, or a quarter of k a block) it cost more than this launch
+// (docs/tensor-cores.md). Its launch bounds name a minimum of one block an SM (a batch of 128 is
+// 50 blocks), which lets ptxas give a thread more registers: without it ptxas kept 34 a thread in
+// TF32, too few for the chunk's 15 k-steps of operands to be read before their products.
+template <Precision R>
+__global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4GradientArgs args) {
+  const int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (tile >= tiles_of(args.n, 16) * kS4Tiles) return;
+  const float* records = args.records;
+  const float* w5 = args.w5;
+  float* d4 = args.d4;
+  const int n = args.n;
+  mma_tile<R, kS4Chunk<R>>(
+      tile / kS4Tiles * 16, tile % kS4Tiles * 8, std::integral_constant<int, kC5>{},
+      [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },
+      [w5](int k, int j) { return w5[k * kFlat4 + j]; },
+      [d4, n](int m, int j, float value) {
+        if (m < n) d4[std::size_t(m) * kFlat4 + j] = value;
+      },
+      lane);
+}
+
 struct DenseGradientArgs {
   const float* records;  // (tiles * kTile, record::floats)
   const float* s4_rows;  // (n, 400)
-  const float* w5;       // c5.weight (120, 400)
   int n;
-  float* d4;         // (n, 400)
   float* gradients;  // the layout's gradient buffer
   WholeStepOffsets at;
   const double* sample_loss;           // (n), from the forward kernel
@@ -353,9 +405,18 @@ struct DenseGradientArgs {
   StepStats* stats;                    // the step's statistics, added to; or null
 };
 
-// The gradient kernel's products, each a set of m16n8 tiles, in the order its warps take them.
-// A weight gradient with its bias is one product, dL/d[W | b] = dᵀ [x | 1] (Out, In + 1), k the
-// batch's samples in order: its last column is the bias's column sum, in the same order.
+// The step gradient kernel's: the dense layers' part, the convolutions' slots (none where
+// conv.slots is null), and SGD's step (none where update.lr is null).
+struct StepGradientArgs {
+  DenseGradientArgs dense;
+  ConvPartials conv;
+  ConvSlot slot;
+  SgdUpdate update;
+};
+
+// The dense weight gradients' products, each a set of m16n8 tiles, in the order the kernel's warps
+// take them. A weight gradient with its bias is one product, dL/d[W | b] = dᵀ [x | 1] (Out, In +
+// 1), k the batch's samples in order: its last column is the bias's column sum, in the same order.
 namespace products {
 constexpr int n_tiles(int n) {
   return (n + 7) / 8;
@@ -363,27 +424,21 @@ constexpr int n_tiles(int n) {
 constexpr int tiles(int m, int n) {
   return (m + 15) / 16 * n_tiles(n);
 }
-constexpr int c5 = tiles(kC5, kFlat4 + 1);    // 408
-constexpr int f6 = tiles(kF6, kC5 + 1);       // 96
-constexpr int out = tiles(kOut, kF6 + 1);     // 11
-constexpr int d4_columns = n_tiles(kFlat4);   // dL/dS4: 50 tiles per m16 of samples
+constexpr int c5 = tiles(kC5, kFlat4 + 1);  // 408
+constexpr int f6 = tiles(kF6, kC5 + 1);     // 96
+constexpr int out = tiles(kOut, kF6 + 1);   // 11
+constexpr int all = c5 + f6 + out;
+constexpr int blocks = (all + kWarps - 1) / kWarps;
 }  // namespace products
-
-// k-steps whose operands a warp of the gradient kernel reads before their products: a warp's 6
-// reads a step, 96 in flight, so that a batch of 128 (16 steps) and dL/dS4's 120 outputs (15)
-// wait for one round trip to L2 (with 8, two). BF16 keeps 8: packing its pairs needs registers of
-// its own (146 a thread at 16, 80 at 8), and its epoch measured shorter at 8
-// (docs/tensor-cores.md).
-template <Precision R>
-constexpr int kGradientChunk = R == Precision::bf16 ? 8 : 16;
 
 // dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
 // block (dL/d(the layer's pre-activation)), x the layer's input (rows of x_ld floats from x), k
-// the n samples; writes the tile's part of the weight's and the bias's gradients.
+// the n samples; writes the tile's part of the weight's and the bias's gradients, and takes
+// SGD's step on those parameters where `update` asks for it.
 template <Precision R, int Out, int In>
 __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, int d_at,
                                      const float* x, int x_ld, int weight_to, int bias_to,
-                                     int lane) {
+                                     const SgdUpdate& update, int lane) {
   constexpr int kNTiles = products::n_tiles(In + 1);
   const float* records = args.records;
   float* gradients = args.gradients;
@@ -397,72 +452,75 @@ __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, in
         const float value = x[std::size_t(k) * x_ld + min(j, In - 1)];
         return j < In ? value : (j == In ? 1.0f : 0.0f);
       },
-      [gradients, weight_to, bias_to](int m, int j, float value) {
+      [gradients, weight_to, bias_to, &update](int m, int j, float value) {
         if (m >= Out || j > In) return;
-        gradients[j < In ? weight_to + m * In + j : bias_to + m] = value;
+        update.write(gradients, j < In ? weight_to + m * In + j : bias_to + m, value);
       },
       lane);
 }
 
-// A warp per m16n8 tile of the dense layers' products over the whole batch, each the same sum in
-// the same order whichever warp computes it (no slots, no atomics): the weight and bias gradients
-// of C5, F6 and the output layer, and dL/dS4 = dL/dC5 W5 (C5's input gradient, a row per sample:
-// where the convolutions' backward pass starts; S4's own slope is theirs to apply); and in one
-// block past the products', the step's loss sum and correct count, added to args.stats in sample
-// order by one warp (block_reduce.cuh's warp_add_sample_stats, as whole-step's update adds its).
+// Warp `tile` of the dense products' (products::): its m16n8 tile of C5's, F6's or the output
+// layer's weight and bias gradients, each the same sum in the same order whichever warp computes
+// it (no slots, no atomics).
 template <Precision R>
-__global__ void __launch_bounds__(kThreads) tensor_dense_gradient_kernel1(DenseGradientArgs args) {
-  const int lane = int(threadIdx.x) % 32;
-  if (blockIdx.x == gridDim.x - 1) {  // the block past the products': the step's statistics
-    if (threadIdx.x < 32 && args.stats)
-      warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
-    return;
-  }
-  int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32;
+__device__ void dense_weight_gradient(int tile, const DenseGradientArgs& args,
+                                      const SgdUpdate& update, int lane) {
   const WholeStepOffsets& at = args.at;
   const float* records = args.records;
   if (tile < products::c5) {
     weight_gradient_tile<R, kC5, kFlat4>(tile, args, record::d5, args.s4_rows, kFlat4, at.c5_weight,
-                                         at.c5_bias, lane);
+                                         at.c5_bias, update, lane);
     return;
   }
   tile -= products::c5;
   if (tile < products::f6) {
     weight_gradient_tile<R, kF6, kC5>(tile, args, record::d6, records + record::a5, record::floats,
-                                      at.f6_weight, at.f6_bias, lane);
+                                      at.f6_weight, at.f6_bias, update, lane);
     return;
   }
   tile -= products::f6;
-  if (tile < products::out) {
+  if (tile < products::out)
     weight_gradient_tile<R, kOut, kF6>(tile, args, record::d7, records + record::a6, record::floats,
-                                       at.output_weight, at.output_bias, lane);
-    return;
-  }
-  tile -= products::out;
-  if (tile >= tiles_of(args.n, 16) * products::d4_columns) return;
-  const float* w5 = args.w5;
-  float* d4 = args.d4;
-  const int n = args.n;
-  mma_tile<R, kGradientChunk<R>>(
-      tile / products::d4_columns * 16, tile % products::d4_columns * 8,
-      std::integral_constant<int, kC5>{},
-      [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },
-      [w5](int k, int j) { return w5[k * kFlat4 + j]; },
-      [d4, n](int m, int j, float value) {
-        if (m < n) d4[std::size_t(m) * kFlat4 + j] = value;
-      },
-      lane);
+                                       at.output_weight, at.output_bias, update, lane);
 }
 
-int dense_gradient_tiles(int n) {
-  return products::c5 + products::f6 + products::out + tiles_of(n, 16) * products::d4_columns;
+// The step's last launch, once the convolutions' backward kernel has written its slots: the
+// blocks [0, kConvSlotBlocks) add the convolutions' slots (tensor_tile.cuh's sum_conv_slots; none
+// where conv.slots is null), the next products::blocks a warp per m16n8 tile of the dense weight
+// gradients (dense_weight_gradient), and the last one adds the step's loss sum and correct count
+// to dense.stats in sample order by one warp (block_reduce.cuh's warp_add_sample_stats, as
+// whole-step's update adds its). Every gradient is written, and SGD's step taken with it, where
+// it is final: one launch where the step had a dense gradient kernel, a sum and an update (the
+// update a launch of its own up to 46a6f72, the dense gradients up to this kernel).
+// Two blocks an SM (at most 128 registers a thread): its blocks (147 at batch 128) fit the GPU in
+// one wave.
+template <Precision R>
+__global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
+  static_assert(kSumWarps == kWarps, "the slots' sum takes the kernel's block");
+  const int lane = int(threadIdx.x) % 32;
+  const int slot_blocks = args.conv.slots ? kConvSlotBlocks : 0;
+  const int block = int(blockIdx.x);
+  if (block < slot_blocks) {
+    sum_conv_slots(args.conv.slots, args.dense.n, args.slot, args.conv.c3_mask,
+                   args.dense.gradients, args.update, block);
+    return;
+  }
+  if (block == int(gridDim.x) - 1) {  // the block past the products': the step's statistics
+    if (threadIdx.x < 32 && args.dense.stats)
+      warp_add_sample_stats(args.dense.sample_loss, args.dense.sample_correct, args.dense.n,
+                            args.dense.stats, lane);
+    return;
+  }
+  const int tile = (block - slot_blocks) * kWarps + int(threadIdx.x) / 32;
+  dense_weight_gradient<R>(tile, args.dense, args.update, lane);
 }
 
 using ForwardKernel = void (*)(DenseForwardArgs);
-using GradientKernel = void (*)(DenseGradientArgs);
+using S4Kernel = void (*)(S4GradientArgs);
+using GradientKernel = void (*)(StepGradientArgs);
 
 // kernel_for_training's kernels: the dense forward kernel (a cluster of blocks a tile, or a block
-// alone), whose layers have no subsampling, and the gradient kernel, which has no activation
+// alone), whose layers have no subsampling, and the step gradient kernel, which has no activation
 // either.
 struct DenseKernels {
   bool clusters;
@@ -471,10 +529,16 @@ struct DenseKernels {
     return clusters ? tensor_dense_forward_kernel3<R, A> : tensor_dense_forward_kernel2<R, A>;
   }
 };
-struct DenseGradientKernels {
+struct S4GradientKernels {
+  template <Precision R, Activation, Subsampling>
+  S4Kernel of() const {
+    return tensor_s4_gradient_kernel1<R>;
+  }
+};
+struct StepGradientKernels {
   template <Precision R, Activation, Subsampling>
   GradientKernel of() const {
-    return tensor_dense_gradient_kernel1<R>;
+    return tensor_step_gradient_kernel1<R>;
   }
 };
 
@@ -493,27 +557,23 @@ std::size_t forward_shared_bytes(bool clusters) {
   return sizeof(float) * std::size_t(clusters ? dense_layout::floats : dense_layout::w6);
 }
 
-// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile, or a block.
+// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile, or a block, in
+// one launch path (the cluster's size is the launch's one attribute, or none).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
                           cudaStream_t stream) {
-  const int tiles = tiles_of(args.n, kTile);
-  if (!clusters) {
-    kernel<<<tiles, kDenseThreads, forward_shared_bytes(false), stream>>>(args);
-    CUDA_CHECK_LAUNCH();
-    return;
-  }
+  const int blocks_a_tile = clusters ? kDenseBlocks : 1;
   cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(unsigned(tiles * kDenseBlocks));
+  launch.gridDim = dim3(unsigned(tiles_of(args.n, kTile) * blocks_a_tile));
   launch.blockDim = dim3(unsigned(kDenseThreads));
-  launch.dynamicSmemBytes = forward_shared_bytes(true);
+  launch.dynamicSmemBytes = forward_shared_bytes(clusters);
   launch.stream = stream;
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = unsigned(kDenseBlocks);
+  cluster.val.clusterDim.x = unsigned(blocks_a_tile);
   cluster.val.clusterDim.y = 1;
   cluster.val.clusterDim.z = 1;
   launch.attrs = &cluster;
-  launch.numAttrs = 1;
+  launch.numAttrs = clusters ? 1 : 0;
   CUDA_CHECK(cudaLaunchKernelEx(&launch, kernel, args));
 }
 
@@ -532,39 +592,73 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
                       kTile);
 }
 
-void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,
-                                          const float* s4_rows, float* gradients, float* d4,
-                                          cudaStream_t stream, StepStats* stats) {
+void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float* params,
+                                  const float* s4_rows, float* d4, cudaStream_t stream) {
   check_fits(n, m_max_batch);
   // The forward kernel copies S4's rows as float4s.
   if (!s4_rows || reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
-  const DenseForwardArgs forward_args{params,
-                                      m_offsets,
-                                      n,
-                                      labels,
-                                      s4_rows,
-                                      m_records.data(),
-                                      m_sample_loss.data(),
-                                      m_sample_correct.data()};
-  launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, forward_args, stream);
-  const DenseGradientArgs gradient_args{m_records.data(),
-                                        s4_rows,
-                                        params + m_offsets.c5_weight,
-                                        n,
-                                        d4,
-                                        gradients,
-                                        m_offsets,
-                                        m_sample_loss.data(),
-                                        m_sample_correct.data(),
-                                        stats};
-  // The products' blocks, and one more for the step's statistics.
-  kernel_for_training(m_config,
-                      DenseGradientKernels{})<<<(dense_gradient_tiles(n) + kWarps - 1) / kWarps + 1,
-                                                kThreads, 0, stream>>>(gradient_args);
+  const DenseForwardArgs args{params,
+                              m_offsets,
+                              n,
+                              labels,
+                              s4_rows,
+                              m_records.data(),
+                              m_sample_loss.data(),
+                              m_sample_correct.data()};
+  launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, args, stream);
+  const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
+  const int warps = tiles_of(n, 16) * kS4Tiles;
+  kernel_for_training(
+      m_config,
+      S4GradientKernels{})<<<(warps + kWarps - 1) / kWarps, kThreads, 0, stream>>>(s4_args);
   CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+
+// What the step gradient kernel needs for SGD's step (none: the gradient only).
+SgdUpdate sgd_update_of(const SgdStep* step) {
+  if (!step) return {};
+  if (step->settings.optimizer != kSgdName)
+    throw Error("internal: the tensor-core step applies SGD, not " + step->settings.optimizer);
+  if (step->settings.momentum > 0 && !step->velocity)
+    throw Error("internal: the tensor-core step's SGD has momentum and no velocity");
+  SgdUpdate update;
+  // The same float conversions as cuda/kernels/optimizer.cu's.
+  update.mu = float(step->settings.momentum);
+  update.decay = float(step->settings.weight_decay);
+  update.nesterov = step->settings.nesterov;
+  update.lr = step->lr;
+  update.params = step->params;
+  update.velocity = step->velocity;
+  return update;
+}
+
+}  // namespace
+
+void TensorDenseBackward::weight_gradients(int n, const float* s4_rows, float* gradients,
+                                           cudaStream_t stream, StepStats* stats,
+                                           const ConvPartials* conv, const SgdStep* step) {
+  check_fits(n, m_max_batch);
+  const StepGradientArgs args{{m_records.data(), s4_rows, n, gradients, m_offsets,
+                               m_sample_loss.data(), m_sample_correct.data(), stats},
+                              conv ? *conv : ConvPartials{},
+                              ConvSlot::of(m_offsets),
+                              sgd_update_of(step)};
+  // The slots' blocks, the products' blocks, and one more for the step's statistics.
+  const int blocks = (conv ? kConvSlotBlocks : 0) + products::blocks + 1;
+  kernel_for_training(m_config, StepGradientKernels{})<<<blocks, kThreads, 0, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,
+                                          const float* s4_rows, float* gradients, float* d4,
+                                          cudaStream_t stream, StepStats* stats) {
+  forward(labels, n, params, s4_rows, d4, stream);
+  weight_gradients(n, s4_rows, gradients, stream, stats);
 }
 
 TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch)
@@ -589,9 +683,10 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
                          const float* field, StepStats* stats, const BatchGather* batch,
                          const SgdStep* step) {
   m_conv.conv_forward(images, n, params, stream, field, batch);
-  m_dense.dense_gradients(labels, n, params, m_conv.s4_rows(), gradients, m_d4.data(), stream,
-                          stats);
-  m_conv.conv_gradients(images, n, params, m_d4.data(), gradients, stream, field, step);
+  m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream);
+  m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field);
+  const ConvPartials conv = m_conv.partials();
+  m_dense.weight_gradients(n, m_conv.s4_rows(), gradients, stream, stats, &conv, step);
 }
 
 }  // namespace lenet5::cuda

@@ -1,6 +1,6 @@
 // The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
 // every product an mma.sync tile in the network's --precision (tensor_mma.cuh's Operands: TF32,
-// BF16, or FP32 as three TF32 products), in four kernels and a sum (which, in a training step,
+// BF16, or FP32 as three TF32 products), in five kernels (the last of which, in a training step,
 // also applies SGD's update: TensorBackward::train_step).
 //
 //   tensor_conv_forward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
@@ -14,25 +14,26 @@
 //   on those S4 rows (tensor_tile.cuh's dense_tile, as the evaluation does; C5's and F6's output
 //   tiles shared out over the cluster, each block sending its columns to the others' shared
 //   memory), the softmax cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and the
-//   small layers' input gradients as GEMMs over the tile,   dL/dF6 = (dL/dlogits W7) f'(F6), dL/dC5
-//   = (dL/dF6 W6) f'(C5), and writes each sample's activations and output gradients to its record,
-//   and its loss and whether its prediction is its label; tensor_dense_gradient_kernel1
-//   (tensor_backward.cu): a warp per m16n8 tile of the products over the whole batch, from the
-//   records:
-//     the weight gradients  dL/d[W7 | b7] = dL/dlogitsᵀ [F6 | 1], dL/d[W6 | b6] = dL/dF6ᵀ [C5 | 1],
-//                           dL/d[W5 | b5] = dL/dC5ᵀ [S4 | 1] (k the batch's samples in order;
-//                           a bias's gradient is the column of ones' product);
-//     and dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample);
-//     and, in one more block, the step's loss sum and correct count, in sample order;
+//   input gradients as GEMMs over the tile, dL/dF6 = (dL/dlogits W7) f'(F6) and dL/dC5 = (dL/dF6
+//   W6) f'(C5); it writes each sample's activations and output gradients to its record, and its
+//   loss and whether its prediction is its label;
+//   tensor_s4_gradient_kernel1<Precision> (tensor_backward.cu): a warp per m16n8 tile over the
+//   batch of dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample, where the
+//   convolutions' backward pass starts);
 //   tensor_conv_backward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
 //   block per sample, its 8 warps sharing each product's tiles out, takes dL/dS4 through S4
 //   (f'(S4), then the window's average or its first maximum) to dL/dC3, then C3's input gradient
 //   (a transposed convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, C3's
 //   weight gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
-//   quarters added in order);
-//   each sample's convolution gradients into its own slot of partial sums, and
-//   tensor_gradient_sum_kernel3 (tensor_tile.cuh) adds the slots in a fixed order; the dense
-//   products' sums run over the batch in one warp each: every run gives the same bits (no
+//   quarters added in order), each sample's into its own slot of partial sums;
+//   tensor_step_gradient_kernel1<Precision> (tensor_backward.cu): the convolutions' slots added
+//   in a fixed order, a block per 32 floats of a slot; a warp per m16n8 tile of the dense layers'
+//   products over the whole batch, from the records:
+//     dL/d[W7 | b7] = dL/dlogitsᵀ [F6 | 1], dL/d[W6 | b6] = dL/dF6ᵀ [C5 | 1],
+//     dL/d[W5 | b5] = dL/dC5ᵀ [S4 | 1] (k the batch's samples in order; a bias's gradient is the
+//     column of ones' product);
+//   each gradient written, and SGD's step taken with it, where it is final; and in one more block
+//   the step's loss sum and correct count, in sample order. Every run gives the same bits (no
 //   atomics). c3.weight's gradient is zero where the C3 table disconnects a weight, as
 //   whole-step's.
 // f' is taken from the activations as the forward pass stored them for the products: rounded to
@@ -60,6 +61,23 @@
 
 namespace lenet5::cuda {
 
+// SGD's step, taken with the gradient (TensorBackward::train_step): the settings (SGD's, the only
+// optimizer the tensor set runs), the step's learning rate on the device, and the parameters and
+// velocity (null without momentum) it updates, in the layout's buffer.
+struct SgdStep {
+  const SgdSettings& settings;
+  const float* lr;
+  float* params;
+  float* velocity;
+};
+
+// The convolutions' gradients as their backward kernel leaves them, for the step's gradient kernel
+// to add (TensorConvBackward::partials).
+struct ConvPartials {
+  const float* slots;    // (n, a slot): each sample's gradients of the convolutions' parameters
+  const float* c3_mask;  // (16, 6): 1 where the C3 table connects a map to an input map
+};
+
 class TensorDenseBackward {
  public:
   static constexpr int kTile = 16;  // the tile the forward pass measured fastest at
@@ -73,12 +91,25 @@ class TensorDenseBackward {
 
   // The dense layers' forward pass of n samples (labels: their classes) from their S4
   // activations s4_rows (n, 400; TensorConvBackward::conv_forward's s4_rows(), 16-byte aligned:
-  // read as float4s), and the backward pass through the output layer, F6 and C5: OVERWRITES the
-  // batch-mean gradient (of the softmax cross-entropy averaged over the n samples) of c5.weight,
-  // c5.bias, f6.weight, f6.bias, output.weight and output.bias in `gradients` (layout offsets; the
-  // other tensors untouched), and writes each sample's dL/d(S4's activation) to d4 (n, 400). With
-  // stats not null, the step's loss sum and correct count (whole-step's formula, in float, summed
-  // in sample order) are ADDED to *stats. Nothing waits for the device.
+  // read as float4s), and the backward pass through the output layer, F6 and C5: writes each
+  // sample's dL/d(S4's activation) to d4 (n, 400), and keeps what weight_gradients needs (each
+  // sample's activations, output gradients, loss and correctness). Nothing waits for the device.
+  void forward(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
+               float* d4, cudaStream_t stream);
+
+  // After forward of the same n samples: OVERWRITES the batch-mean gradient (of the softmax
+  // cross-entropy averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias,
+  // output.weight and output.bias in `gradients` (layout offsets), and with conv not null, of
+  // c1.weight, s2.bias, c3.weight and s4.bias, each sample's slot added in a fixed order (the
+  // other tensors untouched). With step not null, takes SGD's step on those parameters with their
+  // gradients (step.params). With stats not null, the step's loss sum and correct count
+  // (whole-step's formula, in float, summed in sample order) are ADDED to *stats. One launch;
+  // nothing waits for the device.
+  void weight_gradients(int n, const float* s4_rows, float* gradients, cudaStream_t stream,
+                        StepStats* stats = nullptr, const ConvPartials* conv = nullptr,
+                        const SgdStep* step = nullptr);
+
+  // forward, then weight_gradients of the dense layers alone.
   void dense_gradients(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
                        float* gradients, float* d4, cudaStream_t stream,
                        StepStats* stats = nullptr);
@@ -91,16 +122,6 @@ class TensorDenseBackward {
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
-};
-
-// SGD's step, taken with the gradient (TensorBackward::train_step): the settings (SGD's, the only
-// optimizer the tensor set runs), the step's learning rate on the device, and the parameters and
-// velocity (null without momentum) it updates, in the layout's buffer.
-struct SgdStep {
-  const SgdSettings& settings;
-  const float* lr;
-  float* params;
-  float* velocity;
 };
 
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their
@@ -121,14 +142,13 @@ class TensorConvBackward {
   const float* s4_rows() const { return m_s4_rows.data(); }
 
   // After conv_forward of the same samples and parameters: from each sample's dL/d(S4's
-  // activation) d4 (n, 400), already the batch mean's share, OVERWRITES the gradients of
-  // c1.weight, s2.bias, c3.weight and s4.bias in `gradients` (the other tensors untouched). images
-  // and field as conv_forward took them. With step not null, also applies SGD's step to every
-  // parameter, once its gradient is written (the dense layers': already, by dense_gradients), in
-  // the launch that writes the convolutions'. Nothing waits for the device.
+  // activation) d4 (n, 400), already the batch mean's share, writes each sample's gradients of
+  // c1.weight, s2.bias, c3.weight and s4.bias to its slot of partials(), which
+  // TensorDenseBackward::weight_gradients adds. images and field as conv_forward took them.
+  // Nothing waits for the device.
   void conv_gradients(const std::uint8_t* images, int n, const float* params, const float* d4,
-                      float* gradients, cudaStream_t stream, const float* field = nullptr,
-                      const SgdStep* step = nullptr);
+                      cudaStream_t stream, const float* field = nullptr);
+  ConvPartials partials() const { return {m_partials.data(), m_c3_mask.data()}; }
 
  private:
   NetConfig m_config;
@@ -150,7 +170,8 @@ class TensorBackward {
   // of every parameter tensor, c1.weight to output.bias, in `gradients` (layout offsets; the
   // padding between tensors untouched). Deterministic. field as conv_forward takes it (a training
   // step's batch, gathered through the permutation and the augmentation), stats as
-  // dense_gradients takes it (the step's statistics slot). Nothing waits for the device.
+  // TensorDenseBackward::weight_gradients takes it (the step's statistics slot). Nothing waits for
+  // the device.
   void gradients(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
                  float* gradients, cudaStream_t stream, const float* field = nullptr,
                  StepStats* stats = nullptr);
@@ -160,15 +181,14 @@ class TensorBackward {
   // step.params with it, in the gradient's last launch: the same bits as gather_batch or
   // gather_augmented_batch, then gradients(), then cuda/kernels/optimizer.cu's sgd_step (tested),
   // in five launches where those make seven, where the padding between tensors is zero in the
-  // parameters, the velocity and `gradients` (the engine's buffers are: the padding between the
-  // dense layers' tensors is read as a gradient and updated, the convolutions' is skipped). Nothing
-  // waits for the device.
+  // parameters, the velocity and `gradients` (the engine's buffers are: SGD's kernel keeps it zero,
+  // and this step leaves it alone). Nothing waits for the device.
   void train_step(const BatchGather& batch, int n, const SgdStep& step, float* gradients,
                   cudaStream_t stream, StepStats* stats = nullptr);
 
  private:
-  // The four kernels and the sum; the first gathers `batch` and the sum applies `step` where
-  // they are not null.
+  // The five kernels; the first gathers `batch` and the last applies `step` where they are not
+  // null.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
            const BatchGather* batch, const SgdStep* step);

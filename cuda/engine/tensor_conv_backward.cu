@@ -28,8 +28,9 @@
 //     w % 2 over the positions' quarter w / 2, and the quarters are added in order.
 // The bias gradients are each map's values summed by one warp, in a fixed order. Every product
 // goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
-// sums, added in a fixed order by tensor_gradient_sum_kernel3: the same bits every run (in a
-// training step, that launch also applies SGD's update: TensorBackward::train_step).
+// sums (tensor_tile.cuh's partial::), added in a fixed order by the step's gradient kernel
+// (tensor_backward.cu's tensor_step_gradient_kernel1): the same bits every run (in a training
+// step, that launch also applies SGD's update: TensorBackward::train_step).
 #include <string>
 
 #include "core/error.hpp"
@@ -45,7 +46,7 @@ using pool::window_gradient;
 
 constexpr int kSide1 = 2 * kSide2, kC1Positions = kSide1 * kSide1;  // C1: 28 x 28
 constexpr int kSide3 = 2 * kSide4, kC3Positions = kSide3 * kSide3;  // C3: 10 x 10
-constexpr int kW1 = kMaps1 * kTaps, kW3 = kMaps3 * kMaps1 * kTaps;
+constexpr int kW1 = kMaps1 * kTaps;                                 // C1's weights
 constexpr int kTapColumns = 8 * kTapSteps;          // 32: a map's taps in the products' k or n
 constexpr int kQuarters = kWarps / 2;               // C1's weight gradient: 2 m-tiles x 4 quarters
 constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
@@ -96,15 +97,6 @@ constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
 constexpr int floats = bias4 + kMaps3;
 static_assert(kMaps1 * kC1Positions <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
 }  // namespace conv_layout
-
-// Where each gradient sits in a sample's slot of partial sums, in floats.
-namespace partial {
-constexpr int c1_weight = 0;                 // (6, 1, 5, 5)
-constexpr int s2_bias = c1_weight + kW1;     // (6)
-constexpr int c3_weight = s2_bias + kMaps1;  // (16, 6, 5, 5)
-constexpr int s4_bias = c3_weight + kW3;     // (16)
-constexpr int floats = s4_bias + kMaps3;
-}  // namespace partial
 
 struct ConvForwardArgs {
   TileInputs in;
@@ -475,15 +467,6 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
     slot[partial::s4_bias + i] = shared[C::bias4 + i];
 }
 
-// The convolutions' slot: each tensor where partial:: keeps it and where the layout does.
-SlotTensors conv_slot(const WholeStepOffsets& at) {
-  return slot_of({{partial::c1_weight, at.c1_weight, kW1, false},
-                  {partial::s2_bias, at.s2_bias, kMaps1, false},
-                  {partial::c3_weight, at.c3_weight, kW3, true},
-                  {partial::s4_bias, at.s4_bias, kMaps3, false}},
-                 partial::floats);
-}
-
 using ConvForwardKernel = void (*)(ConvForwardArgs);
 using ConvKernel = void (*)(ConvBackwardArgs);
 
@@ -501,22 +484,22 @@ struct ConvKernels {
   }
 };
 
-// The layout as slot_update takes it, checked once: the convolutions' slot (conv_slot) holds every
-// tensor below c5.weight and nothing at or past it, where the update's other blocks take over.
-// Another tensor below C5 (a trainable subsampling's weight, a convolution's bias, which
-// supported() refuses today) would otherwise never be updated.
+// The layout as the step's gradient kernel takes it, checked once: the convolutions' slot
+// (ConvSlot) holds every tensor below c5.weight and nothing at or past it, where the dense layers'
+// products take over. Another tensor below C5 (a trainable subsampling's weight, a convolution's
+// bias, which supported() refuses today) would otherwise never get a gradient.
 void check_slot_covers(const ParamLayout& layout, const WholeStepOffsets& at) {
-  const SlotTensors slot = conv_slot(at);
+  const ConvSlot slot = ConvSlot::of(at);
   const auto in_slot = [&slot](std::size_t offset) {
-    for (int k = 0; k < slot.tensors; ++k)
-      if (std::size_t(slot.tensor[k].to) == offset) return true;
+    for (const SlotTensor& tensor : slot.tensor)
+      if (std::size_t(tensor.to) == offset) return true;
     return false;
   };
   for (const ParamSpec& spec : layout.tensors)
     if (in_slot(spec.offset) != (spec.offset < std::size_t(at.c5_weight)))
       throw Error("internal: " + spec.name +
                   (in_slot(spec.offset) ? " lies past c5.weight, where the tensor-core step's "
-                                          "update takes the dense layers"
+                                          "dense products take over"
                                         : " has no gradient slot in the tensor-core step"));
 }
 
@@ -560,42 +543,14 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
   CUDA_CHECK_LAUNCH();
 }
 
-namespace {
-
-// What the sum kernel needs for SGD's step (none: the gradient only): the dense layers, every
-// tensor from c5.weight to the buffer's end, are the parameters past the convolutions' slot.
-SlotUpdate slot_update(const SgdStep* step, const WholeStepOffsets& at) {
-  if (!step) return {};
-  if (step->settings.optimizer != kSgdName)
-    throw Error("internal: the tensor-core step applies SGD, not " + step->settings.optimizer);
-  if (step->settings.momentum > 0 && !step->velocity)
-    throw Error("internal: the tensor-core step's SGD has momentum and no velocity");
-  SlotUpdate update;  // the layout's order: checked by the constructor (check_slot_covers)
-  // The same float conversions as cuda/kernels/optimizer.cu's.
-  update.mu = float(step->settings.momentum);
-  update.decay = float(step->settings.weight_decay);
-  update.nesterov = step->settings.nesterov;
-  update.lr = step->lr;
-  update.params = step->params;
-  update.velocity = step->velocity;
-  update.rest_from = at.c5_weight;
-  update.rest_to = at.buffer_floats;
-  return update;
-}
-
-}  // namespace
-
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
-                                        const float* d4, float* gradients, cudaStream_t stream,
-                                        const float* field, const SgdStep* step) {
+                                        const float* d4, cudaStream_t stream, const float* field) {
   check_fits(n, m_max_batch);
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data()};
   kernel_for_training(m_config, ConvKernels{})<<<n, kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
-  sum_slots(m_partials.data(), n, conv_slot(m_offsets), m_c3_mask.data(), gradients, stream,
-            slot_update(step, m_offsets));
 }
 
 }  // namespace lenet5::cuda

@@ -39,7 +39,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -572,109 +571,94 @@ __device__ void forward_tile(float* shared, const TileInputs& in, int first) {
                                        shared + L::z, in.params, in.at, warp, lane);
 }
 
-// Where a tensor's gradient sits in a slot of partial sums (a sample's, in the convolutions' part)
-// (from, count floats) and in the layout's gradient buffer (to); masked: times the C3 table's mask
-// (c3.weight).
+// A sample's slot of the convolutions' gradients (tensor_conv_backward.cu's backward kernel writes
+// one a sample; the step's gradient kernel, tensor_backward.cu, adds them in a fixed order), in
+// floats from its start.
+namespace partial {
+constexpr int c1_weight = 0;                                  // (6, 1, 5, 5)
+constexpr int s2_bias = c1_weight + kMaps1 * kTaps;           // (6)
+constexpr int c3_weight = s2_bias + kMaps1;                   // (16, 6, 5, 5)
+constexpr int s4_bias = c3_weight + kMaps3 * kMaps1 * kTaps;  // (16)
+constexpr int floats = s4_bias + kMaps3;
+}  // namespace partial
+
+// Where a tensor's gradient sits in the slot (from, count floats) and in the layout's gradient
+// buffer (to); masked: times the C3 table's mask (c3.weight).
 struct SlotTensor {
   int from, to, count;
   bool masked;
 };
-constexpr int kMaxSlotTensors = 6;
-struct SlotTensors {
-  SlotTensor tensor[kMaxSlotTensors];
-  int tensors;
-  int floats;  // a slot's size
+constexpr int kSlotTensors = 4;
+using SlotTensors = SlotTensor[kSlotTensors];
+
+// The convolutions' slot: each tensor where partial:: keeps it and where the layout does.
+struct ConvSlot {
+  SlotTensors tensor;
+  static ConvSlot of(const WholeStepOffsets& at) {
+    return {{{partial::c1_weight, at.c1_weight, kMaps1 * kTaps, false},
+             {partial::s2_bias, at.s2_bias, kMaps1, false},
+             {partial::c3_weight, at.c3_weight, kMaps3 * kMaps1 * kTaps, true},
+             {partial::s4_bias, at.s4_bias, kMaps3, false}}};
+  }
 };
 
-// SGD's step, applied where a gradient is final (tensor_gradient_sum_kernel3): with lr null, the
-// kernel writes the gradient only. The formula is sgd_update_element's
+// SGD's step, applied where a gradient is final (the step's gradient kernel, tensor_backward.cu):
+// with lr null, the kernel writes the gradient only. The formula is sgd_update_element's
 // (cuda/kernels/sgd_element.cuh), with mu and decay converted to float on the host as
-// cuda/kernels/optimizer.cu converts them, so that the update's bits are the SGD kernel's. The
-// slot's tensors are updated as their sums are written; the parameters [rest_from, rest_to), whose
-// gradients an earlier kernel wrote (the dense layers'), by the blocks past the slot's.
-struct SlotUpdate {
+// cuda/kernels/optimizer.cu converts them, so that the update's bits are the SGD kernel's. Each
+// parameter is updated as its gradient is written.
+struct SgdUpdate {
   float mu = 0.0f, decay = 0.0f;
   bool nesterov = false;
   const float* lr = nullptr;  // the step's learning rate, on the device
   float* params = nullptr;    // the layout's buffer
   float* velocity = nullptr;  // the same layout; null without momentum
-  int rest_from = 0, rest_to = 0;
 
-  // SGD's step on parameter p, whose gradient is `gradient`.
-  __device__ void apply(int p, float gradient) const {
-    sgd_update_element(mu, nesterov, decay, *lr, gradient, params + p,
-                       velocity ? velocity + p : nullptr);
+  // Writes parameter p's gradient, and takes SGD's step on p with it where lr is given.
+  __device__ void write(float* gradients, int p, float gradient) const {
+    gradients[p] = gradient;
+    if (lr)
+      sgd_update_element(mu, nesterov, decay, *lr, gradient, params + p,
+                         velocity ? velocity + p : nullptr);
   }
 };
 
-// Each gradient: the partial sums of `tiles` slots (a sample's each, in the convolutions' part)
-// added in a fixed order (the same bits every run, no atomics), written where the layout keeps it,
-// and SGD's step where `update` asks for it.
-// A block of 8 warps takes 32 floats of the slot, a lane each: warp w adds slots [w per, (w + 1)
-// per) in order (each slot's 32 floats one coalesced read), and lane i of warp 0 adds the 8 warps'
-// sums in warp order. A thread per float over all the slots (a batch of 128 samples is 128 slots)
-// waited on one load after another. The blocks past the slot's update the rest, a thread a
-// parameter: one launch where the step had a sum and an update (version 2, up to 46a6f72's parent,
-// summed only, and SGD's update was a launch of its own).
-constexpr int kSumWarps = 8, kSumThreads = 32 * kSumWarps;
-__global__ void __launch_bounds__(kSumThreads)
-    tensor_gradient_sum_kernel3(const float* partials, int tiles, SlotTensors slot,
-                                const float* c3_mask, float* gradients, SlotUpdate update) {
-  const int slot_blocks = (slot.floats + 31) / 32;
-  if (int(blockIdx.x) >= slot_blocks) {
-    const int p =
-        update.rest_from + (int(blockIdx.x) - slot_blocks) * kSumThreads + int(threadIdx.x);
-    if (p < update.rest_to) update.apply(p, gradients[p]);
-    return;
-  }
+// Floats [32 block, 32 block + 32) of the convolutions' slot: the partial sums of `samples` slots
+// added in a fixed order (the same bits every run, no atomics), written where the layout keeps
+// them, with SGD's step where `update` asks for it, by a block of 8 warps: warp w adds slots [w
+// per, (w + 1) per) in order (each slot's 32 floats one coalesced read), and lane i of warp 0 adds
+// the 8 warps' sums in warp order. (A thread per float over all the slots, a batch of 128 samples
+// 128 slots, waited on one load after another.)
+constexpr int kSumWarps = 8;
+__device__ inline void sum_conv_slots(const float* partials, int samples, const ConvSlot& slot,
+                                      const float* c3_mask, float* gradients,
+                                      const SgdUpdate& update, int block) {
   __shared__ float warp_sums[kSumWarps][32];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int i = int(blockIdx.x) * 32 + lane;
-  const int per = (tiles + kSumWarps - 1) / kSumWarps;
-  const int begin = min(warp * per, tiles), end = min(begin + per, tiles);
+  const int i = block * 32 + lane;
+  const int per = (samples + kSumWarps - 1) / kSumWarps;
+  const int begin = min(warp * per, samples), end = min(begin + per, samples);
   float sum = 0.0f;
-  if (i < slot.floats) {
-#pragma unroll 8  // the loads of 8 tiles in flight at once; the additions stay in tile order
-    for (int tile = begin; tile < end; ++tile) sum += partials[std::size_t(tile) * slot.floats + i];
+  if (i < partial::floats) {
+#pragma unroll 16  // the loads of 16 slots in flight at once; the additions stay in slot order
+    for (int s = begin; s < end; ++s) sum += partials[std::size_t(s) * partial::floats + i];
   }
   warp_sums[warp][lane] = sum;
   __syncthreads();
-  if (warp != 0 || i >= slot.floats) return;
+  if (warp != 0 || i >= partial::floats) return;
   float total = 0.0f;
   for (int w = 0; w < kSumWarps; ++w) total += warp_sums[w][lane];
-  for (int k = 0; k < slot.tensors; ++k) {
-    const SlotTensor& tensor = slot.tensor[k];
+  for (const SlotTensor& tensor : slot.tensor) {
     const int j = i - tensor.from;
-    if (j < 0 || j >= tensor.count) continue;
-    const int p = tensor.to + j;
-    const float gradient = tensor.masked ? total * c3_mask[j] : total;
-    gradients[p] = gradient;
-    if (update.lr) update.apply(p, gradient);
+    if (j >= 0 && j < tensor.count)
+      update.write(gradients, tensor.to + j, tensor.masked ? total * c3_mask[j] : total);
   }
 }
-
-// A slot of these tensors, `floats` long.
-inline SlotTensors slot_of(std::initializer_list<SlotTensor> tensors, int floats) {
-  SlotTensors slot{};
-  for (const SlotTensor& tensor : tensors) slot.tensor[slot.tensors++] = tensor;
-  slot.floats = floats;
-  return slot;
-}
+constexpr int kConvSlotBlocks = (partial::floats + 31) / 32;
 
 // How many tiles of `tile` samples n samples take.
 __host__ __device__ inline int tiles_of(int n, int tile) {
   return (n + tile - 1) / tile;
-}
-
-// Launches tensor_gradient_sum_kernel3 over a slot, with SGD's step where `update` asks for it.
-inline void sum_slots(const float* partials, int tiles, const SlotTensors& slot,
-                      const float* c3_mask, float* gradients, cudaStream_t stream,
-                      const SlotUpdate& update = {}) {
-  const int rest = update.lr ? update.rest_to - update.rest_from : 0;
-  const int blocks = (slot.floats + 31) / 32 + (rest + kSumThreads - 1) / kSumThreads;
-  tensor_gradient_sum_kernel3<<<blocks, kSumThreads, 0, stream>>>(partials, tiles, slot, c3_mask,
-                                                                  gradients, update);
-  CUDA_CHECK_LAUNCH();
 }
 
 // ---- the host side's checks, shared by the kernels' owners --------------------------------------
