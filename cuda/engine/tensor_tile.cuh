@@ -588,12 +588,10 @@ struct SlotTensor {
   int from, to, count;
   bool masked;
 };
-constexpr int kSlotTensors = 4;
-using SlotTensors = SlotTensor[kSlotTensors];
 
 // The convolutions' slot: each tensor where partial:: keeps it and where the layout does.
 struct ConvSlot {
-  SlotTensors tensor;
+  SlotTensor tensor[4];
   static ConvSlot of(const WholeStepOffsets& at) {
     return {{{partial::c1_weight, at.c1_weight, kMaps1 * kTaps, false},
              {partial::s2_bias, at.s2_bias, kMaps1, false},
