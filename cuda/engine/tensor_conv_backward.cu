@@ -528,13 +528,7 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
                                       const BatchGather* batch) {
   check_fits(n, m_max_batch);
   const PixelScaling scaling = pixel_scaling(m_config.input_scaling);
-  if (batch &&
-      (!batch->images || !batch->indices || !batch->field || !batch->labels || !batch->labels_out ||
-       (batch->augmentation.enabled() && !batch->augmentation.epoch) ||
-       batch->scaling.mean != scaling.mean || batch->scaling.std != scaling.std))
-    throw Error(
-        "internal: a gathered batch needs images, indices, labels, room for the field "
-        "and the labels, an augmentation's epoch, and the network's input scaling");
+  if (batch) check_gathered_batch(*batch, scaling);
   const TileInputs in{images, n, scaling, params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
                              batch ? *batch : BatchGather{}};

@@ -597,7 +597,7 @@ StepOutcome fused_step(const StepCase& c, cuda::TensorBackward& backward) {
                                    pixel_scaling(c.config.input_scaling),
                                    field.data(),
                                    labels.data()};
-  backward.train_step(gathered, c.n,
+  backward.train_step({gathered, false, {}}, c.n,
                       {c.settings, c.lr.data(), in.params.data(), c.velocity_or_null(velocity)},
                       gradients.data(), cudaStreamPerThread);
   return download(field, labels, in.params, velocity, gradients);
@@ -643,6 +643,110 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
           EXPECT_EQ(got.gradients, want.gradients) << c.what();
           EXPECT_EQ(got.velocity, want.velocity) << c.what();
         }
+}
+
+// Two training steps of `first` then `second` samples through one permutation of their
+// first + second images, each step's batch into a field and labels of its own (both poisoned, so a
+// place no kernel writes fails): each step gathering its own batch, or with ahead, the first
+// step's dense forward launch gathering the second's. What the second step leaves: its field and
+// labels, the parameters, the velocity and the gradient.
+StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& augmentation,
+                      int first, int second, bool ahead) {
+  const int n = first + second;
+  const ParamLayout layout = lenet5_layout(config);
+  const Batch batch = make_batch(n, 41);
+  DeviceInputs in(batch, parameters(config, 43));
+  const Buffer<std::int32_t> indices = StepCase::permutation(n);
+  Buffer<float> velocity = test::upload(StepCase::starting_velocity(layout));
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);  // zeroed
+  const Buffer<float> lr = test::upload({0.07f});
+  Buffer<float> fields[2] = {test::poisoned(std::size_t(first) * kInputFloats),
+                             test::poisoned(std::size_t(second) * kInputFloats)};
+  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, std::size_t(first)),
+                                    Buffer<std::uint8_t>(Device::gpu, std::size_t(second))};
+  const auto batch_of = [&](int step) {
+    return cuda::BatchGather{in.pixels.data(),
+                             in.labels.data(),
+                             indices.data() + (step == 0 ? 0 : first),
+                             augmentation,
+                             pixel_scaling(config.input_scaling),
+                             fields[step].data(),
+                             labels[step].data()};
+  };
+  SgdSettings settings;
+  settings.momentum = 0.9;
+  const cuda::SgdStep sgd{settings, lr.data(), in.params.data(), velocity.data()};
+  cuda::TensorBackward backward(config, layout, std::max(first, second));
+  cuda::StepBatches one{batch_of(0), false, {}};
+  if (ahead) one.next = {batch_of(1), second};
+  backward.train_step(one, first, sgd, gradients.data(), cudaStreamPerThread);
+  backward.train_step({batch_of(1), ahead, {}}, second, sgd, gradients.data(), cudaStreamPerThread);
+  return download(fields[1], labels[1], in.params, velocity, gradients);
+}
+
+// The engine gathers each step's batch but an epoch's first in the dense forward launch of the
+// step before (on the SMs its tiles leave idle): the second step must see the same field and
+// labels, and leave the same parameters, velocity and gradient, bit for bit, as when it gathers
+// its batch itself, with and without elastic augmentation, for a short batch after a longer one
+// (37 then 27 samples: 12 tile blocks and a gathering block for every SM left, more than the
+// batch), and for 128 then 128 (32 tile blocks; on a GPU of fewer than 160 SMs some gathering
+// blocks take two samples), in the default precision and TF32.
+TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  Buffer<std::uint32_t> epoch(Device::gpu, 1);
+  const std::uint32_t second_epoch = 1;
+  epoch.copy_from_host(&second_epoch);
+  const cuda::DeviceAugmentation none{};
+  const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
+                                         epoch.data()};
+  for (const Precision precision : {Precision::fp32, Precision::tf32})
+    for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
+      for (const auto [first, second] : {std::pair{37, 27}, std::pair{128, 128}}) {
+        NetConfig config;
+        config.activation = Activation::relu;
+        config.subsampling = Subsampling::max;
+        config.precision = precision;
+        const std::string what = std::string(to_string(precision)) +
+                                 (augmentation.enabled() ? " elastic " : " ") +
+                                 std::to_string(first) + " then " + std::to_string(second);
+        const StepOutcome want = two_steps(config, augmentation, first, second, false);
+        const StepOutcome got = two_steps(config, augmentation, first, second, true);
+        EXPECT_EQ(got.field, want.field) << what;
+        EXPECT_EQ(got.labels, want.labels) << what;
+        EXPECT_EQ(got.params, want.params) << what;
+        EXPECT_EQ(got.velocity, want.velocity) << what;
+        EXPECT_EQ(got.gradients, want.gradients) << what;
+      }
+}
+
+// Gathering the next batch into the buffers the step itself reads would overwrite its batch while
+// its kernels read it: refused before anything is launched.
+TEST(TensorBackward, GatheringAheadIntoTheStepsOwnBuffersIsRefused) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  NetConfig config;
+  config.activation = Activation::relu;
+  config.subsampling = Subsampling::max;
+  const ParamLayout layout = lenet5_layout(config);
+  const Batch batch = make_batch(8, 47);
+  DeviceInputs in(batch, parameters(config, 53));
+  const Buffer<std::int32_t> indices = StepCase::permutation(8);
+  Buffer<float> field(Device::gpu, 8 * kInputFloats), gradients(Device::gpu, layout.buffer_floats);
+  Buffer<std::uint8_t> labels(Device::gpu, 8);
+  const Buffer<float> lr = test::upload({0.07f});
+  const cuda::BatchGather own{
+      in.pixels.data(), in.labels.data(), indices.data(), {}, pixel_scaling(config.input_scaling),
+      field.data(),     labels.data()};
+  const SgdSettings settings;
+  cuda::TensorBackward backward(config, layout, 8);
+  const std::vector<float> before = test::download(in.params);
+  EXPECT_THROW(backward.train_step({own, false, {own, 8}}, 8,
+                                   {settings, lr.data(), in.params.data(), nullptr},
+                                   gradients.data(), cudaStreamPerThread),
+               Error);
+  CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+  EXPECT_EQ(test::download(in.params), before) << "a refused step changed the parameters";
 }
 
 }  // namespace
