@@ -624,7 +624,7 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   const cuda::DeviceAugmentation none{};
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 31,
                                          epoch.data()};
-  for (const Precision precision : {Precision::fp32, Precision::tf32})
+  for (const Precision precision : kPrecisions)
     for (const SgdSettings& settings : {plain, momentum, nesterov})
       for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
         for (const int n : {64, 37}) {
@@ -690,7 +690,7 @@ StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& a
 // its batch itself, with and without elastic augmentation, for a short batch after a longer one
 // (37 then 27 samples: 12 tile blocks and a gathering block for every SM left, more than the
 // batch), and for 128 then 128 (32 tile blocks; on a GPU of fewer than 160 SMs some gathering
-// blocks take two samples), in the default precision and TF32.
+// blocks take two samples), in every precision.
 TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -700,7 +700,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   const cuda::DeviceAugmentation none{};
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
                                          epoch.data()};
-  for (const Precision precision : {Precision::fp32, Precision::tf32})
+  for (const Precision precision : kPrecisions)
     for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
       for (const auto [first, second] : {std::pair{37, 27}, std::pair{128, 128}}) {
         NetConfig config;
