@@ -184,16 +184,22 @@ class GpuEngine final : public NetworkEngine {
 
   // --kernels tensor's step s of the steps [first_step, end_step) enqueued together: the batch
   // gathered as the layer-by-layer sets gather it (into the buffers of the step's parity), by the
-  // step before where it is one of them (its dense forward launch gathers the next step's batch
-  // on the SMs its tiles leave idle), else by the convolutions' forward kernel; its batch-mean
+  // step before where it is one of them and TensorBackward::gathers_ahead allows it (its dense
+  // forward launch gathers the next step's batch on the SMs its tiles leave idle), else by the
+  // convolutions' forward kernel; its batch-mean
   // gradient on the tensor cores with the step's loss statistics (counted from the same forward
   // pass), and SGD's update in the gradient's last launch (the whole-step set's rule: SGD only,
   // which the constructor checked).
   void tensor_step(int step, int first_step, int end_step) {
     const int n = int(m_permutation.size());
     const auto count_of = [this, n](int s) { return std::min(m_batch, n - s * m_batch); };
-    cuda::StepBatches batches{batch_from(step * m_batch, step % 2 == 1), step > first_step, {}};
-    if (step + 1 < end_step)
+    // Whether step s's dense forward launch gathers step s + 1's batch.
+    const auto ahead = [&](int s) {
+      return s >= first_step && s + 1 < end_step &&
+             m_tensor_backward->gathers_ahead(count_of(s), count_of(s + 1));
+    };
+    cuda::StepBatches batches{batch_from(step * m_batch, step % 2 == 1), ahead(step - 1), {}};
+    if (ahead(step))
       batches.next = {batch_from((step + 1) * m_batch, step % 2 == 0), count_of(step + 1)};
     const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
                             m_state.find(kMomentumState)};

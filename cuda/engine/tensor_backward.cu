@@ -590,12 +590,16 @@ std::size_t forward_shared_bytes(bool clusters) {
   return sizeof(float) * std::size_t(clusters ? dense_layout::floats : dense_layout::w6);
 }
 
+// The forward kernel's blocks for the tiles of n samples.
+int tile_blocks(int n, bool clusters) {
+  return tiles_of(n, kTile) * (clusters ? kDenseBlocks : 1);
+}
+
 // The blocks that gather the next step's n samples past the tiles' tile_blocks: one on each SM the
-// tiles leave idle (a block of the forward kernel takes a whole SM), but at least one for every two
-// samples, in whole clusters of blocks_a_tile.
+// tiles leave idle (a block of the forward kernel takes a whole SM), at most one a sample, in whole
+// clusters of blocks_a_tile (TensorDenseBackward::gathers_ahead keeps it to two samples a block).
 int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors) {
-  if (n == 0) return 0;
-  const int blocks = std::max((n + 1) / 2, std::min(n, multiprocessors - tile_blocks));
+  const int blocks = std::min(n, multiprocessors - tile_blocks);
   return (blocks + blocks_a_tile - 1) / blocks_a_tile * blocks_a_tile;
 }
 
@@ -605,9 +609,11 @@ int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
                           int multiprocessors, cudaStream_t stream) {
   const int blocks_a_tile = clusters ? kDenseBlocks : 1;
+  const int gathering = args.ahead.n > 0 ? gather_blocks(args.ahead.n, args.tile_blocks,
+                                                         blocks_a_tile, multiprocessors)
+                                         : 0;
   cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(unsigned(args.tile_blocks + gather_blocks(args.ahead.n, args.tile_blocks,
-                                                                  blocks_a_tile, multiprocessors)));
+  launch.gridDim = dim3(unsigned(args.tile_blocks + gathering));
   launch.blockDim = dim3(unsigned(kDenseThreads));
   launch.dynamicSmemBytes = forward_shared_bytes(clusters);
   launch.stream = stream;
@@ -637,6 +643,14 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
                       kTile);
 }
 
+bool TensorDenseBackward::gathers_ahead(int n, int next) const {
+  // BF16's forward kernels compile their inlined copy of the augmentation to other roundings than
+  // the convolutions' forward kernel's (GatheringTheNextBatchAheadIsTheNextStepsOwnGather found
+  // fields a rounding apart): a batch must have the same bits whichever kernel gathers it.
+  if (m_config.precision == Precision::bf16) return false;
+  return next <= 2 * (m_multiprocessors - tile_blocks(n, m_clusters));
+}
+
 void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float* params,
                                   const float* s4_rows, float* d4, cudaStream_t stream,
                                   const GatherAhead* ahead) {
@@ -644,13 +658,17 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
   if (ahead) {
     check_fits(ahead->n, m_max_batch);
     check_gathered_batch(ahead->batch, pixel_scaling(m_config.input_scaling));
+    if (!gathers_ahead(n, ahead->n))
+      throw Error("internal: the dense forward launch of " + std::to_string(n) +
+                  " samples does not gather " + std::to_string(ahead->n) +
+                  " ahead (gathers_ahead)");
   }
   // The forward kernel copies S4's rows as float4s.
   if (!s4_rows || reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
-  const DenseForwardArgs args{tiles_of(n, kTile) * (m_clusters ? kDenseBlocks : 1),
+  const DenseForwardArgs args{tile_blocks(n, m_clusters),
                               ahead ? *ahead : GatherAhead{},
                               params,
                               m_offsets,
@@ -733,6 +751,9 @@ void TensorBackward::train_step(const StepBatches& batches, int n, const SgdStep
     throw Error(
         "internal: the next step's batch is gathered ahead into the buffers this step reads; "
         "give it the other field and labels");
+  if (next.n > 0 && !gathers_ahead(n, next.n))
+    throw Error("internal: a step of " + std::to_string(n) + " samples does not gather " +
+                std::to_string(next.n) + " ahead (gathers_ahead)");
   run(nullptr, batch.labels_out, n, step.params, gradients, stream, batch.field, stats,
       batches.gathered ? nullptr : &batch, &step, next.n > 0 ? &next : nullptr);
 }

@@ -114,9 +114,17 @@ class TensorDenseBackward {
   // read as float4s), and the backward pass through the output layer, F6 and C5: writes each
   // sample's dL/d(S4's activation) to d4 (n, 400), and keeps what weight_gradients needs (each
   // sample's activations, output gradients, loss and correctness). With ahead not null, the same
-  // launch gathers the next step's batch (GatherAhead). Nothing waits for the device.
+  // launch gathers the next step's batch (GatherAhead), which gathers_ahead(n, ahead->n) must
+  // allow. Nothing waits for the device.
   void forward(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
                float* d4, cudaStream_t stream, const GatherAhead* ahead = nullptr);
+
+  // Whether forward of n samples gathers a next batch of `next` samples: where the SMs its tiles
+  // leave idle take at most two samples each (where they would take more, the gather outlasts the
+  // tiles and the step is longer than with each step gathering its own: docs/tensor-cores.md), and
+  // in fp32 and tf32 (bf16's forward kernels round an augmented sample otherwise than the
+  // convolutions' forward kernel).
+  bool gathers_ahead(int n, int next) const;
 
   // After forward of the same n samples: OVERWRITES the batch-mean gradient (of the softmax
   // cross-entropy averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias,
@@ -209,6 +217,9 @@ class TensorBackward {
   // step's gathering them itself (tested). Nothing waits for the device.
   void train_step(const StepBatches& batches, int n, const SgdStep& step, float* gradients,
                   cudaStream_t stream, StepStats* stats = nullptr);
+  // Whether a step of n samples gathers a next one of `next` (TensorDenseBackward::gathers_ahead);
+  // where it does not, the next step gathers its own.
+  bool gathers_ahead(int n, int next) const { return m_dense.gathers_ahead(n, next); }
 
  private:
   // The five kernels; the first gathers `batch` and the last applies `step` where they are not
