@@ -98,30 +98,22 @@ struct DenseForwardArgs {
 static_assert(sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout::w6),
               "a gathering block's scratch in the forward kernel's shared memory");
 
-// Sample `sample` of the next step's batch gathered by the block through gather_sample, as the
-// convolutions' forward kernel gathers its own (the same bits, tested), into its row of the field
-// and its label. Out of line: one copy of the augmentation for every forward kernel, and the
-// kernels' own code compiled as without it (inlined, it raised their registers and gave them
-// spills).
-__device__ __noinline__ void gather_ahead_sample(const BatchGather& batch, int sample,
-                                                 AugmentScratch& scratch) {
-  const std::uint32_t source = std::uint32_t(batch.indices[sample]);
-  float* row = batch.field + std::size_t(sample) * (kField * kField);
-  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kDenseThreads,
-                [row](int i, float value) { row[i] = value; });
-  if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
-}
-
 // Whether the calling block is one of those past the tiles' that gather the next step's batch
-// (GatherAhead), and if it is, its samples block, block + blocks, ... one after the other, the
-// scratch at the start of the block's shared memory. A kernel's blocks start in order, so the
+// (GatherAhead), and if it is, its samples block, block + blocks, ... one after the other, each
+// through gather_sample as the convolutions' forward kernel gathers its own (so the same bits),
+// the scratch at the start of the block's shared memory. A kernel's blocks start in order, so the
 // tiles' take their SMs first and these the SMs the tiles leave idle.
 __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
   const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
   if (block < 0) return false;
+  const BatchGather& batch = args.ahead.batch;
   AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(shared);
   for (int sample = block; sample < args.ahead.n; sample += blocks) {
-    gather_ahead_sample(args.ahead.batch, sample, scratch);
+    const std::uint32_t source = std::uint32_t(batch.indices[sample]);
+    float* row = batch.field + std::size_t(sample) * (kField * kField);
+    gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kDenseThreads,
+                  [row](int i, float value) { row[i] = value; });
+    if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
     __syncthreads();  // every thread is done with the scratch before the next sample's draws
   }
   return true;
@@ -652,6 +644,10 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
 }
 
 bool TensorDenseBackward::gathers_ahead(int n, int next) const {
+  // BF16's forward kernels compile their inlined copy of the augmentation to other roundings than
+  // the convolutions' forward kernel's (GatheringTheNextBatchAheadIsTheNextStepsOwnGather found
+  // fields a rounding apart): a batch must have the same bits whichever kernel gathers it.
+  if (m_config.precision == Precision::bf16) return false;
   return next <= 2 * (m_multiprocessors - tile_blocks(n, m_clusters));
 }
 

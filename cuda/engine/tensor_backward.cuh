@@ -121,7 +121,9 @@ class TensorDenseBackward {
 
   // Whether forward of n samples gathers a next batch of `next` samples: where the SMs its tiles
   // leave idle take at most two samples each (where they would take more, the gather outlasts the
-  // tiles and the step is longer than with each step gathering its own: docs/tensor-cores.md).
+  // tiles and the step is longer than with each step gathering its own: docs/tensor-cores.md), and
+  // in fp32 and tf32 (bf16's forward kernels round an augmented sample otherwise than the
+  // convolutions' forward kernel).
   bool gathers_ahead(int n, int next) const;
 
   // After forward of the same n samples: OVERWRITES the batch-mean gradient (of the softmax

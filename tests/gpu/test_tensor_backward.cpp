@@ -699,7 +699,8 @@ NetConfig gather_ahead_network(Precision precision) {
 // gradient, bit for bit, as when it gathers its batch itself, with and without elastic
 // augmentation, for a short batch after a longer one (37 then 27 samples: 12 tile blocks and a
 // gathering block for every SM left, more than the batch), and for 128 then 128 (32 tile blocks;
-// on a GPU of fewer than 160 SMs some gathering blocks take two samples), in every precision.
+// on a GPU of fewer than 160 SMs some gathering blocks take two samples), in the precisions that
+// gather ahead.
 TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -710,7 +711,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
                                          epoch.data()};
   int compared = 0;
-  for (const Precision precision : kPrecisions)
+  for (const Precision precision : {Precision::fp32, Precision::tf32})
     for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
       for (const auto [first, second] : {std::pair{37, 27}, std::pair{128, 128}}) {
         const NetConfig config = gather_ahead_network(precision);
@@ -731,12 +732,13 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
         EXPECT_EQ(got.gradients, want.gradients) << what;
         ++compared;
       }
-  EXPECT_GE(compared, 6) << "the short batches were compared in every precision, both ways";
+  EXPECT_GE(compared, 4) << "the short batches were compared in both precisions, both ways";
 }
 
 // Where a step gathers the next batch ahead: where the SMs its tiles leave idle take at most two
-// samples each (a batch of 8 after one of 8; never a batch after one whose tiles fill every SM),
-// in every precision; a step asked to gather ahead where it does not is refused.
+// samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
+// whose tiles fill them all, never), and never in bf16, whose forward kernels round an augmented
+// sample otherwise; a step asked to gather ahead where it does not is refused.
 TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -746,38 +748,36 @@ TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
   for (const Precision precision : kPrecisions) {
     const NetConfig config = gather_ahead_network(precision);
     const cuda::TensorBackward backward(config, lenet5_layout(config), filling);
-    EXPECT_TRUE(backward.gathers_ahead(8, 8)) << to_string(precision);
-    EXPECT_FALSE(backward.gathers_ahead(filling, 8)) << to_string(precision);
+    const bool gathers = precision != Precision::bf16;
+    EXPECT_EQ(backward.gathers_ahead(8, 8), gathers) << to_string(precision);
+    EXPECT_FALSE(backward.gathers_ahead(filling, sms)) << to_string(precision);
   }
-  const NetConfig config = gather_ahead_network(Precision::tf32);
+  const NetConfig config = gather_ahead_network(Precision::bf16);
   const ParamLayout layout = lenet5_layout(config);
-  const Batch batch = make_batch(filling + 8, 59);
+  const Batch batch = make_batch(16, 59);
   DeviceInputs in(batch, parameters(config, 61));
-  const Buffer<std::int32_t> indices = StepCase::permutation(filling + 8);
-  Buffer<float> fields[2] = {Buffer<float>(Device::gpu, std::size_t(filling) * kInputFloats),
+  const Buffer<std::int32_t> indices = StepCase::permutation(16);
+  Buffer<float> fields[2] = {Buffer<float>(Device::gpu, 8 * kInputFloats),
                              Buffer<float>(Device::gpu, 8 * kInputFloats)};
-  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, std::size_t(filling)),
+  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, 8),
                                     Buffer<std::uint8_t>(Device::gpu, 8)};
   Buffer<float> gradients(Device::gpu, layout.buffer_floats);
   const Buffer<float> lr = test::upload({0.07f});
   const auto batch_of = [&](int step) {
     return cuda::BatchGather{in.pixels.data(),
                              in.labels.data(),
-                             indices.data() + (step == 0 ? 0 : filling),
+                             indices.data() + 8 * step,
                              {},
                              pixel_scaling(config.input_scaling),
                              fields[step].data(),
                              labels[step].data()};
   };
   const SgdSettings settings;
-  cuda::TensorBackward backward(config, layout, filling);
-  const std::vector<float> before = test::download(in.params);
-  EXPECT_THROW(backward.train_step({batch_of(0), false, {batch_of(1), 8}}, filling,
+  cuda::TensorBackward backward(config, layout, 8);
+  EXPECT_THROW(backward.train_step({batch_of(0), false, {batch_of(1), 8}}, 8,
                                    {settings, lr.data(), in.params.data(), nullptr},
                                    gradients.data(), cudaStreamPerThread),
                Error);
-  CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
-  EXPECT_EQ(test::download(in.params), before) << "a refused step changed the parameters";
 }
 
 // Gathering the next batch into the buffers the step itself reads would overwrite its batch while
