@@ -13,9 +13,11 @@
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
 // stages; with --kernels tensor, a step is TensorBackward::train_step's five launches
-// (cuda/engine/tensor_backward.cuh: the gather in the first; each sample's loss in the dense
-// forward kernel, their sum and SGD's update in the last), and evaluation runs the tensor cores'
-// forward pass (cuda/engine/tensor_forward.cuh).
+// (cuda/engine/tensor_backward.cuh: the gather in the first, or, for each step enqueued after
+// another (an epoch's graph but its first step), in the step before's second; each sample's loss in
+// the dense forward kernel, their
+// sum and SGD's update in the last), and evaluation runs the tensor cores' forward pass
+// (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -69,6 +71,8 @@ class GpuEngine final : public NetworkEngine {
     if (gpu_kernel_set(net.kernels).tensor_gradient) {
       m_tensor_backward =
           std::make_unique<cuda::TensorBackward>(net, m_network.layout(), batch_size);
+      m_input_odd = Buffer<float>(Device::gpu, kInputFloats * m_network.max_batch());
+      m_labels_odd = Buffer<std::uint8_t>(Device::gpu, m_network.max_batch());
       // The padding between tensors, which the tensor cores never write and the update reads
       // (between the dense layers' tensors).
       m_network.gradients().zero();
@@ -139,7 +143,7 @@ class GpuEngine final : public NetworkEngine {
     for (int step = first_step; step < end_step; ++step) {
       const int first = step * m_batch, count = std::min(m_batch, n - first);
       if (m_tensor_backward) {
-        tensor_step(step, first, count);
+        tensor_step(step, first_step, end_step);
         continue;
       }
       if (m_whole_step) {
@@ -163,30 +167,43 @@ class GpuEngine final : public NetworkEngine {
   }
 
   // The step's samples from `first` of the permutation, augmented where the run asks, into m_input
-  // and m_labels.
-  cuda::BatchGather batch_from(int first) {
+  // and m_labels (with odd, into m_input_odd and m_labels_odd: --kernels tensor's odd steps').
+  cuda::BatchGather batch_from(int first, bool odd = false) {
     return {m_train.images.data(),
             m_train.labels.data(),
             m_permutation.data() + first,
             m_augmentation,
             scaling(),
-            m_input.data(),
-            m_labels.data()};
+            odd ? m_input_odd.data() : m_input.data(),
+            odd ? m_labels_odd.data() : m_labels.data()};
   }
 
   void gather(int first, int count) {
     cuda::gather_training_batch(batch_from(first), count, cuda::kDefaultStream);
   }
 
-  // --kernels tensor's step s: the batch gathered as the layer-by-layer sets gather it (by the
-  // convolutions' forward kernel, into m_input and m_labels), its batch-mean gradient on the tensor
-  // cores with the step's loss statistics (counted from the same forward pass), and SGD's update in
-  // the gradient's last launch (the whole-step set's rule: SGD only, which the constructor
-  // checked).
-  void tensor_step(int step, int first, int count) {
+  // --kernels tensor's step s of the steps [first_step, end_step) enqueued together: the batch
+  // gathered as the layer-by-layer sets gather it (into the buffers of the step's parity), by the
+  // step before where it is one of them and TensorBackward::gathers_ahead allows it (its dense
+  // forward launch gathers the next step's batch on the SMs its tiles leave idle), else by the
+  // convolutions' forward kernel; its batch-mean
+  // gradient on the tensor cores with the step's loss statistics (counted from the same forward
+  // pass), and SGD's update in the gradient's last launch (the whole-step set's rule: SGD only,
+  // which the constructor checked).
+  void tensor_step(int step, int first_step, int end_step) {
+    const int n = int(m_permutation.size());
+    const auto count_of = [this, n](int s) { return std::min(m_batch, n - s * m_batch); };
+    // Whether step s's dense forward launch gathers step s + 1's batch.
+    const auto ahead = [&](int s) {
+      return s >= first_step && s + 1 < end_step &&
+             m_tensor_backward->gathers_ahead(count_of(s), count_of(s + 1));
+    };
+    cuda::StepBatches batches{batch_from(step * m_batch, step % 2 == 1), ahead(step - 1), {}};
+    if (ahead(step))
+      batches.next = {batch_from((step + 1) * m_batch, step % 2 == 0), count_of(step + 1)};
     const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
                             m_state.find(kMomentumState)};
-    m_tensor_backward->train_step(batch_from(first), count, sgd, m_network.gradients().data(),
+    m_tensor_backward->train_step(batches, count_of(step), sgd, m_network.gradients().data(),
                                   cuda::kDefaultStream, m_step_stats.data() + step);
   }
 
@@ -227,6 +244,8 @@ class GpuEngine final : public NetworkEngine {
   PhaseMarks* m_marks;
   Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
+  Buffer<float> m_input_odd;  // --kernels tensor only: its odd steps' batch, gathered ahead
+  Buffer<std::uint8_t> m_labels_odd;
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;            // the whole-step kernel set only
   std::unique_ptr<cuda::TensorForward> m_tensor_forward;    // --kernels tensor only

@@ -8,6 +8,7 @@
 // clamped index and give zero outside the matrices, so that the transposed reads of the weight
 // gradients (A = dLᵀ: a(m, k) = dL[k][m]) and the padded shapes (10 classes, 84 F6 units) need no
 // separate code.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/gather_sample.cuh"
 #include "cuda/runtime/check.hpp"
 
 namespace lenet5::cuda {
@@ -80,6 +82,8 @@ static_assert(a4 % 4 == 0 && kA4Row % 4 == 0 && kFlat4 % 4 == 0, "S4's rows copi
 }  // namespace dense_layout
 
 struct DenseForwardArgs {
+  int tile_blocks;    // the blocks of the tiles; those past them gather `ahead`
+  GatherAhead ahead;  // the next step's batch, or none (ahead.n 0)
   const float* params;
   WholeStepOffsets at;
   int n;
@@ -89,6 +93,31 @@ struct DenseForwardArgs {
   double* sample_loss;           // (n): each sample's loss, for the step's statistics
   std::int32_t* sample_correct;  // (n): 1 where the sample's prediction is its label
 };
+
+// The augmentation's scratch fits where a tile's rows go.
+static_assert(sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout::w6),
+              "a gathering block's scratch in the forward kernel's shared memory");
+
+// Whether the calling block is one of those past the tiles' that gather the next step's batch
+// (GatherAhead), and if it is, its samples block, block + blocks, ... one after the other, each
+// through gather_sample as the convolutions' forward kernel gathers its own (so the same bits),
+// the scratch at the start of the block's shared memory. A kernel's blocks start in order, so the
+// tiles' take their SMs first and these the SMs the tiles leave idle.
+__device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
+  const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
+  if (block < 0) return false;
+  const BatchGather& batch = args.ahead.batch;
+  AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(shared);
+  for (int sample = block; sample < args.ahead.n; sample += blocks) {
+    const std::uint32_t source = std::uint32_t(batch.indices[sample]);
+    float* row = batch.field + std::size_t(sample) * (kField * kField);
+    gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kDenseThreads,
+                  [row](int i, float value) { row[i] = value; });
+    if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
+    __syncthreads();  // every thread is done with the scratch before the next sample's draws
+  }
+  return true;
+}
 
 // The tile's S4 rows into shared memory, zero rows for a short last tile's missing samples. The
 // copy's time is its reads' latency: all of a thread's in flight at once, 16 bytes each (rows of
@@ -266,12 +295,13 @@ constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile, the weights read from L2), then the tile's records and each sample's loss and
 // correctness: what GPUs without thread block clusters run (compute capability 8.x), with
-// kernel3's bits.
+// kernel3's bits. The blocks past the tiles' gather the next step's batch (gathered_ahead).
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
   namespace D = dense_layout;
   float* const shared = dynamic_shared_floats();
+  if (gathered_ahead(args, shared)) return;
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int label = thread_sample_label(args, first);
@@ -304,7 +334,9 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
 // tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
 // the products over the whole batch (the weight gradients) and the step's statistics are
-// tensor_step_gradient_kernel1's.
+// tensor_step_gradient_kernel1's. The clusters past the tiles' gather the next step's batch
+// (gathered_ahead; a cluster's blocks all gather or all run a tile, so the cluster's barriers are
+// the tile's alone).
 // Thread block clusters need compute capability 9.0: GPUs without them run kernel2.
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
@@ -312,6 +344,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   namespace D = dense_layout;
   constexpr int kChunk = kDenseForwardChunk<R>;
   float* const shared = dynamic_shared_floats();
+  if (gathered_ahead(args, shared)) return;
   const int rank = BlockCluster::rank(), first = int(blockIdx.x) / kDenseBlocks * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int cluster_warp = rank + kDenseBlocks * warp;
@@ -557,13 +590,30 @@ std::size_t forward_shared_bytes(bool clusters) {
   return sizeof(float) * std::size_t(clusters ? dense_layout::floats : dense_layout::w6);
 }
 
-// The forward kernel over n samples: a cluster of kDenseBlocks blocks per tile, or a block, in
-// one launch path (the cluster's size is the launch's one attribute, or none).
+// The forward kernel's blocks for the tiles of n samples.
+int tile_blocks(int n, bool clusters) {
+  return tiles_of(n, kTile) * (clusters ? kDenseBlocks : 1);
+}
+
+// The blocks that gather the next step's n samples past the tiles' tile_blocks: one on each SM the
+// tiles leave idle (a block of the forward kernel takes a whole SM), at most one a sample, in whole
+// clusters of blocks_a_tile (TensorDenseBackward::gathers_ahead keeps it to two samples a block).
+int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors) {
+  const int blocks = std::min(n, multiprocessors - tile_blocks);
+  return (blocks + blocks_a_tile - 1) / blocks_a_tile * blocks_a_tile;
+}
+
+// The forward kernel over args.n samples (args.tile_blocks blocks) and the gather of args.ahead's
+// (gather_blocks more): a cluster of kDenseBlocks blocks per tile, or a block, in one launch path
+// (the cluster's size is the launch's one attribute, or none).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
-                          cudaStream_t stream) {
+                          int multiprocessors, cudaStream_t stream) {
   const int blocks_a_tile = clusters ? kDenseBlocks : 1;
+  const int gathering = args.ahead.n > 0 ? gather_blocks(args.ahead.n, args.tile_blocks,
+                                                         blocks_a_tile, multiprocessors)
+                                         : 0;
   cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(unsigned(tiles_of(args.n, kTile) * blocks_a_tile));
+  launch.gridDim = dim3(unsigned(args.tile_blocks + gathering));
   launch.blockDim = dim3(unsigned(kDenseThreads));
   launch.dynamicSmemBytes = forward_shared_bytes(clusters);
   launch.stream = stream;
@@ -585,6 +635,7 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
       m_clusters(allow_clusters && clusters_run(config)),
+      m_multiprocessors(current_multiprocessors()),
       m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats),
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
       m_sample_correct(Device::gpu, std::size_t(max_batch)) {
@@ -592,15 +643,34 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
                       kTile);
 }
 
+bool TensorDenseBackward::gathers_ahead(int n, int next) const {
+  // BF16's forward kernels compile their inlined copy of the augmentation to other roundings than
+  // the convolutions' forward kernel's (GatheringTheNextBatchAheadIsTheNextStepsOwnGather found
+  // fields a rounding apart): a batch must have the same bits whichever kernel gathers it.
+  if (m_config.precision == Precision::bf16) return false;
+  return next <= 2 * (m_multiprocessors - tile_blocks(n, m_clusters));
+}
+
 void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float* params,
-                                  const float* s4_rows, float* d4, cudaStream_t stream) {
+                                  const float* s4_rows, float* d4, cudaStream_t stream,
+                                  const GatherAhead* ahead) {
   check_fits(n, m_max_batch);
+  if (ahead) {
+    check_fits(ahead->n, m_max_batch);
+    check_gathered_batch(ahead->batch, pixel_scaling(m_config.input_scaling));
+    if (!gathers_ahead(n, ahead->n))
+      throw Error("internal: the dense forward launch of " + std::to_string(n) +
+                  " samples does not gather " + std::to_string(ahead->n) +
+                  " ahead (gathers_ahead)");
+  }
   // The forward kernel copies S4's rows as float4s.
   if (!s4_rows || reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
-  const DenseForwardArgs args{params,
+  const DenseForwardArgs args{tile_blocks(n, m_clusters),
+                              ahead ? *ahead : GatherAhead{},
+                              params,
                               m_offsets,
                               n,
                               labels,
@@ -608,7 +678,8 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                               m_records.data(),
                               m_sample_loss.data(),
                               m_sample_correct.data()};
-  launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, args, stream);
+  launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, args,
+                       m_multiprocessors, stream);
   const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
   const int warps = tiles_of(n, 16) * kS4Tiles;
   kernel_for_training(
@@ -669,21 +740,30 @@ TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layou
 void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
                                const float* params, float* gradients, cudaStream_t stream,
                                const float* field, StepStats* stats) {
-  run(images, labels, n, params, gradients, stream, field, stats, nullptr, nullptr);
+  run(images, labels, n, params, gradients, stream, field, stats, nullptr, nullptr, nullptr);
 }
 
-void TensorBackward::train_step(const BatchGather& batch, int n, const SgdStep& step,
+void TensorBackward::train_step(const StepBatches& batches, int n, const SgdStep& step,
                                 float* gradients, cudaStream_t stream, StepStats* stats) {
-  run(nullptr, batch.labels_out, n, step.params, gradients, stream, batch.field, stats, &batch,
-      &step);
+  const BatchGather& batch = batches.batch;
+  const GatherAhead& next = batches.next;
+  if (next.n > 0 && (next.batch.field == batch.field || next.batch.labels_out == batch.labels_out))
+    throw Error(
+        "internal: the next step's batch is gathered ahead into the buffers this step reads; "
+        "give it the other field and labels");
+  if (next.n > 0 && !gathers_ahead(n, next.n))
+    throw Error("internal: a step of " + std::to_string(n) + " samples does not gather " +
+                std::to_string(next.n) + " ahead (gathers_ahead)");
+  run(nullptr, batch.labels_out, n, step.params, gradients, stream, batch.field, stats,
+      batches.gathered ? nullptr : &batch, &step, next.n > 0 ? &next : nullptr);
 }
 
 void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels, int n,
                          const float* params, float* gradients, cudaStream_t stream,
                          const float* field, StepStats* stats, const BatchGather* batch,
-                         const SgdStep* step) {
+                         const SgdStep* step, const GatherAhead* ahead) {
   m_conv.conv_forward(images, n, params, stream, field, batch);
-  m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream);
+  m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream, ahead);
   m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field);
   const ConvPartials conv = m_conv.partials();
   m_dense.weight_gradients(n, m_conv.s4_rows(), gradients, stream, stats, &conv, step);

@@ -4,7 +4,8 @@
 // also applies SGD's update: TensorBackward::train_step).
 //
 //   tensor_conv_forward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
-//   block per sample (gathering it, in a training step) computes its C1, S2, C3 and S4 (the
+//   block per sample (gathering it, in a training step whose batch the step before did not gather
+//   ahead) computes its C1, S2, C3 and S4 (the
 //   forward pass's own code and bits, its 8 warps sharing the window pairs out) and writes S4's
 //   activations, a row per sample, for the dense part, and S2's activations and each max window's
 //   first maximum for the convolutions' backward pass: the forward pass runs once per step;
@@ -16,7 +17,8 @@
 //   memory), the softmax cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and the
 //   input gradients as GEMMs over the tile, dL/dF6 = (dL/dlogits W7) f'(F6) and dL/dC5 = (dL/dF6
 //   W6) f'(C5); it writes each sample's activations and output gradients to its record, and its
-//   loss and whether its prediction is its label;
+//   loss and whether its prediction is its label; in a training step, the blocks past the tiles'
+//   (on the SMs the tiles leave idle) gather the next step's batch (GatherAhead);
 //   tensor_s4_gradient_kernel1<Precision> (tensor_backward.cu): a warp per m16n8 tile over the
 //   batch of dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample, where the
 //   convolutions' backward pass starts);
@@ -78,6 +80,24 @@ struct ConvPartials {
   const float* c3_mask;  // (16, 6): 1 where the C3 table connects a map to an input map
 };
 
+// The next step's batch, gathered by the dense forward launch of this one (TensorBackward's
+// train_step): blocks numbered after the dense tiles' take the SMs those leave idle, each gathering
+// samples of `batch` (BatchGather: augmented where it augments) one after the other into its field
+// and labels, which must not be the step's own.
+struct GatherAhead {
+  BatchGather batch;
+  int n = 0;  // its samples; 0: nothing to gather
+};
+
+// A training step's batches: its own, gathered by its convolutions' forward kernel unless the step
+// before gathered it ahead (then its field and labels are read as they are), and the next step's,
+// gathered ahead where next.n is not 0.
+struct StepBatches {
+  BatchGather batch;
+  bool gathered = false;
+  GatherAhead next;
+};
+
 class TensorDenseBackward {
  public:
   static constexpr int kTile = 16;  // the tile the forward pass measured fastest at
@@ -93,9 +113,18 @@ class TensorDenseBackward {
   // activations s4_rows (n, 400; TensorConvBackward::conv_forward's s4_rows(), 16-byte aligned:
   // read as float4s), and the backward pass through the output layer, F6 and C5: writes each
   // sample's dL/d(S4's activation) to d4 (n, 400), and keeps what weight_gradients needs (each
-  // sample's activations, output gradients, loss and correctness). Nothing waits for the device.
+  // sample's activations, output gradients, loss and correctness). With ahead not null, the same
+  // launch gathers the next step's batch (GatherAhead), which gathers_ahead(n, ahead->n) must
+  // allow. Nothing waits for the device.
   void forward(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
-               float* d4, cudaStream_t stream);
+               float* d4, cudaStream_t stream, const GatherAhead* ahead = nullptr);
+
+  // Whether forward of n samples gathers a next batch of `next` samples: where the SMs its tiles
+  // leave idle take at most two samples each (where they would take more, the gather outlasts the
+  // tiles and the step is longer than with each step gathering its own: docs/tensor-cores.md), and
+  // in fp32 and tf32 (bf16's forward kernels round an augmented sample otherwise than the
+  // convolutions' forward kernel).
+  bool gathers_ahead(int n, int next) const;
 
   // After forward of the same n samples: OVERWRITES the batch-mean gradient (of the softmax
   // cross-entropy averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias,
@@ -119,6 +148,7 @@ class TensorDenseBackward {
   WholeStepOffsets m_offsets;
   int m_max_batch;
   bool m_clusters;          // the forward kernel: kernel3 (a cluster a tile), or kernel2
+  int m_multiprocessors;    // the GPU's SMs, which the forward kernel's gathering blocks fill
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
@@ -176,22 +206,27 @@ class TensorBackward {
                  float* gradients, cudaStream_t stream, const float* field = nullptr,
                  StepStats* stats = nullptr);
 
-  // A training step of n samples: the batch gathered by the convolutions' forward kernel, the
-  // gradient as gradients() computes it from that field and those labels, and SGD's step of
-  // step.params with it, in the gradient's last launch: the same bits as gather_batch or
-  // gather_augmented_batch, then gradients(), then cuda/kernels/optimizer.cu's sgd_step (tested),
-  // in five launches where those make seven, where the padding between tensors is zero in the
-  // parameters, the velocity and `gradients` (the engine's buffers are: SGD's kernel keeps it zero,
-  // and this step leaves it alone). Nothing waits for the device.
-  void train_step(const BatchGather& batch, int n, const SgdStep& step, float* gradients,
+  // A training step of n samples: the batch (batches.batch) gathered by the convolutions' forward
+  // kernel, or by the step before (batches.gathered), the gradient as gradients() computes it from
+  // that field and those labels, and SGD's step of step.params with it, in the gradient's last
+  // launch: the same bits as gather_batch or gather_augmented_batch, then gradients(), then
+  // cuda/kernels/optimizer.cu's sgd_step (tested), in five launches where those make seven, where
+  // the padding between tensors is zero in the parameters, the velocity and `gradients` (the
+  // engine's buffers are: SGD's kernel keeps it zero, and this step leaves it alone). Where
+  // batches.next has samples, the dense forward launch gathers them too, the same bits as the next
+  // step's gathering them itself (tested). Nothing waits for the device.
+  void train_step(const StepBatches& batches, int n, const SgdStep& step, float* gradients,
                   cudaStream_t stream, StepStats* stats = nullptr);
+  // Whether a step of n samples gathers a next one of `next` (TensorDenseBackward::gathers_ahead);
+  // where it does not, the next step gathers its own.
+  bool gathers_ahead(int n, int next) const { return m_dense.gathers_ahead(n, next); }
 
  private:
   // The five kernels; the first gathers `batch` and the last applies `step` where they are not
-  // null.
+  // null, and the second gathers `ahead` where it is not null.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
-           const BatchGather* batch, const SgdStep* step);
+           const BatchGather* batch, const SgdStep* step, const GatherAhead* ahead);
 
   TensorDenseBackward m_dense;
   TensorConvBackward m_conv;

@@ -141,12 +141,19 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
   std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
   // The weights' reads are issued first and written after the sample is gathered, so that the
-  // gather's own reads (and the augmentation) run while they are in flight.
+  // gather's own reads (and the augmentation) run while they are in flight; a field gathered
+  // before (by the step before's dense forward launch) is read with them, all at once.
   ConvWeightReads<R> weights;
   weights.read(args.in);
-  if (args.batch.indices)
+  const bool gathers = args.batch.indices != nullptr, reads_field = !gathers && args.in.field;
+  GlobalReads<kWarpX, kThreads> field;
+  if (reads_field) field.read(args.in.field + std::size_t(sample) * kWarpX, int(threadIdx.x));
+  if (gathers)
     gather_step_sample<R>(args.batch, sample, shared + F::x,
                           *reinterpret_cast<AugmentScratch*>(shared + F::scratch));
+  else if (reads_field)
+    field.each(int(threadIdx.x),
+               [shared](int i, float value) { shared[F::x + i] = Operands<R>::stored(value); });
   else
     load_sample<R>(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
   weights.write(shared, F::w1, F::w3, F::s2_bias, F::s4_bias);
@@ -528,13 +535,7 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
                                       const BatchGather* batch) {
   check_fits(n, m_max_batch);
   const PixelScaling scaling = pixel_scaling(m_config.input_scaling);
-  if (batch &&
-      (!batch->images || !batch->indices || !batch->field || !batch->labels || !batch->labels_out ||
-       (batch->augmentation.enabled() && !batch->augmentation.epoch) ||
-       batch->scaling.mean != scaling.mean || batch->scaling.std != scaling.std))
-    throw Error(
-        "internal: a gathered batch needs images, indices, labels, room for the field "
-        "and the labels, an augmentation's epoch, and the network's input scaling");
+  if (batch) check_gathered_batch(*batch, scaling);
   const TileInputs in{images, n, scaling, params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
                              batch ? *batch : BatchGather{}};

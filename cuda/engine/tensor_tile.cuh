@@ -52,6 +52,7 @@
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_mma.cuh"
 #include "cuda/engine/whole_step.cuh"
+#include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/pixel.cuh"
 #include "cuda/kernels/sgd_element.cuh"
 #include "cuda/runtime/buffer.hpp"
@@ -722,6 +723,18 @@ inline void check_fits(int n, int max_batch) {
   if (n < 1 || n > max_batch)
     throw Error("internal: a tensor-core backward pass of " + std::to_string(n) +
                 " samples, room for " + std::to_string(max_batch));
+}
+
+// Refuses a training step's batch that a kernel cannot gather: it needs the images, the indices,
+// the labels, room for the field and the labels, an augmentation's epoch where it augments, and
+// the network's input scaling.
+inline void check_gathered_batch(const BatchGather& batch, PixelScaling scaling) {
+  if (!batch.images || !batch.indices || !batch.field || !batch.labels || !batch.labels_out ||
+      (batch.augmentation.enabled() && !batch.augmentation.epoch) ||
+      batch.scaling.mean != scaling.mean || batch.scaling.std != scaling.std)
+    throw Error(
+        "internal: a gathered batch needs images, indices, labels, room for the field "
+        "and the labels, an augmentation's epoch, and the network's input scaling");
 }
 
 // The settings as they are, once they are known to be what the kernels compute (before the

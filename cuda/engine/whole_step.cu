@@ -431,7 +431,7 @@ WholeStep::WholeStep(const NetConfig& config, const ParamLayout& layout, int max
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                     int(cudaSharedmemCarveoutMaxShared)));
   }
-  CUDA_CHECK(cudaDeviceGetAttribute(&m_sms, cudaDevAttrMultiProcessorCount, device));
+  m_sms = current_multiprocessors();
   // Where an SM cannot hold two working sets (less shared memory than sm_90's), version 2 would
   // only run with fewer registers: every grid gets version 1 there.
   m_two_fit = samples_per_sm(SampleBuild::two_per_sm) >= kSampleBlocksPerSm;

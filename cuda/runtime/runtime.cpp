@@ -88,6 +88,13 @@ std::string current_compute_capability() {
   return fmt::format("{}.{}", major, minor);
 }
 
+int current_multiprocessors() {
+  int device = 0, count = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
 int loaded_ptx_version(const void* kernel) {
   cudaFuncAttributes attributes{};
   CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));

@@ -30,6 +30,9 @@ void create_context();
 std::string device_description(int device = 0);
 // The current device's compute capability, "9.0", as a refusal names it; requires a device.
 std::string current_compute_capability();
+// The current device's number of streaming multiprocessors: how many blocks a kernel that takes a
+// whole SM runs at once.
+int current_multiprocessors();
 // The PTX version of `kernel` (a __global__ function's address) as the current device loaded it:
 // 90 where it was compiled for sm_90 or the device JIT-compiled compute_90 PTX, 75 where it runs
 // the compute_75 PTX. What decides whether the instructions a kernel relies on are there.

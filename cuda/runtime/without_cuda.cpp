@@ -35,6 +35,10 @@ std::string current_compute_capability() {
   refuse();
 }
 
+int current_multiprocessors() {
+  refuse();
+}
+
 int loaded_ptx_version(const void*) {
   refuse();
 }

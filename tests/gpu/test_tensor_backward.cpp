@@ -597,7 +597,7 @@ StepOutcome fused_step(const StepCase& c, cuda::TensorBackward& backward) {
                                    pixel_scaling(c.config.input_scaling),
                                    field.data(),
                                    labels.data()};
-  backward.train_step(gathered, c.n,
+  backward.train_step({gathered, false, {}}, c.n,
                       {c.settings, c.lr.data(), in.params.data(), c.velocity_or_null(velocity)},
                       gradients.data(), cudaStreamPerThread);
   return download(field, labels, in.params, velocity, gradients);
@@ -624,7 +624,7 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   const cuda::DeviceAugmentation none{};
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 31,
                                          epoch.data()};
-  for (const Precision precision : {Precision::fp32, Precision::tf32})
+  for (const Precision precision : kPrecisions)
     for (const SgdSettings& settings : {plain, momentum, nesterov})
       for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
         for (const int n : {64, 37}) {
@@ -643,6 +643,168 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
           EXPECT_EQ(got.gradients, want.gradients) << c.what();
           EXPECT_EQ(got.velocity, want.velocity) << c.what();
         }
+}
+
+// Two training steps of `first` then `second` samples through one permutation of their
+// first + second images, each step's batch into a field and labels of its own (both poisoned, so a
+// place no kernel writes fails): each step gathering its own batch, or with ahead, the first
+// step's dense forward launch gathering the second's. What the second step leaves: its field and
+// labels, the parameters, the velocity and the gradient.
+StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& augmentation,
+                      int first, int second, bool ahead) {
+  const int n = first + second;
+  const ParamLayout layout = lenet5_layout(config);
+  const Batch batch = make_batch(n, 41);
+  DeviceInputs in(batch, parameters(config, 43));
+  const Buffer<std::int32_t> indices = StepCase::permutation(n);
+  Buffer<float> velocity = test::upload(StepCase::starting_velocity(layout));
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);  // zeroed
+  const Buffer<float> lr = test::upload({0.07f});
+  Buffer<float> fields[2] = {test::poisoned(std::size_t(first) * kInputFloats),
+                             test::poisoned(std::size_t(second) * kInputFloats)};
+  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, std::size_t(first)),
+                                    Buffer<std::uint8_t>(Device::gpu, std::size_t(second))};
+  const auto batch_of = [&](int step) {
+    return cuda::BatchGather{in.pixels.data(),
+                             in.labels.data(),
+                             indices.data() + (step == 0 ? 0 : first),
+                             augmentation,
+                             pixel_scaling(config.input_scaling),
+                             fields[step].data(),
+                             labels[step].data()};
+  };
+  SgdSettings settings;
+  settings.momentum = 0.9;
+  const cuda::SgdStep sgd{settings, lr.data(), in.params.data(), velocity.data()};
+  cuda::TensorBackward backward(config, layout, std::max(first, second));
+  cuda::StepBatches one{batch_of(0), false, {}};
+  if (ahead) one.next = {batch_of(1), second};
+  backward.train_step(one, first, sgd, gradients.data(), cudaStreamPerThread);
+  backward.train_step({batch_of(1), ahead, {}}, second, sgd, gradients.data(), cudaStreamPerThread);
+  return download(fields[1], labels[1], in.params, velocity, gradients);
+}
+
+// The network of the gather-ahead tests, in `precision`.
+NetConfig gather_ahead_network(Precision precision) {
+  NetConfig config;
+  config.activation = Activation::relu;
+  config.subsampling = Subsampling::max;
+  config.precision = precision;
+  return config;
+}
+
+// The engine gathers each step's batch but an epoch's first in the dense forward launch of the
+// step before (on the SMs its tiles leave idle) where TensorBackward::gathers_ahead allows it:
+// the second step must see the same field and labels, and leave the same parameters, velocity and
+// gradient, bit for bit, as when it gathers its batch itself, with and without elastic
+// augmentation, for a short batch after a longer one (37 then 27 samples: 12 tile blocks and a
+// gathering block for every SM left, more than the batch), and for 128 then 128 (32 tile blocks;
+// on a GPU of fewer than 160 SMs some gathering blocks take two samples), in the precisions that
+// gather ahead.
+TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  Buffer<std::uint32_t> epoch(Device::gpu, 1);
+  const std::uint32_t second_epoch = 1;
+  epoch.copy_from_host(&second_epoch);
+  const cuda::DeviceAugmentation none{};
+  const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
+                                         epoch.data()};
+  int compared = 0;
+  for (const Precision precision : {Precision::fp32, Precision::tf32})
+    for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
+      for (const auto [first, second] : {std::pair{37, 27}, std::pair{128, 128}}) {
+        const NetConfig config = gather_ahead_network(precision);
+        const std::string what = std::string(to_string(precision)) +
+                                 (augmentation.enabled() ? " elastic " : " ") +
+                                 std::to_string(first) + " then " + std::to_string(second);
+        if (!cuda::TensorBackward(config, lenet5_layout(config), std::max(first, second))
+                 .gathers_ahead(first, second)) {
+          EXPECT_NE(first, 37) << what << ": 27 samples fit any GPU's idle SMs";
+          continue;
+        }
+        const StepOutcome want = two_steps(config, augmentation, first, second, false);
+        const StepOutcome got = two_steps(config, augmentation, first, second, true);
+        EXPECT_EQ(got.field, want.field) << what;
+        EXPECT_EQ(got.labels, want.labels) << what;
+        EXPECT_EQ(got.params, want.params) << what;
+        EXPECT_EQ(got.velocity, want.velocity) << what;
+        EXPECT_EQ(got.gradients, want.gradients) << what;
+        ++compared;
+      }
+  EXPECT_GE(compared, 4) << "the short batches were compared in both precisions, both ways";
+}
+
+// Where a step gathers the next batch ahead: where the SMs its tiles leave idle take at most two
+// samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
+// whose tiles fill them all, never), and never in bf16, whose forward kernels round an augmented
+// sample otherwise; a step asked to gather ahead where it does not is refused.
+TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int filling = 16 * sms;  // tiles of 16 (a block each, or 4 in a cluster) on every SM
+  for (const Precision precision : kPrecisions) {
+    const NetConfig config = gather_ahead_network(precision);
+    const cuda::TensorBackward backward(config, lenet5_layout(config), filling);
+    const bool gathers = precision != Precision::bf16;
+    EXPECT_EQ(backward.gathers_ahead(8, 8), gathers) << to_string(precision);
+    EXPECT_FALSE(backward.gathers_ahead(filling, sms)) << to_string(precision);
+  }
+  const NetConfig config = gather_ahead_network(Precision::bf16);
+  const ParamLayout layout = lenet5_layout(config);
+  const Batch batch = make_batch(16, 59);
+  DeviceInputs in(batch, parameters(config, 61));
+  const Buffer<std::int32_t> indices = StepCase::permutation(16);
+  Buffer<float> fields[2] = {Buffer<float>(Device::gpu, 8 * kInputFloats),
+                             Buffer<float>(Device::gpu, 8 * kInputFloats)};
+  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, 8),
+                                    Buffer<std::uint8_t>(Device::gpu, 8)};
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+  const Buffer<float> lr = test::upload({0.07f});
+  const auto batch_of = [&](int step) {
+    return cuda::BatchGather{in.pixels.data(),
+                             in.labels.data(),
+                             indices.data() + 8 * step,
+                             {},
+                             pixel_scaling(config.input_scaling),
+                             fields[step].data(),
+                             labels[step].data()};
+  };
+  const SgdSettings settings;
+  cuda::TensorBackward backward(config, layout, 8);
+  EXPECT_THROW(backward.train_step({batch_of(0), false, {batch_of(1), 8}}, 8,
+                                   {settings, lr.data(), in.params.data(), nullptr},
+                                   gradients.data(), cudaStreamPerThread),
+               Error);
+}
+
+// Gathering the next batch into the buffers the step itself reads would overwrite its batch while
+// its kernels read it: refused before anything is launched.
+TEST(TensorBackward, GatheringAheadIntoTheStepsOwnBuffersIsRefused) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  const NetConfig config = gather_ahead_network(Precision::fp32);
+  const ParamLayout layout = lenet5_layout(config);
+  const Batch batch = make_batch(8, 47);
+  DeviceInputs in(batch, parameters(config, 53));
+  const Buffer<std::int32_t> indices = StepCase::permutation(8);
+  Buffer<float> field(Device::gpu, 8 * kInputFloats), gradients(Device::gpu, layout.buffer_floats);
+  Buffer<std::uint8_t> labels(Device::gpu, 8);
+  const Buffer<float> lr = test::upload({0.07f});
+  const cuda::BatchGather own{
+      in.pixels.data(), in.labels.data(), indices.data(), {}, pixel_scaling(config.input_scaling),
+      field.data(),     labels.data()};
+  const SgdSettings settings;
+  cuda::TensorBackward backward(config, layout, 8);
+  const std::vector<float> before = test::download(in.params);
+  EXPECT_THROW(backward.train_step({own, false, {own, 8}}, 8,
+                                   {settings, lr.data(), in.params.data(), nullptr},
+                                   gradients.data(), cudaStreamPerThread),
+               Error);
+  CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+  EXPECT_EQ(test::download(in.params), before) << "a refused step changed the parameters";
 }
 
 }  // namespace
