@@ -13,10 +13,10 @@
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
 // stages; with --kernels tensor, a step is TensorBackward::train_step's five launches
-// (cuda/engine/tensor_backward.cuh: the gather in the first, or, for each step enqueued after
-// another (an epoch's graph but its first step), in the step before's second; each sample's loss in
-// the dense forward kernel, their
-// sum and SGD's update in the last), and evaluation runs the tensor cores' forward pass
+// (cuda/engine/tensor_backward.cuh: the gather in the first, or, for a step enqueued after another
+// (in an epoch's graph, every step but the first) where TensorBackward::gathers_ahead allows it, in
+// the second launch of the step before; each sample's loss in the dense forward kernel, their sum
+// and SGD's update in the last), and evaluation runs the tensor cores' forward pass
 // (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
@@ -186,10 +186,9 @@ class GpuEngine final : public NetworkEngine {
   // gathered as the layer-by-layer sets gather it (into the buffers of the step's parity), by the
   // step before where it is one of them and TensorBackward::gathers_ahead allows it (its dense
   // forward launch gathers the next step's batch on the SMs its tiles leave idle), else by the
-  // convolutions' forward kernel; its batch-mean
-  // gradient on the tensor cores with the step's loss statistics (counted from the same forward
-  // pass), and SGD's update in the gradient's last launch (the whole-step set's rule: SGD only,
-  // which the constructor checked).
+  // convolutions' forward kernel; its batch-mean gradient on the tensor cores with the step's loss
+  // statistics (counted from the same forward pass), and SGD's update in the gradient's last launch
+  // (the whole-step set's rule: SGD only, which the constructor checked).
   void tensor_step(int step, int first_step, int end_step) {
     const int n = int(m_permutation.size());
     const auto count_of = [this, n](int s) { return std::min(m_batch, n - s * m_batch); };
