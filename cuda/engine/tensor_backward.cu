@@ -643,6 +643,14 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
                       kTile);
 }
 
+void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
+  check_fits(ahead.n, m_max_batch);
+  check_gathered_batch(ahead.batch, pixel_scaling(m_config.input_scaling));
+  if (!gathers_ahead(n, ahead.n))
+    throw Error("internal: the dense forward launch of " + std::to_string(n) +
+                " samples does not gather " + std::to_string(ahead.n) + " ahead (gathers_ahead)");
+}
+
 bool TensorDenseBackward::gathers_ahead(int n, int next) const {
   // BF16's forward kernels compile their inlined copy of the augmentation to other roundings than
   // the convolutions' forward kernel's (GatheringTheNextBatchAheadIsTheNextStepsOwnGather found
@@ -655,14 +663,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                                   const float* s4_rows, float* d4, cudaStream_t stream,
                                   const GatherAhead* ahead) {
   check_fits(n, m_max_batch);
-  if (ahead) {
-    check_fits(ahead->n, m_max_batch);
-    check_gathered_batch(ahead->batch, pixel_scaling(m_config.input_scaling));
-    if (!gathers_ahead(n, ahead->n))
-      throw Error("internal: the dense forward launch of " + std::to_string(n) +
-                  " samples does not gather " + std::to_string(ahead->n) +
-                  " ahead (gathers_ahead)");
-  }
+  if (ahead) check_ahead(n, *ahead);
   // The forward kernel copies S4's rows as float4s.
   if (!s4_rows || reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
     throw Error(
@@ -732,6 +733,19 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, con
   weight_gradients(n, s4_rows, gradients, stream, stats);
 }
 
+namespace {
+
+// Whether the `count` values from a and the `other` values from b share any address.
+template <class T>
+bool overlap(const T* a, int count, const T* b, int other) {
+  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(a),
+                       other_from = reinterpret_cast<std::uintptr_t>(b);
+  return from < other_from + sizeof(T) * std::size_t(other) &&
+         other_from < from + sizeof(T) * std::size_t(count);
+}
+
+}  // namespace
+
 TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch)
     : m_dense(config, layout, max_batch),
       m_conv(config, layout, max_batch),
@@ -747,13 +761,17 @@ void TensorBackward::train_step(const StepBatches& batches, int n, const SgdStep
                                 float* gradients, cudaStream_t stream, StepStats* stats) {
   const BatchGather& batch = batches.batch;
   const GatherAhead& next = batches.next;
-  if (next.n > 0 && (next.batch.field == batch.field || next.batch.labels_out == batch.labels_out))
-    throw Error(
-        "internal: the next step's batch is gathered ahead into the buffers this step reads; "
-        "give it the other field and labels");
-  if (next.n > 0 && !gathers_ahead(n, next.n))
-    throw Error("internal: a step of " + std::to_string(n) + " samples does not gather " +
-                std::to_string(next.n) + " ahead (gathers_ahead)");
+  // Every refusal before the first launch, so that a refused step queues nothing.
+  if (batches.gathered && (!batch.field || !batch.labels_out))
+    throw Error("internal: a batch gathered ahead needs its field and labels");
+  if (next.n > 0) {
+    m_dense.check_ahead(n, next);
+    if (overlap(next.batch.field, next.n * kField * kField, batch.field, n * kField * kField) ||
+        overlap(next.batch.labels_out, next.n, batch.labels_out, n))
+      throw Error(
+          "internal: the next step's batch is gathered ahead into the buffers this step reads; "
+          "give it the other field and labels");
+  }
   run(nullptr, batch.labels_out, n, step.params, gradients, stream, batch.field, stats,
       batches.gathered ? nullptr : &batch, &step, next.n > 0 ? &next : nullptr);
 }

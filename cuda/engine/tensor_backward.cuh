@@ -125,6 +125,9 @@ class TensorDenseBackward {
   // in fp32 and tf32 (bf16's forward kernels round an augmented sample otherwise than the
   // convolutions' forward kernel).
   bool gathers_ahead(int n, int next) const;
+  // Refuses (Error) a next batch that forward of n samples cannot gather ahead: more samples than
+  // its room, a batch check_gathered_batch refuses, or one gathers_ahead does not allow.
+  void check_ahead(int n, const GatherAhead& ahead) const;
 
   // After forward of the same n samples: OVERWRITES the batch-mean gradient (of the softmax
   // cross-entropy averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias,
