@@ -503,6 +503,16 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   }
 }
 
+// The network of the training-step tests (the train step's and the gather-ahead ones), in
+// `precision`: ReLU and max subsampling, whose first maxima the convolutions' kernels keep.
+NetConfig step_network(Precision precision) {
+  NetConfig config;
+  config.activation = Activation::relu;
+  config.subsampling = Subsampling::max;
+  config.precision = precision;
+  return config;
+}
+
 // What a training step leaves on the device, downloaded: the gathered input field and labels, and
 // the parameters, velocity and gradient after SGD's update.
 struct StepOutcome {
@@ -607,9 +617,9 @@ StepOutcome fused_step(const StepCase& c, cuda::TensorBackward& backward) {
 // gradient's last launch: its parameters, velocity and gradient, and the input field and labels
 // it writes, must be, bit for bit, those of the separate launches every other kernel set makes:
 // for plain SGD, momentum, and Nesterov momentum with weight decay, without and with elastic
-// augmentation, through a permutation, with a whole and a short batch. The update reads the
-// gradient whatever computed it, so two precisions (the default's and tf32, two instances of every
-// convolution kernel) stand for the three; with the full C3 table every c3.weight is updated.
+// augmentation, through a permutation, with a whole and a short batch, in every precision (each
+// its own instance of the convolutions' forward kernel, whose copy of the augmentation must round
+// as gather_augmented_batch's does); with the full C3 table every c3.weight is updated.
 TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -628,10 +638,7 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
     for (const SgdSettings& settings : {plain, momentum, nesterov})
       for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
         for (const int n : {64, 37}) {
-          NetConfig config;
-          config.activation = Activation::relu;
-          config.subsampling = Subsampling::max;
-          config.precision = precision;
+          const NetConfig config = step_network(precision);
           const StepCase c{config, settings, augmentation, n};
           cuda::TensorBackward backward(config, c.layout, 64);
           const StepOutcome want = separate_step(c, backward);
@@ -684,15 +691,6 @@ StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& a
   return download(fields[1], labels[1], in.params, velocity, gradients);
 }
 
-// The network of the gather-ahead tests, in `precision`.
-NetConfig gather_ahead_network(Precision precision) {
-  NetConfig config;
-  config.activation = Activation::relu;
-  config.subsampling = Subsampling::max;
-  config.precision = precision;
-  return config;
-}
-
 // The engine gathers each step's batch but an epoch's first in the dense forward launch of the
 // step before (on the SMs its tiles leave idle) where TensorBackward::gathers_ahead allows it:
 // the second step must see the same field and labels, and leave the same parameters, velocity and
@@ -714,7 +712,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   for (const Precision precision : {Precision::fp32, Precision::tf32})
     for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
       for (const auto [first, second] : {std::pair{37, 27}, std::pair{128, 128}}) {
-        const NetConfig config = gather_ahead_network(precision);
+        const NetConfig config = step_network(precision);
         const std::string what = std::string(to_string(precision)) +
                                  (augmentation.enabled() ? " elastic " : " ") +
                                  std::to_string(first) + " then " + std::to_string(second);
@@ -746,13 +744,13 @@ TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int filling = 16 * sms;  // tiles of 16 (a block each, or 4 in a cluster) on every SM
   for (const Precision precision : kPrecisions) {
-    const NetConfig config = gather_ahead_network(precision);
+    const NetConfig config = step_network(precision);
     const cuda::TensorBackward backward(config, lenet5_layout(config), filling);
     const bool gathers = precision != Precision::bf16;
     EXPECT_EQ(backward.gathers_ahead(8, 8), gathers) << to_string(precision);
     EXPECT_FALSE(backward.gathers_ahead(filling, sms)) << to_string(precision);
   }
-  const NetConfig config = gather_ahead_network(Precision::bf16);
+  const NetConfig config = step_network(Precision::bf16);
   const ParamLayout layout = lenet5_layout(config);
   const Batch batch = make_batch(16, 59);
   DeviceInputs in(batch, parameters(config, 61));
@@ -785,7 +783,7 @@ TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
 TEST(TensorBackward, GatheringAheadIntoTheStepsOwnBuffersIsRefused) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  const NetConfig config = gather_ahead_network(Precision::fp32);
+  const NetConfig config = step_network(Precision::fp32);
   const ParamLayout layout = lenet5_layout(config);
   const Batch batch = make_batch(8, 47);
   DeviceInputs in(batch, parameters(config, 53));
