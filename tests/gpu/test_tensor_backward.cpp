@@ -757,7 +757,7 @@ TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes)
     for (const bool clusters : {true, false})
       for (const cuda::DeviceAugmentation& augmentation : augmentations)
         for (const auto [n, next] : {std::pair{16, 37}, std::pair{128, 128}}) {
-          const NetConfig config = gather_ahead_network(precision);
+          const NetConfig config = step_network(precision);
           const ParamLayout layout = lenet5_layout(config);
           const std::string what = std::string(to_string(precision)) +
                                    (clusters ? " clusters " : " blocks ") + "augmentation " +
