@@ -100,20 +100,15 @@ static_assert(sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout
 
 // Whether the calling block is one of those past the tiles' that gather the next step's batch
 // (GatherAhead), and if it is, its samples block, block + blocks, ... one after the other, each
-// through gather_sample as the convolutions' forward kernel gathers its own (so the same bits),
-// the scratch at the start of the block's shared memory. A kernel's blocks start in order, so the
-// tiles' take their SMs first and these the SMs the tiles leave idle.
+// through gather_batch_sample as the convolutions' forward kernel gathers its own (so the same
+// bits), the scratch at the start of the block's shared memory. A kernel's blocks start in order,
+// so the tiles' take their SMs first and these the SMs the tiles leave idle.
 __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
   const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
   if (block < 0) return false;
-  const BatchGather& batch = args.ahead.batch;
   AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(shared);
   for (int sample = block; sample < args.ahead.n; sample += blocks) {
-    const std::uint32_t source = std::uint32_t(batch.indices[sample]);
-    float* row = batch.field + std::size_t(sample) * (kField * kField);
-    gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kDenseThreads,
-                  [row](int i, float value) { row[i] = value; });
-    if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
+    gather_batch_sample(args.ahead.batch, sample, scratch, kDenseThreads, [](int, float) {});
     __syncthreads();  // every thread is done with the scratch before the next sample's draws
   }
   return true;
