@@ -100,20 +100,15 @@ static_assert(sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout
 
 // Whether the calling block is one of those past the tiles' that gather the next step's batch
 // (GatherAhead), and if it is, its samples block, block + blocks, ... one after the other, each
-// through gather_sample as the convolutions' forward kernel gathers its own (so the same bits),
-// the scratch at the start of the block's shared memory. A kernel's blocks start in order, so the
-// tiles' take their SMs first and these the SMs the tiles leave idle.
+// through gather_batch_sample as the convolutions' forward kernel gathers its own (so the same
+// bits), the scratch at the start of the block's shared memory. A kernel's blocks start in order,
+// so the tiles' take their SMs first and these the SMs the tiles leave idle.
 __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
   const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
   if (block < 0) return false;
-  const BatchGather& batch = args.ahead.batch;
   AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(shared);
   for (int sample = block; sample < args.ahead.n; sample += blocks) {
-    const std::uint32_t source = std::uint32_t(batch.indices[sample]);
-    float* row = batch.field + std::size_t(sample) * (kField * kField);
-    gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kDenseThreads,
-                  [row](int i, float value) { row[i] = value; });
-    if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
+    gather_batch_sample(args.ahead.batch, sample, scratch, kDenseThreads, [](int, float) {});
     __syncthreads();  // every thread is done with the scratch before the next sample's draws
   }
   return true;
@@ -295,13 +290,16 @@ constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile, the weights read from L2), then the tile's records and each sample's loss and
 // correctness: what GPUs without thread block clusters run (compute capability 8.x), with
-// kernel3's bits. The blocks past the tiles' gather the next step's batch (gathered_ahead).
-template <Precision R, Activation A>
+// kernel3's bits. With Gathers, the blocks past the tiles' gather the next step's batch
+// (gathered_ahead).
+template <Precision R, Activation A, bool Gathers>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
   namespace D = dense_layout;
   float* const shared = dynamic_shared_floats();
-  if (gathered_ahead(args, shared)) return;
+  if constexpr (Gathers) {
+    if (gathered_ahead(args, shared)) return;
+  }
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int label = thread_sample_label(args, first);
@@ -334,17 +332,21 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
 // tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
 // the products over the whole batch (the weight gradients) and the step's statistics are
-// tensor_step_gradient_kernel1's. The clusters past the tiles' gather the next step's batch
-// (gathered_ahead; a cluster's blocks all gather or all run a tile, so the cluster's barriers are
-// the tile's alone).
+// tensor_step_gradient_kernel1's. With Gathers, the clusters past the tiles' gather the next
+// step's batch (gathered_ahead; a cluster's blocks all gather or all run a tile, so the cluster's
+// barriers are the tile's alone): a variant of its own, launched only by the steps that gather
+// ahead, since the augmentation inlined changes the kernel's registers, and the steps that do not
+// gather ran longer with it (docs/tensor-cores.md).
 // Thread block clusters need compute capability 9.0: GPUs without them run kernel2.
-template <Precision R, Activation A>
+template <Precision R, Activation A, bool Gathers>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel3(DenseForwardArgs args) {
   namespace D = dense_layout;
   constexpr int kChunk = kDenseForwardChunk<R>;
   float* const shared = dynamic_shared_floats();
-  if (gathered_ahead(args, shared)) return;
+  if constexpr (Gathers) {
+    if (gathered_ahead(args, shared)) return;
+  }
   const int rank = BlockCluster::rank(), first = int(blockIdx.x) / kDenseBlocks * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int cluster_warp = rank + kDenseBlocks * warp;
@@ -553,13 +555,18 @@ using S4Kernel = void (*)(S4GradientArgs);
 using GradientKernel = void (*)(StepGradientArgs);
 
 // kernel_for_training's kernels: the dense forward kernel (a cluster of blocks a tile, or a block
-// alone), whose layers have no subsampling, and the step gradient kernel, which has no activation
-// either.
+// alone; gathering the next batch ahead, or not), whose layers have no subsampling, and the step
+// gradient kernel, which has no activation either.
 struct DenseKernels {
   bool clusters;
+  bool gathers;
   template <Precision R, Activation A, Subsampling>
   ForwardKernel of() const {
-    return clusters ? tensor_dense_forward_kernel3<R, A> : tensor_dense_forward_kernel2<R, A>;
+    if (gathers)
+      return clusters ? tensor_dense_forward_kernel3<R, A, true>
+                      : tensor_dense_forward_kernel2<R, A, true>;
+    return clusters ? tensor_dense_forward_kernel3<R, A, false>
+                    : tensor_dense_forward_kernel2<R, A, false>;
   }
 };
 struct S4GradientKernels {
@@ -575,14 +582,15 @@ struct StepGradientKernels {
   }
 };
 
-ForwardKernel forward_kernel_for(const NetConfig& config, bool clusters) {
-  return kernel_for_training(config, DenseKernels{clusters});
+ForwardKernel forward_kernel_for(const NetConfig& config, bool clusters, bool gathers) {
+  return kernel_for_training(config, DenseKernels{clusters, gathers});
 }
 
 // Whether this GPU runs the cluster kernel: thread block clusters need compute capability 9.0, and
 // the kernel compiled for it (not the default build's compute_75 PTX, whose traps stand in).
 bool clusters_run(const NetConfig& config) {
-  return loaded_ptx_version(reinterpret_cast<const void*>(forward_kernel_for(config, true))) >= 90;
+  return loaded_ptx_version(
+             reinterpret_cast<const void*>(forward_kernel_for(config, true, false))) >= 90;
 }
 
 // The forward kernel's shared memory: kernel3's stages the later layers' weights past the rows.
@@ -639,8 +647,9 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
       m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats),
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
       m_sample_correct(Device::gpu, std::size_t(max_batch)) {
-  prepare_tile_kernel(forward_kernel_for(config, m_clusters), forward_shared_bytes(m_clusters),
-                      kTile);
+  for (const bool gathers : {false, true})
+    prepare_tile_kernel(forward_kernel_for(config, m_clusters, gathers),
+                        forward_shared_bytes(m_clusters), kTile);
 }
 
 void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
@@ -679,7 +688,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                               m_records.data(),
                               m_sample_loss.data(),
                               m_sample_correct.data()};
-  launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, args,
+  launch_dense_forward(forward_kernel_for(m_config, m_clusters, ahead != nullptr), m_clusters, args,
                        m_multiprocessors, stream);
   const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
   const int warps = tiles_of(n, 16) * kS4Tiles;

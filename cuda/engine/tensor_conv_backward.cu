@@ -105,24 +105,6 @@ struct ConvForwardArgs {
   BatchGather batch;  // gathered by the kernel where batch.indices is not null
 };
 
-// The step's sample `sample` gathered by the block (BatchGather): its input field into x, rounded
-// for R's products as load_sample stores a row of a field, and as it is to the sample's row of
-// batch.field (for the backward kernel, as gather_batch writes it), as each value is gathered (a
-// second pass over x took a barrier and about 500 instructions); its label to batch.labels_out
-// (for the dense part).
-template <Precision R>
-__device__ void gather_step_sample(const BatchGather& batch, int sample, float* x,
-                                   AugmentScratch& scratch) {
-  const std::uint32_t source = std::uint32_t(batch.indices[sample]);
-  float* row = batch.field + std::size_t(sample) * (kField * kField);
-  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, kThreads,
-                [x, row](int i, float value) {
-                  row[i] = value;
-                  x[i] = Operands<R>::stored(value);
-                });
-  if (threadIdx.x == 0) batch.labels_out[sample] = batch.labels[source];
-}
-
 struct ConvBackwardArgs {
   TileInputs in;
   const float* s4_rows;  // (n, 400): S4's activations
@@ -148,9 +130,13 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   const bool gathers = args.batch.indices != nullptr, reads_field = !gathers && args.in.field;
   GlobalReads<kWarpX, kThreads> field;
   if (reads_field) field.read(args.in.field + std::size_t(sample) * kWarpX, int(threadIdx.x));
+  // Where it gathers, the field goes rounded for R's products into x (as load_sample stores a row
+  // of a field) and as it is to batch.field for the backward kernel, as each value is gathered (a
+  // second pass over x took a barrier and about 500 instructions).
   if (gathers)
-    gather_step_sample<R>(args.batch, sample, shared + F::x,
-                          *reinterpret_cast<AugmentScratch*>(shared + F::scratch));
+    gather_batch_sample(
+        args.batch, sample, *reinterpret_cast<AugmentScratch*>(shared + F::scratch), kThreads,
+        [x = shared + F::x](int i, float value) { x[i] = Operands<R>::stored(value); });
   else if (reads_field)
     field.each(int(threadIdx.x),
                [shared](int i, float value) { shared[F::x + i] = Operands<R>::stored(value); });

@@ -39,20 +39,11 @@ void gather_batch(const std::uint8_t* images, const std::uint8_t* labels,
   CUDA_CHECK_LAUNCH();
 }
 
-__global__ void gather_augmented_batch_kernel(const std::uint8_t* images,
-                                              const std::uint8_t* labels,
-                                              const std::int32_t* indices,
-                                              DeviceAugmentation augmentation, PixelScaling scaling,
-                                              float* out, std::uint8_t* labels_out) {
+__global__ void gather_augmented_batch_kernel(BatchGather batch) {
   // Raw storage: the struct's default member initialisers cannot run for __shared__ memory.
   __shared__ alignas(16) unsigned char storage[sizeof(AugmentScratch)];
-  AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(storage);
-  const int i = blockIdx.x;
-  const std::uint32_t source = std::uint32_t(indices[i]);
-  float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
-  gather_sample(images, source, augmentation, scaling, scratch, blockDim.x,
-                [field](int p, float value) { field[p] = value; });
-  if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
+  gather_batch_sample(batch, int(blockIdx.x), *reinterpret_cast<AugmentScratch*>(storage),
+                      int(blockDim.x), [](int, float) {});
 }
 
 void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labels,
@@ -63,7 +54,7 @@ void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labe
     throw Error("internal: an augmented gather needs indices, an augmentation and its epoch");
   if (n == 0) return;
   gather_augmented_batch_kernel<<<n, kGatherThreads, 0, stream>>>(
-      images, labels, indices, augmentation, scaling, out, labels_out);
+      BatchGather{images, labels, indices, augmentation, scaling, out, labels_out});
   CUDA_CHECK_LAUNCH();
 }
 

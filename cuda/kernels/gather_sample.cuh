@@ -1,7 +1,9 @@
 // One sample of a training batch as the network's input field, by one block: the code path of the
 // kernels that gather an augmented batch (gather_augmented_batch's kernel, cuda/kernels/batch.cu;
 // the tensor-core convolutions' forward kernel, cuda/engine/tensor_conv_backward.cu, which gathers
-// its step's batch itself), so that they give the same bits (tested). gather_batch's kernel, which
+// its step's batch itself; the tensor-core dense forward kernel's blocks past its tiles, which
+// gather the next step's, cuda/engine/tensor_backward.cu), so that they give the same bits
+// (tested). gather_batch's kernel, which
 // never augments and so has no scratch, calls fill_input_field alone, as this does without an
 // augmentation. Whole-step's load_image (cuda/engine/whole_step_forward.cuh) spells the same two
 // calls out: calling this from it made its sample kernels, whose registers are capped at 64, spill
@@ -13,6 +15,7 @@
 
 #include "core/shapes.hpp"
 #include "cuda/kernels/augment.cuh"
+#include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/pixel.cuh"
 
 namespace lenet5::cuda {
@@ -32,6 +35,25 @@ __device__ void gather_sample(const std::uint8_t* images, std::uint32_t source,
     augment_sample(image, augmentation, source, scratch, [&store, scaling](int p, float grey) {
       store(field_index(p), normalise_intensity_device(grey, scaling));
     });
+}
+
+// batch's sample `sample` (BatchGather) by the block's `threads` threads: its field through
+// gather_sample into its row of batch.field, where also(i, value) sees each value as it is stored
+// (the convolutions' forward kernel keeps a rounded copy for its products), and its label into
+// batch.labels_out where both label pointers are set. The one body of every kernel that gathers a
+// training batch's augmented samples, so that they give the same bits.
+template <class Also>
+__device__ void gather_batch_sample(const BatchGather& batch, int sample, AugmentScratch& scratch,
+                                    int threads, Also also) {
+  const std::uint32_t source = std::uint32_t(batch.indices[sample]);
+  float* row = batch.field + std::size_t(sample) * kInputFloats;
+  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, threads,
+                [row, &also](int i, float value) {
+                  row[i] = value;
+                  also(i, value);
+                });
+  if (threadIdx.x == 0 && batch.labels && batch.labels_out)
+    batch.labels_out[sample] = batch.labels[source];
 }
 
 }  // namespace lenet5::cuda

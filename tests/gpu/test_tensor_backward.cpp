@@ -733,6 +733,78 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   EXPECT_GE(compared, 4) << "the short batches were compared in both precisions, both ways";
 }
 
+// The next batch as the dense forward kernels gather it ahead (with clusters, and without: the
+// kernel GPUs without thread block clusters run), against gather_training_batch's, for every kind
+// of augmentation the kernels run (none, affine, elastic, and elastic seen at a low resolution,
+// whose area means and enlargement are code of their own), at 37 samples after 16 (every
+// gathering block one sample) and 128 after 128 (on a GPU of fewer than 160 SMs some take two),
+// in the precisions that gather ahead: the same field and labels, bit for bit, since a batch must
+// have the same bits whichever kernel gathers it.
+TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  Buffer<std::uint32_t> epoch(Device::gpu, 1);
+  const std::uint32_t third_epoch = 2;
+  epoch.copy_from_host(&third_epoch);
+  AugmentSettings low = test::moderate_augmentation(AugmentKind::elastic);
+  low.low_resolution = 1;
+  const cuda::DeviceAugmentation augmentations[] = {
+      {},
+      {test::moderate_augmentation(AugmentKind::affine), 43, epoch.data()},
+      {test::moderate_augmentation(AugmentKind::elastic), 47, epoch.data()},
+      {low, 53, epoch.data()}};
+  for (const Precision precision : {Precision::fp32, Precision::tf32})
+    for (const bool clusters : {true, false})
+      for (const cuda::DeviceAugmentation& augmentation : augmentations)
+        for (const auto [n, next] : {std::pair{16, 37}, std::pair{128, 128}}) {
+          const NetConfig config = step_network(precision);
+          const ParamLayout layout = lenet5_layout(config);
+          const std::string what = std::string(to_string(precision)) +
+                                   (clusters ? " clusters " : " blocks ") + "augmentation " +
+                                   std::to_string(int(augmentation.settings.kind)) + " low " +
+                                   std::to_string(augmentation.settings.low_resolution) + " " +
+                                   std::to_string(n) + " then " + std::to_string(next);
+          const int max_batch = std::max(n, next);
+          cuda::TensorConvBackward convolutions(config, layout, max_batch);
+          cuda::TensorDenseBackward dense(config, layout, max_batch, clusters);
+          if (!dense.gathers_ahead(n, next)) {
+            EXPECT_NE(n, 16) << what << ": 37 samples fit any GPU's idle SMs";
+            continue;
+          }
+          const Batch batch = make_batch(n + next, 67);
+          const DeviceInputs in(batch, parameters(config, 71));
+          const Buffer<std::int32_t> indices = StepCase::permutation(n + next);
+          const cuda::BatchGather want_batch{in.pixels.data(),
+                                             in.labels.data(),
+                                             indices.data() + n,
+                                             augmentation,
+                                             pixel_scaling(config.input_scaling),
+                                             nullptr,
+                                             nullptr};
+          Buffer<float> want_field(Device::gpu, std::size_t(next) * kInputFloats);
+          Buffer<std::uint8_t> want_labels(Device::gpu, std::size_t(next));
+          cuda::BatchGather gather = want_batch;
+          gather.field = want_field.data();
+          gather.labels_out = want_labels.data();
+          cuda::gather_training_batch(gather, next, cudaStreamPerThread);
+          Buffer<float> got_field = test::poisoned(std::size_t(next) * kInputFloats);
+          Buffer<std::uint8_t> got_labels(Device::gpu, std::size_t(next));
+          cuda::GatherAhead ahead{want_batch, next};
+          ahead.batch.field = got_field.data();
+          ahead.batch.labels_out = got_labels.data();
+          Buffer<float> d4(Device::gpu, std::size_t(n) * 400);
+          convolutions.conv_forward(in.pixels.data(), n, in.params.data(), cudaStreamPerThread);
+          dense.forward(in.labels.data(), n, in.params.data(), convolutions.s4_rows(), d4.data(),
+                        cudaStreamPerThread, &ahead);
+          CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+          EXPECT_EQ(test::download(got_field), test::download(want_field)) << what;
+          std::vector<std::uint8_t> got(static_cast<std::size_t>(next)), want(got.size());
+          got_labels.copy_to_host(got.data());
+          want_labels.copy_to_host(want.data());
+          EXPECT_EQ(got, want) << what;
+        }
+}
+
 // Where a step gathers the next batch ahead: where the SMs its tiles leave idle take at most two
 // samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
 // whose tiles fill them all, never), and never in bf16, whose forward kernels round an augmented
