@@ -661,10 +661,6 @@ void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
 }
 
 bool TensorDenseBackward::gathers_ahead(int n, int next) const {
-  // BF16's forward kernels compile their inlined copy of the augmentation to other roundings than
-  // the convolutions' forward kernel's (GatheringTheNextBatchAheadIsTheNextStepsOwnGather found
-  // fields a rounding apart): a batch must have the same bits whichever kernel gathers it.
-  if (m_config.precision == Precision::bf16) return false;
   return next <= 2 * (m_multiprocessors - tile_blocks(n, m_clusters));
 }
 

@@ -121,9 +121,9 @@ class TensorDenseBackward {
 
   // Whether forward of n samples gathers a next batch of `next` samples: where the SMs its tiles
   // leave idle take at most two samples each (where they would take more, the gather outlasts the
-  // tiles and the step is longer than with each step gathering its own: docs/tensor-cores.md), and
-  // in fp32 and tf32 (bf16's forward kernels round an augmented sample otherwise than the
-  // convolutions' forward kernel).
+  // tiles and the step is longer than with each step gathering its own: docs/tensor-cores.md), in
+  // every precision (the resampling's products fused alike in every kernel: multiply_add,
+  // core/augment.hpp).
   bool gathers_ahead(int n, int next) const;
   // Refuses (Error) a next batch that forward of n samples cannot gather ahead: more samples than
   // its room, a batch check_gathered_batch refuses, or one gathers_ahead does not allow.

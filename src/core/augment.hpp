@@ -203,12 +203,33 @@ LENET5_HD inline double gaussian_weight(int k, double sigma) {
   return ::exp(-0.5 * k * k / (sigma * sigma));
 }
 
+// a * b + c. On the device, one FMA whose product is a's and b's: nvcc fuses a sum of two
+// products into an FMA by itself, but which product it fuses was its choice, made per kernel it
+// inlines the sum into, so that two kernels gathering the same sample could round it differently
+// (a bilinear sample inlined into bf16's dense forward kernels fused the other product, a rounding
+// apart from the other kernels). Called in the form those kernels compiled to, so that every
+// kernel rounds as they did. On the host, the two roundings of the expression, as before.
+LENET5_HD inline float multiply_add(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+  return __fmaf_rn(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+LENET5_HD inline double multiply_add(double a, double b, double c) {
+#ifdef __CUDA_ARCH__
+  return __fma_rn(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // Where output pixel (x, y) reads the input, before any elastic displacement.
 template <class T>
 LENET5_HD inline void affine_source(const AffineMap& m, int x, int y, T& sx, T& sy) {
   const T ox = T(x - kAugmentCentre), oy = T(y - kAugmentCentre);
-  sx = T(m.a11) * ox + T(m.a12) * oy + T(m.tx) + T(kAugmentCentre);
-  sy = T(m.a21) * ox + T(m.a22) * oy + T(m.ty) + T(kAugmentCentre);
+  sx = multiply_add(T(m.a11), ox, T(m.a12) * oy) + T(m.tx) + T(kAugmentCentre);
+  sy = multiply_add(T(m.a21), ox, T(m.a22) * oy) + T(m.ty) + T(kAugmentCentre);
 }
 
 // The image's value at integer (x, y), 0 (background) outside it.
@@ -235,9 +256,9 @@ LENET5_HD inline T bilinear_sample_of(const Values& value, T sx, T sy) {
   const T fx = ::floor(sx), fy = ::floor(sy);
   const int x0 = int(fx), y0 = int(fy);
   const T wx = sx - fx, wy = sy - fy;
-  const T top = (1 - wx) * value(x0, y0) + wx * value(x0 + 1, y0);
-  const T bottom = (1 - wx) * value(x0, y0 + 1) + wx * value(x0 + 1, y0 + 1);
-  return (1 - wy) * top + wy * bottom;
+  const T top = multiply_add(1 - wx, value(x0, y0), wx * value(x0 + 1, y0));
+  const T bottom = multiply_add(wx, value(x0 + 1, y0 + 1), (1 - wx) * value(x0, y0 + 1));
+  return multiply_add(1 - wy, top, wy * bottom);
 }
 
 // image_value as the function bilinear_sample_of reads.
@@ -306,9 +327,9 @@ LENET5_HD inline T enlarged_bilinear(const Values& low, int side, int x, int y) 
   const int i = int(u), j = int(v);  // u, v >= 0: truncation is floor
   const int i1 = i + 1 < side ? i + 1 : side - 1, j1 = j + 1 < side ? j + 1 : side - 1;
   const T fu = u - T(i), fv = v - T(j);
-  const T top = (1 - fu) * low(i, j) + fu * low(i1, j);
-  const T bottom = (1 - fu) * low(i, j1) + fu * low(i1, j1);
-  return (1 - fv) * top + fv * bottom;
+  const T top = multiply_add(1 - fu, low(i, j), fu * low(i1, j));
+  const T bottom = multiply_add(1 - fu, low(i, j1), fu * low(i1, j1));
+  return multiply_add(1 - fv, top, fv * bottom);
 }
 
 }  // namespace lenet5

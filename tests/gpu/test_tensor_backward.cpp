@@ -697,8 +697,7 @@ StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& a
 // gradient, bit for bit, as when it gathers its batch itself, with and without elastic
 // augmentation, for a short batch after a longer one (37 then 27 samples: 12 tile blocks and a
 // gathering block for every SM left, more than the batch), and for 128 then 128 (32 tile blocks;
-// on a GPU of fewer than 160 SMs some gathering blocks take two samples), in the precisions that
-// gather ahead.
+// on a GPU of fewer than 160 SMs some gathering blocks take two samples), in every precision.
 TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -709,7 +708,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
                                          epoch.data()};
   int compared = 0;
-  for (const Precision precision : {Precision::fp32, Precision::tf32})
+  for (const Precision precision : kPrecisions)
     for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
       for (const auto [first, second] : {std::pair{37, 27}, std::pair{128, 128}}) {
         const NetConfig config = step_network(precision);
@@ -730,7 +729,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
         EXPECT_EQ(got.gradients, want.gradients) << what;
         ++compared;
       }
-  EXPECT_GE(compared, 4) << "the short batches were compared in both precisions, both ways";
+  EXPECT_GE(compared, 6) << "the short batches were compared in every precision, both ways";
 }
 
 // The next batch as the dense forward kernels gather it ahead (with clusters, and without: the
@@ -738,7 +737,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
 // of augmentation the kernels run (none, affine, elastic, and elastic seen at a low resolution,
 // whose area means and enlargement are code of their own), at 37 samples after 16 (every
 // gathering block one sample) and 128 after 128 (on a GPU of fewer than 160 SMs some take two),
-// in the precisions that gather ahead: the same field and labels, bit for bit, since a batch must
+// in every precision: the same field and labels, bit for bit, since a batch must
 // have the same bits whichever kernel gathers it.
 TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes) {
   LENET5_REQUIRE_GPU();
@@ -753,7 +752,7 @@ TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes)
       {test::moderate_augmentation(AugmentKind::affine), 43, epoch.data()},
       {test::moderate_augmentation(AugmentKind::elastic), 47, epoch.data()},
       {low, 53, epoch.data()}};
-  for (const Precision precision : {Precision::fp32, Precision::tf32})
+  for (const Precision precision : kPrecisions)
     for (const bool clusters : {true, false})
       for (const cuda::DeviceAugmentation& augmentation : augmentations)
         for (const auto [n, next] : {std::pair{16, 37}, std::pair{128, 128}}) {
@@ -807,8 +806,8 @@ TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes)
 
 // Where a step gathers the next batch ahead: where the SMs its tiles leave idle take at most two
 // samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
-// whose tiles fill them all, never), and never in bf16, whose forward kernels round an augmented
-// sample otherwise; a step asked to gather ahead where it does not is refused.
+// whose tiles fill them all, never), in every precision; a step asked to gather ahead where it
+// does not is refused.
 TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -818,33 +817,33 @@ TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
   for (const Precision precision : kPrecisions) {
     const NetConfig config = step_network(precision);
     const cuda::TensorBackward backward(config, lenet5_layout(config), filling);
-    const bool gathers = precision != Precision::bf16;
-    EXPECT_EQ(backward.gathers_ahead(8, 8), gathers) << to_string(precision);
+    EXPECT_TRUE(backward.gathers_ahead(8, 8)) << to_string(precision);
     EXPECT_FALSE(backward.gathers_ahead(filling, sms)) << to_string(precision);
   }
-  const NetConfig config = step_network(Precision::bf16);
+  // A step of `filling` samples asked to gather the next `sms` ahead.
+  const NetConfig config = step_network(Precision::tf32);
   const ParamLayout layout = lenet5_layout(config);
-  const Batch batch = make_batch(16, 59);
+  const Batch batch = make_batch(filling + sms, 59);
   DeviceInputs in(batch, parameters(config, 61));
-  const Buffer<std::int32_t> indices = StepCase::permutation(16);
-  Buffer<float> fields[2] = {Buffer<float>(Device::gpu, 8 * kInputFloats),
-                             Buffer<float>(Device::gpu, 8 * kInputFloats)};
-  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, 8),
-                                    Buffer<std::uint8_t>(Device::gpu, 8)};
+  const Buffer<std::int32_t> indices = StepCase::permutation(filling + sms);
+  Buffer<float> fields[2] = {Buffer<float>(Device::gpu, std::size_t(filling) * kInputFloats),
+                             Buffer<float>(Device::gpu, std::size_t(sms) * kInputFloats)};
+  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, std::size_t(filling)),
+                                    Buffer<std::uint8_t>(Device::gpu, std::size_t(sms))};
   Buffer<float> gradients(Device::gpu, layout.buffer_floats);
   const Buffer<float> lr = test::upload({0.07f});
   const auto batch_of = [&](int step) {
     return cuda::BatchGather{in.pixels.data(),
                              in.labels.data(),
-                             indices.data() + 8 * step,
+                             indices.data() + (step == 0 ? 0 : filling),
                              {},
                              pixel_scaling(config.input_scaling),
                              fields[step].data(),
                              labels[step].data()};
   };
   const SgdSettings settings;
-  cuda::TensorBackward backward(config, layout, 8);
-  EXPECT_THROW(backward.train_step({batch_of(0), false, {batch_of(1), 8}}, 8,
+  cuda::TensorBackward backward(config, layout, filling);
+  EXPECT_THROW(backward.train_step({batch_of(0), false, {batch_of(1), sms}}, filling,
                                    {settings, lr.data(), in.params.data(), nullptr},
                                    gradients.data(), cudaStreamPerThread),
                Error);
