@@ -209,16 +209,10 @@ LENET5_HD inline double gaussian_weight(int k, double sigma) {
 // (a bilinear sample inlined into bf16's dense forward kernels fused the other product, a rounding
 // apart from the other kernels). Called in the form those kernels compiled to, so that every
 // kernel rounds as they did. On the host, the two roundings of the expression, as before.
-LENET5_HD inline float multiply_add(float a, float b, float c) {
+template <class T>
+LENET5_HD inline T multiply_add(T a, T b, T c) {
 #ifdef __CUDA_ARCH__
-  return __fmaf_rn(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-LENET5_HD inline double multiply_add(double a, double b, double c) {
-#ifdef __CUDA_ARCH__
-  return __fma_rn(a, b, c);
+  return ::fma(a, b, c);
 #else
   return a * b + c;
 #endif

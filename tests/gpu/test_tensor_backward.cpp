@@ -503,6 +503,13 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   }
 }
 
+// An epoch number in device memory, as the engine keeps it for the augmentation's keys.
+Buffer<std::uint32_t> device_epoch(std::uint32_t epoch) {
+  Buffer<std::uint32_t> on_device(Device::gpu, 1);
+  on_device.copy_from_host(&epoch);
+  return on_device;
+}
+
 // The network of the training-step tests (the train step's and the gather-ahead ones), in
 // `precision`: ReLU and max subsampling, whose first maxima the convolutions' kernels keep.
 NetConfig step_network(Precision precision) {
@@ -628,9 +635,7 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   nesterov.momentum = 0.85;
   nesterov.nesterov = true;
   nesterov.weight_decay = 5e-4;
-  Buffer<std::uint32_t> epoch(Device::gpu, 1);
-  const std::uint32_t third_epoch = 2;
-  epoch.copy_from_host(&third_epoch);
+  const Buffer<std::uint32_t> epoch = device_epoch(2);  // the third epoch
   const cuda::DeviceAugmentation none{};
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 31,
                                          epoch.data()};
@@ -701,9 +706,7 @@ StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& a
 TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  Buffer<std::uint32_t> epoch(Device::gpu, 1);
-  const std::uint32_t second_epoch = 1;
-  epoch.copy_from_host(&second_epoch);
+  const Buffer<std::uint32_t> epoch = device_epoch(1);  // the second epoch
   const cuda::DeviceAugmentation none{};
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
                                          epoch.data()};
@@ -742,9 +745,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
 TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  Buffer<std::uint32_t> epoch(Device::gpu, 1);
-  const std::uint32_t third_epoch = 2;
-  epoch.copy_from_host(&third_epoch);
+  const Buffer<std::uint32_t> epoch = device_epoch(2);  // the third epoch
   AugmentSettings low = test::moderate_augmentation(AugmentKind::elastic);
   low.low_resolution = 1;
   const cuda::DeviceAugmentation augmentations[] = {
