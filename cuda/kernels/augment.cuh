@@ -27,11 +27,8 @@ constexpr int kAugmentMaxTaps = 2 * 84 + 1;
 static_assert(3 * kMaxElasticSigma <= 84, "kAugmentMaxTaps covers the widest Gaussian");
 
 // The elastic field's noise and its first smoothing pass keep their rows kAugmentRowStride floats
-// apart, one more than the image's width. That removed the four-way bank conflicts of a first
-// pass whose lanes took one column of 32 consecutive rows. The pass as it is (four lines a thread,
-// smooth_along_x) gives a warp 14 row groups at each of three or four columns, and then most of
-// its loads are two-way conflicts with either stride: 88 % at 29 against 93 % at 28, at radius 12,
-// by a model of the addresses.
+// apart, one more than the image's width: the first pass's lanes take one position of 32
+// consecutive rows (smooth_along_x), and 29 floats apart those rows lie in 32 distinct banks.
 constexpr int kAugmentRowStride = kImageSide + 1;
 constexpr int kAugmentPlane = kImageSide * kAugmentRowStride;  // one field's floats, so laid out
 // The resolution stage keeps the transformed image and its reduction in the first smoothing
@@ -59,96 +56,112 @@ struct AugmentScratch {
 namespace augment_detail {
 
 // A pass of the Gaussian smooths 56 lines (the rows, or the columns, of both fields); a thread
-// takes four of them, kLineGroups apart, at one position.
+// takes a run of kRun consecutive outputs of one line.
 constexpr int kLines = 2 * kImageSide;
-constexpr int kLinesAtOnce = 4;
-constexpr int kLineGroups = kLines / kLinesAtOnce;    // 14
-constexpr int kPassItems = kImageSide * kLineGroups;  // 392 threads' work
-static_assert(kLines % kLinesAtOnce == 0, "the lines split into whole groups");
+constexpr int kRun = 4;
+constexpr int kRunsPerLine = kImageSide / kRun;    // 7
+constexpr int kPassItems = kLines * kRunsPerLine;  // 392 threads' work
+static_assert(kImageSide % kRun == 0, "a line splits into whole runs");
 
-// Four outputs of a pass, at position `at` of four lines (rows, stride 1, or columns, stride
-// kAugmentRowStride): for each, the taps k = -radius..radius in that order, each times the value
-// at at + k clamped to the image (edges repeated). The taps past an edge all read that edge's
-// value, loaded once: the same products in the same order as clamping at every tap, so the same
-// bits, without a clamp per tap. The four sums are independent chains of multiply-adds that
-// overlap, where one output at a time waits on each of its own.
-__device__ inline void smooth_four(const float* (&line)[kLinesAtOnce], int stride, int at,
-                                   const float* taps, int radius, float (&sum)[kLinesAtOnce]) {
-  float edge[kLinesAtOnce];
+// Outputs first .. first + kRun - 1 of a line (`stride` apart: a row, 1, or a column,
+// kAugmentRowStride): output a is the sum, over the taps k = -radius..radius in that order, of
+// taps[k + radius] times the line's value at a + k clamped to the line (edges repeated). The
+// window's values (first - radius .. first + kRun - 1 + radius) are each read once and weighed
+// into every output they reach, output q's with taps[j - q] for window value j; so each output
+// still adds its products in k's order (the same bits), with about a quarter of the shared-memory
+// loads of four lines at one position a thread, whose loads (mostly two-way bank conflicts)
+// bounded the pass. Each product is one FMA by multiply_add, the form `sum += tap * v` compiled
+// to, pinned: where a window value is reused (a loop over an edge's value was tried), nvcc
+// computes tap * value once for two outputs and adds it with a rounding of its own.
+__device__ inline void smooth_run(const float* line, int stride, int first, const float* taps,
+                                  int radius, float (&sum)[kRun]) {
+  const int last_tap = 2 * radius;
+  const auto value = [&](int j) {
+    return line[min(max(first - radius + j, 0), kImageSide - 1) * stride];
+  };
+  float tap[kRun];  // tap[q]: taps[j - q], output q's tap for window value j
 #pragma unroll
-  for (int q = 0; q < kLinesAtOnce; ++q) {
-    sum[q] = 0.0f;
-    edge[q] = line[q][0];
+  for (int q = 0; q < kRun; ++q) sum[q] = tap[q] = 0.0f;
+  const auto next_tap = [&tap](float t) {
+#pragma unroll
+    for (int q = kRun - 1; q > 0; --q) tap[q] = tap[q - 1];
+    tap[0] = t;
+  };
+  // The window's first kRun - 1 values reach outputs 0..j only; radius >= 1 (sigma > 0), so
+  // their taps exist.
+#pragma unroll
+  for (int j = 0; j < kRun - 1; ++j) {
+    next_tap(taps[j]);
+    const float v = value(j);
+#pragma unroll
+    for (int q = 0; q <= j; ++q) sum[q] = multiply_add(tap[q], v, sum[q]);
   }
-  int k = -radius;
-  for (; k < -at; ++k) {
-    const float tap = taps[k + radius];
+  for (int j = kRun - 1; j <= last_tap; ++j) {
+    next_tap(taps[j]);
+    const float v = value(j);
 #pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q) sum[q] += tap * edge[q];
+    for (int q = 0; q < kRun; ++q) sum[q] = multiply_add(tap[q], v, sum[q]);
   }
-  const int last_inside = min(radius, kImageSide - 1 - at);
-  for (; k <= last_inside; ++k) {
-    const float tap = taps[k + radius];
-    const int offset = (at + k) * stride;
+  // The last kRun - 1 reach outputs e..kRun - 1 only.
 #pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q) sum[q] += tap * line[q][offset];
-  }
+  for (int e = 1; e < kRun; ++e) {
+    next_tap(0.0f);
+    const float v = value(last_tap + e);
 #pragma unroll
-  for (int q = 0; q < kLinesAtOnce; ++q) edge[q] = line[q][(kImageSide - 1) * stride];
-  for (; k <= radius; ++k) {
-    const float tap = taps[k + radius];
-#pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q) sum[q] += tap * edge[q];
+    for (int q = e; q < kRun; ++q) sum[q] = multiply_add(tap[q], v, sum[q]);
   }
 }
 
-// Line group + 14 q (q = 0-3) of an item's four, of the 56 (axis 28 + i): axis q / 2, i = group +
-// 14 (q % 2), as group < 14 = 28 / 2. The four lines then lie constants apart, so that their loads
-// share one address (dividing each line's index by 28 cost an eighth of a pass's instructions).
-static_assert(2 * kLineGroups == kImageSide && kLinesAtOnce == 4, "an item's lines: 2 an axis");
-__device__ constexpr int line_axis(int q) {
-  return q / 2;
+// Item `item` of a pass: its line (rows or columns of the x field, then of the y field) and its
+// run. A warp's lanes take consecutive lines at one run: the same clamps, and (rows 29 floats
+// apart) loads in distinct banks.
+__device__ constexpr int item_line(int item) {
+  return item % kLines;
 }
-__device__ constexpr int line_in_axis(int group, int q) {
-  return group + q % 2 * kLineGroups;
+__device__ constexpr int item_first(int item) {
+  return item / kLines * kRun;
 }
 
-// Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart). Consecutive threads take
-// the same column of consecutive row groups, so a warp's lanes share their clamped ranges (three
-// or four columns a warp) rather than diverge over 28 of them.
+// Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart).
 __device__ inline void smooth_along_x(const float* noise, float* along_x, const float* taps,
                                       int radius) {
   for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
-    const int x = item / kLineGroups, group = item % kLineGroups;
-    int row_start[kLinesAtOnce];
-    const float* rows[kLinesAtOnce];
+    const int line = item_line(item), first = item_first(item);
+    const int row_start = line / kImageSide * kAugmentPlane + line % kImageSide * kAugmentRowStride;
+    float sum[kRun];
+    smooth_run(noise + row_start, 1, first, taps, radius, sum);
 #pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q) {
-      row_start[q] = line_axis(q) * kAugmentPlane + line_in_axis(group, q) * kAugmentRowStride;
-      rows[q] = noise + row_start[q];
-    }
-    float sum[kLinesAtOnce];
-    smooth_four(rows, 1, x, taps, radius, sum);
-#pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q) along_x[row_start[q] + x] = sum[q];
+    for (int q = 0; q < kRun; ++q) along_x[row_start + first + q] = sum[q];
   }
 }
 
-// Along y: columns of `along_x` into `field` (rows kImageSide apart). Consecutive threads take
-// consecutive column groups at one row (three or four rows a warp).
+// Along y: columns of `along_x` into `field` (rows kImageSide apart).
 __device__ inline void smooth_along_y(const float* along_x, float* field, const float* taps,
                                       int radius) {
   for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
-    const int y = item / kLineGroups, group = item % kLineGroups;
-    const float* columns[kLinesAtOnce];
+    const int line = item_line(item), first = item_first(item);
+    const int axis = line / kImageSide, column = line % kImageSide;
+    float sum[kRun];
+    smooth_run(along_x + axis * kAugmentPlane + column, kAugmentRowStride, first, taps, radius,
+               sum);
 #pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q)
-      columns[q] = along_x + line_axis(q) * kAugmentPlane + line_in_axis(group, q);
-    float sum[kLinesAtOnce];
-    smooth_four(columns, kAugmentRowStride, y, taps, radius, sum);
-#pragma unroll
-    for (int q = 0; q < kLinesAtOnce; ++q)
-      field[line_axis(q) * kImageBytes + y * kImageSide + line_in_axis(group, q)] = sum[q];
+    for (int q = 0; q < kRun; ++q)
+      field[axis * kImageBytes + (first + q) * kImageSide + column] = sum[q];
+  }
+}
+
+// value(i) for this thread's indices i < count (threadIdx.x, then blockDim.x further, ...), each
+// handed to put(i, v): two at a time, both values computed before either is put, so that their
+// dependent chains overlap (for all nvcc knows, put's stores reach the shared memory that value
+// reads, so it cannot move the second value's loads above the first one's stores itself).
+template <class Value, class Put>
+__device__ void each_in_pairs(int count, Value value, Put put) {
+  for (int i = threadIdx.x; i < count; i += 2 * blockDim.x) {
+    const int second = i + int(blockDim.x);
+    const float first_value = value(i);
+    const float second_value = second < count ? value(second) : 0.0f;
+    put(i, first_value);
+    if (second < count) put(second, second_value);
   }
 }
 
@@ -161,10 +174,21 @@ __device__ inline void smooth_along_y(const float* along_x, float* field, const 
 // block's first six warps at once (fewer warps take several), while the others draw the noise;
 // then the map (and the resolution stage's side) and the field's scale each on one thread of the
 // last two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
-// their own; with 256 they have one group of lines each).
+// their own; with 256 the second has one run); the taps on the last threads.
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, Store store) {
+  // The image's bytes are all read first and written after the noise is drawn (a block of 196
+  // threads or more, as every caller's, has them in registers): the epoch's read, the terms and
+  // the draws hide the round trip to memory, where a loop that wrote each byte as it came waited
+  // for four of them.
+  constexpr int kHeldBytes = 4;
+  std::uint8_t held[kHeldBytes];
+#pragma unroll
+  for (int b = 0; b < kHeldBytes; ++b) {
+    const int p = int(threadIdx.x + b * blockDim.x);
+    held[b] = p < int(kImageBytes) ? image[p] : 0;
+  }
   const AugmentSettings& s = aug.settings;
   const AugmentRandom random(aug.seed, *aug.epoch, sample);
   const bool elastic = s.kind == AugmentKind::elastic;
@@ -173,28 +197,35 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   if (threadIdx.x % 32 == 0)
     for (int term = warp; term < kAffineTerms; term += warps)
       scratch.terms[term] = affine_term(s, random, term);
-  // The image's bytes are all read before the noise is drawn and written after it (a block of 196
-  // threads or more, as every caller's, has them in registers): the draws hide the round trip to
-  // memory, where a loop that wrote each byte as it came waited for four of them.
-  constexpr int kHeldBytes = 4;
-  std::uint8_t held[kHeldBytes];
-#pragma unroll
-  for (int b = 0; b < kHeldBytes; ++b) {
-    const int p = int(threadIdx.x + b * blockDim.x);
-    held[b] = p < int(kImageBytes) ? image[p] : 0;
-  }
   if (elastic) {
     // Draw i (axis i / 784, pixel i % 784) sits at axis * 812 + y * 29 + x = i + i / 28: the rows
     // of both axes end to end, each one float longer.
     static_assert(
         kAugmentPlane == kImageSide * kAugmentRowStride && kAugmentRowStride == kImageSide + 1,
         "a row of noise is one float longer than the image's");
-    for (int i = threadIdx.x; i < 2 * int(kImageBytes); i += blockDim.x) {
-      const int rows_before = int(unsigned(i) / kImageSide);
-      scratch.noise[i + rows_before] =
-          float(random.symmetric_uniform(kDrawFieldNoise + std::uint32_t(i)));
+    // A thread's draws are independent chains (the mixer's multiplies, the conversions):
+    // kDrawsAtOnce of them made before any is stored overlap. A block of 12 warps or more leaves
+    // the noise to the warps past the terms', whose lane 0 has a longer chain already.
+    constexpr int kDraws = 2 * int(kImageBytes), kDrawsAtOnce = 5;
+    const int skipped = warps >= 2 * kAffineTerms ? 32 * kAffineTerms : 0;
+    const int drawers = int(blockDim.x) - skipped;
+    for (int first = int(threadIdx.x) - skipped; first >= 0 && first < kDraws;
+         first += kDrawsAtOnce * drawers) {
+      float draw[kDrawsAtOnce];
+#pragma unroll
+      for (int d = 0; d < kDrawsAtOnce; ++d) {
+        const int i = first + d * drawers;
+        draw[d] =
+            i < kDraws ? float(random.symmetric_uniform(kDrawFieldNoise + std::uint32_t(i))) : 0.0f;
+      }
+#pragma unroll
+      for (int d = 0; d < kDrawsAtOnce; ++d) {
+        const int i = first + d * drawers;
+        if (i < kDraws) scratch.noise[i + int(unsigned(i) / kImageSide)] = draw[d];
+      }
     }
-    for (int k = threadIdx.x; k <= 2 * radius; k += blockDim.x)
+    // The taps on the block's last threads, away from the first warps' terms.
+    for (int k = int(blockDim.x - 1 - threadIdx.x); k <= 2 * radius; k += blockDim.x)
       scratch.taps[k] = float(gaussian_weight(k - radius, s.elastic_sigma));
   }
 #pragma unroll
@@ -238,21 +269,31 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   // The same side for the whole block (one sample's draws): every thread takes the same branch.
   const int side = scratch.side;
   if (side == 0) {
-    for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) store(p, transformed(p));
+    augment_detail::each_in_pairs(int(kImageBytes), transformed, store);
     return;
   }
   // The resolution stage, in the first pass's buffer (free once the field is smoothed): the
   // transformed image, then its side x side reduction, then each pixel enlarged back.
   float* staged = scratch.along_x;
   float* low = scratch.along_x + kImageBytes;
-  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) staged[p] = transformed(p);
+  augment_detail::each_in_pairs(int(kImageBytes), transformed,
+                                [staged](int p, float value) { staged[p] = value; });
   __syncthreads();
-  for (int q = threadIdx.x; q < side * side; q += blockDim.x)
-    low[q] = area_mean<float>(RowMajorValues<float>{staged, kImageSide}, side, q % side, q / side);
+  augment_detail::each_in_pairs(
+      side * side,
+      [staged, side](int q) {
+        return area_mean<float>(RowMajorValues<float>{staged, kImageSide}, side, q % side,
+                                q / side);
+      },
+      [low](int q, float value) { low[q] = value; });
   __syncthreads();
-  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x)
-    store(p, enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, p % kImageSide,
-                                      p / kImageSide));
+  augment_detail::each_in_pairs(
+      int(kImageBytes),
+      [low, side](int p) {
+        return enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, p % kImageSide,
+                                        p / kImageSide);
+      },
+      store);
 }
 #endif  // __CUDACC__
 
