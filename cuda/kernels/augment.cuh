@@ -174,7 +174,7 @@ __device__ void each_in_pairs(int count, Value value, Put put) {
 // block's first six warps at once (fewer warps take several), while the others draw the noise;
 // then the map (and the resolution stage's side) and the field's scale each on one thread of the
 // last two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
-// their own; with 256 the second has one run); the taps on the last threads.
+// their own; with 256 they have one run each); the taps on the last threads.
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, Store store) {
