@@ -27,8 +27,8 @@ constexpr int kAugmentMaxTaps = 2 * 84 + 1;
 static_assert(3 * kMaxElasticSigma <= 84, "kAugmentMaxTaps covers the widest Gaussian");
 
 // The elastic field's noise and its first smoothing pass keep their rows kAugmentRowStride floats
-// apart, one more than the image's width: the first pass's lanes take one position of 32
-// consecutive rows (smooth_along_x), and 29 floats apart those rows lie in 32 distinct banks.
+// apart, one more than the image's width: the first pass's lanes take one position of up to 32
+// consecutive rows (smooth_along_x), and 29 floats apart those rows lie in distinct banks.
 constexpr int kAugmentRowStride = kImageSide + 1;
 constexpr int kAugmentPlane = kImageSide * kAugmentRowStride;  // one field's floats, so laid out
 // The resolution stage keeps the transformed image and its reduction in the first smoothing
@@ -64,15 +64,15 @@ constexpr int kPassItems = kLines * kRunsPerLine;  // 392 threads' work
 static_assert(kImageSide % kRun == 0, "a line splits into whole runs");
 
 // Outputs first .. first + kRun - 1 of a line (`stride` apart: a row, 1, or a column,
-// kAugmentRowStride): output a is the sum, over the taps k = -radius..radius in that order, of
-// taps[k + radius] times the line's value at a + k clamped to the line (edges repeated). The
-// window's values (first - radius .. first + kRun - 1 + radius) are each read once and weighed
-// into every output they reach, output q's with taps[j - q] for window value j; so each output
-// still adds its products in k's order (the same bits), with about a quarter of the shared-memory
-// loads of four lines at one position a thread, whose loads (mostly two-way bank conflicts)
-// bounded the pass. Each product is one FMA by multiply_add, the form `sum += tap * v` compiled
-// to, pinned: where a window value is reused (a loop over an edge's value was tried), nvcc
-// computes tap * value once for two outputs and adds it with a rounding of its own.
+// kAugmentRowStride): output q (at first + q) is the sum, over the taps k = -radius..radius in
+// that order, of taps[k + radius] times the line's value at first + q + k clamped to the line
+// (edges repeated). The window's values (first - radius .. first + kRun - 1 + radius) are each
+// read once and weighed into every output they reach, output q's with taps[j - q] for window
+// value j: each output adds its products in k's order (the bits of a sum per output), and the
+// shared-memory loads, which bound the pass, are shared by four outputs. Each product is one FMA
+// by multiply_add, the form `sum += tap * v` compiles to, pinned: had a value stayed in a register
+// over several window positions, nvcc could compute tap * value once for two outputs and round it
+// apart from the sum. radius >= 1 (sigma > 0, as the settings' validation requires).
 __device__ inline void smooth_run(const float* line, int stride, int first, const float* taps,
                                   int radius, float (&sum)[kRun]) {
   const int last_tap = 2 * radius;
@@ -113,8 +113,8 @@ __device__ inline void smooth_run(const float* line, int stride, int first, cons
 }
 
 // Item `item` of a pass: its line (rows or columns of the x field, then of the y field) and its
-// run. A warp's lanes take consecutive lines at one run: the same clamps, and (rows 29 floats
-// apart) loads in distinct banks.
+// run. A warp's lanes take consecutive lines, at one run or at two (the same clamps within each),
+// so that their loads fall in distinct banks but where the two fields or the two runs meet.
 __device__ constexpr int item_line(int item) {
   return item % kLines;
 }
@@ -171,10 +171,11 @@ __device__ void each_in_pairs(int count, Value value, Put put) {
 // calls store(p, grey) for every pixel p of the 28 x 28 result (grey in [0, 255], not rounded).
 // Every thread of the block must call it (it synchronises the block). aug must be enabled.
 // The serial parts run beside the parallel ones: the affine map's six terms on lane 0 of the
-// block's first six warps at once (fewer warps take several), while the others draw the noise;
-// then the map (and the resolution stage's side) and the field's scale each on one thread of the
-// last two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
-// their own; with 256 they have one run each); the taps on the last threads.
+// block's first six warps at once (fewer warps take several) beside the noise's draws (with 12
+// warps or more, drawn by the warps past those six only) and the taps (on the last threads); then
+// the map (and the resolution stage's side) and the field's scale each on one thread of the last
+// two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
+// their own; with 256 they have one run each).
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, Store store) {
@@ -205,7 +206,8 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
         "a row of noise is one float longer than the image's");
     // A thread's draws are independent chains (the mixer's multiplies, the conversions):
     // kDrawsAtOnce of them made before any is stored overlap. A block of 12 warps or more leaves
-    // the noise to the warps past the terms', whose lane 0 has a longer chain already.
+    // the noise to the warps past the six that make the terms, whose lane 0 has the longer chain
+    // already.
     constexpr int kDraws = 2 * int(kImageBytes), kDrawsAtOnce = 5;
     const int skipped = warps >= 2 * kAffineTerms ? 32 * kAffineTerms : 0;
     const int drawers = int(blockDim.x) - skipped;
