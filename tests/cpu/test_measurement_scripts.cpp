@@ -7,7 +7,7 @@
 // docs/results.md (through scripts/results_block.py), and the blocks themselves;
 // scripts/stall_profile.sh --from, which sums Nsight Compute's warp-stall samples per reason,
 // function and line; scripts/fuzz.sh --summary, the table of a fuzz run with each crash's input and
-// report.
+// report; scripts/compare_builds.sh with stand-in binaries.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -556,6 +556,79 @@ TEST(KernelSetScript, RefusesAFolderWithoutARunAndMeasuringFlagsWithFrom) {
                        "--from '" + (dir / "measured").string() + "' --seeds 1,2", dir),
             2);
   EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "it takes only --results"));
+}
+
+// A stand-in for a lenet5 binary as scripts/compare_builds.sh runs it: it logs its arguments;
+// `train ... --out DIR` writes DIR's checkpoint files (last.safetensors holding `last`), `bench`
+// prints a seed line with these epochs.
+void write_stand_in_lenet5(const std::filesystem::path& file, const TempDir& dir,
+                           const std::string& last, const std::string& epoch_s,
+                           const std::string& no_augment_s) {
+  write(file,
+        "#!/usr/bin/env bash\n"
+        "echo \"$*\" >>'" +
+            (dir / "arguments.txt").string() +
+            "'\n"
+            "if [ \"$1\" = train ]; then\n"
+            "  while [ $# -gt 0 ] && [ \"$1\" != --out ]; do shift; done\n"
+            "  mkdir -p \"$2\" && echo " +
+            last +
+            " >\"$2/last.safetensors\"\n"
+            "  echo best >\"$2/best.safetensors\" && echo settings >\"$2/config.toml\"\n"
+            "else\n"
+            "  echo '{\"event\":\"seed\",\"seed\":1,\"median_epoch_s\":" +
+            epoch_s + ",\"median_epoch_s_no_augment\":" + no_augment_s +
+            "}'\n"
+            "fi\n");
+  std::filesystem::permissions(file, std::filesystem::perms::owner_all);
+}
+
+// Two builds compared on a kernel set with its precision (NAME:PRECISION) and on two configs: the
+// trainings cut to --train-epochs, each checkpoint file compared, each config's epochs and bench's
+// own epochs without augmentation side by side; a checkpoint that differs says so and fails; a
+// malformed kernel set or an unknown config is refused before anything runs.
+TEST(BuildsScript, ComparesEachKernelSetsCheckpointsAndEpochsPerConfig) {
+  TempDir dir;
+  write_stand_in_lenet5(dir / "old", dir, "same", "0.020", "0.0195");
+  write_stand_in_lenet5(dir / "new", dir, "same", "0.019", "0.0199");
+  write_stand_in_lenet5(dir / "other", dir, "other", "0.019", "null");
+  setenv("LENET5_DATA", (dir / "mnist").c_str(), 1);
+  const std::string builds = "'" + (dir / "old").string() + "' '" + (dir / "new").string() + "'";
+  const int status = run_script("compare_builds.sh",
+                                builds +
+                                    " --kernels whole-step,tensor:tf32 --configs lenet5,fast "
+                                    "--rounds 1 --epochs 2 --train-epochs 3",
+                                dir);
+  const std::string out = testing::read_text(dir / "out.txt");
+  ASSERT_EQ(status, 0) << out;
+  const std::string arguments = testing::read_text(dir / "arguments.txt");
+  EXPECT_TRUE(testing::mentions(arguments, "--kernels tensor --precision tf32 --epochs 3 --out"))
+      << arguments;
+  EXPECT_TRUE(testing::mentions(arguments, "bench --config configs/fast.toml")) << arguments;
+  EXPECT_TRUE(testing::mentions(out, "checkpoint tensor:tf32 last.safetensors: identical")) << out;
+  EXPECT_TRUE(testing::mentions(
+      out,
+      "epoch time tensor:tf32, fast: old 20.00 ms, new 19.00 ms, new/old 0.950 (median of 1 "
+      "rounds); without augmentation old 19.50 ms, new 19.90 ms, new/old 1.021"))
+      << out;
+  EXPECT_TRUE(testing::mentions(out, "same behaviour: yes")) << out;
+
+  EXPECT_EQ(run_script("compare_builds.sh",
+                       "'" + (dir / "old").string() + "' '" + (dir / "other").string() +
+                           "' --kernels tensor:bf16 --rounds 1 --epochs 2",
+                       dir),
+            1);
+  const std::string differing = testing::read_text(dir / "out.txt");
+  EXPECT_TRUE(testing::mentions(differing, "checkpoint tensor:bf16 last.safetensors: DIFFERENT"))
+      << differing;
+  EXPECT_FALSE(testing::mentions(differing, "without augmentation")) << differing;
+  EXPECT_TRUE(testing::mentions(differing, "same behaviour: no")) << differing;
+
+  EXPECT_EQ(run_script("compare_builds.sh", builds + " --kernels tensor:", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "NAME:PRECISION"));
+  EXPECT_EQ(run_script("compare_builds.sh", builds + " --configs nonesuch", dir), 2);
+  EXPECT_TRUE(testing::mentions(testing::read_text(dir / "out.txt"), "no configs/nonesuch.toml"));
+  unsetenv("LENET5_DATA");
 }
 
 // What scripts/stall_profile.sh reads: Nsight Compute's source page (--page source --csv
