@@ -77,8 +77,10 @@ inline bool tf32_runs_here() {
 
 namespace lenet5::test {
 
-inline Buffer<float> upload(const std::vector<float>& host) {
-  Buffer<float> device(Device::gpu, host.size());
+// host's values in a device buffer; float where the values are a braced list of floats.
+template <class T = float>
+Buffer<T> upload(const std::vector<T>& host) {
+  Buffer<T> device(Device::gpu, host.size());
   device.copy_from_host(host.data());
   return device;
 }

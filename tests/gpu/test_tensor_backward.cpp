@@ -503,13 +503,6 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   }
 }
 
-// An epoch number in device memory, as the engine keeps it for the augmentation's keys.
-Buffer<std::uint32_t> device_epoch(std::uint32_t epoch) {
-  Buffer<std::uint32_t> on_device(Device::gpu, 1);
-  on_device.copy_from_host(&epoch);
-  return on_device;
-}
-
 // The network of the training-step tests (the train step's and the gather-ahead ones), in
 // `precision`: ReLU and max subsampling, whose first maxima the convolutions' kernels keep.
 NetConfig step_network(Precision precision) {
@@ -635,7 +628,7 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   nesterov.momentum = 0.85;
   nesterov.nesterov = true;
   nesterov.weight_decay = 5e-4;
-  const Buffer<std::uint32_t> epoch = device_epoch(2);  // the third epoch
+  const Buffer<std::uint32_t> epoch = test::upload<std::uint32_t>({2});  // the third epoch
   const cuda::DeviceAugmentation none{};
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 31,
                                          epoch.data()};
@@ -706,7 +699,7 @@ StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& a
 TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  const Buffer<std::uint32_t> epoch = device_epoch(1);  // the second epoch
+  const Buffer<std::uint32_t> epoch = test::upload<std::uint32_t>({1});  // the second epoch
   const cuda::DeviceAugmentation none{};
   const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
                                          epoch.data()};
@@ -745,7 +738,7 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
 TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  const Buffer<std::uint32_t> epoch = device_epoch(2);  // the third epoch
+  const Buffer<std::uint32_t> epoch = test::upload<std::uint32_t>({2});  // the third epoch
   AugmentSettings low = test::moderate_augmentation(AugmentKind::elastic);
   low.low_resolution = 1;
   const cuda::DeviceAugmentation augmentations[] = {

@@ -676,8 +676,7 @@ TEST_P(WholeStepAugmented, GradientsMatchTheCpuReferenceOnTheAugmentedBatch) {
   const AugmentedStep& step = augmented_steps()[std::size_t(GetParam())];
   const Augmentation augmentation{step.settings, 29};
   const std::uint32_t epoch = 3;  // not 0: the epoch must come from the device buffer
-  Buffer<std::uint32_t> device_epoch(Device::gpu, 1);
-  device_epoch.copy_from_host(&epoch);
+  const Buffer<std::uint32_t> device_epoch = test::upload<std::uint32_t>({epoch});
   const cuda::DeviceAugmentation on_device{augmentation.settings, augmentation.seed,
                                            device_epoch.data()};
   const std::string what = std::string(step.name) + " epoch 3";
