@@ -172,10 +172,10 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   if (threadIdx.x % 32 == 0)
     for (int term = warp; term < kAffineTerms; term += warps)
       scratch.terms[term] = affine_term(s, random, term);
-  // The image's bytes are all read first and written after the noise is drawn (a block of 196
-  // threads or more, as every caller's, has them in registers): the epoch's read, the terms and
-  // the draws hide the round trip to memory, where a loop that wrote each byte as it came waited
-  // for four of them.
+  // The image's bytes are all read before the noise is drawn and written after it (a block of 196
+  // threads or more, as every caller's, has them in registers): the draws hide the round trip to
+  // memory, where a loop that wrote each byte as it came waited for four of them. Read before the
+  // terms, they stayed live through the trigonometry and raised the kernels' registers.
   constexpr int kHeldBytes = 4;
   std::uint8_t held[kHeldBytes];
 #pragma unroll
