@@ -150,21 +150,6 @@ __device__ inline void smooth_along_y(const float* along_x, float* field, const 
   }
 }
 
-// value(i) for this thread's indices i < count (threadIdx.x, then blockDim.x further, ...), each
-// handed to put(i, v): two at a time, both values computed before either is put, so that their
-// dependent chains overlap (for all nvcc knows, put's stores reach the shared memory that value
-// reads, so it cannot move the second value's loads above the first one's stores itself).
-template <class Value, class Put>
-__device__ void each_in_pairs(int count, Value value, Put put) {
-  for (int i = threadIdx.x; i < count; i += 2 * blockDim.x) {
-    const int second = i + int(blockDim.x);
-    const float first_value = value(i);
-    const float second_value = second < count ? value(second) : 0.0f;
-    put(i, first_value);
-    if (second < count) put(second, second_value);
-  }
-}
-
 }  // namespace augment_detail
 
 // Augments `image` (28 x 28 bytes in global memory), sample `sample` of the current epoch, and
@@ -179,17 +164,6 @@ __device__ void each_in_pairs(int count, Value value, Put put) {
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, Store store) {
-  // The image's bytes are all read first and written after the noise is drawn (a block of 196
-  // threads or more, as every caller's, has them in registers): the epoch's read, the terms and
-  // the draws hide the round trip to memory, where a loop that wrote each byte as it came waited
-  // for four of them.
-  constexpr int kHeldBytes = 4;
-  std::uint8_t held[kHeldBytes];
-#pragma unroll
-  for (int b = 0; b < kHeldBytes; ++b) {
-    const int p = int(threadIdx.x + b * blockDim.x);
-    held[b] = p < int(kImageBytes) ? image[p] : 0;
-  }
   const AugmentSettings& s = aug.settings;
   const AugmentRandom random(aug.seed, *aug.epoch, sample);
   const bool elastic = s.kind == AugmentKind::elastic;
@@ -198,6 +172,17 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   if (threadIdx.x % 32 == 0)
     for (int term = warp; term < kAffineTerms; term += warps)
       scratch.terms[term] = affine_term(s, random, term);
+  // The image's bytes are all read before the noise is drawn and written after it (a block of 196
+  // threads or more, as every caller's, has them in registers): the draws hide the round trip to
+  // memory, where a loop that wrote each byte as it came waited for four of them. Read before the
+  // terms, they stayed live through the trigonometry and raised the kernels' registers.
+  constexpr int kHeldBytes = 4;
+  std::uint8_t held[kHeldBytes];
+#pragma unroll
+  for (int b = 0; b < kHeldBytes; ++b) {
+    const int p = int(threadIdx.x + b * blockDim.x);
+    held[b] = p < int(kImageBytes) ? image[p] : 0;
+  }
   if (elastic) {
     // Draw i (axis i / 784, pixel i % 784) sits at axis * 812 + y * 29 + x = i + i / 28: the rows
     // of both axes end to end, each one float longer.
@@ -271,31 +256,21 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   // The same side for the whole block (one sample's draws): every thread takes the same branch.
   const int side = scratch.side;
   if (side == 0) {
-    augment_detail::each_in_pairs(int(kImageBytes), transformed, store);
+    for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) store(p, transformed(p));
     return;
   }
   // The resolution stage, in the first pass's buffer (free once the field is smoothed): the
   // transformed image, then its side x side reduction, then each pixel enlarged back.
   float* staged = scratch.along_x;
   float* low = scratch.along_x + kImageBytes;
-  augment_detail::each_in_pairs(int(kImageBytes), transformed,
-                                [staged](int p, float value) { staged[p] = value; });
+  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) staged[p] = transformed(p);
   __syncthreads();
-  augment_detail::each_in_pairs(
-      side * side,
-      [staged, side](int q) {
-        return area_mean<float>(RowMajorValues<float>{staged, kImageSide}, side, q % side,
-                                q / side);
-      },
-      [low](int q, float value) { low[q] = value; });
+  for (int q = threadIdx.x; q < side * side; q += blockDim.x)
+    low[q] = area_mean<float>(RowMajorValues<float>{staged, kImageSide}, side, q % side, q / side);
   __syncthreads();
-  augment_detail::each_in_pairs(
-      int(kImageBytes),
-      [low, side](int p) {
-        return enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, p % kImageSide,
-                                        p / kImageSide);
-      },
-      store);
+  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x)
+    store(p, enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, p % kImageSide,
+                                      p / kImageSide));
 }
 #endif  // __CUDACC__
 
