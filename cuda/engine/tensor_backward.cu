@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "cuda/engine/block_cluster.cuh"
 #include "cuda/engine/tensor_backward.cuh"
+#include "cuda/engine/tensor_dense_gradient.cuh"
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
 #include "cuda/kernels/block_reduce.cuh"
@@ -25,22 +26,6 @@ namespace lenet5::cuda {
 namespace {
 
 constexpr int kTile = TensorDenseBackward::kTile;
-
-// What the dense forward kernel keeps of each sample for the gradient kernel, a row of
-// record::floats per sample in global memory: the activations of C5 and F6 (stored for the
-// products, as the forward pass stored them) and the output gradients of the output layer, F6 and
-// C5. The rows of a short last tile's missing samples are written too (zero gradients), so that a
-// product's operands are always finite; the gradient kernel reads only the rows of real samples as
-// k.
-namespace record {
-constexpr int a5 = 0;                 // C5's activation (120)
-constexpr int a6 = a5 + kC5;          // F6's activation (84)
-constexpr int d7 = a6 + kF6;          // dL/dlogits (10)
-constexpr int d6 = d7 + kOut;         // dL/d(F6 pre-activation) (84)
-constexpr int d5 = d6 + kF6;          // dL/d(C5 pre-activation) (120)
-constexpr int floats = d5 + kC5 + 2;  // 420: two floats of padding keep rows 16-byte aligned
-static_assert(floats % 4 == 0, "rows of whole float4s");
-}  // namespace record
 
 // The dense forward kernel's block: kDenseWarps warps, so that each of the output layer's input
 // gradient's 11 tiles is one warp's, and, when a block ran a tile alone (kernel2), each of C5's 15
@@ -89,7 +74,7 @@ struct DenseForwardArgs {
   int n;
   const std::uint8_t* labels;
   const float* s4_rows;          // (n, 400): the samples' S4 activations, 16-byte aligned
-  float* records;                // (tiles * kTile, record::floats)
+  float* records;                // (tiles * kTile, dense_record::floats)
   double* sample_loss;           // (n): each sample's loss, for the step's statistics
   std::int32_t* sample_correct;  // (n): 1 where the sample's prediction is its label
 };
@@ -214,7 +199,7 @@ __device__ void rows_to_records(const float* rows, float* records, int to, int r
   constexpr int kRows = kTile / Blocks;
   for (int i = int(threadIdx.x); i < kRows * Count; i += kDenseThreads) {
     const int row = rank + Blocks * (i / Count), column = i % Count;
-    records[row * record::floats + to + column] = rows[row * Ld + column];
+    records[row * dense_record::floats + to + column] = rows[row * Ld + column];
   }
 }
 
@@ -269,16 +254,6 @@ __device__ void stage_late_weights(const float* params, const WholeStepOffsets& 
   copy_to_shared<kOut, kThreads>(params + at.output_bias, shared + D::b7, thread);
 }
 
-// k-steps whose operands a warp reads before their products, in the step gradient kernel (and in
-// dL/dS4's, kS4Chunk): in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs
-// (15 steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
-// packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
-// measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
-// the step gradient kernel to 190 registers a thread, one block an SM, and its 147 blocks at batch
-// 128 to two waves over the H200's 132 SMs (two blocks an SM need at most 128 registers).
-template <Precision R>
-constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
-
 // dL/dS4's kernel runs a block an SM (50 blocks at batch 128), so registers do not limit its
 // blocks: FP32 reads its 15 k-steps at once too (one round trip to L2 where 8 made two). BF16
 // keeps kGradientChunk's 8.
@@ -318,12 +293,12 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row, kDenseWarps>(
       shared + D::d6, params + at.f6_weight, shared + D::a5, shared + D::d5, warp, lane);
   __syncthreads();
-  float* records = args.records + std::size_t(first) * record::floats;
-  rows_to_records<kC5, kA5Row, 1>(shared + D::a5, records, record::a5, 0);
-  rows_to_records<kF6, kA6Row, 1>(shared + D::a6, records, record::a6, 0);
-  rows_to_records<kOut, D::kD7Row, 1>(shared + D::d7, records, record::d7, 0);
-  rows_to_records<kF6, kA6Row, 1>(shared + D::d6, records, record::d6, 0);
-  rows_to_records<kC5, kA5Row, 1>(shared + D::d5, records, record::d5, 0);
+  float* records = args.records + std::size_t(first) * dense_record::floats;
+  rows_to_records<kC5, kA5Row, 1>(shared + D::a5, records, dense_record::a5, 0);
+  rows_to_records<kF6, kA6Row, 1>(shared + D::a6, records, dense_record::a6, 0);
+  rows_to_records<kOut, D::kD7Row, 1>(shared + D::d7, records, dense_record::d7, 0);
+  rows_to_records<kF6, kA6Row, 1>(shared + D::d6, records, dense_record::d6, 0);
+  rows_to_records<kC5, kA5Row, 1>(shared + D::d5, records, dense_record::d5, 0);
 }
 
 // A cluster of kDenseBlocks blocks of kDenseWarps warps per tile of kTile samples: the dense
@@ -366,36 +341,36 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   BlockCluster::sync();
   // Each layer's rows go to the records as soon as they are final (stores that no warp waits
   // for), where writing them all after the last barrier made that phase a loop of its own.
-  float* records = args.records + std::size_t(first) * record::floats;
-  rows_to_records<kC5, kA5Row, kDenseBlocks>(shared + D::a5, records, record::a5, rank);
+  float* records = args.records + std::size_t(first) * dense_record::floats;
+  rows_to_records<kC5, kA5Row, kDenseBlocks>(shared + D::a5, records, dense_record::a5, rank);
   dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kClusterWarps>(
       shared + D::a5, shared + D::w6, shared + D::b6, shared + D::a6, cluster_warp, lane);
   __syncthreads();
   send_own_columns<kF6, kA6Row>(shared + D::a6, rank);
   // After the last remote writes: no block leaves while another may still write its memory.
   BlockCluster::sync();
-  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, record::a6, rank);
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::a6, records, dense_record::a6, rank);
   dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
       shared + D::a6, shared + D::w7, shared + D::b7, shared + D::z, warp, lane);
   __syncthreads();
   logits_gradient(shared, args, first, label, rank == 0);
   __syncthreads();
-  rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, record::d7, rank);
+  rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, dense_record::d7, rank);
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
       shared + D::d7, shared + D::w7, shared + D::a6, shared + D::d6, warp, lane);
   __syncthreads();
-  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::d6, records, record::d6, rank);
+  rows_to_records<kF6, kA6Row, kDenseBlocks>(shared + D::d6, records, dense_record::d6, rank);
   input_gradient<R, A, kF6, kC5, kA6Row, kA5Row, kA5Row, kClusterWarps>(
       shared + D::d6, shared + D::w6, shared + D::a5, shared + D::d5, cluster_warp, lane);
   __syncthreads();
   const float* d5 = shared + D::d5;
   for_own_columns<kC5>(rank, [d5, records](int row, int column) {
-    records[row * record::floats + record::d5 + column] = d5[row * kA5Row + column];
+    records[row * dense_record::floats + dense_record::d5 + column] = d5[row * kA5Row + column];
   });
 }
 
 struct S4GradientArgs {
-  const float* records;  // (tiles * kTile, record::floats): dL/dC5 at record::d5
+  const float* records;  // (tiles * kTile, dense_record::floats): dL/dC5 at dense_record::d5
   const float* w5;       // c5.weight (120, 400)
   int n;
   float* d4;  // (n, 400)
@@ -421,24 +396,15 @@ __global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4Grad
   const int n = args.n;
   mma_tile<R, kS4Chunk<R>>(
       tile / kS4Tiles * 16, tile % kS4Tiles * 8, std::integral_constant<int, kC5>{},
-      [records](int m, int k) { return records[std::size_t(m) * record::floats + record::d5 + k]; },
+      [records](int m, int k) {
+        return records[std::size_t(m) * dense_record::floats + dense_record::d5 + k];
+      },
       [w5](int k, int j) { return w5[k * kFlat4 + j]; },
       [d4, n](int m, int j, float value) {
         if (m < n) d4[std::size_t(m) * kFlat4 + j] = value;
       },
       lane);
 }
-
-struct DenseGradientArgs {
-  const float* records;  // (tiles * kTile, record::floats)
-  const float* s4_rows;  // (n, 400)
-  int n;
-  float* gradients;  // the layout's gradient buffer
-  WholeStepOffsets at;
-  const double* sample_loss;           // (n), from the forward kernel
-  const std::int32_t* sample_correct;  // (n)
-  StepStats* stats;                    // the step's statistics, added to; or null
-};
 
 // The step gradient kernel's: the dense layers' part, the convolutions' slots (none where
 // conv.slots is null), and SGD's step (none where update.lr is null).
@@ -449,90 +415,18 @@ struct StepGradientArgs {
   SgdUpdate update;
 };
 
-// The dense weight gradients' products, each a set of m16n8 tiles, in the order the kernel's warps
-// take them. A weight gradient with its bias is one product, dL/d[W | b] = dᵀ [x | 1] (Out, In +
-// 1), k the batch's samples in order: its last column is the bias's column sum, in the same order.
-namespace products {
-constexpr int n_tiles(int n) {
-  return (n + 7) / 8;
-}
-constexpr int tiles(int m, int n) {
-  return (m + 15) / 16 * n_tiles(n);
-}
-constexpr int c5 = tiles(kC5, kFlat4 + 1);  // 408
-constexpr int f6 = tiles(kF6, kC5 + 1);     // 96
-constexpr int out = tiles(kOut, kF6 + 1);   // 11
-constexpr int all = c5 + f6 + out;
-constexpr int blocks = (all + kWarps - 1) / kWarps;
-}  // namespace products
-
-// dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
-// block (dL/d(the layer's pre-activation)), x the layer's input (rows of x_ld floats from x), k
-// the n samples; writes the tile's part of the weight's and the bias's gradients, and takes
-// SGD's step on those parameters where `update` asks for it.
-template <Precision R, int Out, int In>
-__device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, int d_at,
-                                     const float* x, int x_ld, int weight_to, int bias_to,
-                                     const SgdUpdate& update, int lane) {
-  constexpr int kNTiles = products::n_tiles(In + 1);
-  const float* records = args.records;
-  float* gradients = args.gradients;
-  mma_tile<R, kGradientChunk<R>>(
-      tile / kNTiles * 16, tile % kNTiles * 8, args.n,
-      [records, d_at](int m, int k) {
-        const float value = records[std::size_t(k) * record::floats + d_at + min(m, Out - 1)];
-        return m < Out ? value : 0.0f;
-      },
-      [x, x_ld](int k, int j) {
-        const float value = x[std::size_t(k) * x_ld + min(j, In - 1)];
-        return j < In ? value : (j == In ? 1.0f : 0.0f);
-      },
-      [gradients, weight_to, bias_to, &update](int m, int j, float value) {
-        if (m >= Out || j > In) return;
-        update.write(gradients, j < In ? weight_to + m * In + j : bias_to + m, value);
-      },
-      lane);
-}
-
-// Warp `tile` of the dense products' (products::): its m16n8 tile of C5's, F6's or the output
-// layer's weight and bias gradients, each the same sum in the same order whichever warp computes
-// it (no slots, no atomics).
-template <Precision R>
-__device__ void dense_weight_gradient(int tile, const DenseGradientArgs& args,
-                                      const SgdUpdate& update, int lane) {
-  const WholeStepOffsets& at = args.at;
-  const float* records = args.records;
-  if (tile < products::c5) {
-    weight_gradient_tile<R, kC5, kFlat4>(tile, args, record::d5, args.s4_rows, kFlat4, at.c5_weight,
-                                         at.c5_bias, update, lane);
-    return;
-  }
-  tile -= products::c5;
-  if (tile < products::f6) {
-    weight_gradient_tile<R, kF6, kC5>(tile, args, record::d6, records + record::a5, record::floats,
-                                      at.f6_weight, at.f6_bias, update, lane);
-    return;
-  }
-  tile -= products::f6;
-  if (tile < products::out)
-    weight_gradient_tile<R, kOut, kF6>(tile, args, record::d7, records + record::a6, record::floats,
-                                       at.output_weight, at.output_bias, update, lane);
-}
-
 // The step's last launch, once the convolutions' backward kernel has written its slots: the
 // blocks [0, kConvSlotBlocks) add the convolutions' slots (tensor_tile.cuh's sum_conv_slots; none
-// where conv.slots is null), the next products::blocks a warp per m16n8 tile of the dense weight
-// gradients (dense_weight_gradient), and the last one adds the step's loss sum and correct count
-// to dense.stats in sample order by one warp (block_reduce.cuh's warp_add_sample_stats, as
-// whole-step's update adds its). Every gradient is written, and SGD's step taken with it, where
-// it is final: one launch where the step had a dense gradient kernel, a sum and an update (the
-// update a launch of its own up to 46a6f72, the dense gradients up to this kernel).
+// where conv.slots is null), and the kDenseGradientBlocks after them, where the launch has them,
+// compute the dense weight gradients and the step's statistics (dense_gradient_block; a training
+// step runs those in the convolutions' backward launch instead). Every gradient is written, and
+// SGD's step taken with it, where it is final: one launch where the step had a dense gradient
+// kernel, a sum and an update (the update a launch of its own up to 46a6f72).
 // Two blocks an SM (at most 128 registers a thread): its blocks (147 at batch 128) fit the GPU in
 // one wave.
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
   static_assert(kSumWarps == kWarps, "the slots' sum takes the kernel's block");
-  const int lane = int(threadIdx.x) % 32;
   const int slot_blocks = args.conv.slots ? kConvSlotBlocks : 0;
   const int block = int(blockIdx.x);
   if (block < slot_blocks) {
@@ -540,14 +434,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(Step
                    args.dense.gradients, args.update, block);
     return;
   }
-  if (block == int(gridDim.x) - 1) {  // the block past the products': the step's statistics
-    if (threadIdx.x < 32 && args.dense.stats)
-      warp_add_sample_stats(args.dense.sample_loss, args.dense.sample_correct, args.dense.n,
-                            args.dense.stats, lane);
-    return;
-  }
-  const int tile = (block - slot_blocks) * kWarps + int(threadIdx.x) / 32;
-  dense_weight_gradient<R>(tile, args.dense, args.update, lane);
+  dense_gradient_block<R>(block - slot_blocks, args.dense, args.update);
 }
 
 using ForwardKernel = void (*)(DenseForwardArgs);
@@ -644,7 +531,8 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
       m_max_batch(checked_batch(max_batch)),
       m_clusters(allow_clusters && clusters_run(config)),
       m_multiprocessors(current_multiprocessors()),
-      m_records(Device::gpu, std::size_t(tiles_of(max_batch, kTile)) * kTile * record::floats),
+      m_records(Device::gpu,
+                std::size_t(tiles_of(max_batch, kTile)) * kTile * dense_record::floats),
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
       m_sample_correct(Device::gpu, std::size_t(max_batch)) {
   for (const bool gathers : {false, true})
@@ -716,18 +604,35 @@ SgdUpdate sgd_update_of(const SgdStep* step) {
 
 }  // namespace
 
+DenseGradientWork TensorDenseBackward::gradient_work(int n, const float* s4_rows, float* gradients,
+                                                     StepStats* stats, const SgdStep* step) const {
+  check_fits(n, m_max_batch);
+  return {{m_records.data(), s4_rows, n, gradients, m_offsets, m_sample_loss.data(),
+           m_sample_correct.data(), stats},
+          sgd_update_of(step)};
+}
+
 void TensorDenseBackward::weight_gradients(int n, const float* s4_rows, float* gradients,
                                            cudaStream_t stream, StepStats* stats,
                                            const ConvPartials* conv, const SgdStep* step) {
-  check_fits(n, m_max_batch);
-  const StepGradientArgs args{{m_records.data(), s4_rows, n, gradients, m_offsets,
-                               m_sample_loss.data(), m_sample_correct.data(), stats},
-                              conv ? *conv : ConvPartials{},
-                              ConvSlot::of(m_offsets),
-                              sgd_update_of(step)};
-  // The slots' blocks, the products' blocks, and one more for the step's statistics.
-  const int blocks = (conv ? kConvSlotBlocks : 0) + products::blocks + 1;
+  const DenseGradientWork work = gradient_work(n, s4_rows, gradients, stats, step);
+  const StepGradientArgs args{work.args, conv ? *conv : ConvPartials{}, ConvSlot::of(m_offsets),
+                              work.update};
+  const int blocks = (conv ? kConvSlotBlocks : 0) + kDenseGradientBlocks;
   kernel_for_training(m_config, StepGradientKernels{})<<<blocks, kThreads, 0, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+void TensorDenseBackward::add_conv_slots(int n, float* gradients, cudaStream_t stream,
+                                         const ConvPartials& conv, const SgdStep* step) {
+  check_fits(n, m_max_batch);
+  const StepGradientArgs args{
+      {nullptr, nullptr, n, gradients, m_offsets, nullptr, nullptr, nullptr},
+      conv,
+      ConvSlot::of(m_offsets),
+      sgd_update_of(step)};
+  kernel_for_training(m_config,
+                      StepGradientKernels{})<<<kConvSlotBlocks, kThreads, 0, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -785,11 +690,14 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
                          const float* params, float* gradients, cudaStream_t stream,
                          const float* field, StepStats* stats, const BatchGather* batch,
                          const SgdStep* step, const GatherAhead* ahead) {
+  // The dense weight gradients run in the convolutions' backward launch, on the SMs its samples
+  // leave room on (they need nothing it computes), and the last launch only adds the slots.
+  const DenseGradientWork dense =
+      m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
   m_conv.conv_forward(images, n, params, stream, field, batch);
   m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream, ahead);
-  m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field);
-  const ConvPartials conv = m_conv.partials();
-  m_dense.weight_gradients(n, m_conv.s4_rows(), gradients, stream, stats, &conv, step);
+  m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field, &dense);
+  m_dense.add_conv_slots(n, gradients, stream, m_conv.partials(), step);
 }
 
 }  // namespace lenet5::cuda

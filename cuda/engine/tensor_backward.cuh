@@ -27,17 +27,20 @@
 //   (f'(S4), then the window's average or its first maximum) to dL/dC3, then C3's input gradient
 //   (a transposed convolution as an implicit GEMM, k the 16 maps' taps) through S2 to dL/dC1, C3's
 //   weight gradient (k the sample's 100 positions) and C1's (k the sample's 784 positions, in four
-//   quarters added in order), each sample's into its own slot of partial sums;
-//   tensor_step_gradient_kernel1<Precision> (tensor_backward.cu): the convolutions' slots added
-//   in a fixed order, a block per 32 floats of a slot; a warp per m16n8 tile of the dense layers'
-//   products over the whole batch, from the records:
+//   quarters added in order), each sample's into its own slot of partial sums; and, in blocks
+//   after the samples' (on the SMs those leave room on: the products need nothing this launch
+//   computes), the dense layers' products over the whole batch, a warp per m16n8 tile, from the
+//   records (tensor_dense_gradient.cuh):
 //     dL/d[W7 | b7] = dL/dlogitsᵀ [F6 | 1], dL/d[W6 | b6] = dL/dF6ᵀ [C5 | 1],
 //     dL/d[W5 | b5] = dL/dC5ᵀ [S4 | 1] (k the batch's samples in order; a bias's gradient is the
-//     column of ones' product);
-//   each gradient written, and SGD's step taken with it, where it is final; and in one more block
-//   the step's loss sum and correct count, in sample order. Every run gives the same bits (no
-//   atomics). c3.weight's gradient is zero where the C3 table disconnects a weight, as
-//   whole-step's.
+//     column of ones' product),
+//   and in one more block the step's loss sum and correct count, in sample order;
+//   tensor_step_gradient_kernel1<Precision> (tensor_backward.cu): the convolutions' slots added
+//   in a fixed order, a block per 32 floats of a slot (and, where it is launched alone after
+//   TensorDenseBackward::forward, the dense products and the statistics above);
+//   each gradient written, and SGD's step taken with it, where it is final. Every run gives the
+//   same bits (no atomics). c3.weight's gradient is zero where the C3 table disconnects a weight,
+//   as whole-step's.
 // f' is taken from the activations as the forward pass stored them for the products: rounded to
 // TF32 in tf32 (a relative error of 2^-11, the order of the products' own), the floats in bf16 and
 // fp32. The dense biases' gradients are products too (each output gradient rounded to TF32, times
@@ -79,6 +82,10 @@ struct ConvPartials {
   const float* slots;    // (n, a slot): each sample's gradients of the convolutions' parameters
   const float* c3_mask;  // (16, 6): 1 where the C3 table connects a map to an input map
 };
+
+// The dense layers' weight gradients as a launch runs them beside its own work
+// (tensor_dense_gradient.cuh).
+struct DenseGradientWork;
 
 // The next step's batch, gathered by the dense forward launch of this one (TensorBackward's
 // train_step): blocks numbered after the dense tiles' take the SMs those leave idle, each gathering
@@ -141,6 +148,16 @@ class TensorDenseBackward {
                         StepStats* stats = nullptr, const ConvPartials* conv = nullptr,
                         const SgdStep* step = nullptr);
 
+  // weight_gradients' dense part (the dense layers' gradients, SGD's step on them, the step's
+  // statistics) for a launch that runs it beside its own work: TensorConvBackward::conv_gradients,
+  // after forward of the same n samples. Refuses (Error) a step that is not SGD's.
+  DenseGradientWork gradient_work(int n, const float* s4_rows, float* gradients,
+                                  StepStats* stats = nullptr, const SgdStep* step = nullptr) const;
+  // weight_gradients' convolutions' part alone: each sample's slot of conv added in a fixed order
+  // into `gradients`, with SGD's step where step is not null. One launch.
+  void add_conv_slots(int n, float* gradients, cudaStream_t stream, const ConvPartials& conv,
+                      const SgdStep* step = nullptr);
+
   // forward, then weight_gradients of the dense layers alone.
   void dense_gradients(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
                        float* gradients, float* d4, cudaStream_t stream,
@@ -177,10 +194,13 @@ class TensorConvBackward {
   // After conv_forward of the same samples and parameters: from each sample's dL/d(S4's
   // activation) d4 (n, 400), already the batch mean's share, writes each sample's gradients of
   // c1.weight, s2.bias, c3.weight and s4.bias to its slot of partials(), which
-  // TensorDenseBackward::weight_gradients adds. images and field as conv_forward took them.
-  // Nothing waits for the device.
+  // TensorDenseBackward::weight_gradients (or add_conv_slots) adds. images and field as
+  // conv_forward took them. With dense not null, the same launch runs that work too
+  // (TensorDenseBackward::gradient_work), in blocks after the samples'. Nothing waits for the
+  // device.
   void conv_gradients(const std::uint8_t* images, int n, const float* params, const float* d4,
-                      cudaStream_t stream, const float* field = nullptr);
+                      cudaStream_t stream, const float* field = nullptr,
+                      const DenseGradientWork* dense = nullptr);
   ConvPartials partials() const { return {m_partials.data(), m_c3_mask.data()}; }
 
  private:

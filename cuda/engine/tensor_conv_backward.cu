@@ -35,6 +35,7 @@
 
 #include "core/error.hpp"
 #include "cuda/engine/tensor_backward.cuh"
+#include "cuda/engine/tensor_dense_gradient.cuh"
 #include "cuda/engine/tensor_tile.cuh"
 #include "cuda/kernels/gather_sample.cuh"
 #include "cuda/runtime/check.hpp"
@@ -111,6 +112,7 @@ struct ConvBackwardArgs {
   const float* records;  // (n, record::floats)
   const float* d4;       // (n, 400): dL/d(S4's activation)
   float* partials;       // (n, partial::floats)
+  DenseGradientWork dense;  // run by the blocks past the samples' (none where the grid has n)
 };
 
 template <Precision R, Activation A, Subsampling P>
@@ -423,12 +425,19 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   }
 }
 
+// A block per sample (tensor_backward.cuh has the plan); the blocks past the n samples' run the
+// dense layers' weight gradients and the step's statistics (dense_gradient_block), which share the
+// SMs with the samples' blocks, so that the step's last launch only adds the slots.
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
   namespace C = conv_layout;
   float* const shared = dynamic_shared_floats();
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int sample = int(blockIdx.x);
+  if (sample >= args.in.n) {
+    dense_gradient_block<R>(sample - args.in.n, args.dense.args, args.dense.update);
+    return;
+  }
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   float* slot = args.partials + std::size_t(sample) * partial::floats;
   ConvWeightReads<R> weights;
   weights.read(args.in);
@@ -531,12 +540,16 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
 }
 
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
-                                        const float* d4, cudaStream_t stream, const float* field) {
+                                        const float* d4, cudaStream_t stream, const float* field,
+                                        const DenseGradientWork* dense) {
   check_fits(n, m_max_batch);
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
-  const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data()};
-  kernel_for_training(m_config, ConvKernels{})<<<n, kThreads, kSharedBytes, stream>>>(args);
+  const ConvBackwardArgs args{in, m_s4_rows.data(),  m_records.data(),
+                              d4, m_partials.data(), dense ? *dense : DenseGradientWork{}};
+  // The samples' blocks first, so that they take an SM each before the dense blocks start.
+  const int blocks = n + (dense ? kDenseGradientBlocks : 0);
+  kernel_for_training(m_config, ConvKernels{})<<<blocks, kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -1,0 +1,151 @@
+// The dense layers' weight gradients over a whole batch on the tensor cores, a warp per m16n8 tile
+// of each product, from what the dense forward kernel keeps of each sample (dense_record::), and
+// the step's statistics: the blocks of dense_gradient_block, which run in the convolutions'
+// backward launch of a step (tensor_conv_backward.cu: on the SMs its samples' blocks leave room
+// on, the products need nothing that launch computes) or in the step gradient kernel
+// (tensor_backward.cu, TensorDenseBackward::weight_gradients). tensor_backward.cuh has the plan.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/engine/tensor_backward.cuh"
+#include "cuda/engine/tensor_tile.cuh"
+#include "cuda/kernels/block_reduce.cuh"
+
+namespace lenet5::cuda {
+
+// What the dense forward kernel keeps of each sample for the gradient kernel, a row of
+// dense_record::floats per sample in global memory: the activations of C5 and F6 (stored for the
+// products, as the forward pass stored them) and the output gradients of the output layer, F6 and
+// C5. The rows of a short last tile's missing samples are written too (zero gradients), so that a
+// product's operands are always finite; the gradient kernel reads only the rows of real samples as
+// k.
+namespace dense_record {
+constexpr int a5 = 0;                 // C5's activation (120)
+constexpr int a6 = a5 + kC5;          // F6's activation (84)
+constexpr int d7 = a6 + kF6;          // dL/dlogits (10)
+constexpr int d6 = d7 + kOut;         // dL/d(F6 pre-activation) (84)
+constexpr int d5 = d6 + kF6;          // dL/d(C5 pre-activation) (120)
+constexpr int floats = d5 + kC5 + 2;  // 420: two floats of padding keep rows 16-byte aligned
+static_assert(floats % 4 == 0, "rows of whole float4s");
+}  // namespace dense_record
+
+// k-steps whose operands a warp reads before their products, in the step gradient kernel (and in
+// dL/dS4's, kS4Chunk): in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs
+// (15 steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
+// packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
+// measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
+// the step gradient kernel to 190 registers a thread, one block an SM, and its 147 blocks at batch
+// 128 to two waves over the H200's 132 SMs (two blocks an SM need at most 128 registers).
+template <Precision R>
+constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
+
+struct DenseGradientArgs {
+  const float* records;  // (tiles * kTile, dense_record::floats)
+  const float* s4_rows;  // (n, 400)
+  int n;
+  float* gradients;  // the layout's gradient buffer
+  WholeStepOffsets at;
+  const double* sample_loss;           // (n), from the forward kernel
+  const std::int32_t* sample_correct;  // (n)
+  StepStats* stats;                    // the step's statistics, added to; or null
+};
+
+// The dense products' work where a launch runs it beside its own (the convolutions' backward
+// launch): its arguments, and SGD's step to take with each gradient (none where update.lr is null).
+struct DenseGradientWork {
+  DenseGradientArgs args;
+  SgdUpdate update;
+};
+
+// The dense weight gradients' products, each a set of m16n8 tiles, in the order the kernel's warps
+// take them. A weight gradient with its bias is one product, dL/d[W | b] = dᵀ [x | 1] (Out, In +
+// 1), k the batch's samples in order: its last column is the bias's column sum, in the same order.
+namespace products {
+constexpr int n_tiles(int n) {
+  return (n + 7) / 8;
+}
+constexpr int tiles(int m, int n) {
+  return (m + 15) / 16 * n_tiles(n);
+}
+constexpr int c5 = tiles(kC5, kFlat4 + 1);  // 408
+constexpr int f6 = tiles(kF6, kC5 + 1);     // 96
+constexpr int out = tiles(kOut, kF6 + 1);   // 11
+constexpr int all = c5 + f6 + out;
+constexpr int blocks = (all + kWarps - 1) / kWarps;
+}  // namespace products
+
+// dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
+// block (dL/d(the layer's pre-activation)), x the layer's input (rows of x_ld floats from x), k
+// the n samples; writes the tile's part of the weight's and the bias's gradients, and takes
+// SGD's step on those parameters where `update` asks for it.
+template <Precision R, int Out, int In>
+__device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, int d_at,
+                                     const float* x, int x_ld, int weight_to, int bias_to,
+                                     const SgdUpdate& update, int lane) {
+  constexpr int kNTiles = products::n_tiles(In + 1);
+  const float* records = args.records;
+  float* gradients = args.gradients;
+  mma_tile<R, kGradientChunk<R>>(
+      tile / kNTiles * 16, tile % kNTiles * 8, args.n,
+      [records, d_at](int m, int k) {
+        const float value = records[std::size_t(k) * dense_record::floats + d_at + min(m, Out - 1)];
+        return m < Out ? value : 0.0f;
+      },
+      [x, x_ld](int k, int j) {
+        const float value = x[std::size_t(k) * x_ld + min(j, In - 1)];
+        return j < In ? value : (j == In ? 1.0f : 0.0f);
+      },
+      [gradients, weight_to, bias_to, &update](int m, int j, float value) {
+        if (m >= Out || j > In) return;
+        update.write(gradients, j < In ? weight_to + m * In + j : bias_to + m, value);
+      },
+      lane);
+}
+
+// Warp `tile` of the dense products' (products::): its m16n8 tile of C5's, F6's or the output
+// layer's weight and bias gradients, each the same sum in the same order whichever warp computes
+// it (no slots, no atomics).
+template <Precision R>
+__device__ void dense_weight_gradient(int tile, const DenseGradientArgs& args,
+                                      const SgdUpdate& update, int lane) {
+  const WholeStepOffsets& at = args.at;
+  const float* records = args.records;
+  if (tile < products::c5) {
+    weight_gradient_tile<R, kC5, kFlat4>(tile, args, dense_record::d5, args.s4_rows, kFlat4,
+                                         at.c5_weight, at.c5_bias, update, lane);
+    return;
+  }
+  tile -= products::c5;
+  if (tile < products::f6) {
+    weight_gradient_tile<R, kF6, kC5>(tile, args, dense_record::d6, records + dense_record::a5,
+                                      dense_record::floats, at.f6_weight, at.f6_bias, update, lane);
+    return;
+  }
+  tile -= products::f6;
+  if (tile < products::out)
+    weight_gradient_tile<R, kOut, kF6>(tile, args, dense_record::d7, records + dense_record::a6,
+                                       dense_record::floats, at.output_weight, at.output_bias,
+                                       update, lane);
+}
+
+// The blocks of kThreads threads that compute the dense weight gradients and the step's
+// statistics: block b of [0, products::blocks) takes the tiles 8 b to 8 b + 7 of the dense
+// products (a warp each, dense_weight_gradient), and block products::blocks adds the step's loss
+// sum and correct count to args.stats in sample order by one warp (block_reduce.cuh's
+// warp_add_sample_stats, as whole-step's update adds its).
+constexpr int kDenseGradientBlocks = products::blocks + 1;
+template <Precision R>
+__device__ void dense_gradient_block(int block, const DenseGradientArgs& args,
+                                     const SgdUpdate& update) {
+  const int lane = int(threadIdx.x) % 32;
+  if (block == products::blocks) {
+    if (threadIdx.x < 32 && args.stats)
+      warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
+    return;
+  }
+  dense_weight_gradient<R>(block * kWarps + int(threadIdx.x) / 32, args, update, lane);
+}
+
+}  // namespace lenet5::cuda
