@@ -31,13 +31,14 @@ constexpr int floats = d5 + kC5 + 2;  // 420: two floats of padding keep rows 16
 static_assert(floats % 4 == 0, "rows of whole float4s");
 }  // namespace dense_record
 
-// k-steps whose operands a warp reads before their products, in the step gradient kernel (and in
+// k-steps whose operands a warp reads before their products, in the dense weight gradients (and in
 // dL/dS4's, kS4Chunk): in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs
 // (15 steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
 // packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
 // measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
-// the step gradient kernel to 190 registers a thread, one block an SM, and its 147 blocks at batch
-// 128 to two waves over the H200's 132 SMs (two blocks an SM need at most 128 registers).
+// the launch that ran them to 190 registers a thread, one block an SM, and its blocks to two waves
+// over the H200's 132 SMs (two blocks an SM need at most 128 registers; the convolutions' backward
+// launch, which runs them now, has 194 blocks at batch 128).
 template <Precision R>
 constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
 
