@@ -107,10 +107,11 @@ case "$kernels" in
     # tensor_conv_forward_kernel2 (which gathers the batch; before it, tensor_conv_forward_kernel1
     # read a field that gather_batch_kernel1 or gather_augmented_batch_kernel had written, a launch
     # of its own), tensor_dense_forward_kernel3 (a cluster of 4 blocks a tile; kernel2, a block a
-    # tile, before), tensor_s4_gradient_kernel1 (dL/dS4), tensor_conv_backward_kernel2 with the dense weight gradients and the step's loss statistics
-    # in blocks after its samples' (since 288afed; before, tensor_step_gradient_kernel1 ran them),
+    # tile, before), tensor_s4_gradient_kernel1 (dL/dS4), tensor_conv_backward_kernel2 (with the
+    # dense weight gradients, their SGD update and the step's loss statistics in blocks after its
+    # samples' since 288afed; before, tensor_step_gradient_kernel1 ran them),
     # tensor_step_gradient_kernel1 (the convolutions' per-sample slots summed, with SGD's update of
-    # every parameter as its gradient is written; before it,
+    # the convolutions' parameters as each gradient is written; before it,
     # tensor_dense_gradient_kernel1 computed the dense weight gradients and dL/dS4 before the
     # convolutions' backward and tensor_gradient_sum_kernel3 summed and updated after it, and
     # before 46a6f72 sgd_step_kernel1 made another launch, which the filter still catches). Any

@@ -16,7 +16,7 @@
 // (cuda/engine/tensor_backward.cuh: the gather in the first, or, for a step enqueued after another
 // (in an epoch's graph, every step but the first) where TensorBackward::gathers_ahead allows it, in
 // the second launch of the step before; each sample's loss in the dense forward kernel, their sum
-// and SGD's update in the last), and evaluation runs the tensor cores' forward pass
+// and SGD's update in the last two), and evaluation runs the tensor cores' forward pass
 // (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
@@ -187,8 +187,8 @@ class GpuEngine final : public NetworkEngine {
   // step before where it is one of them and TensorBackward::gathers_ahead allows it (its dense
   // forward launch gathers the next step's batch on the SMs its tiles leave idle), else by the
   // convolutions' forward kernel; its batch-mean gradient on the tensor cores with the step's loss
-  // statistics (counted from the same forward pass), and SGD's update in the gradient's last launch
-  // (the whole-step set's rule: SGD only, which the constructor checked).
+  // statistics (counted from the same forward pass), and SGD's update in the gradient's last two
+  // launches (the whole-step set's rule: SGD only, which the constructor checked).
   void tensor_step(int step, int first_step, int end_step) {
     const int n = int(m_permutation.size());
     const auto count_of = [this, n](int s) { return std::min(m_batch, n - s * m_batch); };

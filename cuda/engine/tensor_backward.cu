@@ -3,11 +3,11 @@
 //
 // Every product is a set of m16n8 output tiles (tensor_tile.cuh's mma_tile), each tile's k running
 // in steps of 8 in the same order every time: over the forward kernel's warps for the products
-// over a tile (gemm_tiles), a warp each across the gradient kernel's grid for the products over
-// the batch. The operands are read through two functions, a(m, k) and b(k, n), that read at a
-// clamped index and give zero outside the matrices, so that the transposed reads of the weight
-// gradients (A = dLᵀ: a(m, k) = dL[k][m]) and the padded shapes (10 classes, 84 F6 units) need no
-// separate code.
+// over a tile (gemm_tiles), a warp each across the dense gradient blocks
+// (tensor_dense_gradient.cuh) and dL/dS4's grid for the products over the batch. The operands are
+// read through two functions, a(m, k) and b(k, n), that read at a clamped index and give zero
+// outside the matrices, so that the transposed reads of the weight gradients (A = dLᵀ: a(m, k) =
+// dL[k][m]) and the padded shapes (10 classes, 84 F6 units) need no separate code.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -419,11 +419,10 @@ struct StepGradientArgs {
 // blocks [0, kConvSlotBlocks) add the convolutions' slots (tensor_tile.cuh's sum_conv_slots; none
 // where conv.slots is null), and the kDenseGradientBlocks after them, where the launch has them,
 // compute the dense weight gradients and the step's statistics (dense_gradient_block; a training
-// step runs those in the convolutions' backward launch instead). Every gradient is written, and
-// SGD's step taken with it, where it is final: one launch where the step had a dense gradient
-// kernel, a sum and an update (the update a launch of its own up to 46a6f72).
-// Two blocks an SM (at most 128 registers a thread): its blocks (147 at batch 128) fit the GPU in
-// one wave.
+// step runs those in the convolutions' backward launch instead, and launches this kernel with the
+// slots' blocks alone: TensorDenseBackward::add_conv_slots). Every gradient is written, and SGD's
+// step taken with it, where it is final.
+// Two blocks an SM (at most 128 registers a thread, the dense blocks' chunk of k-steps).
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
   static_assert(kSumWarps == kWarps, "the slots' sum takes the kernel's block");
@@ -584,7 +583,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
 
 namespace {
 
-// What the step gradient kernel needs for SGD's step (none: the gradient only).
+// What the launches that take SGD's step need for it (none: the gradient only).
 SgdUpdate sgd_update_of(const SgdStep* step) {
   if (!step) return {};
   if (step->settings.optimizer != kSgdName)

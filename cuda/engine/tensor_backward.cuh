@@ -1,7 +1,8 @@
 // The tensor-core backward pass: the batch-mean gradient of every parameter over tiles of samples,
 // every product an mma.sync tile in the network's --precision (tensor_mma.cuh's Operands: TF32,
-// BF16, or FP32 as three TF32 products), in five kernels (the last of which, in a training step,
-// also applies SGD's update: TensorBackward::train_step).
+// BF16, or FP32 as three TF32 products), in five kernels (the last two of which, in a training
+// step, also apply SGD's update, each parameter's where its gradient is written:
+// TensorBackward::train_step).
 //
 //   tensor_conv_forward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
 //   block per sample (gathering it, in a training step whose batch the step before did not gather
@@ -148,13 +149,15 @@ class TensorDenseBackward {
                         StepStats* stats = nullptr, const ConvPartials* conv = nullptr,
                         const SgdStep* step = nullptr);
 
-  // weight_gradients' dense part (the dense layers' gradients, SGD's step on them, the step's
-  // statistics) for a launch that runs it beside its own work: TensorConvBackward::conv_gradients,
-  // after forward of the same n samples. Refuses (Error) a step that is not SGD's.
+  // weight_gradients' dense part, with SGD's step on those parameters as each gradient is written
+  // where step is not null (step.params), for a launch that runs it beside its own:
+  // TensorConvBackward::conv_gradients, after forward of the same n samples. Refuses (Error) a
+  // step that is not SGD's.
   DenseGradientWork gradient_work(int n, const float* s4_rows, float* gradients,
                                   StepStats* stats = nullptr, const SgdStep* step = nullptr) const;
-  // weight_gradients' convolutions' part alone: each sample's slot of conv added in a fixed order
-  // into `gradients`, with SGD's step where step is not null. One launch.
+  // The convolutions' gradients: each sample's slot of conv added in a fixed order into c1.weight,
+  // s2.bias, c3.weight and s4.bias of `gradients`, with SGD's step on each where step is not null.
+  // One launch; nothing waits for the device.
   void add_conv_slots(int n, float* gradients, cudaStream_t stream, const ConvPartials& conv,
                       const SgdStep* step = nullptr);
 
@@ -231,13 +234,14 @@ class TensorBackward {
 
   // A training step of n samples: the batch (batches.batch) gathered by the convolutions' forward
   // kernel, or by the step before (batches.gathered), the gradient as gradients() computes it from
-  // that field and those labels, and SGD's step of step.params with it, in the gradient's last
-  // launch: the same bits as gather_batch or gather_augmented_batch, then gradients(), then
-  // cuda/kernels/optimizer.cu's sgd_step (tested), in five launches where those make seven, where
-  // the padding between tensors is zero in the parameters, the velocity and `gradients` (the
-  // engine's buffers are: SGD's kernel keeps it zero, and this step leaves it alone). Where
-  // batches.next has samples, the dense forward launch gathers them too, the same bits as the next
-  // step's gathering them itself (tested). Nothing waits for the device.
+  // that field and those labels, and SGD's step of step.params with it, each parameter's where its
+  // gradient is written (the dense layers' in the convolutions' backward launch, the
+  // convolutions' in the last): the same bits as gather_batch or gather_augmented_batch, then
+  // gradients(), then cuda/kernels/optimizer.cu's sgd_step (tested), in five launches where those
+  // make seven, where the padding between tensors is zero in the parameters, the velocity and
+  // `gradients` (the engine's buffers are: SGD's kernel keeps it zero, and this step leaves it
+  // alone). Where batches.next has samples, the dense forward launch gathers them too, the same
+  // bits as the next step's gathering them itself (tested). Nothing waits for the device.
   void train_step(const StepBatches& batches, int n, const SgdStep& step, float* gradients,
                   cudaStream_t stream, StepStats* stats = nullptr);
   // Whether a step of n samples gathers a next one of `next` (TensorDenseBackward::gathers_ahead);
@@ -245,7 +249,7 @@ class TensorBackward {
   bool gathers_ahead(int n, int next) const { return m_dense.gathers_ahead(n, next); }
 
  private:
-  // The five kernels; the first gathers `batch` and the last applies `step` where they are not
+  // The five kernels; the first gathers `batch` and the last two apply `step` where they are not
   // null, and the second gathers `ahead` where it is not null.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,

@@ -1,6 +1,7 @@
 // The convolutions' part of the training step on the tensor cores (tensor_backward.cuh has the
 // plan): their forward pass, a block per sample, before the dense part, and their backward pass
-// from dL/dS4 down to C1's weight gradient, a block per sample, after it.
+// from dL/dS4 down to C1's weight gradient, a block per sample, after it; that launch also runs
+// the dense layers' weight gradients (tensor_dense_gradient.cuh) in blocks after the samples'.
 //
 // tensor_conv_forward_kernel2 (kernel1 read its sample's field from a separate gather's launch;
 // this one gathers the step's sample itself where it is given a BatchGather, writing its field and
@@ -30,7 +31,8 @@
 // goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
 // sums (tensor_tile.cuh's partial::), added in a fixed order by the step's gradient kernel
 // (tensor_backward.cu's tensor_step_gradient_kernel1): the same bits every run (in a training
-// step, that launch also applies SGD's update: TensorBackward::train_step).
+// step, that launch also applies SGD's update to the convolutions' parameters, and the dense
+// blocks of this one to the dense layers': TensorBackward::train_step).
 #include <string>
 
 #include "core/error.hpp"
@@ -547,7 +549,8 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   const ConvBackwardArgs args{in, m_s4_rows.data(),  m_records.data(),
                               d4, m_partials.data(), dense ? *dense : DenseGradientWork{}};
-  // The samples' blocks first, so that they take an SM each before the dense blocks start.
+  // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
+  // where), and the dense blocks after them.
   const int blocks = n + (dense ? kDenseGradientBlocks : 0);
   kernel_for_training(m_config, ConvKernels{})<<<blocks, kThreads, kSharedBytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();

@@ -601,7 +601,8 @@ struct ConvSlot {
   }
 };
 
-// SGD's step, applied where a gradient is final (the step's gradient kernel, tensor_backward.cu):
+// SGD's step, applied where a gradient is final (the slots' sum in the step's last launch,
+// tensor_backward.cu, and the dense gradient blocks, tensor_dense_gradient.cuh):
 // with lr null, the kernel writes the gradient only. The formula is sgd_update_element's
 // (cuda/kernels/sgd_element.cuh), with mu and decay converted to float on the host as
 // cuda/kernels/optimizer.cu converts them, so that the update's bits are the SGD kernel's. Each
