@@ -10,7 +10,6 @@
 // dL[k][m]) and the padded shapes (10 classes, 84 F6 units) need no separate code.
 #include <algorithm>
 #include <string>
-#include <vector>
 
 #include "core/error.hpp"
 #include "cuda/engine/block_cluster.cuh"
@@ -18,7 +17,6 @@
 #include "cuda/engine/tensor_dense_gradient.cuh"
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
-#include "cuda/kernels/block_reduce.cuh"
 #include "cuda/kernels/gather_sample.cuh"
 #include "cuda/runtime/check.hpp"
 
@@ -612,13 +610,11 @@ DenseGradientWork TensorDenseBackward::gradient_work(int n, const float* s4_rows
 }
 
 void TensorDenseBackward::weight_gradients(int n, const float* s4_rows, float* gradients,
-                                           cudaStream_t stream, StepStats* stats,
-                                           const ConvPartials* conv, const SgdStep* step) {
-  const DenseGradientWork work = gradient_work(n, s4_rows, gradients, stats, step);
-  const StepGradientArgs args{work.args, conv ? *conv : ConvPartials{}, ConvSlot::of(m_offsets),
-                              work.update};
-  const int blocks = (conv ? kConvSlotBlocks : 0) + kDenseGradientBlocks;
-  kernel_for_training(m_config, StepGradientKernels{})<<<blocks, kThreads, 0, stream>>>(args);
+                                           cudaStream_t stream, StepStats* stats) {
+  const DenseGradientWork work = gradient_work(n, s4_rows, gradients, stats);
+  const StepGradientArgs args{work.args, ConvPartials{}, ConvSlot::of(m_offsets), work.update};
+  kernel_for_training(m_config,
+                      StepGradientKernels{})<<<kDenseGradientBlocks, kThreads, 0, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -139,15 +139,12 @@ class TensorDenseBackward {
 
   // After forward of the same n samples: OVERWRITES the batch-mean gradient (of the softmax
   // cross-entropy averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias,
-  // output.weight and output.bias in `gradients` (layout offsets), and with conv not null, of
-  // c1.weight, s2.bias, c3.weight and s4.bias, each sample's slot added in a fixed order (the
-  // other tensors untouched). With step not null, takes SGD's step on those parameters with their
-  // gradients (step.params). With stats not null, the step's loss sum and correct count
-  // (whole-step's formula, in float, summed in sample order) are ADDED to *stats. One launch;
-  // nothing waits for the device.
+  // output.weight and output.bias in `gradients` (layout offsets; the other tensors untouched).
+  // With stats not null, the step's loss sum and correct count (whole-step's formula, in float,
+  // summed in sample order) are ADDED to *stats. One launch of its own; nothing waits for the
+  // device.
   void weight_gradients(int n, const float* s4_rows, float* gradients, cudaStream_t stream,
-                        StepStats* stats = nullptr, const ConvPartials* conv = nullptr,
-                        const SgdStep* step = nullptr);
+                        StepStats* stats = nullptr);
 
   // weight_gradients' dense part, with SGD's step on those parameters as each gradient is written
   // where step is not null (step.params), for a launch that runs it beside its own:

@@ -9,9 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
+#include "cuda/engine/whole_step.cuh"
 #include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/loss.cuh"
 
 namespace lenet5::cuda {
 
