@@ -404,8 +404,9 @@ __global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4Grad
       lane);
 }
 
-// The step gradient kernel's: the dense layers' part, the convolutions' slots (none where
-// conv.slots is null), and SGD's step (none where update.lr is null).
+// The step gradient kernel's: the convolutions' slots, or where conv.slots is null the dense
+// layers' part (the slots' sum reads only dense.n and dense.gradients), and SGD's step (none where
+// update.lr is null).
 struct StepGradientArgs {
   DenseGradientArgs dense;
   ConvPartials conv;
@@ -413,25 +414,22 @@ struct StepGradientArgs {
   SgdUpdate update;
 };
 
-// The step's last launch, once the convolutions' backward kernel has written its slots: the
-// blocks [0, kConvSlotBlocks) add the convolutions' slots (tensor_tile.cuh's sum_conv_slots; none
-// where conv.slots is null), and the kDenseGradientBlocks after them, where the launch has them,
-// compute the dense weight gradients and the step's statistics (dense_gradient_block; a training
-// step runs those in the convolutions' backward launch instead, and launches this kernel with the
-// slots' blocks alone: TensorDenseBackward::add_conv_slots). Every gradient is written, and SGD's
-// step taken with it, where it is final.
+// The step's last launch, once the convolutions' backward kernel has written its slots: its
+// kConvSlotBlocks blocks add the convolutions' slots (tensor_tile.cuh's sum_conv_slots), each
+// gradient written, and SGD's step taken with it, where it is final (TensorDenseBackward::
+// add_conv_slots). Where conv.slots is null, its kDenseGradientBlocks blocks compute the dense
+// weight gradients and the step's statistics instead (dense_gradient_block, which a training
+// step runs in the convolutions' backward launch: TensorDenseBackward::weight_gradients).
 // Two blocks an SM (at most 128 registers a thread, the dense blocks' chunk of k-steps).
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
   static_assert(kSumWarps == kWarps, "the slots' sum takes the kernel's block");
-  const int slot_blocks = args.conv.slots ? kConvSlotBlocks : 0;
   const int block = int(blockIdx.x);
-  if (block < slot_blocks) {
+  if (args.conv.slots)
     sum_conv_slots(args.conv.slots, args.dense.n, args.slot, args.conv.c3_mask,
                    args.dense.gradients, args.update, block);
-    return;
-  }
-  dense_gradient_block<R>(block - slot_blocks, args.dense, args.update);
+  else
+    dense_gradient_block<R>(block, args.dense, args.update);
 }
 
 using ForwardKernel = void (*)(DenseForwardArgs);

@@ -146,8 +146,8 @@ class TensorDenseBackward {
   void weight_gradients(int n, const float* s4_rows, float* gradients, cudaStream_t stream,
                         StepStats* stats = nullptr);
 
-  // weight_gradients' dense part, with SGD's step on those parameters as each gradient is written
-  // where step is not null (step.params), for a launch that runs it beside its own:
+  // weight_gradients' work, with SGD's step on those parameters as each gradient is written where
+  // step is not null (step.params), for a launch that runs it beside its own:
   // TensorConvBackward::conv_gradients, after forward of the same n samples. Refuses (Error) a
   // step that is not SGD's.
   DenseGradientWork gradient_work(int n, const float* s4_rows, float* gradients,

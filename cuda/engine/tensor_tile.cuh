@@ -621,6 +621,18 @@ struct SgdUpdate {
       sgd_update_element(mu, nesterov, decay, *lr, gradient, params + p,
                          velocity ? velocity + p : nullptr);
   }
+  // The same, in two halves: parameter p's operands read ahead of its gradient (none where lr is
+  // null), then the gradient written and the step taken with them. The same bits as write.
+  __device__ SgdOperands read(int p) const {
+    return lr ? sgd_read_operands(mu, lr, params + p, velocity ? velocity + p : nullptr)
+              : SgdOperands{};
+  }
+  __device__ void write(float* gradients, int p, float gradient, const SgdOperands& read) const {
+    gradients[p] = gradient;
+    if (lr)
+      sgd_update_read(mu, nesterov, decay, read, gradient, params + p,
+                      velocity ? velocity + p : nullptr);
+  }
 };
 
 // Floats [32 block, 32 block + 32) of the convolutions' slot: the partial sums of `samples` slots
@@ -638,6 +650,20 @@ __device__ inline void sum_conv_slots(const float* partials, int samples, const 
   const int i = block * 32 + lane;
   const int per = (samples + kSumWarps - 1) / kSumWarps;
   const int begin = min(warp * per, samples), end = min(begin + per, samples);
+  // Warp 0 writes the totals: where each lane's goes, its mask and its step's operands, read
+  // before the slots so that their round trip is the slots' own.
+  int to = -1;
+  float mask = 1.0f;
+  SgdOperands operands;
+  if (warp == 0 && i < partial::floats) {
+    for (const SlotTensor& tensor : slot.tensor) {
+      const int j = i - tensor.from;
+      if (j < 0 || j >= tensor.count) continue;
+      to = tensor.to + j;
+      if (tensor.masked) mask = c3_mask[j];
+    }
+    if (to >= 0) operands = update.read(to);
+  }
   float sum = 0.0f;
   if (i < partial::floats) {
 #pragma unroll 16  // the loads of 16 slots in flight at once; the additions stay in slot order
@@ -645,14 +671,10 @@ __device__ inline void sum_conv_slots(const float* partials, int samples, const 
   }
   warp_sums[warp][lane] = sum;
   __syncthreads();
-  if (warp != 0 || i >= partial::floats) return;
+  if (warp != 0 || to < 0) return;
   float total = 0.0f;
   for (int w = 0; w < kSumWarps; ++w) total += warp_sums[w][lane];
-  for (const SlotTensor& tensor : slot.tensor) {
-    const int j = i - tensor.from;
-    if (j >= 0 && j < tensor.count)
-      update.write(gradients, tensor.to + j, tensor.masked ? total * c3_mask[j] : total);
-  }
+  update.write(gradients, to, total * mask, operands);
 }
 constexpr int kConvSlotBlocks = (partial::floats + 31) / 32;
 
