@@ -169,6 +169,7 @@ class TensorDenseBackward {
   int m_max_batch;
   bool m_clusters;          // the forward kernel: kernel3 (a cluster a tile), or kernel2
   int m_multiprocessors;    // the GPU's SMs, which the forward kernel's gathering blocks fill
+  bool m_after_previous;    // each launch after the one before it (dependent_launch.cuh)
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
@@ -207,6 +208,7 @@ class TensorConvBackward {
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
+  bool m_after_previous;  // each launch after the one before it (dependent_launch.cuh)
   Buffer<float> m_c3_mask;
   Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations
   Buffer<float> m_records;   // (max_batch, a record): S2's activations and the windows' maxima
