@@ -1,9 +1,12 @@
 // Programmatic dependent launch (compute capability 9.0) for the tensor-core step's chain of
-// kernels. A kernel launched with launch_kernel's `after_previous` may be scheduled onto the SMs
-// before the kernel before it in the stream has finished; its blocks then begin with
-// wait_for_previous_kernel, which returns once that kernel has completed and its writes are
-// visible. Every read and write keeps the stream's order, as without it; what it removes is the
-// launch's own latency between one kernel's last block and the next kernel's first.
+// kernels. A kernel launched with launch_kernel's `after_previous` is scheduled once every block
+// of the kernel before it in the stream has exited, without waiting for that kernel's completion
+// to be signalled and its writes flushed; its blocks begin with wait_for_previous_kernel, which
+// returns once both have happened. Every read and write keeps the stream's order, as without it;
+// what it saves is part of the gap between one kernel's last block and the next kernel's first.
+// No kernel releases the next one earlier (griddepcontrol.launch_dependents): the next kernel's
+// blocks, placed on the SMs while this one's still ran, made the step longer
+// (docs/tensor-cores.md, "Programmatic dependent launches").
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,12 +19,11 @@
 namespace lenet5::cuda {
 
 // The first statement of every kernel that launch_kernel may launch after_previous: no global
-// memory is touched before it. A no-op where the kernel was launched without the attribute, and
-// compiled out in PTX below 9.0, where after_previous_allowed keeps the attribute off.
+// memory is read or written before it. A no-op where the kernel was launched without the
+// attribute; compiled out in PTX below 9.0, where after_previous_allowed keeps the attribute off.
 __device__ __forceinline__ void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 

@@ -203,6 +203,7 @@ class TensorConvBackward {
                       cudaStream_t stream, const float* field = nullptr,
                       const DenseGradientWork* dense = nullptr);
   ConvPartials partials() const { return {m_partials.data(), m_c3_mask.data()}; }
+  bool launches_after_previous() const { return m_after_previous; }
 
  private:
   NetConfig m_config;
@@ -246,6 +247,9 @@ class TensorBackward {
   // Whether a step of n samples gathers a next one of `next` (TensorDenseBackward::gathers_ahead);
   // where it does not, the next step gathers its own.
   bool gathers_ahead(int n, int next) const { return m_dense.gathers_ahead(n, next); }
+  // Whether each of its launches is a programmatic dependent launch of the one before
+  // (dependent_launch.cuh): where its kernels were built for compute capability 9.0.
+  bool launches_after_previous() const { return m_conv.launches_after_previous(); }
 
  private:
   // The five kernels; the first gathers `batch` and the last two apply `step` where they are not
