@@ -1,12 +1,13 @@
-// Programmatic dependent launch (compute capability 9.0) for the tensor-core step's chain of
-// kernels. A kernel launched with launch_kernel's `after_previous` is scheduled once every block
-// of the kernel before it in the stream has exited, without waiting for that kernel's completion
-// to be signalled and its writes flushed; its blocks begin with wait_for_previous_kernel, which
-// returns once both have happened. Every read and write keeps the stream's order, as without it;
-// what it saves is part of the gap between one kernel's last block and the next kernel's first.
-// No kernel releases the next one earlier (griddepcontrol.launch_dependents): the next kernel's
-// blocks, placed on the SMs while this one's still ran, made the step longer
-// (docs/tensor-cores.md, "Programmatic dependent launches").
+// Programmatic dependent launch (compute capability 9.0), for the kernel sets whose steps are
+// chains of kernels (whole-step's, the tensor cores'). A kernel launched with
+// KernelLaunch::programmatic may be scheduled onto the SMs before the kernel before it in the
+// stream has completed: once every block of that kernel has called allow_next_grid or exited.
+// Its blocks call wait_for_previous_grid before they read anything the kernel before writes, or
+// write anything it reads; the wait returns once that kernel has completed and its writes are
+// visible. What it hides is the launch's latency between one kernel and the next. Inside a
+// captured graph, the launch becomes a programmatic edge. Where the instructions are not
+// available (a build's PTX for an older architecture: has_programmatic_launch), the launches do
+// not ask for it either.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,33 +19,40 @@
 
 namespace lenet5::cuda {
 
-// The first statement of every kernel that launch_kernel may launch after_previous: no global
-// memory is read or written before it. A no-op where the kernel was launched without the
-// attribute; compiled out in PTX below 9.0, where after_previous_allowed keeps the attribute off.
-__device__ __forceinline__ void wait_for_previous_kernel() {
+// Lets the next kernel in the stream be scheduled now, while this one's blocks still run.
+__device__ inline void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+// Returns once the kernel before this one in the stream has completed and its writes are visible;
+// at once where this kernel was not launched programmatic.
+__device__ inline void wait_for_previous_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
-// Whether kernels compiled alongside `kernel` wait for the kernel before them: only the sm_90 build
-// has the instruction, and a kernel launched after_previous without it would read what the kernel
-// before has not yet written.
-inline bool after_previous_allowed(const void* kernel) {
-  return loaded_ptx_version(kernel) >= 90;
+// Whether `kernel` as loaded on this device contains the griddepcontrol instructions (it was
+// compiled for sm_90 or newer), which a programmatic launch relies on: without the wait, a kernel
+// launched so would read what the kernel before has not yet written.
+template <class Kernel>
+bool has_programmatic_launch(Kernel kernel) {
+  return loaded_ptx_version(reinterpret_cast<const void*>(kernel)) >= 90;
 }
 
 struct KernelLaunch {
-  dim3 grid;
-  dim3 block;
+  dim3 blocks;
+  dim3 threads;
   std::size_t shared_bytes;
   cudaStream_t stream;
-  bool after_previous;   // programmatic dependent launch (the kernel waits for the one before)
-  unsigned cluster = 1;  // blocks a thread block cluster, 1 for none
+  bool programmatic;     // may start before the stream's previous kernel completes (above)
+  unsigned cluster = 1;  // blocks a thread block cluster (compute capability 9.0), 1 for none
 };
 
-template <typename... Params, typename... Args>
-void launch_kernel(const KernelLaunch& at, void (*kernel)(Params...), const Args&... args) {
+template <class... Params, class... Args>
+void launch_after_previous(const KernelLaunch& at, void (*kernel)(Params...), const Args&... args) {
   cudaLaunchAttribute attributes[2]{};
   unsigned count = 0;
   if (at.cluster > 1) {
@@ -54,14 +62,14 @@ void launch_kernel(const KernelLaunch& at, void (*kernel)(Params...), const Args
     attributes[count].val.clusterDim.z = 1;
     ++count;
   }
-  if (at.after_previous) {
+  if (at.programmatic) {
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;
   }
   cudaLaunchConfig_t config{};
-  config.gridDim = at.grid;
-  config.blockDim = at.block;
+  config.gridDim = at.blocks;
+  config.blockDim = at.threads;
   config.dynamicSmemBytes = at.shared_bytes;
   config.stream = at.stream;
   config.attrs = attributes;

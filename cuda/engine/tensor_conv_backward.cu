@@ -120,7 +120,7 @@ struct ConvBackwardArgs {
 
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvForwardArgs args) {
-  wait_for_previous_kernel();
+  wait_for_previous_grid();
   namespace F = forward_layout;
   float* const shared = dynamic_shared_floats();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -434,7 +434,7 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
 // SMs with the samples' blocks, so that the step's last launch only adds the slots.
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
-  wait_for_previous_kernel();
+  wait_for_previous_grid();
   namespace C = conv_layout;
   float* const shared = dynamic_shared_floats();
   const int sample = int(blockIdx.x);
@@ -521,8 +521,7 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
     : m_config(supported(config)),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
-      m_after_previous(after_previous_allowed(
-          reinterpret_cast<const void*>(kernel_for_training(config, ConvKernels{})))),
+      m_programmatic(has_programmatic_launch(kernel_for_training(config, ConvKernels{}))),
       m_c3_mask(c3_mask_on_device(config)),
       m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4),
       m_records(Device::gpu, std::size_t(max_batch) * record::floats),
@@ -541,8 +540,9 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
   const TileInputs in{images, n, scaling, params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
                              batch ? *batch : BatchGather{}};
-  launch_kernel({dim3(unsigned(n)), dim3(kThreads), kForwardSharedBytes, stream, m_after_previous},
-                kernel_for_training(m_config, ConvForwardKernels{}), args);
+  launch_after_previous(
+      {dim3(unsigned(n)), dim3(kThreads), kForwardSharedBytes, stream, m_programmatic},
+      kernel_for_training(m_config, ConvForwardKernels{}), args);
 }
 
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
@@ -556,8 +556,9 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
   // where), and the dense blocks after them.
   const int blocks = n + (dense ? kDenseGradientBlocks : 0);
-  launch_kernel({dim3(unsigned(blocks)), dim3(kThreads), kSharedBytes, stream, m_after_previous},
-                kernel_for_training(m_config, ConvKernels{}), args);
+  launch_after_previous(
+      {dim3(unsigned(blocks)), dim3(kThreads), kSharedBytes, stream, m_programmatic},
+      kernel_for_training(m_config, ConvKernels{}), args);
 }
 
 }  // namespace lenet5::cuda

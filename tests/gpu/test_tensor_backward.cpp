@@ -882,7 +882,7 @@ TEST(TensorBackward, CapturedPassChainsItsKernelsByProgrammaticEdges) {
   const ParamLayout layout = lenet5_layout(config);
   const int n = 37;
   cuda::TensorBackward backward(config, layout, n);
-  if (!backward.launches_after_previous())
+  if (!backward.launches_programmatic())
     GTEST_SKIP() << "the tensor-core kernels were built without compute capability 9.0 code "
                     "(CMAKE_CUDA_ARCHITECTURES=90): they launch one after another as any stream's";
   const DeviceInputs in(make_batch(n, 61), parameters(config, 61));
