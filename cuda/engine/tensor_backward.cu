@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "cuda/engine/block_cluster.cuh"
+#include "cuda/engine/dependent_launch.cuh"
 #include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_dense_gradient.cuh"
 #include "cuda/engine/tensor_forward.cuh"
@@ -268,6 +269,7 @@ constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 template <Precision R, Activation A, bool Gathers>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
+  wait_for_previous_grid();
   namespace D = dense_layout;
   float* const shared = dynamic_shared_floats();
   if constexpr (Gathers) {
@@ -314,6 +316,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 template <Precision R, Activation A, bool Gathers>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel3(DenseForwardArgs args) {
+  wait_for_previous_grid();
   namespace D = dense_layout;
   constexpr int kChunk = kDenseForwardChunk<R>;
   float* const shared = dynamic_shared_floats();
@@ -386,6 +389,7 @@ static_assert(kFlat4 % 8 == 0, "whole n-tiles");
 // TF32, too few for the chunk's 15 k-steps of operands to be read before their products.
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4GradientArgs args) {
+  wait_for_previous_grid();
   const int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   if (tile >= tiles_of(args.n, 16) * kS4Tiles) return;
   const float* records = args.records;
@@ -423,6 +427,7 @@ struct StepGradientArgs {
 // Two blocks an SM (at most 128 registers a thread, the dense blocks' chunk of k-steps).
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
+  wait_for_previous_grid();
   static_assert(kSumWarps == kWarps, "the slots' sum takes the kernel's block");
   const int block = int(blockIdx.x);
   if (args.conv.slots)
@@ -497,24 +502,15 @@ int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors
 // (gather_blocks more): a cluster of kDenseBlocks blocks per tile, or a block, in one launch path
 // (the cluster's size is the launch's one attribute, or none).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
-                          int multiprocessors, cudaStream_t stream) {
+                          int multiprocessors, cudaStream_t stream, bool programmatic) {
   const int blocks_a_tile = clusters ? kDenseBlocks : 1;
   const int gathering = args.ahead.n > 0 ? gather_blocks(args.ahead.n, args.tile_blocks,
                                                          blocks_a_tile, multiprocessors)
                                          : 0;
-  cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(unsigned(args.tile_blocks + gathering));
-  launch.blockDim = dim3(unsigned(kDenseThreads));
-  launch.dynamicSmemBytes = forward_shared_bytes(clusters);
-  launch.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = unsigned(blocks_a_tile);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  launch.attrs = &cluster;
-  launch.numAttrs = clusters ? 1 : 0;
-  CUDA_CHECK(cudaLaunchKernelEx(&launch, kernel, args));
+  launch_after_previous(
+      {dim3(unsigned(args.tile_blocks + gathering)), dim3(kDenseThreads),
+       forward_shared_bytes(clusters), stream, programmatic, unsigned(blocks_a_tile)},
+      kernel, args);
 }
 
 }  // namespace
@@ -526,6 +522,7 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
       m_max_batch(checked_batch(max_batch)),
       m_clusters(allow_clusters && clusters_run(config)),
       m_multiprocessors(current_multiprocessors()),
+      m_programmatic(has_programmatic_launch(forward_kernel_for(config, m_clusters, false))),
       m_records(Device::gpu,
                 std::size_t(tiles_of(max_batch, kTile)) * kTile * dense_record::floats),
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
@@ -568,13 +565,12 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                               m_sample_loss.data(),
                               m_sample_correct.data()};
   launch_dense_forward(forward_kernel_for(m_config, m_clusters, ahead != nullptr), m_clusters, args,
-                       m_multiprocessors, stream);
+                       m_multiprocessors, stream, m_programmatic);
   const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
   const int warps = tiles_of(n, 16) * kS4Tiles;
-  kernel_for_training(
-      m_config,
-      S4GradientKernels{})<<<(warps + kWarps - 1) / kWarps, kThreads, 0, stream>>>(s4_args);
-  CUDA_CHECK_LAUNCH();
+  launch_after_previous(
+      {dim3(unsigned((warps + kWarps - 1) / kWarps)), dim3(kThreads), 0, stream, m_programmatic},
+      kernel_for_training(m_config, S4GradientKernels{}), s4_args);
 }
 
 namespace {
@@ -611,9 +607,8 @@ void TensorDenseBackward::weight_gradients(int n, const float* s4_rows, float* g
                                            cudaStream_t stream, StepStats* stats) {
   const DenseGradientWork work = gradient_work(n, s4_rows, gradients, stats);
   const StepGradientArgs args{work.args, ConvPartials{}, ConvSlot::of(m_offsets), work.update};
-  kernel_for_training(m_config,
-                      StepGradientKernels{})<<<kDenseGradientBlocks, kThreads, 0, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_after_previous({dim3(kDenseGradientBlocks), dim3(kThreads), 0, stream, m_programmatic},
+                        kernel_for_training(m_config, StepGradientKernels{}), args);
 }
 
 void TensorDenseBackward::add_conv_slots(int n, float* gradients, cudaStream_t stream,
@@ -624,9 +619,8 @@ void TensorDenseBackward::add_conv_slots(int n, float* gradients, cudaStream_t s
       conv,
       ConvSlot::of(m_offsets),
       sgd_update_of(step)};
-  kernel_for_training(m_config,
-                      StepGradientKernels{})<<<kConvSlotBlocks, kThreads, 0, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_after_previous({dim3(kConvSlotBlocks), dim3(kThreads), 0, stream, m_programmatic},
+                        kernel_for_training(m_config, StepGradientKernels{}), args);
 }
 
 void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,
@@ -685,6 +679,10 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
                          const SgdStep* step, const GatherAhead* ahead) {
   // The dense weight gradients run in the convolutions' backward launch, on the SMs its samples
   // leave room on (they need nothing it computes), and the last launch only adds the slots.
+  // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it; each kernel
+  // waits for the one before as its first statement and never calls allow_next_grid, so that the
+  // next one's blocks are scheduled as its own exit: released earlier, they took room on the SMs
+  // while this one's blocks still ran, and the step was longer (docs/tensor-cores.md).
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
   m_conv.conv_forward(images, n, params, stream, field, batch);

@@ -169,6 +169,7 @@ class TensorDenseBackward {
   int m_max_batch;
   bool m_clusters;          // the forward kernel: kernel3 (a cluster a tile), or kernel2
   int m_multiprocessors;    // the GPU's SMs, which the forward kernel's gathering blocks fill
+  bool m_programmatic;      // each launch after the one before it (dependent_launch.cuh)
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
@@ -202,11 +203,13 @@ class TensorConvBackward {
                       cudaStream_t stream, const float* field = nullptr,
                       const DenseGradientWork* dense = nullptr);
   ConvPartials partials() const { return {m_partials.data(), m_c3_mask.data()}; }
+  bool launches_programmatic() const { return m_programmatic; }
 
  private:
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
+  bool m_programmatic;  // each launch after the one before it (dependent_launch.cuh)
   Buffer<float> m_c3_mask;
   Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations
   Buffer<float> m_records;   // (max_batch, a record): S2's activations and the windows' maxima
@@ -244,6 +247,9 @@ class TensorBackward {
   // Whether a step of n samples gathers a next one of `next` (TensorDenseBackward::gathers_ahead);
   // where it does not, the next step gathers its own.
   bool gathers_ahead(int n, int next) const { return m_dense.gathers_ahead(n, next); }
+  // Whether each of its launches is a programmatic dependent launch of the one before
+  // (dependent_launch.cuh): where its kernels were built for compute capability 9.0.
+  bool launches_programmatic() const { return m_conv.launches_programmatic(); }
 
  private:
   // The five kernels; the first gathers `batch` and the last two apply `step` where they are not

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "cuda/engine/dependent_launch.cuh"
 #include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_dense_gradient.cuh"
 #include "cuda/engine/tensor_tile.cuh"
@@ -119,6 +120,7 @@ struct ConvBackwardArgs {
 
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvForwardArgs args) {
+  wait_for_previous_grid();
   namespace F = forward_layout;
   float* const shared = dynamic_shared_floats();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -432,6 +434,7 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
 // SMs with the samples' blocks, so that the step's last launch only adds the slots.
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
+  wait_for_previous_grid();
   namespace C = conv_layout;
   float* const shared = dynamic_shared_floats();
   const int sample = int(blockIdx.x);
@@ -518,6 +521,7 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
     : m_config(supported(config)),
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
+      m_programmatic(has_programmatic_launch(kernel_for_training(config, ConvKernels{}))),
       m_c3_mask(c3_mask_on_device(config)),
       m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4),
       m_records(Device::gpu, std::size_t(max_batch) * record::floats),
@@ -536,9 +540,9 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
   const TileInputs in{images, n, scaling, params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
                              batch ? *batch : BatchGather{}};
-  kernel_for_training(m_config,
-                      ConvForwardKernels{})<<<n, kThreads, kForwardSharedBytes, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_after_previous(
+      {dim3(unsigned(n)), dim3(kThreads), kForwardSharedBytes, stream, m_programmatic},
+      kernel_for_training(m_config, ConvForwardKernels{}), args);
 }
 
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
@@ -552,8 +556,9 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
   // where), and the dense blocks after them.
   const int blocks = n + (dense ? kDenseGradientBlocks : 0);
-  kernel_for_training(m_config, ConvKernels{})<<<blocks, kThreads, kSharedBytes, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
+  launch_after_previous(
+      {dim3(unsigned(blocks)), dim3(kThreads), kSharedBytes, stream, m_programmatic},
+      kernel_for_training(m_config, ConvKernels{}), args);
 }
 
 }  // namespace lenet5::cuda

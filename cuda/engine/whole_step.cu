@@ -289,32 +289,6 @@ int dense_tile_rows(int n, const ModelGroup& group, int sms, DenseTiles tiles) {
   return n >= kFourRowsMinBatch ? 4 : 1;
 }
 
-// Launches `kernel` so that it may start while the stream's previous kernel finishes (the kernels
-// here wait for it themselves: wait_for_previous_grid). Inside a captured graph this becomes a
-// programmatic dependency edge.
-template <class... Params, class... Args>
-void launch_after_previous(bool programmatic, void (*kernel)(Params...), dim3 blocks, int threads,
-                           std::size_t shared_bytes, cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = blocks;
-  config.blockDim = dim3(unsigned(threads));
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = programmatic ? 1 : 0;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
-}
-
-// Whether `kernel` as loaded on this device contains the griddepcontrol instructions (it was
-// compiled for sm_90 or newer), which programmatic serialization relies on.
-template <class Kernel>
-bool has_programmatic_launch(Kernel kernel) {
-  return loaded_ptx_version(reinterpret_cast<const void*>(kernel)) >= 90;
-}
-
 // Whether `kernel` as loaded on this device contains the tensor cores' TF32 instructions (it was
 // compiled for sm_80 or newer), which --precision tf32 needs (whole_step_tf32.cuh).
 template <class Kernel>
@@ -481,9 +455,9 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
                   std::size_t(m_max_batch),
                   /*predicted=*/nullptr};
   const SampleBuild chosen = build_for(n, group, build);
-  launch_after_previous(m_programmatic, sample_kernel_for(m_config, chosen),
-                        dim3(unsigned(n), unsigned(group.models)), kThreads, shared_bytes(chosen),
-                        stream, args);
+  launch_after_previous({dim3(unsigned(n), unsigned(group.models)), dim3(kThreads),
+                         shared_bytes(chosen), stream, m_programmatic},
+                        sample_kernel_for(m_config, chosen), args);
 }
 
 void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings* sgd,
@@ -514,9 +488,9 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   const UpdateKernelChoice update =
       update_kernel_for(dense, dense_tile_rows(n, group, m_sms, tiles));
   launch_after_previous(
-      m_programmatic, update.kernel,
-      dim3(unsigned(flat_blocks(m_offsets) + update.dense_blocks), unsigned(group.models)),
-      kUpdateThreads, 0, stream, args);
+      {dim3(unsigned(flat_blocks(m_offsets) + update.dense_blocks), unsigned(group.models)),
+       dim3(kUpdateThreads), 0, stream, m_programmatic},
+      update.kernel, args);
 }
 
 void WholeStep::train_step(const std::uint8_t* images, const std::uint8_t* labels,
@@ -554,9 +528,9 @@ void WholeStep::evaluate(const std::uint8_t* images, const std::uint8_t* labels,
                         predicted};
   // A plain launch: the kernel's wait for the previous grid returns at once, and the stream's
   // order alone puts it after the training steps queued before it.
-  launch_after_previous(false, evaluation_kernel_for(m_config),
-                        dim3(unsigned(n), unsigned(group.models)), kThreads, sizeof(SampleShared),
-                        stream, args);
+  launch_after_previous({dim3(unsigned(n), unsigned(group.models)), dim3(kThreads),
+                         sizeof(SampleShared), stream, /*programmatic=*/false},
+                        evaluation_kernel_for(m_config), args);
 }
 
 void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels,

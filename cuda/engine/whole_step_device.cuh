@@ -13,6 +13,7 @@
 
 #include "core/net_config.hpp"
 #include "core/shapes.hpp"
+#include "cuda/engine/dependent_launch.cuh"
 #include "cuda/engine/tensor_mma.cuh"
 #include "cuda/engine/whole_step.cuh"
 
@@ -170,25 +171,13 @@ __device__ inline UpdateArgs args_of_model(UpdateArgs args, int m) {
   return args;
 }
 
-// Programmatic dependent launch (sm_90): each whole-step kernel lets the next one in the stream be
-// scheduled while it runs (allow_next_grid), and the next one reads nothing the previous one
-// writes, and writes nothing it reads, before wait_for_previous_grid(), which returns once the
-// previous grid has finished and its writes are visible. The launch latency between the two
-// kernels of a step, and between steps, then overlaps with work. The parameters are read with
-// plain loads, not __ldg: the read-only path is only defined for data that no grid running at
+// Programmatic dependent launch (dependent_launch.cuh): each whole-step kernel lets the next one
+// in the stream be scheduled while it runs (allow_next_grid), and reads nothing the previous one
+// writes, and writes nothing it reads, before wait_for_previous_grid(). The launch latency between
+// the two kernels of a step, and between steps, then overlaps with work. The parameters are read
+// with plain loads, not __ldg: the read-only path is only defined for data that no grid running at
 // the same time writes, and with programmatic launch the previous step's update may still be
-// running when this grid starts. Where the instructions are not available (a build's PTX for
-// an older architecture), the launches do not ask for programmatic serialization either.
-__device__ inline void allow_next_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;");
-#endif
-}
-__device__ inline void wait_for_previous_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
+// running when this grid starts.
 
 // --precision tf32 (whole_step_tf32.cuh, whole_step_update.cuh): the tensor cores' TF32 rounding
 // and m16n8k8 product, shared with the tensor-core kernel set (tensor_mma.cuh). The host asks the

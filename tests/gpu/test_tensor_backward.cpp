@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -868,6 +869,39 @@ TEST(TensorBackward, GatheringAheadIntoTheStepsOwnBuffersIsRefused) {
                Error);
   CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
   EXPECT_EQ(test::download(in.params), before) << "a refused step changed the parameters";
+}
+
+// The pass as a CUDA graph captures it (as an epoch's graph does): its five kernels in a chain,
+// each after the one before by a programmatic edge (cuda/engine/dependent_launch.cuh), so that
+// the next kernel is scheduled as the one before ends. Where the edges were ordinary ones, the
+// results would be the same, only the gaps between the kernels longer.
+TEST(TensorBackward, CapturedPassChainsItsKernelsByProgrammaticEdges) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  const NetConfig config = step_network(Precision::tf32);
+  const ParamLayout layout = lenet5_layout(config);
+  const int n = 37;
+  cuda::TensorBackward backward(config, layout, n);
+  if (!backward.launches_programmatic())
+    GTEST_SKIP() << "the tensor-core kernels were built without compute capability 9.0 code "
+                    "(CMAKE_CUDA_ARCHITECTURES=90): they launch one after another as any stream's";
+  const DeviceInputs in(make_batch(n, 61), parameters(config, 61));
+  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
+  backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(), gradients.data(),
+                     cudaStreamPerThread);
+  CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &graph));
+  const std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> owned(graph, cudaGraphDestroy);
+  std::size_t nodes = 0, edges = 16;
+  std::vector<cudaGraphNode_t> from(edges), to(edges);
+  std::vector<cudaGraphEdgeData> data(edges);
+  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  CUDA_CHECK(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &edges));
+  EXPECT_EQ(nodes, 5u) << "the pass is five kernels";
+  ASSERT_EQ(edges, 4u) << "the five kernels in a chain";
+  for (std::size_t e = 0; e < edges; ++e)
+    EXPECT_EQ(data[e].type, cudaGraphDependencyTypeProgrammatic) << "edge " << e;
 }
 
 }  // namespace

@@ -1,0 +1,80 @@
+// Programmatic dependent launch (compute capability 9.0), for the kernel sets whose steps are
+// chains of kernels (whole-step's, the tensor cores'). A kernel launched with
+// KernelLaunch::programmatic may be scheduled onto the SMs before the kernel before it in the
+// stream has completed: once every block of that kernel has called allow_next_grid or exited.
+// Its blocks call wait_for_previous_grid before they read anything the kernel before writes, or
+// write anything it reads; the wait returns once that kernel has completed and its writes are
+// visible. What it hides is the launch's latency between one kernel and the next. Inside a
+// captured graph, the launch becomes a programmatic edge. Where the instructions are not
+// available (a build's PTX for an older architecture: has_programmatic_launch), the launches do
+// not ask for it either.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
+
+namespace lenet5::cuda {
+
+// Lets the next kernel in the stream be scheduled now, while this one's blocks still run.
+__device__ inline void allow_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+// Returns once the kernel before this one in the stream has completed and its writes are visible;
+// at once where this kernel was not launched programmatic.
+__device__ inline void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Whether `kernel` as loaded on this device contains the griddepcontrol instructions (it was
+// compiled for sm_90 or newer), which a programmatic launch relies on: without the wait, a kernel
+// launched so would read what the kernel before has not yet written.
+template <class Kernel>
+bool has_programmatic_launch(Kernel kernel) {
+  return loaded_ptx_version(reinterpret_cast<const void*>(kernel)) >= 90;
+}
+
+struct KernelLaunch {
+  dim3 blocks;
+  dim3 threads;
+  std::size_t shared_bytes;
+  cudaStream_t stream;
+  bool programmatic;     // may start before the stream's previous kernel completes (above)
+  unsigned cluster = 1;  // blocks a thread block cluster (compute capability 9.0), 1 for none
+};
+
+template <class... Params, class... Args>
+void launch_after_previous(const KernelLaunch& at, void (*kernel)(Params...), const Args&... args) {
+  cudaLaunchAttribute attributes[2]{};
+  unsigned count = 0;
+  if (at.cluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = at.cluster;
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  if (at.programmatic) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = at.blocks;
+  config.blockDim = at.threads;
+  config.dynamicSmemBytes = at.shared_bytes;
+  config.stream = at.stream;
+  config.attrs = attributes;
+  config.numAttrs = count;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+}  // namespace lenet5::cuda
