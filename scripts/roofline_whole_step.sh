@@ -344,9 +344,10 @@ elif not tensor:
           f"drains, so the gaps are hidden and the kernels themselves bound the step.")
 else:
     emit(f"The epoch is {100 * (1 - epoch_ms / kernels_ms):.0f} % shorter than the kernels run "
-          f"one after the other, which this set's launches do not explain (none is a programmatic "
-          f"launch, so none overlaps the next): ncu's times, each launch run alone, must be longer "
-          f"than the same launches take in the epoch's graph.")
+          f"one after the other, which this set's launches do not explain (they are programmatic, "
+          f"but none lets the next start before its own blocks have exited, so none overlaps the "
+          f"next): ncu's times, each launch run alone, are longer than the same launches take in "
+          f"the epoch's graph (docs/tensor-cores.md times them there).")
 if tensor and not math.isnan(mma_step):
     step_flop = 2048 * mma_step
     emit(f"The tensor cores' work: {mma_step / 1e6:.3f} M mma.sync a step "
