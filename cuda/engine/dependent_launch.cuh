@@ -2,12 +2,14 @@
 // chains of kernels (whole-step's, the tensor cores'). A kernel launched with
 // KernelLaunch::programmatic may be scheduled onto the SMs before the kernel before it in the
 // stream has completed: once every block of that kernel has called allow_next_grid or exited.
-// Its blocks call wait_for_previous_grid before they read anything the kernel before writes, or
-// write anything it reads; the wait returns once that kernel has completed and its writes are
-// visible. What it hides is the launch's latency between one kernel and the next. Inside a
-// captured graph, the launch becomes a programmatic edge. Where the instructions are not
-// available (a build's PTX for an older architecture: has_programmatic_launch), the launches do
-// not ask for it either.
+// Its blocks call wait_for_previous_grid before they read anything that a kernel still running
+// may write, or write anything it may read (with allow_next_grid early, that can be the kernel
+// before the one before); the wait returns once the kernel before has completed and its writes
+// are visible, and that one waited likewise. What it hides is the launch's latency between one
+// kernel and the next. Inside a captured graph, the launch becomes a programmatic edge where the
+// node before it is a kernel. A kernel launched so must begin with the wait or have nothing to
+// wait for: has_programmatic_launch only tells that the build holds the instructions, not that a
+// kernel calls them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,9 +36,10 @@ __device__ inline void wait_for_previous_grid() {
 #endif
 }
 
-// Whether `kernel` as loaded on this device contains the griddepcontrol instructions (it was
-// compiled for sm_90 or newer), which a programmatic launch relies on: without the wait, a kernel
-// launched so would read what the kernel before has not yet written.
+// Whether `kernel` as loaded on this device was compiled for sm_90 or newer, where the
+// griddepcontrol instructions exist (the PTX of an older architecture compiles the wait out): a
+// kernel launched programmatic without its wait would read what the kernel before has not yet
+// written. All the kernels of one translation unit share one module, so one answers for all.
 template <class Kernel>
 bool has_programmatic_launch(Kernel kernel) {
   return loaded_ptx_version(reinterpret_cast<const void*>(kernel)) >= 90;

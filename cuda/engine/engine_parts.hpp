@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,30 @@ inline std::vector<Evaluation> evaluate_whole_step_models(const cuda::WholeStep&
   return evaluate_models(step, set, data, params, stride, models, slots);
 }
 
+struct GraphDeleter {
+  void operator()(cudaGraph_t graph) const noexcept { (void)cudaGraphDestroy(graph); }
+};
+using OwnedGraph = std::unique_ptr<CUgraph_st, GraphDeleter>;
+
+// Records everything `enqueue` launches on `stream` into a graph (nothing runs); where `enqueue`
+// throws, the capture is ended and its partial graph destroyed first, so the stream is left
+// usable.
+template <class Enqueue>
+OwnedGraph capture_graph(cudaStream_t stream, Enqueue&& enqueue) {
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(stream, &partial);
+    if (partial) (void)cudaGraphDestroy(partial);
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  return OwnedGraph{graph};
+}
+
 // An instantiated CUDA graph, destroyed with its owner.
 class GraphExec {
  public:
@@ -186,23 +211,12 @@ class GraphExec {
     if (m_exec) (void)cudaGraphExecDestroy(m_exec);  // never throws from a destructor
     m_exec = nullptr;
   }
-  // Records everything `enqueue` launches on `stream` (nothing runs) and instantiates it.
+  // Records everything `enqueue` launches on `stream` (capture_graph) and instantiates it.
   template <class Enqueue>
   void capture(cudaStream_t stream, Enqueue&& enqueue) {
     reset();
-    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    cudaGraph_t graph = nullptr;
-    try {
-      enqueue();
-    } catch (...) {
-      (void)cudaStreamEndCapture(stream, &graph);
-      if (graph) (void)cudaGraphDestroy(graph);
-      throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    const cudaError_t status = cudaGraphInstantiate(&m_exec, graph, 0);
-    (void)cudaGraphDestroy(graph);
-    CUDA_CHECK(status);
+    const OwnedGraph graph = capture_graph(stream, enqueue);
+    CUDA_CHECK(cudaGraphInstantiate(&m_exec, graph.get(), 0));
   }
   void launch(cudaStream_t stream) { CUDA_CHECK(cudaGraphLaunch(m_exec, stream)); }
 

@@ -500,7 +500,7 @@ int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors
 
 // The forward kernel over args.n samples (args.tile_blocks blocks) and the gather of args.ahead's
 // (gather_blocks more): a cluster of kDenseBlocks blocks per tile, or a block, in one launch path
-// (the cluster's size is the launch's one attribute, or none).
+// (launch_after_previous: the cluster's size where it has clusters, programmatic where it may).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
                           int multiprocessors, cudaStream_t stream, bool programmatic) {
   const int blocks_a_tile = clusters ? kDenseBlocks : 1;

@@ -37,8 +37,8 @@
 //     column of ones' product),
 //   and in one more block the step's loss sum and correct count, in sample order;
 //   tensor_step_gradient_kernel1<Precision> (tensor_backward.cu): the convolutions' slots added
-//   in a fixed order, a block per 32 floats of a slot (and, where it is launched alone after
-//   TensorDenseBackward::forward, the dense products and the statistics above);
+//   in a fixed order, a block per 32 floats of a slot, or, where it is launched alone after
+//   TensorDenseBackward::forward, the dense products and the statistics above;
 //   each gradient written, and SGD's step taken with it, where it is final. Every run gives the
 //   same bits (no atomics). c3.weight's gradient is zero where the C3 table disconnects a weight,
 //   as whole-step's.
@@ -116,6 +116,7 @@ class TensorDenseBackward {
   TensorDenseBackward(const NetConfig& config, const ParamLayout& layout, int max_batch,
                       bool allow_clusters = true);
   bool uses_clusters() const { return m_clusters; }
+  bool launches_programmatic() const { return m_programmatic; }
 
   // The dense layers' forward pass of n samples (labels: their classes) from their S4
   // activations s4_rows (n, 400; TensorConvBackward::conv_forward's s4_rows(), 16-byte aligned:
@@ -169,7 +170,7 @@ class TensorDenseBackward {
   int m_max_batch;
   bool m_clusters;          // the forward kernel: kernel3 (a cluster a tile), or kernel2
   int m_multiprocessors;    // the GPU's SMs, which the forward kernel's gathering blocks fill
-  bool m_programmatic;      // each launch after the one before it (dependent_launch.cuh)
+  bool m_programmatic;      // its launches programmatic (dependent_launch.cuh), where they may be
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
@@ -209,7 +210,7 @@ class TensorConvBackward {
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
-  bool m_programmatic;  // each launch after the one before it (dependent_launch.cuh)
+  bool m_programmatic;  // its launches programmatic (dependent_launch.cuh), where they may be
   Buffer<float> m_c3_mask;
   Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations
   Buffer<float> m_records;   // (max_batch, a record): S2's activations and the windows' maxima
@@ -249,7 +250,9 @@ class TensorBackward {
   bool gathers_ahead(int n, int next) const { return m_dense.gathers_ahead(n, next); }
   // Whether each of its launches is a programmatic dependent launch of the one before
   // (dependent_launch.cuh): where its kernels were built for compute capability 9.0.
-  bool launches_programmatic() const { return m_conv.launches_programmatic(); }
+  bool launches_programmatic() const {
+    return m_dense.launches_programmatic() && m_conv.launches_programmatic();
+  }
 
  private:
   // The five kernels; the first gathers `batch` and the last two apply `step` where they are not

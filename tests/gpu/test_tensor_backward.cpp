@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +22,7 @@
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
 #include "core/rng.hpp"
+#include "cuda/engine/engine_parts.hpp"
 #include "cuda/engine/tensor_backward.cuh"
 #include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/optimizer.cuh"
@@ -871,38 +872,45 @@ TEST(TensorBackward, GatheringAheadIntoTheStepsOwnBuffersIsRefused) {
   EXPECT_EQ(test::download(in.params), before) << "a refused step changed the parameters";
 }
 
-// The pass as a CUDA graph captures it (as an epoch's graph does): its five kernels in a chain,
-// each after the one before by a programmatic edge (cuda/engine/dependent_launch.cuh), so that
-// the next kernel is scheduled as the one before ends. Where the edges were ordinary ones, the
-// results would be the same, only the gaps between the kernels longer.
+// The pass as a CUDA graph captures it (as an epoch's graph does, capture_graph): its five kernels
+// in a chain, each after the one before by a programmatic edge (cuda/engine/dependent_launch.cuh),
+// so that the next kernel is scheduled as the one before ends. Where the edges were ordinary ones,
+// the results would be the same, only the gaps between the kernels longer: no other test tells.
+// Wherever the kernels carry compute capability 9.0 code (the dense forward's clusters run,
+// which needs the same code), the launches must be programmatic.
 TEST(TensorBackward, CapturedPassChainsItsKernelsByProgrammaticEdges) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
   const NetConfig config = step_network(Precision::tf32);
   const ParamLayout layout = lenet5_layout(config);
   const int n = 37;
+  if (!cuda::TensorDenseBackward(config, layout, n).uses_clusters())
+    GTEST_SKIP() << "the tensor-core kernels here carry no compute capability 9.0 code (a GPU "
+                    "before 9.0, or CMAKE_CUDA_ARCHITECTURES without 90): they launch one after "
+                    "another as any stream's";
   cuda::TensorBackward backward(config, layout, n);
-  if (!backward.launches_programmatic())
-    GTEST_SKIP() << "the tensor-core kernels were built without compute capability 9.0 code "
-                    "(CMAKE_CUDA_ARCHITECTURES=90): they launch one after another as any stream's";
+  ASSERT_TRUE(backward.launches_programmatic()) << "sm_90 code, yet ordinary launches";
   const DeviceInputs in(make_batch(n, 61), parameters(config, 61));
   Buffer<float> gradients(Device::gpu, layout.buffer_floats);
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
-  backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(), gradients.data(),
-                     cudaStreamPerThread);
-  CUDA_CHECK(cudaStreamEndCapture(cudaStreamPerThread, &graph));
-  const std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> owned(graph, cudaGraphDestroy);
+  const OwnedGraph graph = capture_graph(cudaStreamPerThread, [&] {
+    backward.gradients(in.pixels.data(), in.labels.data(), n, in.params.data(), gradients.data(),
+                       cudaStreamPerThread);
+  });
   std::size_t nodes = 0, edges = 16;
   std::vector<cudaGraphNode_t> from(edges), to(edges);
   std::vector<cudaGraphEdgeData> data(edges);
-  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
-  CUDA_CHECK(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &edges));
+  CUDA_CHECK(cudaGraphGetNodes(graph.get(), nullptr, &nodes));
+  // CUDA 13's signature (12.3-12.9 named it cudaGraphGetEdges_v2).
+  CUDA_CHECK(cudaGraphGetEdges(graph.get(), from.data(), to.data(), data.data(), &edges));
   EXPECT_EQ(nodes, 5u) << "the pass is five kernels";
   ASSERT_EQ(edges, 4u) << "the five kernels in a chain";
   for (std::size_t e = 0; e < edges; ++e)
-    EXPECT_EQ(data[e].type, cudaGraphDependencyTypeProgrammatic) << "edge " << e;
+    EXPECT_EQ(int(data[e].type), int(cudaGraphDependencyTypeProgrammatic)) << "edge " << e;
+  // Five nodes, four edges, no node with two edges out or two in: one chain (a graph has no cycle).
+  const std::set<cudaGraphNode_t> before(from.begin(), from.begin() + 4),
+      after(to.begin(), to.begin() + 4);
+  EXPECT_EQ(before.size(), 4u) << "a kernel with two after it";
+  EXPECT_EQ(after.size(), 4u) << "a kernel with two before it";
 }
-
 }  // namespace
 }  // namespace lenet5
