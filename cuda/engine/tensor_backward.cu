@@ -681,8 +681,8 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
   // leave room on (they need nothing it computes), and the last launch only adds the slots.
   // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it; each kernel
   // waits for the one before as its first statement and never calls allow_next_grid, so that the
-  // next one's blocks are scheduled as its own exit: released earlier, they took room on the SMs
-  // while this one's blocks still ran, and the step was longer (docs/tensor-cores.md).
+  // next one's blocks are scheduled as its last block exits: with the next kernel released
+  // earlier, the step was longer (docs/tensor-cores.md).
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
   m_conv.conv_forward(images, n, params, stream, field, batch);
