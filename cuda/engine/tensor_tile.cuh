@@ -627,10 +627,11 @@ struct SgdUpdate {
     return lr ? sgd_read_operands(mu, lr, params + p, velocity ? velocity + p : nullptr)
               : SgdOperands{};
   }
-  __device__ void write(float* gradients, int p, float gradient, const SgdOperands& read) const {
+  __device__ void write(float* gradients, int p, float gradient,
+                        const SgdOperands& operands) const {
     gradients[p] = gradient;
     if (lr)
-      sgd_update_read(mu, nesterov, decay, read, gradient, params + p,
+      sgd_update_read(mu, nesterov, decay, operands, gradient, params + p,
                       velocity ? velocity + p : nullptr);
   }
 };
@@ -656,7 +657,7 @@ __device__ inline void sum_conv_slots(const float* partials, int samples, const 
   float mask = 1.0f;
   SgdOperands operands;
   if (warp == 0 && i < partial::floats) {
-    for (const SlotTensor& tensor : slot.tensor) {
+    for (const SlotTensor& tensor : slot.tensor) {  // disjoint ranges of the slot: one matches
       const int j = i - tensor.from;
       if (j < 0 || j >= tensor.count) continue;
       to = tensor.to + j;

@@ -912,5 +912,6 @@ TEST(TensorBackward, CapturedPassChainsItsKernelsByProgrammaticEdges) {
   EXPECT_EQ(before.size(), 4u) << "a kernel with two after it";
   EXPECT_EQ(after.size(), 4u) << "a kernel with two before it";
 }
+
 }  // namespace
 }  // namespace lenet5
