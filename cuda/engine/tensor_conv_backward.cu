@@ -85,9 +85,8 @@ static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 
 // The backward kernel's shared memory, in floats from its start.
 namespace conv_layout {
-constexpr int w1 = 0;  // staged with C3's by the shared ConvWeightReads, unread here
-constexpr int w3 = w1 + 8 * kW1Row;
-constexpr int s2_bias = w3 + kMaps3 * kW3Row;
+constexpr int w3_pairs = 0;  // C3's weights as C3's input gradient reads them (write_c3_pairs)
+constexpr int s2_bias = w3_pairs + kC3Pairs;
 constexpr int s4_bias = s2_bias + 8;
 constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), stored for the products
 constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
@@ -266,16 +265,18 @@ __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, i
       const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
       row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
     }
-  const bool real_column = g < kMaps1;  // B's column g: input map g
+  // The lane's float2 of write_c3_pairs' layout: taps 8 j + t and 8 j + t + 4 of input map g
+  // (zeros for g = 6, 7: B's padding columns).
+  const float2* lane_pairs = reinterpret_cast<const float2*>(shared + C::w3_pairs) + lane;
   float acc[Tiles][4] = {};
 #pragma unroll 4  // per-lane pointers plus constants; unroll 1 added an IADD and a LEA per load
   for (int m = 0; m < kMaps3; ++m) {
     const float* map = shared + C::d3 + m * kMap3P;
-    const float* filter = shared + C::w3 + m * kW3Row + g * kTapColumns + t;
+    const float2* pairs = lane_pairs + m * kTapSteps * 32;
 #pragma unroll
     for (int j = 0; j < kTapSteps; ++j) {
-      const std::uint32_t b[2] = {real_column ? __float_as_uint(filter[8 * j]) : 0u,
-                                  real_column ? __float_as_uint(filter[8 * j + 4]) : 0u};
+      const float2 pair = pairs[32 * j];
+      const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
 #pragma unroll
       for (int i = 0; i < Tiles; ++i) {
         const std::uint32_t a[4] = {__float_as_uint(map[row[i][0] - tap[j][0]]),
@@ -448,7 +449,8 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   weights.read(args.in);
   SampleReads<P> reads;
   reads.read(args, sample);
-  weights.write(shared, C::w1, C::w3, C::s2_bias, C::s4_bias);
+  weights.write_c3_pairs(shared + C::w3_pairs);
+  weights.write_biases(shared, C::s2_bias, C::s4_bias);
   reads.template write<R>(args, sample, shared);
   zero_d3(shared + C::d3);
   __syncthreads();

@@ -219,10 +219,41 @@ struct ConvWeightReads {
       shared[w1_at + i / kPadColumns * kW1Row + kColumns + i % kPadColumns] = 0.0f;
     if (i < kMaps3 * kPadColumns)
       shared[w3_at + i / kPadColumns * kW3Row + kMaps1 * kColumns + i % kPadColumns] = 0.0f;
+    write_biases(shared, s2_bias_at, s4_bias_at);
+  }
+
+  // C3's weights as C3's input gradient takes its B fragments (tensor_conv_backward.cu's
+  // c3_input_tiles), in float2s: for output map m, k-step j, input map c and lane column t, the
+  // values of taps 8 j + t and 8 j + t + 4 side by side, the float2 ((m kTapSteps + j) 8 + c) 4 + t
+  // (kC3Pairs floats), so that a lane reads its fragment with one 64-bit load and each half of a
+  // warp reads 128 consecutive bytes, every bank once (in the forward layout, a column of input
+  // maps is 32 floats apart, one bank for all six). Input maps 6 and 7, the n-tile's padding, are
+  // zeros.
+  __device__ void write_c3_pairs(float* pairs) const {
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const bool real_tap = lane < kTaps;
+    const int j = lane / 8, h = lane % 8 / 4, t = lane % 4;
+#pragma unroll
+    for (int s = 0; s < kRowsPerWarp; ++s) {
+      const int row = warp + s * kWarps, m = row / kMaps1, c = row % kMaps1;
+      pairs[2 * (((m * kTapSteps + j) * 8 + c) * 4 + t) + h] =
+          Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
+    }
+    // Each (m, j)'s 64 floats end with input maps 6 and 7's 16.
+    constexpr int kPadding = kMaps3 * kTapSteps * 16;
+    for (int i = int(threadIdx.x); i < kPadding; i += kThreads)
+      pairs[i / 16 * 64 + kMaps1 * 8 + i % 16] = 0.0f;
+  }
+
+  __device__ void write_biases(float* shared, int s2_bias_at, int s4_bias_at) const {
+    const int i = int(threadIdx.x);
     if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
     if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
   }
 };
+
+// write_c3_pairs' floats: 16 output maps x 4 k-steps x 8 input maps (6 and 2 of zeros) x 8 taps.
+constexpr int kC3Pairs = kMaps3 * kTapSteps * 8 * 8;
 
 // The staging itself, where nothing else is read meanwhile: the reads, then the writes.
 template <Precision R>
