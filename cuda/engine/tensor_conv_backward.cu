@@ -93,12 +93,17 @@ constexpr int rec = x + kWarpX;              // the sample's record, as record::
 constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
 constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, the same
 constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), the same, over dL/dC3
+// dL/dC1's maps c1_map floats apart: 804 = 4 (mod 32), so that the six maps' columns that C1's
+// weight gradient reads at once (B's, a lane per map and position) lie in six banks apart, where
+// 784 = 16 (mod 32) put maps 0, 2 and 4 in one bank.
+constexpr int c1_map = kC1Positions + 20;
 constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
 constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
 constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
 constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
 constexpr int floats = bias4 + kMaps3;
-static_assert(kMaps1 * kC1Positions <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
+static_assert(kMaps1 * c1_map <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
+static_assert(c1_map % 32 == 4, "B's six map columns in banks 4 apart");
 }  // namespace conv_layout
 
 struct ConvForwardArgs {
@@ -369,7 +374,7 @@ __device__ void c1_gradient_maps(float* shared) {
       reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
   for (int window = int(threadIdx.x); window < kMaps1 * kWindows2; window += kThreads) {
     const int map = window / kWindows2, y = window % kWindows2 / kSide2, x = window % kSide2;
-    float* corner = shared + C::c1_gradient + map * kC1Positions + 2 * y * kSide1 + 2 * x;
+    float* corner = shared + C::c1_gradient + map * C::c1_map + 2 * y * kSide1 + 2 * x;
     const float dz = d2[window];
     const int best = P == Subsampling::max ? which[window] : 0;
     corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
@@ -406,7 +411,7 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   const std::uint32_t lower_mask = first_tap + 8 < kTaps ? ~0u : 0u;
   const std::uint32_t map_mask = g < kMaps1 ? ~0u : 0u;  // B's column g: map g
   const float* b_col =
-      shared + C::c1_gradient + min(g, kMaps1 - 1) * kC1Positions + quarter * kQuarter + t;
+      shared + C::c1_gradient + min(g, kMaps1 - 1) * C::c1_map + quarter * kQuarter + t;
   float acc[4] = {};
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
