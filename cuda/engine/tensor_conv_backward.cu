@@ -18,7 +18,8 @@
 //   dL/dC3 = dL/dz4 sent back through each 2x2 window (pool_window.cuh's window_gradient);
 //   dL/dz2 (196 x 6) = D3 (196 x 16 maps x 32 taps) W3 (C3's input gradient, a transposed
 //     convolution as an implicit GEMM: D3[pos][(m, 5 p + q)] = dL/dC3[m][u - p][v - q], zero
-//     outside the map, and W3 the C3 table's masked weights as the forward pass stages them; its
+//     outside the map, and W3 the C3 table's masked weights, staged for this product
+//     (ConvWeightReads::write_c3_pairs); its
 //     13 m-tiles shared out over the warps), times f'(S2); S2's bias gradient the sum of each
 //     map's dL/dz2;
 //   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
@@ -86,15 +87,13 @@ static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 // The backward kernel's shared memory, in floats from its start.
 namespace conv_layout {
 constexpr int w3_pairs = 0;  // C3's weights as C3's input gradient reads them (write_c3_pairs)
-constexpr int s2_bias = w3_pairs + kC3Pairs;
-constexpr int s4_bias = s2_bias + 8;
-constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), stored for the products
+constexpr int x = w3_pairs + kC3Pairs;       // the input field (32 x 32), stored for the products
 constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
 constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, the same
 constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), the same, over dL/dC3
 // dL/dC1's maps c1_map floats apart: 804 = 4 (mod 32), so that the six maps' columns that C1's
-// weight gradient reads at once (B's, a lane per map and position) lie in six banks apart, where
+// weight gradient reads at once (B's, a lane per map and position) lie in banks 4 apart, where
 // 784 = 16 (mod 32) put maps 0, 2 and 4 in one bank.
 constexpr int c1_map = kC1Positions + 20;
 constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
@@ -270,17 +269,18 @@ __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, i
       const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
       row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
     }
-  // The lane's float2 of write_c3_pairs' layout: taps 8 j + t and 8 j + t + 4 of input map g
-  // (zeros for g = 6, 7: B's padding columns).
-  const float2* lane_pairs = reinterpret_cast<const float2*>(shared + C::w3_pairs) + lane;
+  // The lane's float2 of c3_pair's layout: taps 8 j + t and 8 j + t + 4 of input map g (zeros
+  // for g = 6, 7: B's padding columns).
+  const float2* lane_pairs =
+      reinterpret_cast<const float2*>(shared + C::w3_pairs) + c3_pair(0, 0, g, t);
   float acc[Tiles][4] = {};
 #pragma unroll 4  // per-lane pointers plus constants; unroll 1 added an IADD and a LEA per load
   for (int m = 0; m < kMaps3; ++m) {
     const float* map = shared + C::d3 + m * kMap3P;
-    const float2* pairs = lane_pairs + m * kTapSteps * 32;
+    const float2* pairs = lane_pairs + c3_pair(m, 0, 0, 0);
 #pragma unroll
     for (int j = 0; j < kTapSteps; ++j) {
-      const float2 pair = pairs[32 * j];
+      const float2 pair = pairs[c3_pair(0, j, 0, 0)];
       const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
 #pragma unroll
       for (int i = 0; i < Tiles; ++i) {
@@ -455,7 +455,6 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   SampleReads<P> reads;
   reads.read(args, sample);
   weights.write_c3_pairs(shared + C::w3_pairs);
-  weights.write_biases(shared, C::s2_bias, C::s4_bias);
   reads.template write<R>(args, sample, shared);
   zero_d3(shared + C::d3);
   __syncthreads();
