@@ -18,7 +18,8 @@
 //   dL/dC3 = dL/dz4 sent back through each 2x2 window (pool_window.cuh's window_gradient);
 //   dL/dz2 (196 x 6) = D3 (196 x 16 maps x 32 taps) W3 (C3's input gradient, a transposed
 //     convolution as an implicit GEMM: D3[pos][(m, 5 p + q)] = dL/dC3[m][u - p][v - q], zero
-//     outside the map, and W3 the C3 table's masked weights as the forward pass stages them; its
+//     outside the map, and W3 the C3 table's masked weights, staged for this product
+//     (ConvWeightReads::write_c3_pairs); its
 //     13 m-tiles shared out over the warps), times f'(S2); S2's bias gradient the sum of each
 //     map's dL/dz2;
 //   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
@@ -85,21 +86,23 @@ static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 
 // The backward kernel's shared memory, in floats from its start.
 namespace conv_layout {
-constexpr int w1 = 0;  // staged with C3's by the shared ConvWeightReads, unread here
-constexpr int w3 = w1 + 8 * kW1Row;
-constexpr int s2_bias = w3 + kMaps3 * kW3Row;
-constexpr int s4_bias = s2_bias + 8;
-constexpr int x = s4_bias + kMaps3;          // the input field (32 x 32), stored for the products
+constexpr int w3_pairs = 0;  // C3's weights as C3's input gradient reads them (write_c3_pairs)
+constexpr int x = w3_pairs + kC3Pairs;       // the input field (32 x 32), stored for the products
 constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
 constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, the same
 constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), the same, over dL/dC3
+// dL/dC1's maps c1_map floats apart: 804 = 4 (mod 32), so that the six maps' columns that C1's
+// weight gradient reads at once (B's, a lane per map and position) lie in banks 4 apart, where
+// 784 = 16 (mod 32) put maps 0, 2 and 4 in one bank.
+constexpr int c1_map = kC1Positions + 20;
 constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
 constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
 constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
 constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
 constexpr int floats = bias4 + kMaps3;
-static_assert(kMaps1 * kC1Positions <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
+static_assert(kMaps1 * c1_map <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
+static_assert(c1_map % 32 == 4, "B's six map columns in banks 4 apart");
 }  // namespace conv_layout
 
 struct ConvForwardArgs {
@@ -266,16 +269,19 @@ __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, i
       const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
       row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
     }
-  const bool real_column = g < kMaps1;  // B's column g: input map g
+  // The lane's float2 of c3_pair's layout: taps 8 j + t and 8 j + t + 4 of input map g (zeros
+  // for g = 6, 7: B's padding columns).
+  const float2* lane_pairs =
+      reinterpret_cast<const float2*>(shared + C::w3_pairs) + c3_pair(0, 0, g, t);
   float acc[Tiles][4] = {};
 #pragma unroll 4  // per-lane pointers plus constants; unroll 1 added an IADD and a LEA per load
   for (int m = 0; m < kMaps3; ++m) {
     const float* map = shared + C::d3 + m * kMap3P;
-    const float* filter = shared + C::w3 + m * kW3Row + g * kTapColumns + t;
+    const float2* pairs = lane_pairs + c3_pair(m, 0, 0, 0);
 #pragma unroll
     for (int j = 0; j < kTapSteps; ++j) {
-      const std::uint32_t b[2] = {real_column ? __float_as_uint(filter[8 * j]) : 0u,
-                                  real_column ? __float_as_uint(filter[8 * j + 4]) : 0u};
+      const float2 pair = pairs[c3_pair(0, j, 0, 0)];
+      const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
 #pragma unroll
       for (int i = 0; i < Tiles; ++i) {
         const std::uint32_t a[4] = {__float_as_uint(map[row[i][0] - tap[j][0]]),
@@ -368,7 +374,7 @@ __device__ void c1_gradient_maps(float* shared) {
       reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
   for (int window = int(threadIdx.x); window < kMaps1 * kWindows2; window += kThreads) {
     const int map = window / kWindows2, y = window % kWindows2 / kSide2, x = window % kSide2;
-    float* corner = shared + C::c1_gradient + map * kC1Positions + 2 * y * kSide1 + 2 * x;
+    float* corner = shared + C::c1_gradient + map * C::c1_map + 2 * y * kSide1 + 2 * x;
     const float dz = d2[window];
     const int best = P == Subsampling::max ? which[window] : 0;
     corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
@@ -405,7 +411,7 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   const std::uint32_t lower_mask = first_tap + 8 < kTaps ? ~0u : 0u;
   const std::uint32_t map_mask = g < kMaps1 ? ~0u : 0u;  // B's column g: map g
   const float* b_col =
-      shared + C::c1_gradient + min(g, kMaps1 - 1) * kC1Positions + quarter * kQuarter + t;
+      shared + C::c1_gradient + min(g, kMaps1 - 1) * C::c1_map + quarter * kQuarter + t;
   float acc[4] = {};
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
@@ -448,7 +454,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   weights.read(args.in);
   SampleReads<P> reads;
   reads.read(args, sample);
-  weights.write(shared, C::w1, C::w3, C::s2_bias, C::s4_bias);
+  weights.write_c3_pairs(shared + C::w3_pairs);
   reads.template write<R>(args, sample, shared);
   zero_d3(shared + C::d3);
   __syncthreads();

@@ -157,7 +157,8 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 }
 
 // C1's and C3's weights (rounded for R's products, in their B layouts, the C3 table's
-// disconnected weights zero) and S2's and S4's biases into shared memory, by the whole block.
+// disconnected weights zero) and S2's and S4's biases into shared memory, by the whole block
+// (write); or C3's weights alone in C3's input gradient's layout (write_c3_pairs).
 // Lane k of warp w takes tap column k of B's rows w, w + 8, ...: C1's 8 maps, a row each, and
 // C3's 96 (output map, input map) rows, 12 each, whose weights and mask sit 25 floats a row
 // apart. A thread's reads are then a pointer plus constants, where an index divided by a row's
@@ -165,6 +166,16 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 // 32 are zeros of their own. Every read is issued before any write (read(), then write()): the
 // staging waits for one round trip to L2, where loops that wrote what they had just read waited
 // for up to five, and a kernel can issue its other reads between the two.
+// C3's weights as C3's input gradient takes its B fragments (tensor_conv_backward.cu's
+// c3_input_tiles): the float2 of output map m, k-step j, input map c (of the n-tile's 8) and lane
+// column t holds taps 8 j + t and 8 j + t + 4, so that lane 4 c + t reads its fragment with one
+// 64-bit load and each half of a warp reads 128 consecutive bytes, every bank once. (In the
+// forward layout a lane's input map is 32 floats from the next's, all six in one bank.)
+__host__ __device__ constexpr int c3_pair(int m, int j, int c, int t) {
+  return ((m * kTapSteps + j) * 8 + c) * 4 + t;
+}
+constexpr int kC3Pairs = 2 * c3_pair(kMaps3, 0, 0, 0);  // floats: 16 maps x 4 k-steps x 64
+
 template <Precision R>
 struct ConvWeightReads {
   static constexpr int kColumns = 32, kC3Rows = kMaps3 * kMaps1, kRowsPerWarp = kC3Rows / kWarps;
@@ -221,6 +232,30 @@ struct ConvWeightReads {
       shared[w3_at + i / kPadColumns * kW3Row + kMaps1 * kColumns + i % kPadColumns] = 0.0f;
     if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
     if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
+  }
+
+  // C3's weights alone, in C3's input gradient's layout (c3_pair; the C3 table's disconnected
+  // weights and taps 25-31 zero, and input maps 6 and 7, the n-tile's padding, zeros): the
+  // backward kernel's. Rows warp + 8 s and warp + 8 (s + 3) are 4 maps apart, as in write().
+  __device__ void write_c3_pairs(float* pairs) const {
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const bool real_tap = lane < kTaps;
+    const int j = lane / 8, h = lane % 8 / 4, t = lane % 4;
+    constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
+    float* row_at[kPeriod];
+#pragma unroll
+    for (int r = 0; r < kPeriod; ++r) {
+      const int row = warp + r * kWarps;  // (m, c) = 6 m + c
+      row_at[r] = pairs + 2 * c3_pair(row / kMaps1, j, row % kMaps1, t) + h;
+    }
+#pragma unroll
+    for (int s = 0; s < kRowsPerWarp; ++s)
+      row_at[s % kPeriod][s / kPeriod * 2 * c3_pair(kMapsAPeriod, 0, 0, 0)] =
+          Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
+    // Each (m, j)'s 32 float2s end with input maps 6 and 7's 8.
+    constexpr int kPadding = kMaps3 * kTapSteps * 16;
+    for (int i = int(threadIdx.x); i < kPadding; i += kThreads)
+      pairs[2 * c3_pair(0, i / 16, kMaps1, 0) + i % 16] = 0.0f;
   }
 };
 
