@@ -320,45 +320,58 @@ __device__ void c3_input_gradient(float* shared, int warp, int lane) {
 // S2[n / 32][k / 10 + p][k % 10 + q] (tap n % 32 = 5 p + q, taps 25-31 at the corner), so the same
 // bits, but each gather at a per-lane pointer plus a constant of the unrolled k-steps: lane t's
 // position in k-step s is 8 s + 4 h + t, whose row is (8 s + 4 h) / 10 but for lanes t >= 2 where
-// (8 s + 4 h) % 10 == 8, which have passed into the next row. Both operands are stored for R's
-// products, so their bits go in as they are (gemm_tiles rounded them again, to the same bits).
+// (8 s + 4 h) % 10 == 8, which have passed into the next row. The warp's three n-tiles take their
+// k-steps together, so that each k-step's A fragment (the same for every n-tile: the m-tile is
+// all 16 maps) is loaded once for the three, where a loop over the n-tiles loaded it three times
+// (4 of the 6 shared loads of each n-tile's k-step). Each n-tile still adds its k-steps in order.
+// Both operands are stored for R's products, so their bits go in as they are (gemm_tiles rounded
+// them again, to the same bits).
 template <Precision R>
 __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, int lane) {
   namespace C = conv_layout;
   constexpr int kSteps = (kC3Positions + 7) / 8, kNTiles = kMaps1 * kTapColumns / 8;  // 13, 24
+  constexpr int kWarpTiles = kNTiles / kWarps;  // n-tiles warp, warp + 8, warp + 16
+  static_assert(kNTiles % kWarps == 0, "as many n-tiles for every warp");
   const int g = lane / 4, t = lane % 4;
   const bool next_row = t >= 2;  // where the step's first position is column 8 of its row
   const float* a_row = shared + C::d3 + d3_at(g, 0, 0) + t;  // A's rows g and g + 8: maps
   const float* a_next = a_row + (next_row ? kSide3P - kSide3 : 0);
-  for (int nt = warp; nt < kNTiles; nt += kWarps) {
-    const int c = (8 * nt + g) / kTapColumns, tap = (8 * nt + g) % kTapColumns;
+  const int b_next = next_row ? kSide2 - kSide3 : 0;
+  const float* b_row[kWarpTiles];
+#pragma unroll
+  for (int i = 0; i < kWarpTiles; ++i) {
+    const int n = 8 * (warp + kWarps * i) + g, c = n / kTapColumns, tap = n % kTapColumns;
     const int offset = tap < kTaps ? tap / kK * kSide2 + tap % kK : 0;  // 25-31: dropped
-    const float* b_row = shared + C::rec + record::a2 + c * kWindows2 + offset + t;
-    const float* b_next = b_row + (next_row ? kSide2 - kSide3 : 0);
-    float acc[4] = {};
+    b_row[i] = shared + C::rec + record::a2 + c * kWindows2 + offset + t;
+  }
+  float acc[kWarpTiles][4] = {};
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      std::uint32_t a[4] = {}, b[2] = {};  // positions past the 100th: zeros on both sides
+  for (int s = 0; s < kSteps; ++s) {
+    std::uint32_t a[4] = {}, b[kWarpTiles][2] = {};  // positions past the 100th: zeros both sides
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int k = 8 * s + 4 * h, y = k / kSide3, x = k % kSide3;
-        if (k >= kC3Positions) continue;
-        static_assert(kSide3 % 2 == 0, "a step's 4 lanes pass into the next row only from x = 8");
-        const bool passes = x + 3 >= kSide3;
-        const float* a_at = (passes ? a_next : a_row) + y * kSide3P + x;
-        a[2 * h] = __float_as_uint(a_at[0]);
-        a[2 * h + 1] = __float_as_uint(a_at[8 * kMap3P]);
-        b[h] = __float_as_uint((passes ? b_next : b_row)[y * kSide2 + x]);
-      }
-      Operands<R>::mma(acc, a, b);
+    for (int h = 0; h < 2; ++h) {
+      const int k = 8 * s + 4 * h, y = k / kSide3, x = k % kSide3;
+      if (k >= kC3Positions) continue;
+      static_assert(kSide3 % 2 == 0, "a step's 4 lanes pass into the next row only from x = 8");
+      const bool passes = x + 3 >= kSide3;
+      const float* a_at = (passes ? a_next : a_row) + y * kSide3P + x;
+      a[2 * h] = __float_as_uint(a_at[0]);
+      a[2 * h + 1] = __float_as_uint(a_at[8 * kMap3P]);
+#pragma unroll
+      for (int i = 0; i < kWarpTiles; ++i)
+        b[i][h] = __float_as_uint(b_row[i][(passes ? b_next : 0) + y * kSide2 + x]);
     }
+#pragma unroll
+    for (int i = 0; i < kWarpTiles; ++i) Operands<R>::mma(acc[i], a, b[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < kWarpTiles; ++i)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int m = g + 8 * (r / 2), n = 8 * nt + 2 * t + r % 2;
+      const int m = g + 8 * (r / 2), n = 8 * (warp + kWarps * i) + 2 * t + r % 2;
       const int cn = n / kTapColumns, tn = n % kTapColumns;
-      if (tn < kTaps) slot[partial::c3_weight + (m * kMaps1 + cn) * kTaps + tn] = acc[r];
+      if (tn < kTaps) slot[partial::c3_weight + (m * kMaps1 + cn) * kTaps + tn] = acc[i][r];
     }
-  }
 }
 
 // dL/dC1 (6, 28, 28), stored for R's products (only C1's weight product reads it), from dL/dz2
