@@ -81,6 +81,9 @@ std::vector<std::string> resume_arguments(const fs::path& out, int epochs) {
 // The temporary files of atomic writes in `dir` (<target>.tmp.<pid>.<n>).
 std::vector<std::string> temporary_files(const fs::path& dir) {
   std::vector<std::string> found;
+  // A run killed before it made its folder leaves none (a kill may fall in its first
+  // milliseconds); nothing removes the folder once it is made.
+  if (!fs::exists(dir)) return found;
   for (const auto& entry : fs::directory_iterator(dir))
     if (mentions(entry.path().filename().string(), ".tmp."))
       found.push_back(entry.path().filename());
