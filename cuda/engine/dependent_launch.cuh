@@ -54,8 +54,11 @@ struct KernelLaunch {
   unsigned cluster = 1;  // blocks a thread block cluster (compute capability 9.0), 1 for none
 };
 
+// The one launch path of the chained kernels (whole-step's and the tensor cores'): `kernel` on
+// at.blocks x at.threads, with a cluster size and programmatic serialization as `at` asks, or as
+// a plain launch where it asks for neither.
 template <class... Params, class... Args>
-void launch_after_previous(const KernelLaunch& at, void (*kernel)(Params...), const Args&... args) {
+void launch_kernel(const KernelLaunch& at, void (*kernel)(Params...), const Args&... args) {
   cudaLaunchAttribute attributes[2]{};
   unsigned count = 0;
   if (at.cluster > 1) {

@@ -500,17 +500,16 @@ int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors
 
 // The forward kernel over args.n samples (args.tile_blocks blocks) and the gather of args.ahead's
 // (gather_blocks more): a cluster of kDenseBlocks blocks per tile, or a block, in one launch path
-// (launch_after_previous: the cluster's size where it has clusters, programmatic where it may).
+// (launch_kernel: the cluster's size where it has clusters, programmatic where it may).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
                           int multiprocessors, cudaStream_t stream, bool programmatic) {
   const int blocks_a_tile = clusters ? kDenseBlocks : 1;
   const int gathering = args.ahead.n > 0 ? gather_blocks(args.ahead.n, args.tile_blocks,
                                                          blocks_a_tile, multiprocessors)
                                          : 0;
-  launch_after_previous(
-      {dim3(unsigned(args.tile_blocks + gathering)), dim3(kDenseThreads),
-       forward_shared_bytes(clusters), stream, programmatic, unsigned(blocks_a_tile)},
-      kernel, args);
+  launch_kernel({dim3(unsigned(args.tile_blocks + gathering)), dim3(kDenseThreads),
+                 forward_shared_bytes(clusters), stream, programmatic, unsigned(blocks_a_tile)},
+                kernel, args);
 }
 
 }  // namespace
@@ -568,7 +567,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                        m_multiprocessors, stream, m_programmatic);
   const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
   const int warps = tiles_of(n, 16) * kS4Tiles;
-  launch_after_previous(
+  launch_kernel(
       {dim3(unsigned((warps + kWarps - 1) / kWarps)), dim3(kThreads), 0, stream, m_programmatic},
       kernel_for_training(m_config, S4GradientKernels{}), s4_args);
 }
@@ -607,8 +606,8 @@ void TensorDenseBackward::weight_gradients(int n, const float* s4_rows, float* g
                                            cudaStream_t stream, StepStats* stats) {
   const DenseGradientWork work = gradient_work(n, s4_rows, gradients, stats);
   const StepGradientArgs args{work.args, ConvPartials{}, ConvSlot::of(m_offsets), work.update};
-  launch_after_previous({dim3(kDenseGradientBlocks), dim3(kThreads), 0, stream, m_programmatic},
-                        kernel_for_training(m_config, StepGradientKernels{}), args);
+  launch_kernel({dim3(kDenseGradientBlocks), dim3(kThreads), 0, stream, m_programmatic},
+                kernel_for_training(m_config, StepGradientKernels{}), args);
 }
 
 void TensorDenseBackward::add_conv_slots(int n, float* gradients, cudaStream_t stream,
@@ -619,8 +618,8 @@ void TensorDenseBackward::add_conv_slots(int n, float* gradients, cudaStream_t s
       conv,
       ConvSlot::of(m_offsets),
       sgd_update_of(step)};
-  launch_after_previous({dim3(kConvSlotBlocks), dim3(kThreads), 0, stream, m_programmatic},
-                        kernel_for_training(m_config, StepGradientKernels{}), args);
+  launch_kernel({dim3(kConvSlotBlocks), dim3(kThreads), 0, stream, m_programmatic},
+                kernel_for_training(m_config, StepGradientKernels{}), args);
 }
 
 void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, const float* params,

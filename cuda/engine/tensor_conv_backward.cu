@@ -559,9 +559,8 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
   const TileInputs in{images, n, scaling, params, m_offsets, m_c3_mask.data(), field};
   const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
                              batch ? *batch : BatchGather{}};
-  launch_after_previous(
-      {dim3(unsigned(n)), dim3(kThreads), kForwardSharedBytes, stream, m_programmatic},
-      kernel_for_training(m_config, ConvForwardKernels{}), args);
+  launch_kernel({dim3(unsigned(n)), dim3(kThreads), kForwardSharedBytes, stream, m_programmatic},
+                kernel_for_training(m_config, ConvForwardKernels{}), args);
 }
 
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
@@ -575,9 +574,8 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
   // where), and the dense blocks after them.
   const int blocks = n + (dense ? kDenseGradientBlocks : 0);
-  launch_after_previous(
-      {dim3(unsigned(blocks)), dim3(kThreads), kSharedBytes, stream, m_programmatic},
-      kernel_for_training(m_config, ConvKernels{}), args);
+  launch_kernel({dim3(unsigned(blocks)), dim3(kThreads), kSharedBytes, stream, m_programmatic},
+                kernel_for_training(m_config, ConvKernels{}), args);
 }
 
 }  // namespace lenet5::cuda

@@ -455,9 +455,9 @@ void WholeStep::run_samples(const std::uint8_t* images, const std::uint8_t* labe
                   std::size_t(m_max_batch),
                   /*predicted=*/nullptr};
   const SampleBuild chosen = build_for(n, group, build);
-  launch_after_previous({dim3(unsigned(n), unsigned(group.models)), dim3(kThreads),
-                         shared_bytes(chosen), stream, m_programmatic},
-                        sample_kernel_for(m_config, chosen), args);
+  launch_kernel({dim3(unsigned(n), unsigned(group.models)), dim3(kThreads), shared_bytes(chosen),
+                 stream, m_programmatic},
+                sample_kernel_for(m_config, chosen), args);
 }
 
 void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings* sgd,
@@ -487,7 +487,7 @@ void WholeStep::launch_update(int n, const ModelGroup& group, const SgdSettings*
   const Precision dense = mma ? Precision::tf32 : Precision::fp32;
   const UpdateKernelChoice update =
       update_kernel_for(dense, dense_tile_rows(n, group, m_sms, tiles));
-  launch_after_previous(
+  launch_kernel(
       {dim3(unsigned(flat_blocks(m_offsets) + update.dense_blocks), unsigned(group.models)),
        dim3(kUpdateThreads), 0, stream, m_programmatic},
       update.kernel, args);
@@ -528,9 +528,9 @@ void WholeStep::evaluate(const std::uint8_t* images, const std::uint8_t* labels,
                         predicted};
   // A plain launch: the kernel's wait for the previous grid returns at once, and the stream's
   // order alone puts it after the training steps queued before it.
-  launch_after_previous({dim3(unsigned(n), unsigned(group.models)), dim3(kThreads),
-                         sizeof(SampleShared), stream, /*programmatic=*/false},
-                        evaluation_kernel_for(m_config), args);
+  launch_kernel({dim3(unsigned(n), unsigned(group.models)), dim3(kThreads), sizeof(SampleShared),
+                 stream, /*programmatic=*/false},
+                evaluation_kernel_for(m_config), args);
 }
 
 void WholeStep::gradients(const std::uint8_t* images, const std::uint8_t* labels,
