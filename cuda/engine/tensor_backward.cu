@@ -139,17 +139,32 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
     for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
     return;
   }
+  // The logits in registers, read once, and each class's exponential computed once for the sum
+  // and the gradient (the same values both times: the same bits as computing it twice).
+  float logit[kOut];
+#pragma unroll
+  for (int k = 0; k < kOut; ++k) logit[k] = z[k];
   int best = 0;
+  float top = logit[0];
+#pragma unroll
   for (int k = 1; k < kOut; ++k)
-    if (z[k] > z[best]) best = k;
-  float sum = 0.0f;
-  for (int k = 0; k < kOut; ++k) sum += expf(z[k] - z[best]);
+    if (logit[k] > top) {
+      best = k;
+      top = logit[k];
+    }
+  float exponential[kOut], sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kOut; ++k) {
+    exponential[k] = expf(logit[k] - top);
+    sum += exponential[k];
+  }
   if (writes_loss) {
-    args.sample_loss[sample] = double(logf(sum) + z[best] - z[label]);
+    args.sample_loss[sample] = double(logf(sum) + top - z[label]);
     args.sample_correct[sample] = best == label;
   }
+#pragma unroll
   for (int k = 0; k < kOut; ++k)
-    d7[k] = (expf(z[k] - z[best]) / sum - float(k == label)) / float(args.n);
+    d7[k] = (exponential[k] / sum - float(k == label)) / float(args.n);
 }
 
 // The label of the tile's sample that the calling thread's logits_gradient takes (thread i of
