@@ -694,9 +694,10 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
   // The dense weight gradients run in the convolutions' backward launch, on the SMs its samples
   // leave room on (they need nothing it computes), and the last launch only adds the slots.
   // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it; each kernel
-  // waits for the one before as its first statement and never calls allow_next_grid, so that the
-  // next one's blocks are scheduled as its last block exits: with the next kernel released
-  // earlier, the step was longer (docs/tensor-cores.md).
+  // waits for the one before as its first statement, and only the convolutions' backward calls
+  // allow_next_grid (for the slots' sum), so that the other kernels' blocks are scheduled as the
+  // last block of the kernel before exits: with every kernel released early, the step was longer
+  // (docs/tensor-cores.md).
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
   m_conv.conv_forward(images, n, params, stream, field, batch);

@@ -454,6 +454,9 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
   wait_for_previous_grid();
+  // The slots' sum may be scheduled now: its small blocks wait at their start for this kernel's
+  // end, where otherwise their launch would begin only as this kernel's last block exits.
+  allow_next_grid();
   namespace C = conv_layout;
   float* const shared = dynamic_shared_floats();
   const int sample = int(blockIdx.x);
