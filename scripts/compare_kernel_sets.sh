@@ -70,7 +70,8 @@ else
   lenet5=${LENET5:-$root/build/lenet5}
   [ -x "$lenet5" ] || { say "no lenet5 binary at '$lenet5' (build it: scripts/setup.sh; or set LENET5 to it)"; exit 1; }
   data=${LENET5_DATA:-$root/data/mnist}
-  [ -f "$data/t10k-images-idx3-ubyte" ] ||
+  # lenet5 reads each file plain or gzipped, as scripts/fetch_mnist.sh leaves them.
+  [ -f "$data/t10k-images-idx3-ubyte" ] || [ -f "$data/t10k-images-idx3-ubyte.gz" ] ||
     { say "no MNIST in '$data' (fetch it: scripts/fetch_mnist.sh $data; or set LENET5_DATA to the folder that holds it)"; exit 1; }
   paths=() names=()
   for config in ${configs//,/ }; do  # as given, else from the repository's root
