@@ -50,8 +50,11 @@ constexpr int kC5Warps = ((kC5 + 7) / 8 + kDenseBlocks - 1) / kDenseBlocks;
 // (stored for the products), the logits, and the output gradients of the output layer, F6 and C5.
 namespace dense_layout {
 constexpr int kD7Row = 12;
+// S4's rows 400 floats apart (16 mod 32): c5_tile's float4 reads of rows g and g + 1, a quarter
+// of a warp, take the 32 banks once.
+constexpr int kS4Row = kFlat4;
 constexpr int a4 = 0;
-constexpr int a5 = a4 + kTile * kA4Row;
+constexpr int a5 = a4 + kTile * kS4Row;
 constexpr int a6 = a5 + kTile * kA5Row;
 constexpr int z = a6 + kTile * kA6Row;
 constexpr int d7 = z + kTile * kZRow;    // dL/dlogits
@@ -62,7 +65,8 @@ constexpr int b6 = w6 + kF6 * kC5;       // layer's (10, 84), staged while C5's 
 constexpr int w7 = b6 + kF6;
 constexpr int b7 = w7 + kOut * kF6;
 constexpr int floats = b7 + kOut;
-static_assert(a4 % 4 == 0 && kA4Row % 4 == 0 && kFlat4 % 4 == 0, "S4's rows copied as float4s");
+static_assert(a4 % 4 == 0 && kS4Row % 32 == 16 && kFlat4 % 16 == 0,
+              "S4's rows copied and read as float4s, two rows' reads in distinct banks");
 }  // namespace dense_layout
 
 struct DenseForwardArgs {
@@ -115,7 +119,7 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
   for (int j = 0; j < kPerThread; ++j) {
     const int i = int(threadIdx.x) + j * kDenseThreads, local = i / kQuads;
     if (i < kTile * kQuads)
-      *reinterpret_cast<float4*>(a4 + local * kA4Row + 4 * (i % kQuads)) =
+      *reinterpret_cast<float4*>(a4 + local * dense_layout::kS4Row + 4 * (i % kQuads)) =
           first + local < args.n ? value[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 }
@@ -252,6 +256,56 @@ __device__ void copy_to_shared(const float* from, float* to, int thread) {
   reads.each(thread, [to](int i, float value) { to[i] = value; });
 }
 
+// C5's weights read a chunk of k-step pairs at a time: 25 pairs (100 registers) at once in TF32,
+// 13 in BF16 and FP32, whose products need registers of their own (as kDenseForwardChunk).
+template <Precision R>
+constexpr int kC5PairChunk = R == Precision::tf32 ? 25 : 13;
+
+// C5's activations over the tile, Y = f(S4 W5ᵀ + b) stored for R's products, warp `warp` of Warps
+// taking n-tiles warp, warp + Warps, ... as dense_tile does, but each lane reading its weights and
+// S4's values 16 bytes at a time: in k-steps 2j and 2j + 1, lane t takes the k's 16 j + 4 t and
+// + 1 (step 2j), + 2 and + 3 (step 2j + 1), where dense_tile's takes 8 j + t and + 4. The same
+// permutation of each step's k's on both sides, so the sums are C5's, added in another order.
+// A weight read of a lane is then one float4 where it was four floats, each instruction reading
+// eight rows of W5 either way, so the L1 handles a quarter of the wavefronts (what the phase
+// waited for: docs/tensor-cores.md). x's rows are kS4Row floats apart; W5 16-byte aligned.
+template <Precision R, Activation A, int Warps>
+__device__ void c5_tile(const float* x, const float* weight, const float* bias, float* y, int warp,
+                        int lane) {
+  constexpr int kPairs = kFlat4 / 16, kChunk = kC5PairChunk<R>;
+  const int g = lane / 4, t = lane % 4;
+  const float4* top = reinterpret_cast<const float4*>(x + g * dense_layout::kS4Row) + t;
+  const float4* bottom = top + 8 * dense_layout::kS4Row / 4;
+  for (int nt = warp; nt < kC5 / 8; nt += Warps) {
+    const float4* w_row = reinterpret_cast<const float4*>(weight + (8 * nt + g) * kFlat4) + t;
+    float acc[4] = {};
+#pragma unroll
+    for (int first = 0; first < kPairs; first += kChunk) {
+      float4 w[kChunk];
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) w[i] = w_row[4 * min(first + i, kPairs - 1)];
+#pragma unroll
+      for (int i = 0; i < kChunk && first + i < kPairs; ++i) {
+        const float4 a_top = top[4 * (first + i)], a_bottom = bottom[4 * (first + i)];
+        // S4's rows are stored for R's products: their bits are the operands.
+        const std::uint32_t a0[4] = {__float_as_uint(a_top.x), __float_as_uint(a_bottom.x),
+                                     __float_as_uint(a_top.y), __float_as_uint(a_bottom.y)};
+        const std::uint32_t b0[2] = {Operands<R>::operand(w[i].x), Operands<R>::operand(w[i].y)};
+        Operands<R>::mma(acc, a0, b0);
+        const std::uint32_t a1[4] = {__float_as_uint(a_top.z), __float_as_uint(a_bottom.z),
+                                     __float_as_uint(a_top.w), __float_as_uint(a_bottom.w)};
+        const std::uint32_t b1[2] = {Operands<R>::operand(w[i].z), Operands<R>::operand(w[i].w)};
+        Operands<R>::mma(acc, a1, b1);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = g + 8 * (r / 2), out = 8 * nt + 2 * t + r % 2;
+      y[row * kA5Row + out] = Operands<R>::stored(activate(A, acc[r] + bias[out]));
+    }
+  }
+}
+
 // F6's and the output layer's weights and biases into shared memory, by the warps that own none of
 // C5's n-tiles, while the others run C5's products: the later layers' products then wait for no
 // read from L2.
@@ -293,15 +347,23 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int label = thread_sample_label(args, first);
-  load_s4_rows(args, first, shared + D::a4);
-  __syncthreads();
-  dense_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(shared + D::a4, shared + D::a5,
-                                                                shared + D::a6, shared + D::z,
-                                                                args.params, args.at, warp, lane);
-  logits_gradient(shared, args, first, label, true);
-  __syncthreads();
   const float* params = args.params;
   const WholeStepOffsets& at = args.at;
+  load_s4_rows(args, first, shared + D::a4);
+  __syncthreads();
+  c5_tile<R, A, kDenseWarps>(shared + D::a4, params + at.c5_weight, params + at.c5_bias,
+                             shared + D::a5, warp, lane);
+  __syncthreads();
+  constexpr int kChunk = kDenseForwardChunk<R>;
+  dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kDenseWarps>(
+      shared + D::a5, params + at.f6_weight, params + at.f6_bias, shared + D::a6, warp, lane);
+  __syncthreads();
+  dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
+      shared + D::a6, params + at.output_weight, params + at.output_bias, shared + D::z, warp,
+      lane);
+  __syncthreads();
+  logits_gradient(shared, args, first, label, true);
+  __syncthreads();
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
       shared + D::d7, params + at.output_weight, shared + D::a6, shared + D::d6, warp, lane);
   __syncthreads();
@@ -347,9 +409,8 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const int label = thread_sample_label(args, first);
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
-  dense_tile<R, kFlat4, kC5, kA4Row, kA5Row, kTile, true, true, A, kChunk, kClusterWarps>(
-      shared + D::a4, params + at.c5_weight, params + at.c5_bias, shared + D::a5, cluster_warp,
-      lane);
+  c5_tile<R, A, kClusterWarps>(shared + D::a4, params + at.c5_weight, params + at.c5_bias,
+                               shared + D::a5, cluster_warp, lane);
   stage_late_weights(params, at, shared, warp);
   __syncthreads();
   BlockCluster::wait();  // every block has started: its shared memory may be written
@@ -568,6 +629,9 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
+  // C5's weights are read as float4s (c5_tile).
+  if (reinterpret_cast<std::uintptr_t>(params + m_offsets.c5_weight) % alignof(float4) != 0)
+    throw Error("internal: C5's weights for the tensor cores' dense part must be 16-byte aligned");
   const DenseForwardArgs args{tile_blocks(n, m_clusters),
                               ahead ? *ahead : GatherAhead{},
                               params,
