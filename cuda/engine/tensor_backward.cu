@@ -2,7 +2,8 @@
 // convolutions' part (tensor_conv_backward.cu); tensor_backward.cuh has the plan.
 //
 // Every product is a set of m16n8 output tiles (tensor_tile.cuh's mma_tile), each tile's k running
-// in steps of 8 in the same order every time: over the forward kernel's warps for the products
+// in steps of 8 in the same order every time (C5's forward product, c5_tile, in an order of its
+// own, the same in both forward kernels): over the forward kernel's warps for the products
 // over a tile (gemm_tiles), a warp each across the dense gradient blocks
 // (tensor_dense_gradient.cuh) and dL/dS4's grid for the products over the batch. The operands are
 // read through two functions, a(m, k) and b(k, n), that read at a clamped index and give zero
@@ -104,7 +105,7 @@ __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
 
 // The tile's S4 rows into shared memory, zero rows for a short last tile's missing samples. The
 // copy's time is its reads' latency: all of a thread's in flight at once, 16 bytes each (rows of
-// 400 and 404 floats keep every float4 aligned).
+// 400 floats keep every float4 aligned).
 __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4) {
   constexpr int kQuads = kFlat4 / 4;
   constexpr int kPerThread = (kTile * kQuads + kDenseThreads - 1) / kDenseThreads;
@@ -269,6 +270,7 @@ constexpr int kC5PairChunk = R == Precision::tf32 ? 25 : 13;
 // A weight read of a lane is then one float4 where it was four floats, each instruction reading
 // eight rows of W5 either way, so the L1 handles a quarter of the wavefronts (what the phase
 // waited for: docs/tensor-cores.md). x's rows are kS4Row floats apart; W5 16-byte aligned.
+static_assert(kC5 % 8 == 0 && kFlat4 % 16 == 0, "C5's n-tiles and k-step pairs whole");
 template <Precision R, Activation A, int Warps>
 __device__ void c5_tile(const float* x, const float* weight, const float* bias, float* y, int warp,
                         int lane) {
@@ -329,7 +331,8 @@ template <Precision R>
 constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
-// tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
+// tile's S4 rows (C5 by c5_tile, F6 and the output layer by dense_tile as the evaluation runs
+// them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile, the weights read from L2), then the tile's records and each sample's loss and
 // correctness: what GPUs without thread block clusters run (compute capability 8.x), with
@@ -379,7 +382,8 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 }
 
 // A cluster of kDenseBlocks blocks of kDenseWarps warps per tile of kTile samples: the dense
-// layers' forward pass on the tile's S4 rows (dense_tile, as the evaluation runs it), the softmax
+// layers' forward pass on the tile's S4 rows (C5 by c5_tile, the later layers by dense_tile as the
+// evaluation runs them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
 // tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
@@ -615,6 +619,12 @@ void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
                 " samples does not gather " + std::to_string(ahead.n) + " ahead (gathers_ahead)");
 }
 
+void TensorDenseBackward::check_params(const float* params) const {
+  // C5's weights are read as float4s (c5_tile).
+  if (reinterpret_cast<std::uintptr_t>(params + m_offsets.c5_weight) % alignof(float4) != 0)
+    throw Error("internal: C5's weights for the tensor cores' dense part must be 16-byte aligned");
+}
+
 bool TensorDenseBackward::gathers_ahead(int n, int next) const {
   return next <= 2 * (m_multiprocessors - tile_blocks(n, m_clusters));
 }
@@ -629,9 +639,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
-  // C5's weights are read as float4s (c5_tile).
-  if (reinterpret_cast<std::uintptr_t>(params + m_offsets.c5_weight) % alignof(float4) != 0)
-    throw Error("internal: C5's weights for the tensor cores' dense part must be 16-byte aligned");
+  check_params(params);
   const DenseForwardArgs args{tile_blocks(n, m_clusters),
                               ahead ? *ahead : GatherAhead{},
                               params,
@@ -764,6 +772,7 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
   // (docs/tensor-cores.md).
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
+  m_dense.check_params(params);  // before the step's first launch
   m_conv.conv_forward(images, n, params, stream, field, batch);
   m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream, ahead);
   m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field, &dense);
