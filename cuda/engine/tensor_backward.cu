@@ -125,58 +125,59 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
   }
 }
 
+// The lanes that take one sample in logits_gradient: a half-warp, its first kOut lanes a class
+// each.
+constexpr int kLossLanes = 16;
+static_assert(kOut <= kLossLanes && 32 % kLossLanes == 0, "a sample's classes in a half-warp");
+
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples, each sample's loss and
 // whether its prediction (the first maximum) is its label (whole_step_forward.cuh's
-// loss_and_gradient's formula, in float as there, in a thread per sample: its sum of exponentials
-// runs in class order where there it is a butterfly, so the two agree to float's rounding, not to
-// the bit), and zero rows for a short last tile's missing ones, which then add nothing to any
-// weight gradient. `label` is the thread's sample's, read at the kernel's start
-// (thread_sample_label). Every block of a tile's cluster computes it; only one (writes_loss) writes
-// the loss and the correctness.
+// loss_and_gradient's formula, in float as there: its sum of exponentials runs in class order
+// where there it is a butterfly, so the two agree to float's rounding, not to the bit), and zero
+// rows for a short last tile's missing ones, which then add nothing to any weight gradient. A
+// half-warp per sample (threads 16 s to 16 s + 15: sample first + s), lane k computing class k's
+// exponential, each lane adding all ten in class order from its neighbours' registers (the same
+// sum, bit for bit, in every lane and as one thread adding them in a loop), so that the phase's
+// chain is one exponential and one sum, not ten of each. `label` is the thread's sample's, read at
+// the kernel's start (thread_sample_label). Every block of a tile's cluster computes it; only one
+// (writes_loss) writes the loss and the correctness.
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first, int label,
                                 bool writes_loss) {
   namespace D = dense_layout;
-  const int local = int(threadIdx.x), sample = first + local;
-  if (local >= kTile) return;
+  const int local = int(threadIdx.x) / kLossLanes, k = int(threadIdx.x) % kLossLanes;
+  if (local >= kTile) return;  // whole warps: the shuffles below take all 32 lanes
+  const int sample = first + local;
   const float* z = shared + D::z + local * kZRow;
+  int best = 0;
+  float top = z[0];
+  for (int c = 1; c < kOut; ++c)
+    if (z[c] > top) {
+      best = c;
+      top = z[c];
+    }
+  const float exponential = expf(z[min(k, kOut - 1)] - top);
+  const int lane0 = int(threadIdx.x) % 32 - k;  // the sample's first lane in the warp
+  float sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kOut; ++c) sum += __shfl_sync(0xffffffffu, exponential, lane0 + c);
+  if (k >= kOut) return;
   float* d7 = shared + D::d7 + local * D::kD7Row;
   if (sample >= args.n) {
-    for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
+    d7[k] = 0.0f;
     return;
   }
-  // The logits in registers, read once, and each class's exponential computed once for the sum
-  // and the gradient (the same values both times: the same bits as computing it twice).
-  float logit[kOut];
-#pragma unroll
-  for (int k = 0; k < kOut; ++k) logit[k] = z[k];
-  int best = 0;
-  float top = logit[0];
-#pragma unroll
-  for (int k = 1; k < kOut; ++k)
-    if (logit[k] > top) {
-      best = k;
-      top = logit[k];
-    }
-  float exponential[kOut], sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kOut; ++k) {
-    exponential[k] = expf(logit[k] - top);
-    sum += exponential[k];
-  }
-  if (writes_loss) {
+  if (writes_loss && k == 0) {
     args.sample_loss[sample] = double(logf(sum) + top - z[label]);
     args.sample_correct[sample] = best == label;
   }
-#pragma unroll
-  for (int k = 0; k < kOut; ++k)
-    d7[k] = (exponential[k] / sum - float(k == label)) / float(args.n);
+  d7[k] = (exponential / sum - float(k == label)) / float(args.n);
 }
 
-// The label of the tile's sample that the calling thread's logits_gradient takes (thread i of
-// the first kTile, sample first + i; 0 for the others and past the batch), read at a kernel's start
-// so that the read is not waited for later.
+// The label of the tile's sample that the calling thread's logits_gradient takes (threads 16 s to
+// 16 s + 15, sample first + s; 0 for the others and past the batch), read at a kernel's start so
+// that the read is not waited for later.
 __device__ int thread_sample_label(const DenseForwardArgs& args, int first) {
-  const int local = int(threadIdx.x);
+  const int local = int(threadIdx.x) / kLossLanes;
   return local < kTile && first + local < args.n ? args.labels[first + local] : 0;
 }
 
