@@ -129,6 +129,8 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
 // each.
 constexpr int kLossLanes = 16;
 static_assert(kOut <= kLossLanes && 32 % kLossLanes == 0, "a sample's classes in a half-warp");
+static_assert(kTile * kLossLanes % 32 == 0 && kTile * kLossLanes <= kDenseThreads,
+              "the tile's samples in whole warps of the block");
 
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples, each sample's loss and
 // whether its prediction (the first maximum) is its label (whole_step_forward.cuh's
