@@ -2,7 +2,7 @@
 // convolutions' part (tensor_conv_backward.cu); tensor_backward.cuh has the plan.
 //
 // Every product is a set of m16n8 output tiles (tensor_tile.cuh's mma_tile), each tile's k running
-// in steps of 8 in the same order every time (C5's forward product, c5_tile, in an order of its
+// in steps of 8 in the same order every time (C5's forward product, C5Tile, in an order of its
 // own, the same in both forward kernels): over the forward kernel's warps for the products
 // over a tile (gemm_tiles), a warp each across the dense gradient blocks
 // (tensor_dense_gradient.cuh) and dL/dS4's grid for the products over the batch. The operands are
@@ -51,7 +51,7 @@ constexpr int kC5Warps = ((kC5 + 7) / 8 + kDenseBlocks - 1) / kDenseBlocks;
 // (stored for the products), the logits, and the output gradients of the output layer, F6 and C5.
 namespace dense_layout {
 constexpr int kD7Row = 12;
-// S4's rows 400 floats apart (16 mod 32): c5_tile's float4 reads of rows g and g + 1, a quarter
+// S4's rows 400 floats apart (16 mod 32): C5Tile's float4 reads of rows g and g + 1, a quarter
 // of a warp, take the 32 banks once.
 constexpr int kS4Row = kFlat4;
 constexpr int a4 = 0;
@@ -260,56 +260,73 @@ __device__ void copy_to_shared(const float* from, float* to, int thread) {
   reads.each(thread, [to](int i, float value) { to[i] = value; });
 }
 
-// C5's weights read a chunk of k-step pairs at a time: 25 pairs (100 registers) at once in TF32,
-// 13 in BF16 and FP32, whose products need registers of their own (as kDenseForwardChunk).
-template <Precision R>
-constexpr int kC5PairChunk = R == Precision::tf32 ? 25 : 13;
+// C5's weights read 13 k-step pairs (52 registers) at a time, in every precision: the first chunk
+// stays in registers while S4's rows load (C5Tile::read), and all 25 pairs held there took TF32's
+// kernels to 128 registers with spills (ptxas).
+constexpr int kC5PairChunk = 13;
 
-// C5's activations over the tile, Y = f(S4 W5ᵀ + b) stored for R's products, warp `warp` of Warps
-// taking n-tiles warp, warp + Warps, ... as dense_tile does, but each lane reading its weights and
-// S4's values 16 bytes at a time: in k-steps 2j and 2j + 1, lane t takes the k's 16 j + 4 t and
-// + 1 (step 2j), + 2 and + 3 (step 2j + 1), where dense_tile's takes 8 j + t and + 4. The same
-// permutation of each step's k's on both sides, so the sums are C5's, added in another order.
-// A weight read of a lane is then one float4 where it was four floats, each instruction reading
-// eight rows of W5 either way, so the L1 handles a quarter of the wavefronts (what the phase
-// waited for: docs/tensor-cores.md). x's rows are kS4Row floats apart; W5 16-byte aligned.
+// C5's n-tile nt of the tile's activations, Y = f(S4 W5ᵀ + b) stored for R's products, by one
+// warp (C5's 15 n-tiles, a warp each in both kernels), as dense_tile computes a tile but each lane
+// reading its weights and S4's values 16 bytes at a time: in k-steps 2j and 2j + 1, lane t takes
+// the k's 16 j + 4 t and + 1 (step 2j), + 2 and + 3 (step 2j + 1), where dense_tile's takes 8 j + t
+// and + 4. The same permutation of each step's k's on both sides, so the sums are C5's, added in
+// another order. A weight read of a lane is then one float4 where it was four floats, each
+// instruction reading eight rows of W5 either way, so the L1 handles a quarter of the wavefronts
+// (what the phase waited for: docs/tensor-cores.md). In two halves: read() takes the first chunk
+// of the lane's weights into registers, before S4's rows are in shared memory (the two reads' round
+// trips then overlap); products() the rest. x's rows are kS4Row floats apart; W5 16-byte aligned.
 static_assert(kC5 % 8 == 0 && kFlat4 % 16 == 0, "C5's n-tiles and k-step pairs whole");
-template <Precision R, Activation A, int Warps>
-__device__ void c5_tile(const float* x, const float* weight, const float* bias, float* y, int warp,
-                        int lane) {
-  constexpr int kPairs = kFlat4 / 16, kChunk = kC5PairChunk<R>;
-  const int g = lane / 4, t = lane % 4;
-  const float4* top = reinterpret_cast<const float4*>(x + g * dense_layout::kS4Row) + t;
-  const float4* bottom = top + 8 * dense_layout::kS4Row / 4;
-  for (int nt = warp; nt < kC5 / 8; nt += Warps) {
-    const float4* w_row = reinterpret_cast<const float4*>(weight + (8 * nt + g) * kFlat4) + t;
+template <Precision R>
+class C5Tile {
+ public:
+  static constexpr int kPairs = kFlat4 / 16, kChunk = kC5PairChunk;
+
+  __device__ C5Tile(const float* weight, int nt, int lane)
+      : m_nt(nt),
+        m_row(reinterpret_cast<const float4*>(weight + (8 * nt + lane / 4) * kFlat4) + lane % 4) {}
+
+  // The lane's float4s of pairs first, first + 1, ... (a chunk; past the last, the last again).
+  __device__ void read(int first = 0) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) m_w[i] = m_row[4 * min(first + i, kPairs - 1)];
+  }
+
+  template <Activation A>
+  __device__ void products(const float* x, const float* bias, float* y, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    const float4* top = reinterpret_cast<const float4*>(x + g * dense_layout::kS4Row) + t;
+    const float4* bottom = top + 8 * dense_layout::kS4Row / 4;
     float acc[4] = {};
 #pragma unroll
     for (int first = 0; first < kPairs; first += kChunk) {
-      float4 w[kChunk];
-#pragma unroll
-      for (int i = 0; i < kChunk; ++i) w[i] = w_row[4 * min(first + i, kPairs - 1)];
+      if (first > 0) read(first);
 #pragma unroll
       for (int i = 0; i < kChunk && first + i < kPairs; ++i) {
         const float4 a_top = top[4 * (first + i)], a_bottom = bottom[4 * (first + i)];
+        const float4 w = m_w[i];
         // S4's rows are stored for R's products: their bits are the operands.
         const std::uint32_t a0[4] = {__float_as_uint(a_top.x), __float_as_uint(a_bottom.x),
                                      __float_as_uint(a_top.y), __float_as_uint(a_bottom.y)};
-        const std::uint32_t b0[2] = {Operands<R>::operand(w[i].x), Operands<R>::operand(w[i].y)};
+        const std::uint32_t b0[2] = {Operands<R>::operand(w.x), Operands<R>::operand(w.y)};
         Operands<R>::mma(acc, a0, b0);
         const std::uint32_t a1[4] = {__float_as_uint(a_top.z), __float_as_uint(a_bottom.z),
                                      __float_as_uint(a_top.w), __float_as_uint(a_bottom.w)};
-        const std::uint32_t b1[2] = {Operands<R>::operand(w[i].z), Operands<R>::operand(w[i].w)};
+        const std::uint32_t b1[2] = {Operands<R>::operand(w.z), Operands<R>::operand(w.w)};
         Operands<R>::mma(acc, a1, b1);
       }
     }
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int row = g + 8 * (r / 2), out = 8 * nt + 2 * t + r % 2;
+      const int row = g + 8 * (r / 2), out = 8 * m_nt + 2 * t + r % 2;
       y[row * kA5Row + out] = Operands<R>::stored(activate(A, acc[r] + bias[out]));
     }
   }
-}
+
+ private:
+  int m_nt;
+  const float4* m_row;
+  float4 m_w[kChunk];
+};
 
 // F6's and the output layer's weights and biases into shared memory, by the warps that own none of
 // C5's n-tiles, while the others run C5's products: the later layers' products then wait for no
@@ -334,7 +351,7 @@ template <Precision R>
 constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
-// tile's S4 rows (C5 by c5_tile, F6 and the output layer by dense_tile as the evaluation runs
+// tile's S4 rows (C5 by C5Tile, F6 and the output layer by dense_tile as the evaluation runs
 // them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile, the weights read from L2), then the tile's records and each sample's loss and
@@ -355,10 +372,13 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const int label = thread_sample_label(args, first);
   const float* params = args.params;
   const WholeStepOffsets& at = args.at;
+  static_assert(kDenseWarps >= kC5 / 8, "a warp for each of C5's n-tiles");
+  const bool c5_warp = warp < kC5 / 8;
+  C5Tile<R> c5(params + at.c5_weight, min(warp, kC5 / 8 - 1), lane);
+  if (c5_warp) c5.read();
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
-  c5_tile<R, A, kDenseWarps>(shared + D::a4, params + at.c5_weight, params + at.c5_bias,
-                             shared + D::a5, warp, lane);
+  if (c5_warp) c5.template products<A>(shared + D::a4, params + at.c5_bias, shared + D::a5, lane);
   __syncthreads();
   constexpr int kChunk = kDenseForwardChunk<R>;
   dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kDenseWarps>(
@@ -385,7 +405,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 }
 
 // A cluster of kDenseBlocks blocks of kDenseWarps warps per tile of kTile samples: the dense
-// layers' forward pass on the tile's S4 rows (C5 by c5_tile, the later layers by dense_tile as the
+// layers' forward pass on the tile's S4 rows (C5 by C5Tile, the later layers by dense_tile as the
 // evaluation runs them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
@@ -414,10 +434,13 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const WholeStepOffsets& at = args.at;
   BlockCluster::arrive();
   const int label = thread_sample_label(args, first);
+  static_assert(kClusterWarps >= kC5 / 8, "a warp for each of C5's n-tiles");
+  const bool c5_warp = cluster_warp < kC5 / 8;
+  C5Tile<R> c5(params + at.c5_weight, min(cluster_warp, kC5 / 8 - 1), lane);
+  if (c5_warp) c5.read();
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
-  c5_tile<R, A, kClusterWarps>(shared + D::a4, params + at.c5_weight, params + at.c5_bias,
-                               shared + D::a5, cluster_warp, lane);
+  if (c5_warp) c5.template products<A>(shared + D::a4, params + at.c5_bias, shared + D::a5, lane);
   stage_late_weights(params, at, shared, warp);
   __syncthreads();
   BlockCluster::wait();  // every block has started: its shared memory may be written
@@ -623,7 +646,7 @@ void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
 }
 
 void TensorDenseBackward::check_params(const float* params) const {
-  // C5's weights are read as float4s (c5_tile).
+  // C5's weights are read as float4s (C5Tile).
   if (reinterpret_cast<std::uintptr_t>(params + m_offsets.c5_weight) % alignof(float4) != 0)
     throw Error("internal: C5's weights for the tensor cores' dense part must be 16-byte aligned");
 }
