@@ -2,7 +2,8 @@
 // convolutions' part (tensor_conv_backward.cu); tensor_backward.cuh has the plan.
 //
 // Every product is a set of m16n8 output tiles (tensor_tile.cuh's mma_tile), each tile's k running
-// in steps of 8 in the same order every time: over the forward kernel's warps for the products
+// in steps of 8 in the same order every time (C5's forward product, C5Tile, in an order of its
+// own, the same in both forward kernels): over the forward kernel's warps for the products
 // over a tile (gemm_tiles), a warp each across the dense gradient blocks
 // (tensor_dense_gradient.cuh) and dL/dS4's grid for the products over the batch. The operands are
 // read through two functions, a(m, k) and b(k, n), that read at a clamped index and give zero
@@ -50,8 +51,11 @@ constexpr int kC5Warps = ((kC5 + 7) / 8 + kDenseBlocks - 1) / kDenseBlocks;
 // (stored for the products), the logits, and the output gradients of the output layer, F6 and C5.
 namespace dense_layout {
 constexpr int kD7Row = 12;
+// S4's rows 400 floats apart (16 mod 32): C5Tile's float4 reads of rows g and g + 1, a quarter
+// of a warp, take the 32 banks once.
+constexpr int kS4Row = kFlat4;
 constexpr int a4 = 0;
-constexpr int a5 = a4 + kTile * kA4Row;
+constexpr int a5 = a4 + kTile * kS4Row;
 constexpr int a6 = a5 + kTile * kA5Row;
 constexpr int z = a6 + kTile * kA6Row;
 constexpr int d7 = z + kTile * kZRow;    // dL/dlogits
@@ -62,7 +66,8 @@ constexpr int b6 = w6 + kF6 * kC5;       // layer's (10, 84), staged while C5's 
 constexpr int w7 = b6 + kF6;
 constexpr int b7 = w7 + kOut * kF6;
 constexpr int floats = b7 + kOut;
-static_assert(a4 % 4 == 0 && kA4Row % 4 == 0 && kFlat4 % 4 == 0, "S4's rows copied as float4s");
+static_assert(a4 % 4 == 0 && kS4Row % 32 == 16 && kFlat4 % 16 == 0,
+              "S4's rows copied and read as float4s, two rows' reads in distinct banks");
 }  // namespace dense_layout
 
 struct DenseForwardArgs {
@@ -100,7 +105,7 @@ __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
 
 // The tile's S4 rows into shared memory, zero rows for a short last tile's missing samples. The
 // copy's time is its reads' latency: all of a thread's in flight at once, 16 bytes each (rows of
-// 400 and 404 floats keep every float4 aligned).
+// 400 floats keep every float4 aligned).
 __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4) {
   constexpr int kQuads = kFlat4 / 4;
   constexpr int kPerThread = (kTile * kQuads + kDenseThreads - 1) / kDenseThreads;
@@ -115,63 +120,66 @@ __device__ void load_s4_rows(const DenseForwardArgs& args, int first, float* a4)
   for (int j = 0; j < kPerThread; ++j) {
     const int i = int(threadIdx.x) + j * kDenseThreads, local = i / kQuads;
     if (i < kTile * kQuads)
-      *reinterpret_cast<float4*>(a4 + local * kA4Row + 4 * (i % kQuads)) =
+      *reinterpret_cast<float4*>(a4 + local * dense_layout::kS4Row + 4 * (i % kQuads)) =
           first + local < args.n ? value[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 }
 
+// The lanes that take one sample in logits_gradient: a half-warp, its first kOut lanes a class
+// each.
+constexpr int kLossLanes = 16;
+static_assert(kOut <= kLossLanes && 32 % kLossLanes == 0, "a sample's classes in a half-warp");
+static_assert(kTile * kLossLanes % 32 == 0 && kTile * kLossLanes <= kDenseThreads,
+              "the tile's samples in whole warps of the block");
+
 // dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples, each sample's loss and
 // whether its prediction (the first maximum) is its label (whole_step_forward.cuh's
-// loss_and_gradient's formula, in float as there, in a thread per sample: its sum of exponentials
-// runs in class order where there it is a butterfly, so the two agree to float's rounding, not to
-// the bit), and zero rows for a short last tile's missing ones, which then add nothing to any
-// weight gradient. `label` is the thread's sample's, read at the kernel's start
-// (thread_sample_label). Every block of a tile's cluster computes it; only one (writes_loss) writes
-// the loss and the correctness.
+// loss_and_gradient's formula, in float as there: its sum of exponentials runs in class order
+// where there it is a butterfly, so the two agree to float's rounding, not to the bit), and zero
+// rows for a short last tile's missing ones, which then add nothing to any weight gradient. A
+// half-warp per sample (threads 16 s to 16 s + 15: sample first + s), lane k computing class k's
+// exponential, each lane adding all ten in class order from its neighbours' registers (the same
+// sum, bit for bit, in every lane and as one thread adding them in a loop), so that the phase's
+// chain is one exponential and one sum, not ten of each. `label` is the thread's sample's, read at
+// the kernel's start (thread_sample_label). Every block of a tile's cluster computes it; only one
+// (writes_loss) writes the loss and the correctness.
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first, int label,
                                 bool writes_loss) {
   namespace D = dense_layout;
-  const int local = int(threadIdx.x), sample = first + local;
-  if (local >= kTile) return;
+  const int local = int(threadIdx.x) / kLossLanes, k = int(threadIdx.x) % kLossLanes;
+  if (local >= kTile) return;  // whole warps: the shuffles below take all 32 lanes
+  const int sample = first + local;
   const float* z = shared + D::z + local * kZRow;
+  int best = 0;
+  float top = z[0];
+  for (int c = 1; c < kOut; ++c)
+    if (z[c] > top) {
+      best = c;
+      top = z[c];
+    }
+  const float exponential = expf(z[min(k, kOut - 1)] - top);
+  const int lane0 = int(threadIdx.x) % 32 - k;  // the sample's first lane in the warp
+  float sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kOut; ++c) sum += __shfl_sync(0xffffffffu, exponential, lane0 + c);
+  if (k >= kOut) return;
   float* d7 = shared + D::d7 + local * D::kD7Row;
   if (sample >= args.n) {
-    for (int k = 0; k < kOut; ++k) d7[k] = 0.0f;
+    d7[k] = 0.0f;
     return;
   }
-  // The logits in registers, read once, and each class's exponential computed once for the sum
-  // and the gradient (the same values both times: the same bits as computing it twice).
-  float logit[kOut];
-#pragma unroll
-  for (int k = 0; k < kOut; ++k) logit[k] = z[k];
-  int best = 0;
-  float top = logit[0];
-#pragma unroll
-  for (int k = 1; k < kOut; ++k)
-    if (logit[k] > top) {
-      best = k;
-      top = logit[k];
-    }
-  float exponential[kOut], sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kOut; ++k) {
-    exponential[k] = expf(logit[k] - top);
-    sum += exponential[k];
-  }
-  if (writes_loss) {
+  if (writes_loss && k == 0) {
     args.sample_loss[sample] = double(logf(sum) + top - z[label]);
     args.sample_correct[sample] = best == label;
   }
-#pragma unroll
-  for (int k = 0; k < kOut; ++k)
-    d7[k] = (exponential[k] / sum - float(k == label)) / float(args.n);
+  d7[k] = (exponential / sum - float(k == label)) / float(args.n);
 }
 
-// The label of the tile's sample that the calling thread's logits_gradient takes (thread i of
-// the first kTile, sample first + i; 0 for the others and past the batch), read at a kernel's start
-// so that the read is not waited for later.
+// The label of the tile's sample that the calling thread's logits_gradient takes (threads 16 s to
+// 16 s + 15, sample first + s; 0 for the others and past the batch), read at a kernel's start so
+// that the read is not waited for later.
 __device__ int thread_sample_label(const DenseForwardArgs& args, int first) {
-  const int local = int(threadIdx.x);
+  const int local = int(threadIdx.x) / kLossLanes;
   return local < kTile && first + local < args.n ? args.labels[first + local] : 0;
 }
 
@@ -252,6 +260,74 @@ __device__ void copy_to_shared(const float* from, float* to, int thread) {
   reads.each(thread, [to](int i, float value) { to[i] = value; });
 }
 
+// C5's weights read 13 k-step pairs (52 registers) at a time, in every precision: the first chunk
+// stays in registers while S4's rows load (C5Tile::read), and all 25 pairs held there took TF32's
+// kernels to 128 registers with spills (ptxas).
+constexpr int kC5PairChunk = 13;
+
+// C5's n-tile nt of the tile's activations, Y = f(S4 W5ᵀ + b) stored for R's products, by one
+// warp (C5's 15 n-tiles, a warp each in both kernels), as dense_tile computes a tile but each lane
+// reading its weights and S4's values 16 bytes at a time: in k-steps 2j and 2j + 1, lane t takes
+// the k's 16 j + 4 t and + 1 (step 2j), + 2 and + 3 (step 2j + 1), where dense_tile's takes 8 j + t
+// and + 4. The same permutation of each step's k's on both sides, so the sums are C5's, added in
+// another order. A weight read of a lane is then one float4 where it was four floats, each
+// instruction reading eight rows of W5 either way, so the L1 handles a quarter of the wavefronts
+// (what the phase waited for: docs/tensor-cores.md). In two halves: read() takes the first chunk
+// of the lane's weights into registers, before S4's rows are in shared memory (the two reads' round
+// trips then overlap); products() the rest. x's rows are kS4Row floats apart; W5 16-byte aligned.
+static_assert(kC5 % 8 == 0 && kFlat4 % 16 == 0, "C5's n-tiles and k-step pairs whole");
+template <Precision R>
+class C5Tile {
+ public:
+  static constexpr int kPairs = kFlat4 / 16, kChunk = kC5PairChunk;
+
+  __device__ C5Tile(const float* weight, int nt, int lane)
+      : m_nt(nt),
+        m_row(reinterpret_cast<const float4*>(weight + (8 * nt + lane / 4) * kFlat4) + lane % 4) {}
+
+  // The lane's float4s of pairs first, first + 1, ... (a chunk; past the last, the last again).
+  __device__ void read(int first = 0) {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) m_w[i] = m_row[4 * min(first + i, kPairs - 1)];
+  }
+
+  template <Activation A>
+  __device__ void products(const float* x, const float* bias, float* y, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    const float4* top = reinterpret_cast<const float4*>(x + g * dense_layout::kS4Row) + t;
+    const float4* bottom = top + 8 * dense_layout::kS4Row / 4;
+    float acc[4] = {};
+#pragma unroll
+    for (int first = 0; first < kPairs; first += kChunk) {
+      if (first > 0) read(first);
+#pragma unroll
+      for (int i = 0; i < kChunk && first + i < kPairs; ++i) {
+        const float4 a_top = top[4 * (first + i)], a_bottom = bottom[4 * (first + i)];
+        const float4 w = m_w[i];
+        // S4's rows are stored for R's products: their bits are the operands.
+        const std::uint32_t a0[4] = {__float_as_uint(a_top.x), __float_as_uint(a_bottom.x),
+                                     __float_as_uint(a_top.y), __float_as_uint(a_bottom.y)};
+        const std::uint32_t b0[2] = {Operands<R>::operand(w.x), Operands<R>::operand(w.y)};
+        Operands<R>::mma(acc, a0, b0);
+        const std::uint32_t a1[4] = {__float_as_uint(a_top.z), __float_as_uint(a_bottom.z),
+                                     __float_as_uint(a_top.w), __float_as_uint(a_bottom.w)};
+        const std::uint32_t b1[2] = {Operands<R>::operand(w.z), Operands<R>::operand(w.w)};
+        Operands<R>::mma(acc, a1, b1);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = g + 8 * (r / 2), out = 8 * m_nt + 2 * t + r % 2;
+      y[row * kA5Row + out] = Operands<R>::stored(activate(A, acc[r] + bias[out]));
+    }
+  }
+
+ private:
+  int m_nt;
+  const float4* m_row;
+  float4 m_w[kChunk];
+};
+
 // F6's and the output layer's weights and biases into shared memory, by the warps that own none of
 // C5's n-tiles, while the others run C5's products: the later layers' products then wait for no
 // read from L2.
@@ -275,7 +351,8 @@ template <Precision R>
 constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
-// tile's S4 rows (tensor_tile.cuh's dense_layers, as the evaluation runs them), the softmax
+// tile's S4 rows (C5 by C5Tile, F6 and the output layer by dense_tile as the evaluation runs
+// them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile, the weights read from L2), then the tile's records and each sample's loss and
 // correctness: what GPUs without thread block clusters run (compute capability 8.x), with
@@ -293,15 +370,26 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int label = thread_sample_label(args, first);
-  load_s4_rows(args, first, shared + D::a4);
-  __syncthreads();
-  dense_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(shared + D::a4, shared + D::a5,
-                                                                shared + D::a6, shared + D::z,
-                                                                args.params, args.at, warp, lane);
-  logits_gradient(shared, args, first, label, true);
-  __syncthreads();
   const float* params = args.params;
   const WholeStepOffsets& at = args.at;
+  static_assert(kDenseWarps >= kC5 / 8, "a warp for each of C5's n-tiles");
+  const bool c5_warp = warp < kC5 / 8;
+  C5Tile<R> c5(params + at.c5_weight, min(warp, kC5 / 8 - 1), lane);
+  if (c5_warp) c5.read();
+  load_s4_rows(args, first, shared + D::a4);
+  __syncthreads();
+  if (c5_warp) c5.template products<A>(shared + D::a4, params + at.c5_bias, shared + D::a5, lane);
+  __syncthreads();
+  constexpr int kChunk = kDenseForwardChunk<R>;
+  dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kDenseWarps>(
+      shared + D::a5, params + at.f6_weight, params + at.f6_bias, shared + D::a6, warp, lane);
+  __syncthreads();
+  dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
+      shared + D::a6, params + at.output_weight, params + at.output_bias, shared + D::z, warp,
+      lane);
+  __syncthreads();
+  logits_gradient(shared, args, first, label, true);
+  __syncthreads();
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
       shared + D::d7, params + at.output_weight, shared + D::a6, shared + D::d6, warp, lane);
   __syncthreads();
@@ -317,7 +405,8 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 }
 
 // A cluster of kDenseBlocks blocks of kDenseWarps warps per tile of kTile samples: the dense
-// layers' forward pass on the tile's S4 rows (dense_tile, as the evaluation runs it), the softmax
+// layers' forward pass on the tile's S4 rows (C5 by C5Tile, the later layers by dense_tile as the
+// evaluation runs them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
 // tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
@@ -345,11 +434,13 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   const WholeStepOffsets& at = args.at;
   BlockCluster::arrive();
   const int label = thread_sample_label(args, first);
+  static_assert(kClusterWarps >= kC5 / 8, "a warp for each of C5's n-tiles");
+  const bool c5_warp = cluster_warp < kC5 / 8;
+  C5Tile<R> c5(params + at.c5_weight, min(cluster_warp, kC5 / 8 - 1), lane);
+  if (c5_warp) c5.read();
   load_s4_rows(args, first, shared + D::a4);
   __syncthreads();
-  dense_tile<R, kFlat4, kC5, kA4Row, kA5Row, kTile, true, true, A, kChunk, kClusterWarps>(
-      shared + D::a4, params + at.c5_weight, params + at.c5_bias, shared + D::a5, cluster_warp,
-      lane);
+  if (c5_warp) c5.template products<A>(shared + D::a4, params + at.c5_bias, shared + D::a5, lane);
   stage_late_weights(params, at, shared, warp);
   __syncthreads();
   BlockCluster::wait();  // every block has started: its shared memory may be written
@@ -554,6 +645,12 @@ void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
                 " samples does not gather " + std::to_string(ahead.n) + " ahead (gathers_ahead)");
 }
 
+void TensorDenseBackward::check_params(const float* params) const {
+  // C5's weights are read as float4s (C5Tile).
+  if (reinterpret_cast<std::uintptr_t>(params + m_offsets.c5_weight) % alignof(float4) != 0)
+    throw Error("internal: C5's weights for the tensor cores' dense part must be 16-byte aligned");
+}
+
 bool TensorDenseBackward::gathers_ahead(int n, int next) const {
   return next <= 2 * (m_multiprocessors - tile_blocks(n, m_clusters));
 }
@@ -568,6 +665,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
+  check_params(params);
   const DenseForwardArgs args{tile_blocks(n, m_clusters),
                               ahead ? *ahead : GatherAhead{},
                               params,
@@ -700,6 +798,7 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
   // (docs/tensor-cores.md).
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
+  m_dense.check_params(params);  // before the step's first launch
   m_conv.conv_forward(images, n, params, stream, field, batch);
   m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream, ahead);
   m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field, &dense);

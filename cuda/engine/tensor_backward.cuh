@@ -13,7 +13,8 @@
 //   tensor_dense_forward_kernel3<Precision, Activation> (tensor_backward.cu): a cluster of 4
 //   blocks of 16 warps per tile of TensorDenseBackward::kTile samples (compute capability 9.0;
 //   older GPUs run kernel2, a block a tile, with the same bits) runs the dense layers' forward pass
-//   on those S4 rows (tensor_tile.cuh's dense_tile, as the evaluation does; C5's and F6's output
+//   on those S4 rows (C5 with its own order of k, reading its weights as float4s, the later
+//   layers by tensor_tile.cuh's dense_tile as the evaluation does; C5's and F6's output
 //   tiles shared out over the cluster, each block sending its columns to the others' shared
 //   memory), the softmax cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and the
 //   input gradients as GEMMs over the tile, dL/dF6 = (dL/dlogits W7) f'(F6) and dL/dC5 = (dL/dF6
@@ -124,7 +125,8 @@ class TensorDenseBackward {
   // sample's dL/d(S4's activation) to d4 (n, 400), and keeps what weight_gradients needs (each
   // sample's activations, output gradients, loss and correctness). With ahead not null, the same
   // launch gathers the next step's batch (GatherAhead), which gathers_ahead(n, ahead->n) must
-  // allow. Nothing waits for the device.
+  // allow. params' C5 weights must be 16-byte aligned (check_params). Nothing waits for the
+  // device.
   void forward(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
                float* d4, cudaStream_t stream, const GatherAhead* ahead = nullptr);
 
@@ -137,6 +139,9 @@ class TensorDenseBackward {
   // Refuses (Error) a next batch that forward of n samples cannot gather ahead: more samples than
   // its room, a batch check_gathered_batch refuses, or one gathers_ahead does not allow.
   void check_ahead(int n, const GatherAhead& ahead) const;
+  // Refuses params whose C5 weights are not 16-byte aligned (the forward kernels read them as
+  // float4s).
+  void check_params(const float* params) const;
 
   // After forward of the same n samples: OVERWRITES the batch-mean gradient (of the softmax
   // cross-entropy averaged over the n samples) of c5.weight, c5.bias, f6.weight, f6.bias,
