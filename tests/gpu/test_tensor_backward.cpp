@@ -800,6 +800,34 @@ TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes)
         }
 }
 
+// The dense forward launch's tiles and gathering blocks are never more than the GPU holds at once
+// (a block an SM; with clusters, the SMs that whole clusters of 4 fill): blocks past them would
+// start only as the first ones end, after the tiles where the gather augments. So a batch of one
+// tile (a block, or a cluster of 4) gathers ahead exactly the samples that the resident blocks it
+// leaves take two at a time, in both kernels.
+TEST(TensorDenseBackward, GathersAheadOnlyOnTheBlocksTheGpuHoldsAtOnce) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const NetConfig config = step_network(Precision::tf32);
+  for (const bool clusters : {true, false}) {
+    const cuda::TensorDenseBackward dense(config, lenet5_layout(config), 2 * sms, clusters);
+    const int resident = dense.resident_blocks();
+    const std::string what = clusters ? "clusters allowed" : "blocks";
+    EXPECT_GT(resident, 4) << what;
+    EXPECT_LE(resident, sms) << what << ": a block takes a whole SM";
+    if (!clusters) EXPECT_EQ(resident, sms) << what;
+    int most = 0;  // the most samples a batch of 16 gathers ahead
+    while (most < 2 * sms && dense.gathers_ahead(16, most + 1)) ++most;
+    ASSERT_EQ(most % 2, 0) << what << ": two samples a gathering block";
+    const int tile_blocks = resident - most / 2;
+    EXPECT_TRUE(tile_blocks == 1 || (clusters && tile_blocks == 4))
+        << what << ": the tile's blocks " << tile_blocks << " of " << resident;
+    EXPECT_EQ(resident % tile_blocks, 0) << what << ": whole clusters";
+  }
+}
+
 // Where a step gathers the next batch ahead: where the SMs its tiles leave idle take at most two
 // samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
 // whose tiles fill them all, never), in every precision; a step asked to gather ahead where it
