@@ -617,7 +617,7 @@ int blocks_held_at_once(ForwardKernel kernel, bool clusters) {
   config.numAttrs = 1;
   int count = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveClusters(&count, kernel, &config));
-  return std::min(multiprocessors, count * kDenseBlocks);
+  return std::min(multiprocessors / kDenseBlocks, count) * kDenseBlocks;
 }
 
 // The blocks that gather the next step's n samples past the tiles' tile_blocks: one on each SM the
