@@ -83,22 +83,32 @@ struct DenseForwardArgs {
   std::int32_t* sample_correct;  // (n): 1 where the sample's prediction is its label
 };
 
-// The augmentation's scratch fits where a tile's rows go.
-static_assert(sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout::w6),
-              "a gathering block's scratch in the forward kernel's shared memory");
+// Two samples' augmentation scratch fit where a tile's rows go.
+static_assert(2 * sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout::w6),
+              "a gathering block's two scratches in the forward kernel's shared memory");
 
 // Whether the calling block is one of those past the tiles' that gather the next step's batch
-// (GatherAhead), and if it is, its samples block, block + blocks, ... one after the other, each
-// through gather_batch_sample as the convolutions' forward kernel gathers its own (so the same
-// bits), the scratch at the start of the block's shared memory. A kernel's blocks start in order,
-// so the tiles' take their SMs first and these the SMs the tiles leave idle.
+// (GatherAhead), and if it is, its samples block, block + blocks, ... two at a time, side by side,
+// each by half the block with a barrier of its own (ThreadTeam), a last one alone by the whole
+// block; each through gather_batch_sample as the convolutions' forward kernel gathers its own (so
+// the same bits), the scratches at the start of the block's shared memory. Half a block took a
+// sample with elastic augmentation in 11.2 k cycles, where the whole block took 8.6 k, so that two
+// side by side end well before two one after the other (docs/tensor-cores.md). A kernel's blocks
+// start in order, so the tiles' take their SMs first and these the SMs the tiles leave idle.
 __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
   const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
   if (block < 0) return false;
-  AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(shared);
-  for (int sample = block; sample < args.ahead.n; sample += blocks) {
-    gather_batch_sample(args.ahead.batch, sample, scratch, kDenseThreads, [](int, float) {});
-    __syncthreads();  // every thread is done with the scratch before the next sample's draws
+  AugmentScratch* const scratch = reinterpret_cast<AugmentScratch*>(shared);
+  constexpr int kHalf = kDenseThreads / 2;
+  static_assert(kHalf % 32 == 0, "halves of whole warps");
+  for (int first = block; first < args.ahead.n; first += 2 * blocks) {
+    const bool pair = first + blocks < args.ahead.n;
+    const int half = pair ? int(threadIdx.x) / kHalf : 0;
+    const ThreadTeam team =
+        pair ? ThreadTeam::part_of_block(half, kHalf) : ThreadTeam::whole_block(kDenseThreads);
+    gather_batch_sample(args.ahead.batch, first + half * blocks, scratch[half], team,
+                        [](int, float) {});
+    __syncthreads();  // every thread is done with the scratches before the next samples' draws
   }
   return true;
 }

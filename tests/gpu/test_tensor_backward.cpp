@@ -697,7 +697,8 @@ StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& a
 // gradient, bit for bit, as when it gathers its batch itself, with and without elastic
 // augmentation, for a short batch after a longer one (37 then 27 samples: 12 tile blocks and a
 // gathering block for every SM left, more than the batch), and for 128 then 128 (32 tile blocks;
-// on a GPU of fewer than 160 SMs some gathering blocks take two samples), in every precision.
+// on a GPU of fewer than 160 SMs some gathering blocks take two samples, a half-block each), in
+// every precision.
 TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -734,7 +735,8 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
 // kernel GPUs without thread block clusters run), against gather_training_batch's, for every kind
 // of augmentation the kernels run (none, affine, elastic, and elastic seen at a low resolution,
 // whose area means and enlargement are code of their own), at 37 samples after 16 (every
-// gathering block one sample) and 128 after 128 (on a GPU of fewer than 160 SMs some take two),
+// gathering block one sample, by the whole block) and 128 after 128 (on a GPU of fewer than 160
+// SMs some take two, side by side, a half-block each with a barrier of its own),
 // in every precision: the same field and labels, bit for bit, since a batch must
 // have the same bits whichever kernel gathers it.
 TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes) {
