@@ -1,5 +1,6 @@
 // The augmentation on the device (core/augment.hpp says what it is; data/augment.hpp holds the
-// double reference it is tested against). One block augments one sample: the same draws from the
+// double reference it is tested against). One team of threads (the block, or half of it:
+// cuda/kernels/thread_team.cuh) augments one sample: the same draws from the
 // same keys, the affine map in double as on the host, the elastic field and the resampling in
 // float. Two callers share it: the whole-step kernels fold it into their input gather, and
 // gather_sample (cuda/kernels/gather_sample.cuh) into gather_augmented_batch's (the book and fast

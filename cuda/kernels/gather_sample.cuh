@@ -1,4 +1,5 @@
-// One sample of a training batch as the network's input field, by one block: the code path of the
+// One sample of a training batch as the network's input field, by one team of threads (a block, or
+// half of one): the code path of the
 // kernels that gather an augmented batch (gather_augmented_batch's kernel, cuda/kernels/batch.cu;
 // the tensor-core convolutions' forward kernel, cuda/engine/tensor_conv_backward.cu, which gathers
 // its step's batch itself; the tensor-core dense forward kernel's blocks past its tiles, which
