@@ -83,22 +83,33 @@ struct DenseForwardArgs {
   std::int32_t* sample_correct;  // (n): 1 where the sample's prediction is its label
 };
 
-// The augmentation's scratch fits where a tile's rows go.
-static_assert(sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout::w6),
-              "a gathering block's scratch in the forward kernel's shared memory");
+// Two samples' augmentation scratch fit where a tile's rows go.
+static_assert(2 * sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout::w6),
+              "a gathering block's two scratches in the forward kernel's shared memory");
 
 // Whether the calling block is one of those past the tiles' that gather the next step's batch
-// (GatherAhead), and if it is, its samples block, block + blocks, ... one after the other, each
-// through gather_batch_sample as the convolutions' forward kernel gathers its own (so the same
-// bits), the scratch at the start of the block's shared memory. A kernel's blocks start in order,
-// so the tiles' take their SMs first and these the SMs the tiles leave idle.
+// (GatherAhead), and if it is, its samples block, block + blocks, ... two at a time, side by side,
+// each by half the block with a barrier of its own (ThreadTeam), a last one alone by the whole
+// block; each through gather_batch_sample as the convolutions' forward kernel gathers its own (so
+// the same bits), the scratches at the start of the block's shared memory. A block of 256 threads
+// alone on an SM took a sample with elastic augmentation in 11.2 k cycles, one of 512 in 8.6 k
+// (docs/tensor-cores.md), so two side by side should end well before two one after the other
+// (not yet measured). A kernel's blocks
+// start in order, so the tiles' take their SMs first and these the SMs the tiles leave idle.
 __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
   const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
   if (block < 0) return false;
-  AugmentScratch& scratch = *reinterpret_cast<AugmentScratch*>(shared);
-  for (int sample = block; sample < args.ahead.n; sample += blocks) {
-    gather_batch_sample(args.ahead.batch, sample, scratch, kDenseThreads, [](int, float) {});
-    __syncthreads();  // every thread is done with the scratch before the next sample's draws
+  AugmentScratch* const scratch = reinterpret_cast<AugmentScratch*>(shared);
+  constexpr int kHalf = kDenseThreads / 2;
+  static_assert(kHalf % 32 == 0, "halves of whole warps");
+  for (int first = block; first < args.ahead.n; first += 2 * blocks) {
+    const bool pair = first + blocks < args.ahead.n;
+    const int half = pair ? int(threadIdx.x) / kHalf : 0;
+    const ThreadTeam team =
+        pair ? ThreadTeam::part_of_block(half, kHalf) : ThreadTeam::whole_block(kDenseThreads);
+    gather_batch_sample(args.ahead.batch, first + half * blocks, scratch[half], team,
+                        [](int, float) {});
+    __syncthreads();  // every thread is done with the scratches before the next samples' draws
   }
   return true;
 }
@@ -596,11 +607,35 @@ int tile_blocks(int n, bool clusters) {
   return tiles_of(n, kTile) * (clusters ? kDenseBlocks : 1);
 }
 
+// The forward kernel's blocks that the GPU holds at once, where a block takes a whole SM: one an SM
+// without clusters; with them, the SMs that whole clusters fill (cudaOccupancyMaxActiveClusters),
+// fewer than the SMs where a GPC's SMs are not a multiple of the cluster's. The tiles' and the
+// gathering blocks of a launch are never more: blocks past them start only as the first ones end,
+// and with elastic augmentation those gathering blocks ran past the tiles (docs/tensor-cores.md).
+int blocks_held_at_once(ForwardKernel kernel, bool clusters) {
+  const int multiprocessors = current_multiprocessors();
+  if (!clusters) return multiprocessors;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = kDenseBlocks;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kDenseBlocks);
+  config.blockDim = dim3(kDenseThreads);
+  config.dynamicSmemBytes = forward_shared_bytes(true);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int count = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&count, kernel, &config));
+  return std::min(multiprocessors / kDenseBlocks, count) * kDenseBlocks;
+}
+
 // The blocks that gather the next step's n samples past the tiles' tile_blocks: one on each SM the
-// tiles leave idle (a block of the forward kernel takes a whole SM), at most one a sample, in whole
+// tiles leave idle of the `resident` blocks the GPU holds at once, at most one a sample, in whole
 // clusters of blocks_a_tile (TensorDenseBackward::gathers_ahead keeps it to two samples a block).
-int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors) {
-  const int blocks = std::min(n, multiprocessors - tile_blocks);
+int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int resident) {
+  const int blocks = std::min(n, resident - tile_blocks);
   return (blocks + blocks_a_tile - 1) / blocks_a_tile * blocks_a_tile;
 }
 
@@ -608,11 +643,10 @@ int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int multiprocessors
 // (gather_blocks more): a cluster of kDenseBlocks blocks per tile, or a block, in one launch path
 // (launch_kernel: the cluster's size where it has clusters, programmatic where it may).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
-                          int multiprocessors, cudaStream_t stream, bool programmatic) {
+                          int resident, cudaStream_t stream, bool programmatic) {
   const int blocks_a_tile = clusters ? kDenseBlocks : 1;
-  const int gathering = args.ahead.n > 0 ? gather_blocks(args.ahead.n, args.tile_blocks,
-                                                         blocks_a_tile, multiprocessors)
-                                         : 0;
+  const int gathering =
+      args.ahead.n > 0 ? gather_blocks(args.ahead.n, args.tile_blocks, blocks_a_tile, resident) : 0;
   launch_kernel({dim3(unsigned(args.tile_blocks + gathering)), dim3(kDenseThreads),
                  forward_shared_bytes(clusters), stream, programmatic, unsigned(blocks_a_tile)},
                 kernel, args);
@@ -626,7 +660,6 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
       m_clusters(allow_clusters && clusters_run(config)),
-      m_multiprocessors(current_multiprocessors()),
       m_programmatic(has_programmatic_launch(forward_kernel_for(config, m_clusters, false))),
       m_records(Device::gpu,
                 std::size_t(tiles_of(max_batch, kTile)) * kTile * dense_record::floats),
@@ -635,6 +668,7 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
   for (const bool gathers : {false, true})
     prepare_tile_kernel(forward_kernel_for(config, m_clusters, gathers),
                         forward_shared_bytes(m_clusters), kTile);
+  m_resident_blocks = blocks_held_at_once(forward_kernel_for(config, m_clusters, true), m_clusters);
 }
 
 void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
@@ -652,7 +686,7 @@ void TensorDenseBackward::check_params(const float* params) const {
 }
 
 bool TensorDenseBackward::gathers_ahead(int n, int next) const {
-  return next <= 2 * (m_multiprocessors - tile_blocks(n, m_clusters));
+  return next <= 2 * (m_resident_blocks - tile_blocks(n, m_clusters));
 }
 
 void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float* params,
@@ -677,7 +711,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                               m_sample_loss.data(),
                               m_sample_correct.data()};
   launch_dense_forward(forward_kernel_for(m_config, m_clusters, ahead != nullptr), m_clusters, args,
-                       m_multiprocessors, stream, m_programmatic);
+                       m_resident_blocks, stream, m_programmatic);
   const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
   const int warps = tiles_of(n, 16) * kS4Tiles;
   launch_kernel(

@@ -130,12 +130,15 @@ class TensorDenseBackward {
   void forward(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
                float* d4, cudaStream_t stream, const GatherAhead* ahead = nullptr);
 
-  // Whether forward of n samples gathers a next batch of `next` samples: where the SMs its tiles
-  // leave idle take at most two samples each (where they would take more, the gather outlasts the
-  // tiles and the step is longer than with each step gathering its own: docs/tensor-cores.md), in
-  // every precision (the resampling's products fused alike in every kernel: multiply_add,
-  // core/augment.hpp).
+  // Whether forward of n samples gathers a next batch of `next` samples: where the blocks its tiles
+  // leave of resident_blocks() take at most two samples each (where they would take more, the
+  // gather outlasts the tiles and the step is longer than with each step gathering its own:
+  // docs/tensor-cores.md), in every precision (the resampling's products fused alike in every
+  // kernel: multiply_add, core/augment.hpp).
   bool gathers_ahead(int n, int next) const;
+  // The forward kernel's blocks that the GPU holds at once, a block an SM (with clusters, the SMs
+  // that whole clusters fill): a launch's tiles and gathering blocks are never more.
+  int resident_blocks() const { return m_resident_blocks; }
   // Refuses (Error) a next batch that forward of n samples cannot gather ahead: more samples than
   // its room, a batch check_gathered_batch refuses, or one gathers_ahead does not allow.
   void check_ahead(int n, const GatherAhead& ahead) const;
@@ -174,11 +177,11 @@ class TensorDenseBackward {
   WholeStepOffsets m_offsets;
   int m_max_batch;
   bool m_clusters;          // the forward kernel: kernel3 (a cluster a tile), or kernel2
-  int m_multiprocessors;    // the GPU's SMs, which the forward kernel's gathering blocks fill
   bool m_programmatic;      // its launches programmatic (dependent_launch.cuh), where they may be
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
+  int m_resident_blocks = 0;              // the forward kernel's blocks the GPU holds at once
 };
 
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their

@@ -143,9 +143,10 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   // of a field) and as it is to batch.field for the backward kernel, as each value is gathered (a
   // second pass over x took a barrier and about 500 instructions).
   if (gathers)
-    gather_batch_sample(
-        args.batch, sample, *reinterpret_cast<AugmentScratch*>(shared + F::scratch), kThreads,
-        [x = shared + F::x](int i, float value) { x[i] = Operands<R>::stored(value); });
+    gather_batch_sample(args.batch, sample, *reinterpret_cast<AugmentScratch*>(shared + F::scratch),
+                        ThreadTeam::whole_block(kThreads), [x = shared + F::x](int i, float value) {
+                          x[i] = Operands<R>::stored(value);
+                        });
   else if (reads_field)
     field.each(int(threadIdx.x),
                [shared](int i, float value) { shared[F::x + i] = Operands<R>::stored(value); });

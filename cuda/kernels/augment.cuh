@@ -1,5 +1,6 @@
 // The augmentation on the device (core/augment.hpp says what it is; data/augment.hpp holds the
-// double reference it is tested against). One block augments one sample: the same draws from the
+// double reference it is tested against). One team of threads (the block, or half of it:
+// cuda/kernels/thread_team.cuh) augments one sample: the same draws from the
 // same keys, the affine map in double as on the host, the elastic field and the resampling in
 // float. Two callers share it: the whole-step kernels fold it into their input gather, and
 // gather_sample (cuda/kernels/gather_sample.cuh) into gather_augmented_batch's (the book and fast
@@ -10,6 +11,7 @@
 
 #include "core/augment.hpp"
 #include "core/shapes.hpp"
+#include "cuda/kernels/thread_team.cuh"
 
 namespace lenet5::cuda {
 
@@ -122,10 +124,10 @@ __device__ constexpr int item_first(int item) {
   return item / kLines * kRun;
 }
 
-// Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart).
+// Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart), by `team`.
 __device__ inline void smooth_along_x(const float* noise, float* along_x, const float* taps,
-                                      int radius) {
-  for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
+                                      int radius, const ThreadTeam& team) {
+  for (int item = team.thread; item < kPassItems; item += team.size) {
     const int line = item_line(item), first = item_first(item);
     const int row_start = line / kImageSide * kAugmentPlane + line % kImageSide * kAugmentRowStride;
     float sum[kRun];
@@ -135,10 +137,10 @@ __device__ inline void smooth_along_x(const float* noise, float* along_x, const 
   }
 }
 
-// Along y: columns of `along_x` into `field` (rows kImageSide apart).
+// Along y: columns of `along_x` into `field` (rows kImageSide apart), by `team`.
 __device__ inline void smooth_along_y(const float* along_x, float* field, const float* taps,
-                                      int radius) {
-  for (int item = threadIdx.x; item < kPassItems; item += blockDim.x) {
+                                      int radius, const ThreadTeam& team) {
+  for (int item = team.thread; item < kPassItems; item += team.size) {
     const int line = item_line(item), first = item_first(item);
     const int axis = line / kImageSide, column = line % kImageSide;
     float sum[kRun];
@@ -153,23 +155,25 @@ __device__ inline void smooth_along_y(const float* along_x, float* field, const 
 }  // namespace augment_detail
 
 // Augments `image` (28 x 28 bytes in global memory), sample `sample` of the current epoch, and
-// calls store(p, grey) for every pixel p of the 28 x 28 result (grey in [0, 255], not rounded).
-// Every thread of the block must call it (it synchronises the block). aug must be enabled.
+// calls store(p, grey) for every pixel p of the 28 x 28 result (grey in [0, 255], not rounded),
+// by `team` (the block, or a part of it: cuda/kernels/thread_team.cuh; "the block" below is the
+// team). Every thread of the team must call it (it synchronises the team). aug must be enabled.
 // The serial parts run beside the parallel ones: the affine map's six terms on lane 0 of the
 // block's first six warps at once (fewer warps take several) beside the noise's draws (with 12
 // warps or more, drawn by the warps past those six only) and the taps (on the last threads); then
 // the map (and the resolution stage's side) and the field's scale each on one thread of the last
 // two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
-// their own; with 256 they have one run each).
+// their own; with 256 they have one run each). Each value is the same whatever the team's size.
 template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
-                               std::uint32_t sample, AugmentScratch& scratch, Store store) {
+                               std::uint32_t sample, AugmentScratch& scratch,
+                               const ThreadTeam& team, Store store) {
   const AugmentSettings& s = aug.settings;
   const AugmentRandom random(aug.seed, *aug.epoch, sample);
   const bool elastic = s.kind == AugmentKind::elastic;
   const int radius = elastic ? gaussian_radius(s.elastic_sigma) : 0;
-  const int warp = int(threadIdx.x) / 32, warps = (int(blockDim.x) + 31) / 32;
-  if (threadIdx.x % 32 == 0)
+  const int warp = team.thread / 32, warps = (team.size + 31) / 32;
+  if (team.thread % 32 == 0)
     for (int term = warp; term < kAffineTerms; term += warps)
       scratch.terms[term] = affine_term(s, random, term);
   // The image's bytes are all read before the noise is drawn and written after it (a block of 196
@@ -180,7 +184,7 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   std::uint8_t held[kHeldBytes];
 #pragma unroll
   for (int b = 0; b < kHeldBytes; ++b) {
-    const int p = int(threadIdx.x + b * blockDim.x);
+    const int p = team.thread + b * team.size;
     held[b] = p < int(kImageBytes) ? image[p] : 0;
   }
   if (elastic) {
@@ -195,8 +199,8 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
     // already.
     constexpr int kDraws = 2 * int(kImageBytes), kDrawsAtOnce = 5;
     const int skipped = warps >= 2 * kAffineTerms ? 32 * kAffineTerms : 0;
-    const int drawers = int(blockDim.x) - skipped;
-    for (int first = int(threadIdx.x) - skipped; first >= 0 && first < kDraws;
+    const int drawers = team.size - skipped;
+    for (int first = team.thread - skipped; first >= 0 && first < kDraws;
          first += kDrawsAtOnce * drawers) {
       float draw[kDrawsAtOnce];
 #pragma unroll
@@ -212,36 +216,36 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
       }
     }
     // The taps on the block's last threads, away from the first warps' terms.
-    for (int k = int(blockDim.x - 1 - threadIdx.x); k <= 2 * radius; k += blockDim.x)
+    for (int k = team.size - 1 - team.thread; k <= 2 * radius; k += team.size)
       scratch.taps[k] = float(gaussian_weight(k - radius, s.elastic_sigma));
   }
 #pragma unroll
   for (int b = 0; b < kHeldBytes; ++b) {
-    const int p = int(threadIdx.x + b * blockDim.x);
+    const int p = team.thread + b * team.size;
     if (p < int(kImageBytes)) scratch.image[p] = held[b];
   }
-  for (int p = int(threadIdx.x + kHeldBytes * blockDim.x); p < int(kImageBytes); p += blockDim.x)
+  for (int p = team.thread + kHeldBytes * team.size; p < int(kImageBytes); p += team.size)
     scratch.image[p] = image[p];  // blocks of fewer than 196 threads
-  __syncthreads();
+  team.sync();
   // The last thread of the block, and the last of the warp before it (past the 392 items of a
   // smoothing pass where the block has 512 threads).
-  const unsigned map_thread = blockDim.x - 1, scale_thread = blockDim.x > 32 ? blockDim.x - 33 : 0;
-  if (threadIdx.x == map_thread) {
+  const int map_thread = team.size - 1, scale_thread = team.size > 32 ? team.size - 33 : 0;
+  if (team.thread == map_thread) {
     scratch.map = affine_map(scratch.terms);
     scratch.side = low_resolution_side(s, random);  // the block's, where each thread drew it
   }
   if (elastic) {
-    if (threadIdx.x == scale_thread) {
+    if (team.thread == scale_thread) {
       // alpha / (sum of taps)^2: each of the two passes normalises once
       float sum = 0.0f;
       for (int k = 0; k <= 2 * radius; ++k) sum += scratch.taps[k];
       scratch.field_scale = float(s.elastic_alpha) / (sum * sum);
     }
-    augment_detail::smooth_along_x(scratch.noise, scratch.along_x, scratch.taps, radius);
-    __syncthreads();
-    augment_detail::smooth_along_y(scratch.along_x, scratch.noise, scratch.taps, radius);
+    augment_detail::smooth_along_x(scratch.noise, scratch.along_x, scratch.taps, radius, team);
+    team.sync();
+    augment_detail::smooth_along_y(scratch.along_x, scratch.noise, scratch.taps, radius, team);
   }
-  __syncthreads();
+  team.sync();
   const AffineMap map = scratch.map;
   const float field_scale = elastic ? scratch.field_scale : 0.0f;
   const auto transformed = [&](int p) {
@@ -256,19 +260,19 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   // The same side for the whole block (one sample's draws): every thread takes the same branch.
   const int side = scratch.side;
   if (side == 0) {
-    for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) store(p, transformed(p));
+    for (int p = team.thread; p < int(kImageBytes); p += team.size) store(p, transformed(p));
     return;
   }
   // The resolution stage, in the first pass's buffer (free once the field is smoothed): the
   // transformed image, then its side x side reduction, then each pixel enlarged back.
   float* staged = scratch.along_x;
   float* low = scratch.along_x + kImageBytes;
-  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x) staged[p] = transformed(p);
-  __syncthreads();
-  for (int q = threadIdx.x; q < side * side; q += blockDim.x)
+  for (int p = team.thread; p < int(kImageBytes); p += team.size) staged[p] = transformed(p);
+  team.sync();
+  for (int q = team.thread; q < side * side; q += team.size)
     low[q] = area_mean<float>(RowMajorValues<float>{staged, kImageSide}, side, q % side, q / side);
-  __syncthreads();
-  for (int p = threadIdx.x; p < int(kImageBytes); p += blockDim.x)
+  team.sync();
+  for (int p = team.thread; p < int(kImageBytes); p += team.size)
     store(p, enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, p % kImageSide,
                                       p / kImageSide));
 }

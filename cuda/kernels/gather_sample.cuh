@@ -1,4 +1,5 @@
-// One sample of a training batch as the network's input field, by one block: the code path of the
+// One sample of a training batch as the network's input field, by one team of threads (a block, or
+// half of one): the code path of the
 // kernels that gather an augmented batch (gather_augmented_batch's kernel, cuda/kernels/batch.cu;
 // the tensor-core convolutions' forward kernel, cuda/engine/tensor_conv_backward.cu, which gathers
 // its step's batch itself; the tensor-core dense forward kernel's blocks past its tiles, which
@@ -21,37 +22,38 @@ namespace lenet5::cuda {
 
 // images[source] (28 x 28 bytes) normalised under `scaling` and padded by 2 (fill_input_field),
 // augmented first where `augmentation` is enabled (augment_sample, keyed by `source`, its scratch
-// in shared memory): store(i, value) for each of the field's 32 x 32 values, by the block's
-// `threads` threads.
+// in shared memory): store(i, value) for each of the field's 32 x 32 values, by `team` (the whole
+// block, or a part of it with its own barrier: cuda/kernels/thread_team.cuh).
 template <class Store>
 __device__ void gather_sample(const std::uint8_t* images, std::uint32_t source,
                               const DeviceAugmentation& augmentation, PixelScaling scaling,
-                              AugmentScratch& scratch, int threads, Store store) {
+                              AugmentScratch& scratch, const ThreadTeam& team, Store store) {
   const std::uint8_t* image = images + std::size_t(source) * kImageBytes;
   const bool augmented = augmentation.enabled();
-  fill_input_field(image, /*border_only=*/augmented, scaling, threads, store);
+  fill_input_field(image, /*border_only=*/augmented, scaling, team, store);
   if (augmented)
-    augment_sample(image, augmentation, source, scratch, [&store, scaling](int p, float grey) {
-      store(field_index(p), normalise_intensity_device(grey, scaling));
-    });
+    augment_sample(image, augmentation, source, scratch, team,
+                   [&store, scaling](int p, float grey) {
+                     store(field_index(p), normalise_intensity_device(grey, scaling));
+                   });
 }
 
-// batch's sample `sample` (BatchGather) by the block's `threads` threads: its field through
+// batch's sample `sample` (BatchGather) by `team`: its field through
 // gather_sample into its row of batch.field, where also(i, value) sees each value as it is stored
 // (the convolutions' forward kernel keeps a rounded copy for its products), and its label into
 // batch.labels_out where both label pointers are set. The one body of every kernel that gathers a
 // training batch's augmented samples, so that they give the same bits.
 template <class Also>
 __device__ void gather_batch_sample(const BatchGather& batch, int sample, AugmentScratch& scratch,
-                                    int threads, Also also) {
+                                    const ThreadTeam& team, Also also) {
   const std::uint32_t source = std::uint32_t(batch.indices[sample]);
   float* row = batch.field + std::size_t(sample) * kInputFloats;
-  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, threads,
+  gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, team,
                 [row, &also](int i, float value) {
                   row[i] = value;
                   also(i, value);
                 });
-  if (threadIdx.x == 0 && batch.labels && batch.labels_out)
+  if (team.thread == 0 && batch.labels && batch.labels_out)
     batch.labels_out[sample] = batch.labels[source];
 }
 

@@ -696,8 +696,9 @@ StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& a
 // the second step must see the same field and labels, and leave the same parameters, velocity and
 // gradient, bit for bit, as when it gathers its batch itself, with and without elastic
 // augmentation, for a short batch after a longer one (37 then 27 samples: 12 tile blocks and a
-// gathering block for every SM left, more than the batch), and for 128 then 128 (32 tile blocks;
-// on a GPU of fewer than 160 SMs some gathering blocks take two samples), in every precision.
+// gathering block for every resident block left, more than the batch), and for 128 then 128 (32
+// tile blocks; where fewer than 128 resident blocks are left, as on the H200, some gathering
+// blocks take two samples, a half-block each), in every precision.
 TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
@@ -730,30 +731,48 @@ TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
   EXPECT_GE(compared, 6) << "the short batches were compared in every precision, both ways";
 }
 
+// The most samples that a step of 16 gathers ahead (TensorDenseBackward::gathers_ahead): two for
+// each of the resident blocks its tile leaves.
+int most_gathered_ahead(const NetConfig& config, const ParamLayout& layout, bool clusters) {
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const cuda::TensorDenseBackward dense(config, layout, 16, clusters);
+  int most = 0;
+  while (most < 2 * sms && dense.gathers_ahead(16, most + 1)) ++most;
+  return most;
+}
+
 // The next batch as the dense forward kernels gather it ahead (with clusters, and without: the
 // kernel GPUs without thread block clusters run), against gather_training_batch's, for every kind
 // of augmentation the kernels run (none, affine, elastic, and elastic seen at a low resolution,
-// whose area means and enlargement are code of their own), at 37 samples after 16 (every
-// gathering block one sample) and 128 after 128 (on a GPU of fewer than 160 SMs some take two),
-// in every precision: the same field and labels, bit for bit, since a batch must
-// have the same bits whichever kernel gathers it.
+// whose area means and enlargement are code of their own: for every sample, and for about half,
+// so that the two samples of a gathering block take different barriers), at 37 samples after 16
+// (every gathering block one sample, by the whole block), 128 after 128 (where the resident
+// blocks left number fewer than 128, as the H200's 120 less 32, some take two, side by side, a
+// half-block each with a barrier of its own), and after 16 the most it gathers ahead (every
+// gathering block two, on any GPU), in every precision: the same field and labels, bit for bit,
+// since a batch must have the same bits whichever kernel gathers it.
 TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
   const Buffer<std::uint32_t> epoch = test::upload<std::uint32_t>({2});  // the third epoch
   AugmentSettings low = test::moderate_augmentation(AugmentKind::elastic);
   low.low_resolution = 1;
+  AugmentSettings half_low = low;
+  half_low.low_resolution = 0.5;
   const cuda::DeviceAugmentation augmentations[] = {
       {},
       {test::moderate_augmentation(AugmentKind::affine), 43, epoch.data()},
       {test::moderate_augmentation(AugmentKind::elastic), 47, epoch.data()},
-      {low, 53, epoch.data()}};
+      {low, 53, epoch.data()},
+      {half_low, 59, epoch.data()}};
   for (const Precision precision : kPrecisions)
-    for (const bool clusters : {true, false})
+    for (const bool clusters : {true, false}) {
+      const NetConfig config = step_network(precision);
+      const ParamLayout layout = lenet5_layout(config);
+      const int most = most_gathered_ahead(config, layout, clusters);
       for (const cuda::DeviceAugmentation& augmentation : augmentations)
-        for (const auto [n, next] : {std::pair{16, 37}, std::pair{128, 128}}) {
-          const NetConfig config = step_network(precision);
-          const ParamLayout layout = lenet5_layout(config);
+        for (const auto [n, next] : {std::pair{16, 37}, std::pair{128, 128}, std::pair{16, most}}) {
           const std::string what = std::string(to_string(precision)) +
                                    (clusters ? " clusters " : " blocks ") + "augmentation " +
                                    std::to_string(int(augmentation.settings.kind)) + " low " +
@@ -798,10 +817,38 @@ TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes)
           want_labels.copy_to_host(want.data());
           EXPECT_EQ(got, want) << what;
         }
+    }
 }
 
-// Where a step gathers the next batch ahead: where the SMs its tiles leave idle take at most two
-// samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
+// The dense forward launch's tiles and gathering blocks are never more than the GPU holds at once
+// (a block an SM; with clusters, the SMs that whole clusters of 4 fill): blocks past them would
+// start only as the first ones end, after the tiles where the gather augments. So a batch of one
+// tile (a block, or a cluster of 4) gathers ahead exactly the samples that the resident blocks it
+// leaves take two at a time, in both kernels.
+TEST(TensorDenseBackward, GathersAheadOnlyOnTheBlocksTheGpuHoldsAtOnce) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const NetConfig config = step_network(Precision::tf32);
+  for (const bool clusters : {true, false}) {
+    const cuda::TensorDenseBackward dense(config, lenet5_layout(config), 2 * sms, clusters);
+    const int resident = dense.resident_blocks();
+    const std::string what = clusters ? "clusters allowed" : "blocks";
+    EXPECT_GT(resident, 4) << what;
+    EXPECT_LE(resident, sms) << what << ": a block takes a whole SM";
+    if (!clusters) EXPECT_EQ(resident, sms) << what;
+    const int most = most_gathered_ahead(config, lenet5_layout(config), clusters);
+    ASSERT_EQ(most % 2, 0) << what << ": two samples a gathering block";
+    const int tile_blocks = resident - most / 2;
+    EXPECT_TRUE(tile_blocks == 1 || (clusters && tile_blocks == 4))
+        << what << ": the tile's blocks " << tile_blocks << " of " << resident;
+    EXPECT_EQ(resident % tile_blocks, 0) << what << ": whole clusters";
+  }
+}
+
+// Where a step gathers the next batch ahead: where the resident blocks its tiles leave take at most
+// two samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
 // whose tiles fill them all, never), in every precision; a step asked to gather ahead where it
 // does not is refused.
 TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {

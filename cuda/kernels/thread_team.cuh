@@ -1,0 +1,36 @@
+// The threads of a block that run one sample's gather together (cuda/kernels/gather_sample.cuh):
+// the whole block, whose barrier is __syncthreads, or a part of it with a named barrier of its own,
+// so that the two halves of a block gather two samples side by side (the tensor-core dense forward
+// kernel's gathering blocks, cuda/engine/tensor_backward.cu).
+#pragma once
+
+namespace lenet5::cuda {
+
+struct ThreadTeam {
+  int thread;   // the calling thread's index in the team
+  int size;     // the team's threads: the block's, or a multiple of 32 of them
+  int barrier;  // 0: the block's own (__syncthreads); else a named barrier's id, 1-15
+
+// The device code below is compiled by nvcc only; host files (tests among them) see the type.
+#ifdef __CUDACC__
+  // The whole block, of `threads` threads (a constant where the kernel's block size is one).
+  __device__ static ThreadTeam whole_block(int threads) { return {int(threadIdx.x), threads, 0}; }
+
+  // Part `part` of a block cut into parts of `size` consecutive threads, barrier 1 + part.
+  __device__ static ThreadTeam part_of_block(int part, int size) {
+    return {int(threadIdx.x) - part * size, size, 1 + part};
+  }
+
+  // Every thread of the team waits for the others, and sees their shared-memory writes.
+  __device__ void sync() const {
+#ifdef __CUDA_ARCH__
+    if (barrier == 0)
+      __syncthreads();
+    else
+      asm volatile("bar.sync %0, %1;" ::"r"(barrier), "r"(size) : "memory");
+#endif
+  }
+#endif  // __CUDACC__
+};
+
+}  // namespace lenet5::cuda
