@@ -362,8 +362,8 @@ template <Precision R>
 constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
 
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
-// tile's S4 rows (C5 by C5Tile, F6 and the output layer by dense_tile as the evaluation runs
-// them), the softmax
+// tile's S4 rows (C5 by C5Tile, F6 and the output layer by f6_and_output_layers as the evaluation
+// runs them), the softmax
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile, the weights read from L2), then the tile's records and each sample's loss and
 // correctness: what GPUs without thread block clusters run (compute capability 8.x), with
@@ -391,14 +391,8 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   __syncthreads();
   if (c5_warp) c5.template products<A>(shared + D::a4, params + at.c5_bias, shared + D::a5, lane);
   __syncthreads();
-  constexpr int kChunk = kDenseForwardChunk<R>;
-  dense_tile<R, kC5, kF6, kA5Row, kA6Row, kTile, true, true, A, kChunk, kDenseWarps>(
-      shared + D::a5, params + at.f6_weight, params + at.f6_bias, shared + D::a6, warp, lane);
-  __syncthreads();
-  dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
-      shared + D::a6, params + at.output_weight, params + at.output_bias, shared + D::z, warp,
-      lane);
-  __syncthreads();
+  f6_and_output_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(
+      shared + D::a5, shared + D::a6, shared + D::z, params, at, warp, lane);
   logits_gradient(shared, args, first, label, true);
   __syncthreads();
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(

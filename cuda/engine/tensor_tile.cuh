@@ -575,6 +575,22 @@ __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, i
   }
 }
 
+// F6's and the output layer's products over a tile's samples, by the block's Warps warps, from
+// C5's activations (rows of kA5Row floats from a5) to F6's (stored for R's products) and the
+// logits, each layer's weights read from params Chunk k-steps at a time (2 Chunk registers). Ends
+// with a barrier. The training step's dense forward kernel2 runs them after C5 as C5Tile computes
+// it (tensor_backward.cu).
+template <Precision R, Activation A, int Tile, int Chunk, int Warps>
+__device__ void f6_and_output_layers(const float* a5, float* a6, float* z, const float* params,
+                                     const WholeStepOffsets& at, int warp, int lane) {
+  dense_tile<R, kC5, kF6, kA5Row, kA6Row, Tile, true, true, A, Chunk, Warps>(
+      a5, params + at.f6_weight, params + at.f6_bias, a6, warp, lane);
+  __syncthreads();
+  dense_tile<R, kF6, kOut, kA6Row, kZRow, Tile, false, false, A, Chunk, Warps>(
+      a6, params + at.output_weight, params + at.output_bias, z, warp, lane);
+  __syncthreads();
+}
+
 // The dense layers of a tile's samples, by the block's Warps warps: C5's, F6's and the output
 // layer's products over the tile, from S4's activations (rows of kA4Row floats from a4) to C5's
 // and F6's (stored for R's products) and the logits, each layer's weights read
@@ -585,12 +601,7 @@ __device__ void dense_layers(const float* a4, float* a5, float* a6, float* z, co
   dense_tile<R, kFlat4, kC5, kA4Row, kA5Row, Tile, true, true, A, Chunk, Warps>(
       a4, params + at.c5_weight, params + at.c5_bias, a5, warp, lane);
   __syncthreads();
-  dense_tile<R, kC5, kF6, kA5Row, kA6Row, Tile, true, true, A, Chunk, Warps>(
-      a5, params + at.f6_weight, params + at.f6_bias, a6, warp, lane);
-  __syncthreads();
-  dense_tile<R, kF6, kOut, kA6Row, kZRow, Tile, false, false, A, Chunk, Warps>(
-      a6, params + at.output_weight, params + at.output_bias, z, warp, lane);
-  __syncthreads();
+  f6_and_output_layers<R, A, Tile, Chunk, Warps>(a5, a6, z, params, at, warp, lane);
 }
 
 // The forward pass of samples [first, first + Tile) of in.n, by the whole block, up to the logits:
