@@ -26,12 +26,12 @@ __device__ void load_image(SampleShared& s, const SampleArgs& args, int sample) 
   const std::size_t source = args.indices ? std::size_t(args.indices[sample]) : std::size_t(sample);
   const std::uint8_t* image = args.images + source * (kImage * kImage);
   const bool augmented = args.augment.enabled();
-  fill_input_field(image, /*border_only=*/augmented, args.scaling,
-                   ThreadTeam::whole_block(kThreads), [&s](int i, float value) { s.x[i] = value; });
+  fill_input_field(image, /*border_only=*/augmented, args.scaling, BlockTeam{kThreads},
+                   [&s](int i, float value) { s.x[i] = value; });
   if (augmented)
     augment_sample(image, args.augment, std::uint32_t(source),
-                   *reinterpret_cast<AugmentScratch*>(s.scratch),
-                   ThreadTeam::whole_block(int(blockDim.x)), [&s, &args](int p, float grey) {
+                   *reinterpret_cast<AugmentScratch*>(s.scratch), BlockTeam{blockDim.x},
+                   [&s, &args](int p, float grey) {
                      s.x[field_index(p)] = normalise_intensity_device(grey, args.scaling);
                    });
   for (int i = threadIdx.x; i < kMaps3 * kD3Map; i += kThreads) s.d3[i] = 0.0f;

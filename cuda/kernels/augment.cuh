@@ -125,9 +125,10 @@ __device__ constexpr int item_first(int item) {
 }
 
 // Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart), by `team`.
-__device__ inline void smooth_along_x(const float* noise, float* along_x, const float* taps,
-                                      int radius, const ThreadTeam& team) {
-  for (int item = team.thread; item < kPassItems; item += team.size) {
+template <class Team>
+__device__ void smooth_along_x(const float* noise, float* along_x, const float* taps, int radius,
+                               const Team& team) {
+  for (int item = team.thread(); item < kPassItems; item += team.size) {
     const int line = item_line(item), first = item_first(item);
     const int row_start = line / kImageSide * kAugmentPlane + line % kImageSide * kAugmentRowStride;
     float sum[kRun];
@@ -138,9 +139,10 @@ __device__ inline void smooth_along_x(const float* noise, float* along_x, const 
 }
 
 // Along y: columns of `along_x` into `field` (rows kImageSide apart), by `team`.
-__device__ inline void smooth_along_y(const float* along_x, float* field, const float* taps,
-                                      int radius, const ThreadTeam& team) {
-  for (int item = team.thread; item < kPassItems; item += team.size) {
+template <class Team>
+__device__ void smooth_along_y(const float* along_x, float* field, const float* taps, int radius,
+                               const Team& team) {
+  for (int item = team.thread(); item < kPassItems; item += team.size) {
     const int line = item_line(item), first = item_first(item);
     const int axis = line / kImageSide, column = line % kImageSide;
     float sum[kRun];
@@ -164,16 +166,16 @@ __device__ inline void smooth_along_y(const float* along_x, float* field, const 
 // the map (and the resolution stage's side) and the field's scale each on one thread of the last
 // two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
 // their own; with 256 they have one run each). Each value is the same whatever the team's size.
-template <class Store>
+template <class Team, class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
-                               std::uint32_t sample, AugmentScratch& scratch,
-                               const ThreadTeam& team, Store store) {
+                               std::uint32_t sample, AugmentScratch& scratch, const Team& team,
+                               Store store) {
   const AugmentSettings& s = aug.settings;
   const AugmentRandom random(aug.seed, *aug.epoch, sample);
   const bool elastic = s.kind == AugmentKind::elastic;
   const int radius = elastic ? gaussian_radius(s.elastic_sigma) : 0;
-  const int warp = team.thread / 32, warps = (team.size + 31) / 32;
-  if (team.thread % 32 == 0)
+  const int warp = int(team.thread()) / 32, warps = (int(team.size) + 31) / 32;
+  if (team.thread() % 32 == 0)
     for (int term = warp; term < kAffineTerms; term += warps)
       scratch.terms[term] = affine_term(s, random, term);
   // The image's bytes are all read before the noise is drawn and written after it (a block of 196
@@ -184,7 +186,7 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   std::uint8_t held[kHeldBytes];
 #pragma unroll
   for (int b = 0; b < kHeldBytes; ++b) {
-    const int p = team.thread + b * team.size;
+    const int p = int(team.thread() + b * team.size);
     held[b] = p < int(kImageBytes) ? image[p] : 0;
   }
   if (elastic) {
@@ -199,8 +201,8 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
     // already.
     constexpr int kDraws = 2 * int(kImageBytes), kDrawsAtOnce = 5;
     const int skipped = warps >= 2 * kAffineTerms ? 32 * kAffineTerms : 0;
-    const int drawers = team.size - skipped;
-    for (int first = team.thread - skipped; first >= 0 && first < kDraws;
+    const int drawers = int(team.size) - skipped;
+    for (int first = int(team.thread()) - skipped; first >= 0 && first < kDraws;
          first += kDrawsAtOnce * drawers) {
       float draw[kDrawsAtOnce];
 #pragma unroll
@@ -216,26 +218,26 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
       }
     }
     // The taps on the block's last threads, away from the first warps' terms.
-    for (int k = team.size - 1 - team.thread; k <= 2 * radius; k += team.size)
+    for (int k = int(team.size - 1 - team.thread()); k <= 2 * radius; k += team.size)
       scratch.taps[k] = float(gaussian_weight(k - radius, s.elastic_sigma));
   }
 #pragma unroll
   for (int b = 0; b < kHeldBytes; ++b) {
-    const int p = team.thread + b * team.size;
+    const int p = int(team.thread() + b * team.size);
     if (p < int(kImageBytes)) scratch.image[p] = held[b];
   }
-  for (int p = team.thread + kHeldBytes * team.size; p < int(kImageBytes); p += team.size)
+  for (int p = int(team.thread() + kHeldBytes * team.size); p < int(kImageBytes); p += team.size)
     scratch.image[p] = image[p];  // blocks of fewer than 196 threads
   team.sync();
   // The last thread of the block, and the last of the warp before it (past the 392 items of a
   // smoothing pass where the block has 512 threads).
-  const int map_thread = team.size - 1, scale_thread = team.size > 32 ? team.size - 33 : 0;
-  if (team.thread == map_thread) {
+  const auto map_thread = team.size - 1, scale_thread = team.size > 32 ? team.size - 33 : 0;
+  if (team.thread() == map_thread) {
     scratch.map = affine_map(scratch.terms);
     scratch.side = low_resolution_side(s, random);  // the block's, where each thread drew it
   }
   if (elastic) {
-    if (team.thread == scale_thread) {
+    if (team.thread() == scale_thread) {
       // alpha / (sum of taps)^2: each of the two passes normalises once
       float sum = 0.0f;
       for (int k = 0; k <= 2 * radius; ++k) sum += scratch.taps[k];
@@ -260,19 +262,19 @@ __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentati
   // The same side for the whole block (one sample's draws): every thread takes the same branch.
   const int side = scratch.side;
   if (side == 0) {
-    for (int p = team.thread; p < int(kImageBytes); p += team.size) store(p, transformed(p));
+    for (int p = team.thread(); p < int(kImageBytes); p += team.size) store(p, transformed(p));
     return;
   }
   // The resolution stage, in the first pass's buffer (free once the field is smoothed): the
   // transformed image, then its side x side reduction, then each pixel enlarged back.
   float* staged = scratch.along_x;
   float* low = scratch.along_x + kImageBytes;
-  for (int p = team.thread; p < int(kImageBytes); p += team.size) staged[p] = transformed(p);
+  for (int p = team.thread(); p < int(kImageBytes); p += team.size) staged[p] = transformed(p);
   team.sync();
-  for (int q = team.thread; q < side * side; q += team.size)
+  for (int q = team.thread(); q < side * side; q += team.size)
     low[q] = area_mean<float>(RowMajorValues<float>{staged, kImageSide}, side, q % side, q / side);
   team.sync();
-  for (int p = team.thread; p < int(kImageBytes); p += team.size)
+  for (int p = team.thread(); p < int(kImageBytes); p += team.size)
     store(p, enlarged_bilinear<float>(RowMajorValues<float>{low, side}, side, p % kImageSide,
                                       p / kImageSide));
 }

@@ -53,7 +53,7 @@ __device__ void gather_batch_sample(const BatchGather& batch, int sample, Augmen
                   row[i] = value;
                   also(i, value);
                 });
-  if (team.thread == 0 && batch.labels && batch.labels_out)
+  if (team.thread() == 0 && batch.labels && batch.labels_out)
     batch.labels_out[sample] = batch.labels[source];
 }
 

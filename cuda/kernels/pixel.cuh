@@ -32,11 +32,11 @@ __device__ inline int field_index(int image_pixel) {
 // 240 values) through store(i, background), by a team's threads (thread t takes values t,
 // t + team.size, ...): each border value found from its own index, where a walk over the 1,024
 // tested each whether it was inside.
-template <class Store>
-__device__ void fill_field_border(float background, const ThreadTeam& team, Store store) {
+template <class Team, class Store>
+__device__ void fill_field_border(float background, const Team& team, Store store) {
   constexpr int kBandValues = 2 * kPad * kInputSide;  // rows 0-1 and 30-31
   constexpr int kSideValues = kImageSide * 2 * kPad;  // rows 2-29's four border columns
-  for (int b = team.thread; b < kBandValues + kSideValues; b += team.size) {
+  for (int b = int(team.thread()); b < kBandValues + kSideValues; b += int(team.size)) {
     int y, x;
     if (b < kBandValues) {
       y = b / kInputSide;
@@ -54,15 +54,15 @@ __device__ void fill_field_border(float background, const ThreadTeam& team, Stor
 // A team's threads (thread t takes pixels t, t + team.size, ...) write the padded input field
 // through store(i, value): the background in the border and, unless the caller writes the image
 // itself (an augmented one, through field_index), the normalised image inside it.
-template <class Store>
+template <class Team, class Store>
 __device__ void fill_input_field(const std::uint8_t* image, bool border_only, PixelScaling scaling,
-                                 const ThreadTeam& team, Store store) {
+                                 const Team& team, Store store) {
   const float background = normalise_pixel_device(0, scaling);
   if (border_only) {
     fill_field_border(background, team, store);
     return;
   }
-  for (int i = team.thread; i < kInputSide * kInputSide; i += team.size) {
+  for (int i = int(team.thread()); i < kInputSide * kInputSide; i += int(team.size)) {
     const int y = i / kInputSide - kPad, x = i % kInputSide - kPad;
     const bool inside = y >= 0 && y < kImageSide && x >= 0 && x < kImageSide;
     if (!inside)
