@@ -166,6 +166,7 @@ __device__ void smooth_along_y(const float* along_x, float* field, const float* 
 // the map (and the resolution stage's side) and the field's scale each on one thread of the last
 // two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
 // their own; with 256 they have one run each). Each value is the same whatever the team's size.
+// The index arithmetic keeps the team's own types (signed or unsigned: thread_team.cuh says why).
 template <class Team, class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
                                std::uint32_t sample, AugmentScratch& scratch, const Team& team,
