@@ -54,14 +54,15 @@ struct KernelLaunch {
   unsigned cluster = 1;  // blocks a thread block cluster (compute capability 9.0), 1 for none
 };
 
-// The one launch path of the chained kernels (whole-step's and the tensor cores'): `kernel` on
-// at.blocks x at.threads, with a cluster size and programmatic serialization as `at` asks, or as
-// a plain launch where it asks for neither.
-template <class... Params, class... Args>
-void launch_kernel(const KernelLaunch& at, void (*kernel)(Params...), const Args&... args) {
-  cudaLaunchAttribute attributes[2]{};
+// cudaLaunchKernelEx's configuration for `at`: its cluster size and programmatic serialization,
+// as `at` asks, written into `attributes`, which the configuration points to (so it must outlive
+// the configuration). The launches below and the occupancy queries of a launch (how many clusters
+// the GPU holds at once) take it alike.
+inline cudaLaunchConfig_t launch_config(const KernelLaunch& at,
+                                        cudaLaunchAttribute (&attributes)[2]) {
   unsigned count = 0;
   if (at.cluster > 1) {
+    attributes[count] = {};
     attributes[count].id = cudaLaunchAttributeClusterDimension;
     attributes[count].val.clusterDim.x = at.cluster;
     attributes[count].val.clusterDim.y = 1;
@@ -69,6 +70,7 @@ void launch_kernel(const KernelLaunch& at, void (*kernel)(Params...), const Args
     ++count;
   }
   if (at.programmatic) {
+    attributes[count] = {};
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;
@@ -80,6 +82,16 @@ void launch_kernel(const KernelLaunch& at, void (*kernel)(Params...), const Args
   config.stream = at.stream;
   config.attrs = attributes;
   config.numAttrs = count;
+  return config;
+}
+
+// The one launch path of the chained kernels (whole-step's and the tensor cores'): `kernel` on
+// at.blocks x at.threads, with a cluster size and programmatic serialization as `at` asks, or as
+// a plain launch where it asks for neither.
+template <class... Params, class... Args>
+void launch_kernel(const KernelLaunch& at, void (*kernel)(Params...), const Args&... args) {
+  cudaLaunchAttribute attributes[2]{};
+  const cudaLaunchConfig_t config = launch_config(at, attributes);
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }
 

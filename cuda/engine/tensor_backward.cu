@@ -608,38 +608,33 @@ int tile_blocks(int n, bool clusters) {
 int blocks_held_at_once(ForwardKernel kernel, bool clusters) {
   const int multiprocessors = current_multiprocessors();
   if (!clusters) return multiprocessors;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = kDenseBlocks;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kDenseBlocks);
-  config.blockDim = dim3(kDenseThreads);
-  config.dynamicSmemBytes = forward_shared_bytes(true);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attributes[2]{};
+  const cudaLaunchConfig_t config =
+      launch_config({dim3(kDenseBlocks), dim3(kDenseThreads), forward_shared_bytes(true), nullptr,
+                     /*programmatic=*/false, kDenseBlocks},
+                    attributes);
   int count = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveClusters(&count, kernel, &config));
   return std::min(multiprocessors / kDenseBlocks, count) * kDenseBlocks;
 }
 
-// The blocks that gather the next step's n samples past the tiles' tile_blocks: one on each SM the
-// tiles leave idle of the `resident` blocks the GPU holds at once, at most one a sample, in whole
-// clusters of blocks_a_tile (TensorDenseBackward::gathers_ahead keeps it to two samples a block).
-int gather_blocks(int n, int tile_blocks, int blocks_a_tile, int resident) {
-  const int blocks = std::min(n, resident - tile_blocks);
+// The blocks that gather the next step's n samples past the tiles' blocks: one on each of the
+// `idle` SMs the tiles leave of those the GPU holds at once (TensorDenseBackward::idle_blocks), at
+// most one a sample, in whole clusters of blocks_a_tile (TensorDenseBackward::gathers_ahead keeps
+// it to two samples a block).
+int gather_blocks(int n, int idle, int blocks_a_tile) {
+  const int blocks = std::min(n, idle);
   return (blocks + blocks_a_tile - 1) / blocks_a_tile * blocks_a_tile;
 }
 
 // The forward kernel over args.n samples (args.tile_blocks blocks) and the gather of args.ahead's
-// (gather_blocks more): a cluster of kDenseBlocks blocks per tile, or a block, in one launch path
-// (launch_kernel: the cluster's size where it has clusters, programmatic where it may).
+// (gather_blocks more, on the `idle` SMs): a cluster of kDenseBlocks blocks per tile, or a block,
+// in one launch path (launch_kernel: the cluster's size where it has clusters, programmatic where
+// it may).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
-                          int resident, cudaStream_t stream, bool programmatic) {
+                          int idle, cudaStream_t stream, bool programmatic) {
   const int blocks_a_tile = clusters ? kDenseBlocks : 1;
-  const int gathering =
-      args.ahead.n > 0 ? gather_blocks(args.ahead.n, args.tile_blocks, blocks_a_tile, resident) : 0;
+  const int gathering = args.ahead.n > 0 ? gather_blocks(args.ahead.n, idle, blocks_a_tile) : 0;
   launch_kernel({dim3(unsigned(args.tile_blocks + gathering)), dim3(kDenseThreads),
                  forward_shared_bytes(clusters), stream, programmatic, unsigned(blocks_a_tile)},
                 kernel, args);
@@ -679,7 +674,11 @@ void TensorDenseBackward::check_params(const float* params) const {
 }
 
 bool TensorDenseBackward::gathers_ahead(int n, int next) const {
-  return next <= 2 * (m_resident_blocks - tile_blocks(n, m_clusters));
+  return next <= 2 * idle_blocks(n);
+}
+
+int TensorDenseBackward::idle_blocks(int n) const {
+  return m_resident_blocks - tile_blocks(n, m_clusters);
 }
 
 void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float* params,
@@ -704,7 +703,7 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                               m_sample_loss.data(),
                               m_sample_correct.data()};
   launch_dense_forward(forward_kernel_for(m_config, m_clusters, ahead != nullptr), m_clusters, args,
-                       m_resident_blocks, stream, m_programmatic);
+                       idle_blocks(n), stream, m_programmatic);
   const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
   const int warps = tiles_of(n, 16) * kS4Tiles;
   launch_kernel(

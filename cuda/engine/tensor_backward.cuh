@@ -182,6 +182,10 @@ class TensorDenseBackward {
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
   int m_resident_blocks = 0;              // the forward kernel's blocks the GPU holds at once
+
+  // The blocks of resident_blocks() that the tiles of n samples leave idle: those that gather the
+  // next batch ahead.
+  int idle_blocks(int n) const;
 };
 
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their
