@@ -21,7 +21,9 @@
 //     outside the map, and W3 the C3 table's masked weights, staged for this product
 //     (ConvWeightReads::write_c3_pairs); its
 //     13 m-tiles shared out over the warps), times f'(S2); S2's bias gradient the sum of each
-//     map's dL/dz2;
+//     map's dL/dz2; with BF16 operands, its k-steps two output maps at four taps, from dL/dC3
+//     and W3 stored as BF16 pairs (a register's two k's one 32-bit word), where the other
+//     precisions' k-steps are one map's eight taps;
 //   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
 //     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
 //   C1's weight gradient G1 (25 taps x 6 maps) = X (25 x 784 positions) dL/dC1 (784 x 6), where
@@ -101,6 +103,14 @@ constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter 
 constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
 constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
 constexpr int floats = bias4 + kMaps3;
+// With BF16 operands (bf16_floats: the layout then ends here): C3's weights as c3_bf16_pair lays
+// them out, over the float pairs, which are not staged then; and dL/dC3 again, zero-bordered, as
+// BF16 words of two maps, 2 p's in the lower half ((8 pairs, 18, 18): d3_bf16_half).
+constexpr int w3_bf16 = w3_pairs;
+constexpr int d3_bf16 = floats;
+constexpr int bf16_floats = d3_bf16 + kMapPairs3 * kMap3P;
+static_assert(kC3Bf16Pairs <= kC3Pairs, "C3's BF16 pairs fit where the float pairs are");
+static_assert(d3_bf16 % 2 == 0, "whole float2s, for zero_floats");
 static_assert(kMaps1 * c1_map <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
 static_assert(c1_map % 32 == 4, "B's six map columns in banks 4 apart");
 }  // namespace conv_layout
@@ -182,14 +192,27 @@ __device__ inline int d3_at(int m, int y, int x) {
   return m * kMap3P + (y + kPad3) * kSide3P + x + kPad3;
 }
 
-// dL/dC3's maps zeroed whole, two floats a write, by the block, for their borders of zeros
-// (s4_backward writes their insides after the next barrier), where a test of each value's place
-// divided its index twice.
-__device__ void zero_d3(float* d3) {
+// Where half m % 2 of dL/dC3's BF16 words (conv_layout::d3_bf16) holds dL/dC3[m][y][x], in halves:
+// word (m / 2, y, x), as d3_at places float (m, y, x).
+__device__ inline int d3_bf16_half(int m, int y, int x) {
+  return 2 * d3_at(m / 2, y, x) + m % 2;
+}
+
+// count floats (even, from a float2's boundary) zeroed, two a write, by the block.
+__device__ void zero_floats(float* at, int count) {
+  float2* pairs = reinterpret_cast<float2*>(at);
+  for (int i = int(threadIdx.x); i < count / 2; i += kThreads) pairs[i] = make_float2(0.0f, 0.0f);
+}
+
+// dL/dC3's maps zeroed whole (and with BF16 operands their BF16 words), by the block, for their
+// borders of zeros (s4_backward writes their insides after the next barrier), where a test of
+// each value's place divided its index twice.
+template <Precision R>
+__device__ void zero_d3(float* shared) {
   static_assert(conv_layout::d3 % 2 == 0 && kMaps3 * kMap3P % 2 == 0, "whole float2s");
-  float2* pairs = reinterpret_cast<float2*>(d3);
-  for (int i = int(threadIdx.x); i < kMaps3 * kMap3P / 2; i += kThreads)
-    pairs[i] = make_float2(0.0f, 0.0f);
+  zero_floats(shared + conv_layout::d3, kMaps3 * kMap3P);
+  if constexpr (R == Precision::bf16)
+    zero_floats(shared + conv_layout::d3_bf16, kMapPairs3 * kMap3P);
 }
 
 // What the backward kernel reads of its sample before its first barrier, read before any of it is
@@ -247,34 +270,33 @@ __device__ void s4_backward(const GlobalReads<kFlat4, kThreads>& d4, float* shar
     corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
     corner[kSide3P] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
     corner[kSide3P + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
+    if constexpr (R == Precision::bf16) {
+      std::uint16_t* half = reinterpret_cast<std::uint16_t*>(shared + C::d3_bf16) +
+                            d3_bf16_half(m, 2 * (window / kSide4), 2 * (window % kSide4));
+      half[0] = mma::to_bf16(corner[0]);
+      half[2] = mma::to_bf16(corner[1]);
+      half[2 * kSide3P] = mma::to_bf16(corner[kSide3P]);
+      half[2 * kSide3P + 2] = mma::to_bf16(corner[kSide3P + 1]);
+    }
   });
 }
 
-// dL/dz2 = (D3 W3) f'(S2) for Tiles m16 tiles of positions (first_tile, first_tile + 8), one
-// n-tile of maps (6 of 8), 64 k-steps over (output map m, tap) in gemm_tiles' order. As the forward
-// pass's convolutions do, each lane gathers its A values at its rows' corners minus its taps'
-// offsets (tap_offsets; taps 25-31 read the row's own value, which a zero weight multiplies), and
-// each k-step's B fragment serves all the warp's tiles.
-template <Precision R, Activation A, int Tiles>
-__device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, int lane) {
+// C3's input gradient's k-steps for Tiles m16 tiles whose rows g and g + 8 sit at row[i][0] and
+// row[i][1] of dL/dC3's maps (d3_at's places, map 0), one n-tile of maps (6 of 8), added into acc:
+// 64 k-steps over (output map m, taps 8 j to 8 j + 7) in gemm_tiles' order. As the forward pass's
+// convolutions do, each lane gathers its A values at its rows' corners minus its taps' offsets
+// (tap_offsets; taps 25-31 read the row's own value, which a zero weight multiplies), and each
+// k-step's B fragment serves all the warp's tiles.
+template <Precision R, int Tiles>
+__device__ void c3_input_k_steps(const float* shared, const int (&row)[Tiles][2], int t, int g,
+                                 float (&acc)[Tiles][4]) {
   namespace C = conv_layout;
-  const int g = lane / 4, t = lane % 4;
-  const float* a2 = shared + C::rec + record::a2;
   int tap[kTapSteps][2];
   tap_offsets(t, kSide3P, tap);
-  int row[Tiles][2];  // rows g and g + 8: positions past the 196th read the last one's
-#pragma unroll
-  for (int i = 0; i < Tiles; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
-      row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
-    }
   // The lane's float2 of c3_pair's layout: taps 8 j + t and 8 j + t + 4 of input map g (zeros
   // for g = 6, 7: B's padding columns).
   const float2* lane_pairs =
       reinterpret_cast<const float2*>(shared + C::w3_pairs) + c3_pair(0, 0, g, t);
-  float acc[Tiles][4] = {};
 #pragma unroll 4  // per-lane pointers plus constants; unroll 1 added an IADD and a LEA per load
   for (int m = 0; m < kMaps3; ++m) {
     const float* map = shared + C::d3 + m * kMap3P;
@@ -293,6 +315,71 @@ __device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, i
       }
     }
   }
+}
+
+// Where tap k = 4 j + t (lane t's two k's at k-step j of a map pair, c3_input_bf16_k_steps) sits
+// relative to the window's corner in a map of rows `row` apart: p row + q; 0 (the corner, a finite
+// value that a zero weight multiplies) for taps 25-27.
+__device__ inline void pair_tap_offsets(int t, int row, int (&offset)[kPairTapSteps]) {
+  __builtin_assume(t >= 0 && t < 4);  // as in tap_offsets: the division by 5 in two instructions
+#pragma unroll
+  for (int j = 0; j < kPairTapSteps; ++j) {
+    const unsigned k = 4 * j + unsigned(t);
+    const int p = int(k / kK), q = int(k) - kK * p;
+    offset[j] = k < kTaps ? p * row + q : 0;
+  }
+}
+
+// The same k-steps' sum with BF16 operands, from dL/dC3's and W3's BF16 pairs: 56 k-steps over
+// (output map pair p, tap step j), in which lane t's register holds maps 2 p and 2 p + 1 at tap
+// 4 j + t, one 32-bit word a row of A (d3_bf16) and one of B (c3_bf16_pair), where the float
+// operands took two loads a row and two conversions to BF16 pairs for each mma.sync.
+template <int Tiles>
+__device__ void c3_input_bf16_k_steps(const float* shared, const int (&row)[Tiles][2], int t, int g,
+                                      float (&acc)[Tiles][4]) {
+  namespace C = conv_layout;
+  int tap[kPairTapSteps];
+  pair_tap_offsets(t, kSide3P, tap);
+  const std::uint32_t* lane_weights =
+      reinterpret_cast<const std::uint32_t*>(shared + C::w3_bf16) + c3_bf16_pair(0, 0, g, t);
+#pragma unroll 2  // 14 k-steps a pass, as the float k-steps' 16
+  for (int p = 0; p < kMapPairs3; ++p) {
+    const std::uint32_t* maps =
+        reinterpret_cast<const std::uint32_t*>(shared + C::d3_bf16) + p * kMap3P;
+    const std::uint32_t* weights = lane_weights + c3_bf16_pair(p, 0, 0, 0);
+#pragma unroll
+    for (int j = 0; j < kPairTapSteps; ++j) {
+      const std::uint32_t b = weights[c3_bf16_pair(0, j, 0, 0)];
+#pragma unroll
+      for (int i = 0; i < Tiles; ++i) {
+        const std::uint32_t a[2] = {maps[row[i][0] - tap[j]], maps[row[i][1] - tap[j]]};
+        mma::mma_bf16(acc[i], a, b);
+      }
+    }
+  }
+}
+
+// dL/dz2 = (D3 W3) f'(S2) for Tiles m16 tiles of positions (first_tile, first_tile + 8), one
+// n-tile of maps (6 of 8): the k-steps of R (c3_input_k_steps, or c3_input_bf16_k_steps), then
+// each row's values times f'(S2).
+template <Precision R, Activation A, int Tiles>
+__device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, int lane) {
+  namespace C = conv_layout;
+  const int g = lane / 4, t = lane % 4;
+  const float* a2 = shared + C::rec + record::a2;
+  int row[Tiles][2];  // rows g and g + 8: positions past the 196th read the last one's
+#pragma unroll
+  for (int i = 0; i < Tiles; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
+      row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
+    }
+  float acc[Tiles][4] = {};
+  if constexpr (R == Precision::bf16)
+    c3_input_bf16_k_steps<Tiles>(shared, row, t, g, acc);
+  else
+    c3_input_k_steps<R, Tiles>(shared, row, t, g, acc);
 #pragma unroll
   for (int i = 0; i < Tiles; ++i)
 #pragma unroll
@@ -471,9 +558,12 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   weights.read(args.in);
   SampleReads<P> reads;
   reads.read(args, sample);
-  weights.write_c3_pairs(shared + C::w3_pairs);
+  if constexpr (R == Precision::bf16)
+    weights.write_c3_bf16_pairs(reinterpret_cast<std::uint32_t*>(shared + C::w3_bf16));
+  else
+    weights.write_c3_pairs(shared + C::w3_pairs);
   reads.template write<R>(args, sample, shared);
-  zero_d3(shared + C::d3);
+  zero_d3<R>(shared);
   __syncthreads();
   s4_backward<R, A, P>(reads.d4, shared);
   __syncthreads();
@@ -535,7 +625,11 @@ void check_slot_covers(const ParamLayout& layout, const WholeStepOffsets& at) {
 
 constexpr std::size_t kForwardSharedBytes =
     sizeof(float) * std::size_t(forward_layout::scratch) + sizeof(AugmentScratch);
-constexpr std::size_t kSharedBytes = sizeof(float) * std::size_t(conv_layout::floats);
+// The backward kernel's shared memory for precision R's operands.
+std::size_t conv_shared_bytes(Precision precision) {
+  const int floats = precision == Precision::bf16 ? conv_layout::bf16_floats : conv_layout::floats;
+  return sizeof(float) * std::size_t(floats);
+}
 
 }  // namespace
 
@@ -550,7 +644,8 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
       m_records(Device::gpu, std::size_t(max_batch) * record::floats),
       m_partials(Device::gpu, std::size_t(max_batch) * partial::floats) {
   prepare_tile_kernel(kernel_for_training(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
-  prepare_tile_kernel(kernel_for_training(config, ConvKernels{}), kSharedBytes, 1);
+  prepare_tile_kernel(kernel_for_training(config, ConvKernels{}),
+                      conv_shared_bytes(config.precision), 1);
   check_slot_covers(layout, m_offsets);
 }
 
@@ -578,7 +673,8 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
   // where), and the dense blocks after them.
   const int blocks = n + (dense ? kDenseGradientBlocks : 0);
-  launch_kernel({dim3(unsigned(blocks)), dim3(kThreads), kSharedBytes, stream, m_programmatic},
+  launch_kernel({dim3(unsigned(blocks)), dim3(kThreads), conv_shared_bytes(m_config.precision),
+                 stream, m_programmatic},
                 kernel_for_training(m_config, ConvKernels{}), args);
 }
 

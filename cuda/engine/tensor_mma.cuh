@@ -105,6 +105,12 @@ __device__ inline std::uint32_t bf16_pair(float low, float high) {
   return packed;
 }
 
+// x rounded to BF16 (to nearest, ties to even, as bf16_pair rounds), as its 16 bits: for operands
+// stored as BF16 pairs, a half at a time.
+__device__ inline std::uint16_t to_bf16(float x) {
+  return std::uint16_t(bf16_pair(x, 0.0f) & 0xffffu);
+}
+
 // The products' arithmetic for a --precision R of the tensor-core set, with one interface for the
 // kernels: operand(x), the bits a fragment register takes for the float x; stored(x), what a
 // kernel stores where a product reads x (operand(stored(x)) is then x's operand without a second

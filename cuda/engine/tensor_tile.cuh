@@ -158,7 +158,8 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 
 // C1's and C3's weights (rounded for R's products, in their B layouts, the C3 table's
 // disconnected weights zero) and S2's and S4's biases into shared memory, by the whole block
-// (write); or C3's weights alone in C3's input gradient's layout (write_c3_pairs).
+// (write); or C3's weights alone in C3's input gradient's layout (write_c3_pairs, or with BF16
+// operands write_c3_bf16_pairs).
 // Lane k of warp w takes tap column k of B's rows w, w + 8, ...: C1's 8 maps, a row each, and
 // C3's 96 (output map, input map) rows, 12 each, whose weights and mask sit 25 floats a row
 // apart. A thread's reads are then a pointer plus constants, where an index divided by a row's
@@ -175,6 +176,17 @@ __host__ __device__ constexpr int c3_pair(int m, int j, int c, int t) {
   return ((m * kTapSteps + j) * 8 + c) * 4 + t;
 }
 constexpr int kC3Pairs = 2 * c3_pair(kMaps3, 0, 0, 0);  // floats: 16 maps x 4 k-steps x 64
+
+// The same with BF16 operands (c3_input_tiles' BF16 k-steps, over output map pairs p and tap steps
+// j: lane t's two k's, the halves of its register, are maps 2 p and 2 p + 1 at tap 4 j + t, j =
+// 0-6, taps 25-27 zeros): the word of map pair p, tap step j, input map c and lane column t holds
+// maps 2 p's and 2 p + 1's weights rounded to BF16, 2 p's in the lower half, so that lane 4 c + t
+// reads its B register with one 32-bit load and a warp reads 32 consecutive words.
+constexpr int kMapPairs3 = kMaps3 / 2, kPairTapSteps = (kTaps + 3) / 4;  // 8, 7
+__host__ __device__ constexpr int c3_bf16_pair(int p, int j, int c, int t) {
+  return ((p * kPairTapSteps + j) * 8 + c) * 4 + t;
+}
+constexpr int kC3Bf16Pairs = c3_bf16_pair(kMapPairs3, 0, 0, 0);  // words: 8 pairs x 7 steps x 32
 
 template <Precision R>
 struct ConvWeightReads {
@@ -256,6 +268,39 @@ struct ConvWeightReads {
     constexpr int kPadding = kMaps3 * kTapSteps * 16;
     for (int i = int(threadIdx.x); i < kPadding; i += kThreads)
       pairs[2 * c3_pair(0, i / 16, kMaps1, 0) + i % 16] = 0.0f;
+  }
+
+  // C3's weights alone, in C3's input gradient's BF16 layout (c3_bf16_pair; the C3 table's
+  // disconnected weights zero, and taps 25-27 and input maps 6 and 7, the products' padding,
+  // zeros). Lane k holds tap k of rows warp + 8 s, (m, c) = 6 m + c, which go to half m % 2 of word
+  // (m / 2, k / 4, c, k % 4); rows warp + 8 s and warp + 8 (s + 3) are 4 maps (2 pairs) apart.
+  __device__ void write_c3_bf16_pairs(std::uint32_t* words) const {
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const int tap = min(lane, kTaps - 1), j = tap / 4, t = tap % 4;
+    constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
+    static_assert(kMapsAPeriod % 2 == 0, "a period is whole map pairs");
+    std::uint16_t* const halves = reinterpret_cast<std::uint16_t*>(words);
+    std::uint16_t* row_at[kPeriod];
+#pragma unroll
+    for (int r = 0; r < kPeriod; ++r) {
+      const int row = warp + r * kWarps, m = row / kMaps1;
+      row_at[r] = halves + 2 * c3_bf16_pair(m / 2, j, row % kMaps1, t) + m % 2;
+    }
+    if (lane < kTaps)
+#pragma unroll
+      for (int s = 0; s < kRowsPerWarp; ++s)
+        row_at[s % kPeriod][s / kPeriod * 2 * c3_bf16_pair(kMapsAPeriod / 2, 0, 0, 0)] =
+            mma::to_bf16(connected[s] != 0.0f ? weight[s] : 0.0f);
+    // Each (p, j)'s 32 words end with input maps 6 and 7's 8; the last tap step's taps 25-27
+    // (t = 1-3) of input maps 0-5 are 3 words of each map's 4.
+    constexpr int kMapPadding = kMapPairs3 * kPairTapSteps * 8;
+    for (int i = int(threadIdx.x); i < kMapPadding; i += kThreads)
+      words[c3_bf16_pair(0, i / 8, kMaps1, 0) + i % 8] = 0u;
+    constexpr int kPastTaps = 4 * kPairTapSteps - kTaps;  // 3
+    constexpr int kTapPadding = kMapPairs3 * kMaps1 * kPastTaps;
+    for (int i = int(threadIdx.x); i < kTapPadding; i += kThreads)
+      words[c3_bf16_pair(i / (kMaps1 * kPastTaps), kPairTapSteps - 1, i / kPastTaps % kMaps1,
+                         4 - kPastTaps + i % kPastTaps)] = 0u;
   }
 };
 
