@@ -7,7 +7,8 @@
 // this one gathers the step's sample itself where it is given a BatchGather, writing its field and
 // label for the later kernels): the block's 8 warps share the sample's C1-S2 window pairs out
 // (tensor_tile.cuh's c1_s2, pairs warp, warp + 8, ...), then one (window pair, n-tile) of C3-S4
-// each (c3_s4): the forward pass's own code, so the same bits as the evaluation's. S4's
+// each (c3_s4): the forward pass's own code, so in TF32 the same bits as the evaluation's (with
+// BF16 operands, C3 reads S2 as BF16 pairs, pair_s2, written where the field was). S4's
 // activations go to the sample's row for the dense part; S2's activations and each max window's
 // first maximum to the sample's record in global memory (about 6 KB a sample: a batch's records
 // stay in L2 until the backward kernel reads them).
@@ -167,10 +168,15 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   c1_s2<R, A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
                  warp, kWarps);
   __syncthreads();
+  if constexpr (R == Precision::bf16) {  // S2's BF16 pairs where the field was
+    pair_s2(shared + F::a2, reinterpret_cast<std::uint32_t*>(shared + F::x), int(threadIdx.x),
+            kThreads);
+    __syncthreads();
+  }
   static_assert(kWarps == 8, "a warp per (window pair, n-tile) of C3: 4 x 2");
-  c3_s4<R, A, P, 1, 1>(shared + F::a2, shared + F::w3, shared + F::s4_bias,
-                       args.s4_rows + std::size_t(sample) * kFlat4, lane, which4, warp / 2,
-                       warp % 2);
+  c3_s4<R, A, P, 1, 1>(shared + (R == Precision::bf16 ? F::x : F::a2), shared + F::w3,
+                       shared + F::s4_bias, args.s4_rows + std::size_t(sample) * kFlat4, lane,
+                       which4, warp / 2, warp % 2);
   for (int i = int(threadIdx.x); i < kWarpS2; i += kThreads)
     rec[record::a2 + i] = shared[F::a2 + i];
 }
@@ -314,19 +320,6 @@ __device__ void c3_input_k_steps(const float* shared, const int (&row)[Tiles][2]
         Operands<R>::mma(acc[i], a, b);
       }
     }
-  }
-}
-
-// Where tap k = 4 j + t (lane t's two k's at k-step j of a map pair, c3_input_bf16_k_steps) sits
-// relative to the window's corner in a map of rows `row` apart: p row + q; 0 (the corner, a finite
-// value that a zero weight multiplies) for taps 25-27.
-__device__ inline void pair_tap_offsets(int t, int row, int (&offset)[kPairTapSteps]) {
-  __builtin_assume(t >= 0 && t < 4);  // as in tap_offsets: the division by 5 in two instructions
-#pragma unroll
-  for (int j = 0; j < kPairTapSteps; ++j) {
-    const unsigned k = 4 * j + unsigned(t);
-    const int p = int(k / kK), q = int(k) - kK * p;
-    offset[j] = k < kTaps ? p * row + q : 0;
   }
 }
 

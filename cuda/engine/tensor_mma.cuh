@@ -82,6 +82,23 @@ __device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) 
     }
 }
 
+// With BF16 operands stored as pairs of maps (two maps' values at one place, a 32-bit word), an
+// implicit GEMM's k-step is a pair of maps at four taps: lane t's two k's are the pair at tap
+// k = 4 j + t in step j of kPairTapSteps (taps 25-27 zeros on the weights' side).
+constexpr int kPairTapSteps = (kFilterTaps + 3) / 4;  // 7
+
+// Where tap k = 4 j + t sits relative to the window's corner in a map of rows `row` apart: p row
+// + q; 0 (the corner, a finite value that a zero weight multiplies) for taps 25-27.
+__device__ inline void pair_tap_offsets(int t, int row, int (&offset)[kPairTapSteps]) {
+  __builtin_assume(t >= 0 && t < 4);  // as in tap_offsets: the division by 5 in two instructions
+#pragma unroll
+  for (int j = 0; j < kPairTapSteps; ++j) {
+    const unsigned k = 4 * j + unsigned(t);
+    const int p = int(k / kFilterSide), q = int(k) - kFilterSide * p;
+    offset[j] = k < kFilterTaps ? p * row + q : 0;
+  }
+}
+
 // d += a b for one m16n8k8 tile with BF16 operands (two to a register, lower half first).
 __device__ inline void mma_bf16(float (&d)[4], const std::uint32_t (&a)[2], std::uint32_t b) {
   if constexpr (kTensorFloat32) {

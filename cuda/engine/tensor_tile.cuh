@@ -75,7 +75,9 @@ constexpr int kThreads = 256;  // 8 warps: 8 samples through the convolutions at
 constexpr int kWarps = kThreads / 32;
 
 constexpr int kField = kInputSide, kK = 5, kTaps = kK * kK;
-using mma::kTapSteps;  // k-steps of 8 per map's taps (taps 25-31 are zeros)
+using mma::kPairTapSteps;  // BF16's k-steps of a map pair's 4 taps (taps 25-27 are zeros)
+using mma::kTapSteps;      // k-steps of 8 per map's taps (taps 25-31 are zeros)
+using mma::pair_tap_offsets;
 using mma::tap_offsets;
 using pool::first_max4;
 using pool::pool4;
@@ -96,6 +98,17 @@ static_assert(kW1Row % 8 == 4 && kW3Row % 8 == 4 && kA4Row % 8 == 4 && kA5Row % 
 // Each warp's working set for one sample: the input field and S2's activation.
 constexpr int kWarpX = kField * kField, kWarpS2 = kMaps1 * kWindows2;
 constexpr int kWarpFloats = kWarpX + kWarpS2;
+// With BF16 operands, c3_s4's k-steps are input map pairs at four taps: C3's weights are staged as
+// BF16 words of two input maps (ConvWeightReads::write), a row of kW3Bf16Row words an output map
+// ([3 input map pairs][28 taps]) where its float row is, 84 = 20 (mod 32) so that a fragment's 8
+// rows lie in distinct banks; and S2 as BF16 words of two maps (pair_s2), where the input field
+// was (C1 has read it by then). Only the training step's convolutions' forward kernel
+// (tensor_conv_backward.cu) runs them: the evaluation's products are TF32 whatever --precision
+// says.
+constexpr int kMapPairs1 = kMaps1 / 2, kW3Bf16Row = kMapPairs1 * 4 * kPairTapSteps;  // 3, 84
+constexpr int kS2Pairs = kMapPairs1 * kWindows2;
+static_assert(kW3Bf16Row % 32 == 20 && kW3Bf16Row <= kW3Row && kS2Pairs <= kWarpX,
+              "BF16 rows in distinct banks, where the float ones are; S2's pairs where x is");
 
 // The block's shared memory, in floats from its start. The dense layers' outputs reuse the warps'
 // working sets, which the convolutions have finished with by then.
@@ -182,7 +195,7 @@ constexpr int kC3Pairs = 2 * c3_pair(kMaps3, 0, 0, 0);  // floats: 16 maps x 4 k
 // 0-6, taps 25-27 zeros): the word of map pair p, tap step j, input map c and lane column t holds
 // maps 2 p's and 2 p + 1's weights rounded to BF16, 2 p's in the lower half, so that lane 4 c + t
 // reads its B register with one 32-bit load and a warp reads 32 consecutive words.
-constexpr int kMapPairs3 = kMaps3 / 2, kPairTapSteps = (kTaps + 3) / 4;  // 8, 7
+constexpr int kMapPairs3 = kMaps3 / 2;
 __host__ __device__ constexpr int c3_bf16_pair(int p, int j, int c, int t) {
   return ((p * kPairTapSteps + j) * 8 + c) * 4 + t;
 }
@@ -223,6 +236,22 @@ struct ConvWeightReads {
     const bool real_tap = lane < kTaps;
     shared[w1_at + warp * kW1Row + lane] =
         Operands<R>::stored(warp < kMaps1 && real_tap ? c1 : 0.0f);
+    const int i = int(threadIdx.x);
+    if (i < kW1Rows * kPadColumns)
+      shared[w1_at + i / kPadColumns * kW1Row + kColumns + i % kPadColumns] = 0.0f;
+    if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
+    if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
+    if constexpr (R == Precision::bf16)
+      write_c3_bf16(shared + w3_at);
+    else
+      write_c3(shared + w3_at);
+  }
+
+  // C3's weights in the forward pass's B layout (kW3Row floats a row; the 4 columns past a row's
+  // 32 zeros of their own).
+  __device__ void write_c3(float* w3) const {
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const bool real_tap = lane < kTaps;
     // Rows warp + 8 s and warp + 8 (s + 3) are 24 rows apart, 4 whole maps: three pointers, one
     // for each s % 3, plus constants.
     constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
@@ -231,19 +260,40 @@ struct ConvWeightReads {
 #pragma unroll
     for (int r = 0; r < kPeriod; ++r) {
       const int row = warp + r * kWarps;  // (m, c) = 6 m + c
-      row_at[r] = shared + w3_at + row / kMaps1 * kW3Row + row % kMaps1 * kColumns + lane;
+      row_at[r] = w3 + row / kMaps1 * kW3Row + row % kMaps1 * kColumns + lane;
     }
 #pragma unroll
     for (int s = 0; s < kRowsPerWarp; ++s)
       row_at[s % kPeriod][s / kPeriod * kMapsAPeriod * kW3Row] =
           Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
     const int i = int(threadIdx.x);
-    if (i < kW1Rows * kPadColumns)
-      shared[w1_at + i / kPadColumns * kW1Row + kColumns + i % kPadColumns] = 0.0f;
     if (i < kMaps3 * kPadColumns)
-      shared[w3_at + i / kPadColumns * kW3Row + kMaps1 * kColumns + i % kPadColumns] = 0.0f;
-    if (i < kMaps1) shared[s2_bias_at + i] = s2_bias;
-    if (i < kMaps3) shared[s4_bias_at + i] = s4_bias;
+      w3[i / kPadColumns * kW3Row + kMaps1 * kColumns + i % kPadColumns] = 0.0f;
+  }
+
+  // C3's weights in the forward pass's BF16 layout (kW3Bf16Row words a row): row (m, c)'s tap k
+  // goes to half c % 2 of word m kW3Bf16Row + 28 (c / 2) + k (k = 4 j + t of c3_s4's tap steps);
+  // taps 25-27 zeros. Rows warp + 8 s and warp + 8 (s + 3) are 4 output maps apart, as in write_c3.
+  __device__ void write_c3_bf16(float* w3) const {
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    constexpr int kPairRow = 4 * kPairTapSteps;  // 28 taps
+    constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
+    std::uint16_t* const halves = reinterpret_cast<std::uint16_t*>(w3);
+    std::uint16_t* row_at[kPeriod];
+#pragma unroll
+    for (int r = 0; r < kPeriod; ++r) {
+      const int row = warp + r * kWarps, m = row / kMaps1, c = row % kMaps1;
+      row_at[r] = halves + 2 * (m * kW3Bf16Row + c / 2 * kPairRow + min(lane, kTaps - 1)) + c % 2;
+    }
+    if (lane < kTaps)
+#pragma unroll
+      for (int s = 0; s < kRowsPerWarp; ++s)
+        row_at[s % kPeriod][s / kPeriod * 2 * kMapsAPeriod * kW3Bf16Row] =
+            mma::to_bf16(connected[s] != 0.0f ? weight[s] : 0.0f);
+    constexpr int kPastTaps = kPairRow - kTaps;  // 3
+    std::uint32_t* const words = reinterpret_cast<std::uint32_t*>(w3);
+    for (int i = int(threadIdx.x); i < kMaps3 * kMapPairs1 * kPastTaps; i += kThreads)
+      words[i / kPastTaps * kPairRow + kTaps + i % kPastTaps] = 0u;
   }
 
   // C3's weights alone, in C3's input gradient's layout (c3_pair; the C3 table's disconnected
@@ -398,27 +448,26 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
   }
 }
 
-// C3 and S4 of one sample, by one warp: C3 (100 x 16) = X (100 x 6 x 32 taps) W3^T with the 25
-// windows in 4 pairs of m16 tiles (windows 25-31 recompute window 24 and are not written) and the
-// 16 maps in 2 n-tiles. Each k-step's B fragments are loaded once for all the warp's tiles. Writes
-// the sample's row of S4's activations (m * 25 + window), and with max subsampling and `which`
-// non-null each window's first maximum at the same index. The warp computes Pairs window pairs
-// from first_pair and NTiles n-tiles from first_ntile: all of them by default, one (pair, n-tile)
-// each where a block's 8 warps share one sample out. An output's sum runs in the same order either
-// way (input map, then tap), so every split gives the same bits.
-template <Precision R, Activation A, Subsampling P, int Pairs = 4, int NTiles = 2>
-__device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row, int lane,
-                      std::uint8_t* which = nullptr, int first_pair = 0, int first_ntile = 0) {
-  const int g = lane / 4, t = lane % 4;
-  int corner[Pairs];
-#pragma unroll
-  for (int pair = 0; pair < Pairs; ++pair) {
-    const int window = min((first_pair + pair) * 8 + g, kWindows4 - 1);
-    corner[pair] = 2 * (window / kSide4) * kSide2 + 2 * (window % kSide4);
+// S2's activations (6 maps of 196 floats) as BF16 words of two maps, map 2 p's value in the lower
+// half (word p * 196 + window): c3_s4's A operands with BF16 operands, words i = index, index +
+// stride, ... of them.
+__device__ inline void pair_s2(const float* s2, std::uint32_t* pairs, int index, int stride) {
+  for (int i = index; i < kS2Pairs; i += stride) {
+    const int p = i / kWindows2, window = i % kWindows2;
+    pairs[i] = mma::bf16_pair(s2[2 * p * kWindows2 + window], s2[(2 * p + 1) * kWindows2 + window]);
   }
+}
+
+// c3_s4's k-steps, added into acc: the 6 input maps' 4 steps of 8 taps each, in order, for the
+// window pairs whose tiles' rows g sit at corner[pair] of S2's maps (and g + 8 one to the right),
+// NTiles n-tiles from first_ntile. Each k-step's B fragments are loaded once for all the warp's
+// tiles.
+template <Precision R, int Pairs, int NTiles>
+__device__ void c3_s4_k_steps(const float* s2, const float* w3, const int (&corner)[Pairs],
+                              int first_ntile, int lane, float (&acc)[Pairs][2][NTiles][4]) {
+  const int g = lane / 4, t = lane % 4;
   int tap[kTapSteps][2];
   tap_offsets(t, kSide2, tap);
-  float acc[Pairs][2][NTiles][4] = {};  // window pair, m16 tile dy, n-tile (maps 8 nt to 8 nt + 7)
   // One (pair, n-tile) a warp: the input maps unrolled, so that every load's address is one of
   // eight per-lane offsets plus a constant; all of a sample's (the evaluation's) keep the loop.
   constexpr int kUnrolledMaps = Pairs * NTiles == 1 ? kMaps1 : 1;
@@ -445,6 +494,70 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
         }
     }
   }
+}
+
+// The same with BF16 operands, from S2's and C3's BF16 pairs (pair_s2, kW3Bf16Row): the 3 input
+// map pairs' 7 steps of 4 taps, in which lane t's register holds the pair's two maps at tap
+// 4 j + t: one 32-bit word a row of A and one of B, where the float operands took two loads a row
+// and two conversions to BF16 pairs for each mma.sync.
+template <int Pairs, int NTiles>
+__device__ void c3_s4_bf16_k_steps(const std::uint32_t* s2_pairs, const std::uint32_t* w3_pairs,
+                                   const int (&corner)[Pairs], int first_ntile, int lane,
+                                   float (&acc)[Pairs][2][NTiles][4]) {
+  const int g = lane / 4, t = lane % 4;
+  int tap[kPairTapSteps];
+  pair_tap_offsets(t, kSide2, tap);
+  constexpr int kUnrolledPairs = Pairs * NTiles == 1 ? kMapPairs1 : 1;
+#pragma unroll(kUnrolledPairs)
+  for (int p = 0; p < kMapPairs1; ++p) {
+    const std::uint32_t* map = s2_pairs + p * kWindows2;
+#pragma unroll
+    for (int j = 0; j < kPairTapSteps; ++j) {
+      std::uint32_t b[NTiles];
+#pragma unroll
+      for (int nt = 0; nt < NTiles; ++nt)
+        b[nt] =
+            w3_pairs[(8 * (first_ntile + nt) + g) * kW3Bf16Row + 4 * (kPairTapSteps * p + j) + t];
+#pragma unroll
+      for (int pair = 0; pair < Pairs; ++pair)
+#pragma unroll
+        for (int dy = 0; dy < 2; ++dy) {
+          const std::uint32_t* top = map + corner[pair] + dy * kSide2 + tap[j];
+          const std::uint32_t a[2] = {top[0], top[1]};
+#pragma unroll
+          for (int nt = 0; nt < NTiles; ++nt) mma::mma_bf16(acc[pair][dy][nt], a, b[nt]);
+        }
+    }
+  }
+}
+
+// C3 and S4 of one sample, by one warp: C3 (100 x 16) = X (100 x 6 x 32 taps) W3^T with the 25
+// windows in 4 pairs of m16 tiles (windows 25-31 recompute window 24 and are not written) and the
+// 16 maps in 2 n-tiles. Each k-step's B fragments are loaded once for all the warp's tiles. Writes
+// the sample's row of S4's activations (m * 25 + window), and with max subsampling and `which`
+// non-null each window's first maximum at the same index. The warp computes Pairs window pairs
+// from first_pair and NTiles n-tiles from first_ntile: all of them by default, one (pair, n-tile)
+// each where a block's 8 warps share one sample out. An output's sum runs in the same order either
+// way (input map, then tap), so every split gives the same bits. With BF16 operands s2 and w3
+// point at their BF16 pairs instead (pair_s2's words, and ConvWeightReads::write's), and the
+// k-steps are input map pairs at four taps (21 of them, c3_s4_bf16_k_steps).
+template <Precision R, Activation A, Subsampling P, int Pairs = 4, int NTiles = 2>
+__device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row, int lane,
+                      std::uint8_t* which = nullptr, int first_pair = 0, int first_ntile = 0) {
+  const int g = lane / 4, t = lane % 4;
+  int corner[Pairs];
+#pragma unroll
+  for (int pair = 0; pair < Pairs; ++pair) {
+    const int window = min((first_pair + pair) * 8 + g, kWindows4 - 1);
+    corner[pair] = 2 * (window / kSide4) * kSide2 + 2 * (window % kSide4);
+  }
+  float acc[Pairs][2][NTiles][4] = {};  // window pair, m16 tile dy, n-tile (maps 8 nt to 8 nt + 7)
+  if constexpr (R == Precision::bf16)
+    c3_s4_bf16_k_steps<Pairs, NTiles>(reinterpret_cast<const std::uint32_t*>(s2),
+                                      reinterpret_cast<const std::uint32_t*>(w3), corner,
+                                      first_ntile, lane, acc);
+  else
+    c3_s4_k_steps<R, Pairs, NTiles>(s2, w3, corner, first_ntile, lane, acc);
 #pragma unroll
   for (int pair = 0; pair < Pairs; ++pair) {
     const int window = (first_pair + pair) * 8 + g;
@@ -615,6 +728,7 @@ __device__ void forward_tile_convolutions(float* shared, const TileInputs& in, i
     __syncwarp();
     c1_s2<R, A, P>(x, shared + L::w1, shared + L::s2_bias, s2, lane);
     __syncwarp();
+    static_assert(R != Precision::bf16, "the evaluation's products are TF32: no S2 pairs here");
     c3_s4<R, A, P>(s2, shared + L::w3, shared + L::s4_bias, a4_row, lane);
     __syncwarp();  // before the warp's next sample overwrites x and S2
   }
