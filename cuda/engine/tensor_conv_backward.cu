@@ -73,6 +73,12 @@ constexpr int floats = which4 + kFlat4 / 4;
 static_assert(kWarpS2 % 4 == 0 && kFlat4 % 4 == 0, "whole floats of bytes");
 }  // namespace record
 
+// S2's rows in the forward kernel's shared memory are kS2Row floats apart (its maps 14 rows): C3's
+// gathers (a lane a window's corner plus a tap, c3_s4) then take 1,056 wavefronts a sample where
+// rows 14 floats apart took 1,368 (a model of the banks; 768 would be none conflicting), and with
+// BF16 operands 480 where 612. The record keeps S2 unpadded.
+constexpr int kS2Row = 22;
+
 // The forward kernel's shared memory, in floats from its start (then, at `scratch`, the
 // augmentation's AugmentScratch, where the kernel gathers its sample itself).
 namespace forward_layout {
@@ -81,8 +87,9 @@ constexpr int w3 = w1 + 8 * kW1Row;  // C3's B layout
 constexpr int s2_bias = w3 + kMaps3 * kW3Row;
 constexpr int s4_bias = s2_bias + 8;
 constexpr int x = s4_bias + kMaps3;  // the input field (32 x 32), stored for the products
-constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), the same
-constexpr int floats = a2 + kWarpS2;
+constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), the same, rows kS2Row apart
+constexpr int floats = a2 + kMaps1 * kSide2 * kS2Row;
+static_assert(kMapPairs1 * kSide2 * kS2Row <= kWarpX, "S2's BF16 pairs fit where the field was");
 constexpr int scratch = (floats + 3) / 4 * 4;  // 16-byte aligned: AugmentScratch holds doubles
 static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 }  // namespace forward_layout
@@ -90,8 +97,12 @@ static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 // The backward kernel's shared memory, in floats from its start.
 namespace conv_layout {
 constexpr int w3_pairs = 0;  // C3's weights as C3's input gradient reads them (write_c3_pairs)
-constexpr int x = w3_pairs + kC3Pairs;       // the input field (32 x 32), stored for the products
-constexpr int rec = x + kWarpX;              // the sample's record, as record:: lays it out
+// The input field (32 x 32), stored for the products, its rows x_row floats apart: 40 = 8 (mod
+// 32), so that each of C1's weight gradient's A loads (a lane a tap of 8 consecutive ones, at 4
+// consecutive positions) finds its rows' values in distinct banks, where rows 32 floats apart put
+// taps (p, q) and (p + 1, q) in one bank: every load two wavefronts.
+constexpr int x = w3_pairs + kC3Pairs, x_row = kField + 8;
+constexpr int rec = x + kField * x_row;      // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
 constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, the same
 constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), the same, over dL/dC3
@@ -165,20 +176,20 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
     load_sample<R>(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
   weights.write(shared, F::w1, F::w3, F::s2_bias, F::s4_bias);
   __syncthreads();
-  c1_s2<R, A, P>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane, which2,
-                 warp, kWarps);
+  c1_s2<R, A, P, kS2Row>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane,
+                         which2, warp, kWarps);
   __syncthreads();
   if constexpr (R == Precision::bf16) {  // S2's BF16 pairs where the field was
-    pair_s2(shared + F::a2, reinterpret_cast<std::uint32_t*>(shared + F::x), int(threadIdx.x),
-            kThreads);
+    pair_s2<kS2Row>(shared + F::a2, reinterpret_cast<std::uint32_t*>(shared + F::x),
+                    int(threadIdx.x), kThreads);
     __syncthreads();
   }
   static_assert(kWarps == 8, "a warp per (window pair, n-tile) of C3: 4 x 2");
-  c3_s4<R, A, P, 1, 1>(shared + (R == Precision::bf16 ? F::x : F::a2), shared + F::w3,
-                       shared + F::s4_bias, args.s4_rows + std::size_t(sample) * kFlat4, lane,
-                       which4, warp / 2, warp % 2);
+  c3_s4<R, A, P, 1, 1, kS2Row>(shared + (R == Precision::bf16 ? F::x : F::a2), shared + F::w3,
+                               shared + F::s4_bias, args.s4_rows + std::size_t(sample) * kFlat4,
+                               lane, which4, warp / 2, warp % 2);
   for (int i = int(threadIdx.x); i < kWarpS2; i += kThreads)
-    rec[record::a2 + i] = shared[F::a2 + i];
+    rec[record::a2 + i] = shared[F::a2 + i / kSide2 * kS2Row + i % kSide2];
 }
 
 // Each map's values summed, a warp per map: each lane its strided share in order, then the lanes'
@@ -251,10 +262,11 @@ struct SampleReads {
     rec.each(thread, [shared](int i, float value) { shared[C::rec + i] = value; });
     a4.each(thread, [shared](int i, float value) { shared[C::a4 + i] = value; });
     if (args.in.field)
-      field.each(thread,
-                 [shared](int i, float value) { shared[C::x + i] = Operands<R>::stored(value); });
+      field.each(thread, [shared](int i, float value) {
+        shared[C::x + i / kField * C::x_row + i % kField] = Operands<R>::stored(value);
+      });
     else
-      load_sample<R>(args.in, sample, shared + C::x, thread, kThreads);
+      load_sample<R, C::x_row>(args.in, sample, shared + C::x, thread, kThreads);
   }
 };
 
@@ -493,12 +505,12 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
   constexpr int kSteps = (kQuarter + 7) / 8;  // 25
   static_assert(kQuarter % kSide1 == 0 && kSide1 % 4 == 0, "a k-step's lanes stay in a row of C1");
   const int g = lane / 4, t = lane % 4, quarter = warp / 2, first_tap = 16 * (warp % 2) + g;
-  const float* x = shared + C::x + quarter * (kQuarter / kSide1) * kField + t;
+  const float* x = shared + C::x + quarter * (kQuarter / kSide1) * C::x_row + t;
   const float* a_row[2];  // A's rows g and g + 8: taps first_tap and first_tap + 8
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int tap = min(first_tap + 8 * h, kTaps - 1);
-    a_row[h] = x + tap / kK * kField + tap % kK;
+    a_row[h] = x + tap / kK * C::x_row + tap % kK;
   }
   // The zeros of rows 25-31 and columns 6-7 as masks on the loaded bits: a ternary there becomes
   // a branch around each load.
@@ -514,7 +526,7 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
     for (int h = 0; h < 2; ++h) {
       const int k = 8 * s + 4 * h;
       if (k >= kQuarter) continue;
-      const int at = k / kSide1 * kField + k % kSide1;
+      const int at = k / kSide1 * C::x_row + k % kSide1;
       a[2 * h] = __float_as_uint(a_row[0][at]);  // taps 16 (warp % 2) + g: all real
       a[2 * h + 1] = __float_as_uint(a_row[1][at]) & lower_mask;
       b[h] = __float_as_uint(b_col[k]) & map_mask;

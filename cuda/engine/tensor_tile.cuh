@@ -386,13 +386,15 @@ struct GlobalReads {
 
 // Sample `sample`'s input into the input field x, rounded for R's products: its row of in.field,
 // or its image normalised and padded as gather_batch does (cuda/kernels/pixel.cuh). Thread `lane`
-// of `threads` (a warp's 32 lanes, or a whole block) writes every threads-th value.
-template <Precision R>
+// of `threads` (a warp's 32 lanes, or a whole block) writes every threads-th value; x's rows are
+// Row floats apart (the field's own 32, or more where a kernel pads them).
+template <Precision R, int Row = kField>
 __device__ void load_sample(const TileInputs& in, int sample, float* x, int lane,
                             int threads = 32) {
   if (in.field) {
     const float* field = in.field + std::size_t(sample) * (kField * kField);
-    for (int i = lane; i < kField * kField; i += threads) x[i] = Operands<R>::stored(field[i]);
+    for (int i = lane; i < kField * kField; i += threads)
+      x[i / kField * Row + i % kField] = Operands<R>::stored(field[i]);
     return;
   }
   const std::uint8_t* image = in.images + std::size_t(sample) * kImageBytes;
@@ -400,7 +402,7 @@ __device__ void load_sample(const TileInputs& in, int sample, float* x, int lane
   for (int i = lane; i < kField * kField; i += threads) {
     const int y = i / kField - kPad, col = i % kField - kPad;
     const bool inside = y >= 0 && y < kImageSide && col >= 0 && col < kImageSide;
-    x[i] = Operands<R>::stored(
+    x[i / kField * Row + i % kField] = Operands<R>::stored(
         inside ? normalise_pixel_device(image[y * kImageSide + col], in.scaling) : background);
   }
 }
@@ -410,8 +412,9 @@ __device__ void load_sample(const TileInputs& in, int sample, float* x, int lane
 // filters, 2 columns of zeros) held in registers for all of them. With max subsampling and
 // `which` non-null, also each window's first maximum (map * 196 + window), for the backward pass.
 // The warp takes the pairs first_pair, first_pair + pair_step, ... (all of them by default; a
-// block's warps share one sample's pairs out with their index and count).
-template <Precision R, Activation A, Subsampling P>
+// block's warps share one sample's pairs out with their index and count). S2's rows are S2Row
+// floats apart, its maps kSide2 rows (c3_s4 reads them so).
+template <Precision R, Activation A, Subsampling P, int S2Row = kSide2>
 __device__ void c1_s2(const float* x, const float* w1, const float* bias, float* s2, int lane,
                       std::uint8_t* which = nullptr, int first_pair = 0, int pair_step = 1) {
   const int g = lane / 4, t = lane % 4;
@@ -440,7 +443,7 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
     for (int h = 0; h < 2; ++h) {
       const int map = 2 * t + h;
       if (map < kMaps1 && pair * 8 + g < kWindows2) {
-        s2[map * kWindows2 + window] =
+        s2[(map * kSide2 + window / kSide2) * S2Row + window % kSide2] =
             Operands<R>::stored(activate(A, pooled<P>(acc[0], acc[1], h) + bias[map]));
         keep_first_max<P>(acc[0], acc[1], h, which, map * kWindows2 + window);
       }
@@ -448,13 +451,17 @@ __device__ void c1_s2(const float* x, const float* w1, const float* bias, float*
   }
 }
 
-// S2's activations (6 maps of 196 floats) as BF16 words of two maps, map 2 p's value in the lower
-// half (word p * 196 + window): c3_s4's A operands with BF16 operands, words i = index, index +
-// stride, ... of them.
-__device__ inline void pair_s2(const float* s2, std::uint32_t* pairs, int index, int stride) {
+// S2's activations (6 maps, rows S2Row floats apart) as BF16 words of two maps, map 2 p's value in
+// the lower half, laid out as the floats are (a pair's word where its first map's float is, with
+// the pairs' maps kSide2 rows apart): c3_s4's A operands with BF16 operands, windows i = index,
+// index + stride, ... of the 588.
+template <int S2Row = kSide2>
+__device__ void pair_s2(const float* s2, std::uint32_t* pairs, int index, int stride) {
+  constexpr int kMap = kSide2 * S2Row;
   for (int i = index; i < kS2Pairs; i += stride) {
     const int p = i / kWindows2, window = i % kWindows2;
-    pairs[i] = mma::bf16_pair(s2[2 * p * kWindows2 + window], s2[(2 * p + 1) * kWindows2 + window]);
+    const int at = window / kSide2 * S2Row + window % kSide2;
+    pairs[p * kMap + at] = mma::bf16_pair(s2[2 * p * kMap + at], s2[(2 * p + 1) * kMap + at]);
   }
 }
 
@@ -462,18 +469,18 @@ __device__ inline void pair_s2(const float* s2, std::uint32_t* pairs, int index,
 // window pairs whose tiles' rows g sit at corner[pair] of S2's maps (and g + 8 one to the right),
 // NTiles n-tiles from first_ntile. Each k-step's B fragments are loaded once for all the warp's
 // tiles.
-template <Precision R, int Pairs, int NTiles>
+template <Precision R, int Pairs, int NTiles, int S2Row>
 __device__ void c3_s4_k_steps(const float* s2, const float* w3, const int (&corner)[Pairs],
                               int first_ntile, int lane, float (&acc)[Pairs][2][NTiles][4]) {
   const int g = lane / 4, t = lane % 4;
   int tap[kTapSteps][2];
-  tap_offsets(t, kSide2, tap);
+  tap_offsets(t, S2Row, tap);
   // One (pair, n-tile) a warp: the input maps unrolled, so that every load's address is one of
   // eight per-lane offsets plus a constant; all of a sample's (the evaluation's) keep the loop.
   constexpr int kUnrolledMaps = Pairs * NTiles == 1 ? kMaps1 : 1;
 #pragma unroll(kUnrolledMaps)
   for (int c = 0; c < kMaps1; ++c) {
-    const float* map = s2 + c * kWindows2;
+    const float* map = s2 + c * kSide2 * S2Row;
 #pragma unroll
     for (int j = 0; j < kTapSteps; ++j) {
       std::uint32_t b[NTiles][2];
@@ -488,7 +495,7 @@ __device__ void c3_s4_k_steps(const float* s2, const float* w3, const int (&corn
 #pragma unroll
         for (int dy = 0; dy < 2; ++dy) {
           std::uint32_t a[4];
-          gather_a(map + corner[pair] + dy * kSide2, tap, j, a);
+          gather_a(map + corner[pair] + dy * S2Row, tap, j, a);
 #pragma unroll
           for (int nt = 0; nt < NTiles; ++nt) Operands<R>::mma(acc[pair][dy][nt], a, b[nt]);
         }
@@ -500,17 +507,17 @@ __device__ void c3_s4_k_steps(const float* s2, const float* w3, const int (&corn
 // map pairs' 7 steps of 4 taps, in which lane t's register holds the pair's two maps at tap
 // 4 j + t: one 32-bit word a row of A and one of B, where the float operands took two loads a row
 // and two conversions to BF16 pairs for each mma.sync.
-template <int Pairs, int NTiles>
+template <int Pairs, int NTiles, int S2Row>
 __device__ void c3_s4_bf16_k_steps(const std::uint32_t* s2_pairs, const std::uint32_t* w3_pairs,
                                    const int (&corner)[Pairs], int first_ntile, int lane,
                                    float (&acc)[Pairs][2][NTiles][4]) {
   const int g = lane / 4, t = lane % 4;
   int tap[kPairTapSteps];
-  pair_tap_offsets(t, kSide2, tap);
+  pair_tap_offsets(t, S2Row, tap);
   constexpr int kUnrolledPairs = Pairs * NTiles == 1 ? kMapPairs1 : 1;
 #pragma unroll(kUnrolledPairs)
   for (int p = 0; p < kMapPairs1; ++p) {
-    const std::uint32_t* map = s2_pairs + p * kWindows2;
+    const std::uint32_t* map = s2_pairs + p * kSide2 * S2Row;
 #pragma unroll
     for (int j = 0; j < kPairTapSteps; ++j) {
       std::uint32_t b[NTiles];
@@ -522,7 +529,7 @@ __device__ void c3_s4_bf16_k_steps(const std::uint32_t* s2_pairs, const std::uin
       for (int pair = 0; pair < Pairs; ++pair)
 #pragma unroll
         for (int dy = 0; dy < 2; ++dy) {
-          const std::uint32_t* top = map + corner[pair] + dy * kSide2 + tap[j];
+          const std::uint32_t* top = map + corner[pair] + dy * S2Row + tap[j];
           const std::uint32_t a[2] = {top[0], top[1]};
 #pragma unroll
           for (int nt = 0; nt < NTiles; ++nt) mma::mma_bf16(acc[pair][dy][nt], a, b[nt]);
@@ -538,10 +545,12 @@ __device__ void c3_s4_bf16_k_steps(const std::uint32_t* s2_pairs, const std::uin
 // non-null each window's first maximum at the same index. The warp computes Pairs window pairs
 // from first_pair and NTiles n-tiles from first_ntile: all of them by default, one (pair, n-tile)
 // each where a block's 8 warps share one sample out. An output's sum runs in the same order either
-// way (input map, then tap), so every split gives the same bits. With BF16 operands s2 and w3
+// way (input map, then tap), so every split gives the same bits. S2's rows are S2Row floats apart,
+// its maps kSide2 rows (c1_s2's layout). With BF16 operands s2 and w3
 // point at their BF16 pairs instead (pair_s2's words, and ConvWeightReads::write's), and the
 // k-steps are input map pairs at four taps (21 of them, c3_s4_bf16_k_steps).
-template <Precision R, Activation A, Subsampling P, int Pairs = 4, int NTiles = 2>
+template <Precision R, Activation A, Subsampling P, int Pairs = 4, int NTiles = 2,
+          int S2Row = kSide2>
 __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row, int lane,
                       std::uint8_t* which = nullptr, int first_pair = 0, int first_ntile = 0) {
   const int g = lane / 4, t = lane % 4;
@@ -549,15 +558,15 @@ __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float
 #pragma unroll
   for (int pair = 0; pair < Pairs; ++pair) {
     const int window = min((first_pair + pair) * 8 + g, kWindows4 - 1);
-    corner[pair] = 2 * (window / kSide4) * kSide2 + 2 * (window % kSide4);
+    corner[pair] = 2 * (window / kSide4) * S2Row + 2 * (window % kSide4);
   }
   float acc[Pairs][2][NTiles][4] = {};  // window pair, m16 tile dy, n-tile (maps 8 nt to 8 nt + 7)
   if constexpr (R == Precision::bf16)
-    c3_s4_bf16_k_steps<Pairs, NTiles>(reinterpret_cast<const std::uint32_t*>(s2),
-                                      reinterpret_cast<const std::uint32_t*>(w3), corner,
-                                      first_ntile, lane, acc);
+    c3_s4_bf16_k_steps<Pairs, NTiles, S2Row>(reinterpret_cast<const std::uint32_t*>(s2),
+                                             reinterpret_cast<const std::uint32_t*>(w3), corner,
+                                             first_ntile, lane, acc);
   else
-    c3_s4_k_steps<R, Pairs, NTiles>(s2, w3, corner, first_ntile, lane, acc);
+    c3_s4_k_steps<R, Pairs, NTiles, S2Row>(s2, w3, corner, first_ntile, lane, acc);
 #pragma unroll
   for (int pair = 0; pair < Pairs; ++pair) {
     const int window = (first_pair + pair) * 8 + g;
