@@ -74,9 +74,9 @@ static_assert(kWarpS2 % 4 == 0 && kFlat4 % 4 == 0, "whole floats of bytes");
 }  // namespace record
 
 // S2's rows in the forward kernel's shared memory are kS2Row floats apart (its maps 14 rows): C3's
-// gathers (a lane a window's corner plus a tap, c3_s4) then take 1,056 wavefronts a sample where
-// rows 14 floats apart took 1,368 (a model of the banks; 768 would be none conflicting), and with
-// BF16 operands 480 where 612. The record keeps S2 unpadded.
+// gathers (a lane a window's corner plus a tap, c3_s4) then meet fewer bank conflicts than with
+// rows 14 floats apart, as floats and as BF16 pairs (docs/tensor-cores.md counts them). The record
+// keeps S2 unpadded.
 constexpr int kS2Row = 22;
 
 // The forward kernel's shared memory, in floats from its start (then, at `scratch`, the
