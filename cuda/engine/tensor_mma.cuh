@@ -64,9 +64,15 @@ __device__ inline void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4],
 // would need a division per load.
 constexpr int kFilterSide = 5, kFilterTaps = kFilterSide * kFilterSide, kTapSteps = 4;
 
-// Where tap k = 8 j + t + 4 h (what lane t of an A or B fragment reads in k-step j, h = 0 and 1)
-// sits relative to the window's corner in a map of rows `row` floats apart: p row + q; 0 (the
-// corner, a finite value that a zero weight multiplies) for taps 25-31.
+// Where tap k = 5 p + q sits relative to the window's corner in a map of rows `row` apart: p row
+// + q; 0 (the corner, a finite value that a zero weight multiplies) for the padding taps past 24.
+__device__ inline int tap_offset(unsigned k, int row) {
+  const int p = int(k / kFilterSide), q = int(k) - kFilterSide * p;
+  return k < kFilterTaps ? p * row + q : 0;
+}
+
+// tap_offset of tap k = 8 j + t + 4 h, what lane t of an A or B fragment reads in k-step j (h = 0
+// and 1), for every j.
 __device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) {
   // A fragment's column t is 0-3: told so, and with k unsigned, the compiler drops the test
   // k < 25 where it always holds and divides by 5 in two instructions (c1_s2's setup took 118
@@ -75,11 +81,7 @@ __device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) 
 #pragma unroll
   for (int j = 0; j < kTapSteps; ++j)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const unsigned k = 8 * j + 4 * h + unsigned(t);
-      const int p = int(k / kFilterSide), q = int(k) - kFilterSide * p;
-      offset[j][h] = k < kFilterTaps ? p * row + q : 0;
-    }
+    for (int h = 0; h < 2; ++h) offset[j][h] = tap_offset(8 * j + 4 * h + unsigned(t), row);
 }
 
 // With BF16 operands stored as pairs of maps (two maps' values at one place, a 32-bit word), an
@@ -87,16 +89,11 @@ __device__ inline void tap_offsets(int t, int row, int (&offset)[kTapSteps][2]) 
 // k = 4 j + t in step j of kPairTapSteps (taps 25-27 zeros on the weights' side).
 constexpr int kPairTapSteps = (kFilterTaps + 3) / 4;  // 7
 
-// Where tap k = 4 j + t sits relative to the window's corner in a map of rows `row` apart: p row
-// + q; 0 (the corner, a finite value that a zero weight multiplies) for taps 25-27.
+// tap_offset of tap k = 4 j + t, lane t's in step j of a map pair's, for every j.
 __device__ inline void pair_tap_offsets(int t, int row, int (&offset)[kPairTapSteps]) {
   __builtin_assume(t >= 0 && t < 4);  // as in tap_offsets: the division by 5 in two instructions
 #pragma unroll
-  for (int j = 0; j < kPairTapSteps; ++j) {
-    const unsigned k = 4 * j + unsigned(t);
-    const int p = int(k / kFilterSide), q = int(k) - kFilterSide * p;
-    offset[j] = k < kFilterTaps ? p * row + q : 0;
-  }
+  for (int j = 0; j < kPairTapSteps; ++j) offset[j] = tap_offset(4 * j + unsigned(t), row);
 }
 
 // d += a b for one m16n8k8 tile with BF16 operands (two to a register, lower half first).

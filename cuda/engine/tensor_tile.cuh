@@ -101,14 +101,13 @@ constexpr int kWarpFloats = kWarpX + kWarpS2;
 // With BF16 operands, c3_s4's k-steps are input map pairs at four taps: C3's weights are staged as
 // BF16 words of two input maps (ConvWeightReads::write), a row of kW3Bf16Row words an output map
 // ([3 input map pairs][28 taps]) where its float row is, 84 = 20 (mod 32) so that a fragment's 8
-// rows lie in distinct banks; and S2 as BF16 words of two maps (pair_s2), where the input field
-// was (C1 has read it by then). Only the training step's convolutions' forward kernel
-// (tensor_conv_backward.cu) runs them: the evaluation's products are TF32 whatever --precision
-// says.
+// rows lie in distinct banks; and S2 as BF16 words of two maps (pair_s2, into room its caller
+// chooses). Only the training step's convolutions' forward kernel (tensor_conv_backward.cu)
+// runs them: the evaluation's products are TF32 whatever --precision says.
 constexpr int kMapPairs1 = kMaps1 / 2, kW3Bf16Row = kMapPairs1 * 4 * kPairTapSteps;  // 3, 84
 constexpr int kS2Pairs = kMapPairs1 * kWindows2;
-static_assert(kW3Bf16Row % 32 == 20 && kW3Bf16Row <= kW3Row && kS2Pairs <= kWarpX,
-              "BF16 rows in distinct banks, where the float ones are; S2's pairs where x is");
+static_assert(kW3Bf16Row % 32 == 20 && kW3Bf16Row <= kW3Row,
+              "BF16 rows in distinct banks, where the float ones are");
 
 // The block's shared memory, in floats from its start. The dense layers' outputs reuse the warps'
 // working sets, which the convolutions have finished with by then.
@@ -546,9 +545,9 @@ __device__ void c3_s4_bf16_k_steps(const std::uint32_t* s2_pairs, const std::uin
 // from first_pair and NTiles n-tiles from first_ntile: all of them by default, one (pair, n-tile)
 // each where a block's 8 warps share one sample out. An output's sum runs in the same order either
 // way (input map, then tap), so every split gives the same bits. S2's rows are S2Row floats apart,
-// its maps kSide2 rows (c1_s2's layout). With BF16 operands s2 and w3
-// point at their BF16 pairs instead (pair_s2's words, and ConvWeightReads::write's), and the
-// k-steps are input map pairs at four taps (21 of them, c3_s4_bf16_k_steps).
+// its maps kSide2 rows (c1_s2's layout). With BF16 operands s2 and w3 point at their BF16 pairs
+// instead (pair_s2's words, and ConvWeightReads::write's), and the k-steps are input map pairs at
+// four taps (21 of them, c3_s4_bf16_k_steps).
 template <Precision R, Activation A, Subsampling P, int Pairs = 4, int NTiles = 2,
           int S2Row = kSide2>
 __device__ void c3_s4(const float* s2, const float* w3, const float* bias, float* a4_row, int lane,
