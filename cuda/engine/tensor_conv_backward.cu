@@ -17,20 +17,22 @@
 // forward pass, 8 samples a block: a batch of 128 filled 16 SMs), for its sample:
 //   dL/dz4 = dL/dS4 f'(S4), S4's bias gradient the sum of each map's dL/dz4;
 //   dL/dC3 = dL/dz4 sent back through each 2x2 window (pool_window.cuh's window_gradient);
-//   dL/dz2 (196 x 6) = D3 (196 x 16 maps x 32 taps) W3 (C3's input gradient, a transposed
-//     convolution as an implicit GEMM: D3[pos][(m, 5 p + q)] = dL/dC3[m][u - p][v - q], zero
-//     outside the map, and W3 the C3 table's masked weights, staged for this product
-//     (ConvWeightReads::write_c3_pairs); its
-//     13 m-tiles shared out over the warps), times f'(S2); S2's bias gradient the sum of each
-//     map's dL/dz2; with BF16 operands, its k-steps two output maps at four taps, from dL/dC3
-//     and W3 stored as BF16 pairs (a register's two k's one 32-bit word), where the other
-//     precisions' k-steps are one map's eight taps;
+//   C3's columns G (150 x 100) = W3ᵀ (150 (input map c, tap) x 16 maps) dL/dC3 (16 x 100
+//     positions), W3 the C3 table's masked weights staged for this product
+//     (ConvWeightReads::write_c3_columns): what each position of C3 sends back through each tap,
+//     10 m-tiles x 13 n-tiles of two k-steps, where the transposed convolution as an implicit GEMM
+//     over dL/dC3's zero-bordered maps (196 x 400) took 832 mma.sync a sample, more than half of
+//     them on the border's zeros;
 //   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
 //     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
+//   dL/dz2 = f'(S2) times G's columns gathered back onto S2's windows (col2im: dL/dS2[c][u][v] =
+//     sum over taps (p, q) of G[(c, 5 p + q)][(u - p, v - q)], in a fixed order), and dL/dC1 from
+//     it through each window (its average or first maximum), a thread per window; S2's bias
+//     gradient the sum of each map's dL/dz2;
 //   C1's weight gradient G1 (25 taps x 6 maps) = X (25 x 784 positions) dL/dC1 (784 x 6), where
-//     dL/dC1 is written once from dL/dz2 through the window's average or first maximum (over
-//     dL/dC3's room, which is free by then) and X read from the input field: warp w takes m-tile
-//     w % 2 over the positions' quarter w / 2, and the quarters are added in order.
+//     dL/dC1 is the one written with dL/dz2 (over dL/dC3's room, free by then) and X read from
+//     the input field: warp w takes m-tile w % 2 over the positions' quarter w / 2, and the
+//     quarters are added in order.
 // The bias gradients are each map's values summed by one warp, in a fixed order. Every product
 // goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
 // sums (tensor_tile.cuh's partial::), added in a fixed order by the step's gradient kernel
@@ -59,9 +61,12 @@ constexpr int kTapColumns = 8 * kTapSteps;          // 32: a map's taps in the p
 constexpr int kQuarters = kWarps / 2;               // C1's weight gradient: 2 m-tiles x 4 quarters
 constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
 static_assert(kC1Positions % kQuarters == 0, "whole quarters");
-// dL/dC3's maps are kept with a border of 4 zeros (18 x 18), so that C3's input gradient gathers
-// dL/dC3[m][u - p][v - q] for every position (u, v) of S2 and tap (p, q) without a bounds test.
-constexpr int kPad3 = kK - 1, kSide3P = kSide3 + 2 * kPad3, kMap3P = kSide3P * kSide3P;
+// C3's columns G (c3_columns): rows (input map c, tap) of kColumnRow floats, a float for each of
+// C3's 100 positions and 4 past them (what the last n-tile writes), 104 = 8 (mod 32) so that each
+// half of a warp's 64-bit writes (rows g and positions 2 t) covers every bank once.
+constexpr int kColumnRow = 104, kColumnMTiles = kC3ColumnFloats / (16 * kC3ColumnMaps);  // 10
+constexpr int kColumnNTiles = (kC3Positions + 7) / 8;                                    // 13
+static_assert(kColumnRow % 32 == 8 && kColumnRow >= 8 * kColumnNTiles, "whole n-tiles a row");
 
 // A sample's record in global memory, what the forward kernel keeps for the backward one, in
 // floats from its start (the first maxima as bytes; average subsampling writes and reads none).
@@ -96,35 +101,33 @@ static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 
 // The backward kernel's shared memory, in floats from its start.
 namespace conv_layout {
-constexpr int w3_pairs = 0;  // C3's weights as C3's input gradient reads them (write_c3_pairs)
+constexpr int w3_columns = 0;  // C3's weights as c3_columns reads them (c3_column's layout)
 // The input field (32 x 32), stored for the products, its rows x_row floats apart: 40 = 8 (mod
 // 32), so that each of C1's weight gradient's A loads (a lane a tap of 8 consecutive ones, at 4
 // consecutive positions) finds its rows' values in distinct banks, where rows 32 floats apart put
 // taps (p, q) and (p + 1, q) in one bank: every load two wavefronts.
-constexpr int x = w3_pairs + kC3Pairs, x_row = kField + 8;
-constexpr int rec = x + kField * x_row;      // the sample's record, as record:: lays it out
-constexpr int a4 = rec + record::floats;     // S4's activation, then dL/dz4 (400)
-constexpr int d3 = a4 + kFlat4;              // dL/dC3 (16, 18, 18), zero-bordered, the same
-constexpr int c1_gradient = d3;              // then dL/dC1 (6, 28, 28), the same, over dL/dC3
+constexpr int x = w3_columns + kC3ColumnFloats, x_row = kField + 8;
+constexpr int rec = x + kField * x_row;   // the sample's record, as record:: lays it out
+constexpr int a4 = rec + record::floats;  // S4's activation, then dL/dz4 (400)
+// dL/dC3 (16, 100): maps 100 = 4 (mod 32) floats apart, so that C3's weight gradient's A loads (a
+// lane (g, t) map g and position k + t) cover every bank once.
+constexpr int d3 = a4 + kFlat4;
+constexpr int c1_gradient = d3;  // then dL/dC1 (6, 28, 28), stored for R's products, over dL/dC3
 // dL/dC1's maps c1_map floats apart: 804 = 4 (mod 32), so that the six maps' columns that C1's
 // weight gradient reads at once (B's, a lane per map and position) lie in banks 4 apart, where
 // 784 = 16 (mod 32) put maps 0, 2 and 4 in one bank.
 constexpr int c1_map = kC1Positions + 20;
-constexpr int d2 = d3 + kMaps3 * kMap3P;     // dL/dz2 (6, 14, 14)
-constexpr int g1 = d2 + kWarpS2;             // C1's weight gradient by quarter (4, 6, 25)
-constexpr int bias2 = g1 + kQuarters * kW1;  // s2.bias's gradient (6)
-constexpr int bias4 = bias2 + 8;             // s4.bias's (16)
-constexpr int floats = bias4 + kMaps3;
-// With BF16 operands (bf16_floats: the layout then ends here): C3's weights as c3_bf16_pair lays
-// them out, over the float pairs, which are not staged then; and dL/dC3 again, zero-bordered, as
-// BF16 words of two maps, 2 p's in the lower half ((8 pairs, 18, 18): d3_bf16_half).
-constexpr int w3_bf16 = w3_pairs;
-constexpr int d3_bf16 = floats;
-constexpr int bf16_floats = d3_bf16 + kMapPairs3 * kMap3P;
-static_assert(kC3Bf16Pairs <= kC3Pairs, "C3's BF16 pairs fit where the float pairs are");
-static_assert(d3_bf16 % 2 == 0, "whole float2s, for zero_floats");
-static_assert(kMaps1 * c1_map <= kMaps3 * kMap3P, "dL/dC1 fits where dL/dC3 was");
+constexpr int d3_floats = kMaps3 * kC3Positions, c1_floats = kMaps1 * c1_map;
+constexpr int d2 = d3 + (d3_floats > c1_floats ? d3_floats : c1_floats);  // dL/dz2 (6, 14, 14)
+constexpr int bias2 = d2 + kWarpS2;                                       // s2.bias's gradient (6)
+constexpr int bias4 = bias2 + 8;                                          // s4.bias's (16)
+constexpr int columns = bias4 + kMaps3;  // C3's columns G (150 rows of kColumnRow)
+constexpr int g1 = columns;  // C1's weight gradient by quarter (4, 6, 25), over G once it is read
+constexpr int floats = columns + kC3ColumnRows * kColumnRow;
+static_assert(kC3Positions % 32 == 4, "the weight gradient's A rows in banks 4 apart");
 static_assert(c1_map % 32 == 4, "B's six map columns in banks 4 apart");
+static_assert(columns % 2 == 0, "G's rows take 64-bit writes");
+static_assert(kQuarters * kW1 <= kC3ColumnRows * kColumnRow, "G1's quarters fit where G was");
 }  // namespace conv_layout
 
 struct ConvForwardArgs {
@@ -204,32 +207,9 @@ __device__ void map_sums(const float* values, int maps, int per_map, float* sums
   }
 }
 
-// Where dL/dC3[m][y][x] sits in the zero-bordered maps.
+// Where dL/dC3[m][y][x] sits in its maps.
 __device__ inline int d3_at(int m, int y, int x) {
-  return m * kMap3P + (y + kPad3) * kSide3P + x + kPad3;
-}
-
-// Where half m % 2 of dL/dC3's BF16 words (conv_layout::d3_bf16) holds dL/dC3[m][y][x], in halves:
-// word (m / 2, y, x), as d3_at places float (m, y, x).
-__device__ inline int d3_bf16_half(int m, int y, int x) {
-  return 2 * d3_at(m / 2, y, x) + m % 2;
-}
-
-// count floats (even, from a float2's boundary) zeroed, two a write, by the block.
-__device__ void zero_floats(float* at, int count) {
-  float2* pairs = reinterpret_cast<float2*>(at);
-  for (int i = int(threadIdx.x); i < count / 2; i += kThreads) pairs[i] = make_float2(0.0f, 0.0f);
-}
-
-// dL/dC3's maps zeroed whole (and with BF16 operands their BF16 words), by the block, for their
-// borders of zeros (s4_backward writes their insides after the next barrier), where a test of
-// each value's place divided its index twice.
-template <Precision R>
-__device__ void zero_d3(float* shared) {
-  static_assert(conv_layout::d3 % 2 == 0 && kMaps3 * kMap3P % 2 == 0, "whole float2s");
-  zero_floats(shared + conv_layout::d3, kMaps3 * kMap3P);
-  if constexpr (R == Precision::bf16)
-    zero_floats(shared + conv_layout::d3_bf16, kMapPairs3 * kMap3P);
+  return m * kC3Positions + y * kSide3 + x;
 }
 
 // What the backward kernel reads of its sample before its first barrier, read before any of it is
@@ -286,125 +266,61 @@ __device__ void s4_backward(const GlobalReads<kFlat4, kThreads>& d4, float* shar
     const int best = P == Subsampling::max ? which[i] : 0;
     corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
     corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
-    corner[kSide3P] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
-    corner[kSide3P + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
-    if constexpr (R == Precision::bf16) {
-      std::uint16_t* half = reinterpret_cast<std::uint16_t*>(shared + C::d3_bf16) +
-                            d3_bf16_half(m, 2 * (window / kSide4), 2 * (window % kSide4));
-      half[0] = mma::to_bf16(corner[0]);
-      half[2] = mma::to_bf16(corner[1]);
-      half[2 * kSide3P] = mma::to_bf16(corner[kSide3P]);
-      half[2 * kSide3P + 2] = mma::to_bf16(corner[kSide3P + 1]);
-    }
+    corner[kSide3] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
+    corner[kSide3 + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
   });
 }
 
-// C3's input gradient's k-steps for Tiles m16 tiles whose rows g and g + 8 sit at row[i][0] and
-// row[i][1] of dL/dC3's maps (d3_at's places, map 0), one n-tile of maps (6 of 8), added into acc:
-// 64 k-steps over (output map m, taps 8 j to 8 j + 7) in gemm_tiles' order. As the forward pass's
-// convolutions do, each lane gathers its A values at its rows' corners minus its taps' offsets
-// (tap_offsets; taps 25-31 read the row's own value, which a zero weight multiplies), and each
-// k-step's B fragment serves all the warp's tiles.
-template <Precision R, int Tiles>
-__device__ void c3_input_k_steps(const float* shared, const int (&row)[Tiles][2], int t, int g,
-                                 float (&acc)[Tiles][4]) {
+// C3's columns G (150 x 100) = W3ᵀ (150 x 16 maps) dL/dC3 (16 x 100 positions), by the block
+// into C::columns: 10 m-tiles of rows (input map c, tap) by 13 n-tiles of positions, two k-steps of
+// 8 output maps each, warp w the m-tiles 5 (w % 2) to 5 (w % 2) + 4 of n-tiles w / 2 + 4 i (four
+// for w < 2, three for the others). A lane loads its B fragments of dL/dC3 once (positions past
+// the 100th read the last one's: their columns are written past the rows' 100 positions and never
+// read) and each m-tile's A fragments of both k-steps with two 128-bit loads (c3_column's
+// layout); a tile's sum is its two k-steps in order, written as two float2s (rows 150-159, the
+// padding's, are not).
+template <Precision R>
+__device__ void c3_columns(float* shared, int warp, int lane) {
   namespace C = conv_layout;
-  int tap[kTapSteps][2];
-  tap_offsets(t, kSide3P, tap);
-  // The lane's float2 of c3_pair's layout: taps 8 j + t and 8 j + t + 4 of input map g (zeros
-  // for g = 6, 7: B's padding columns).
-  const float2* lane_pairs =
-      reinterpret_cast<const float2*>(shared + C::w3_pairs) + c3_pair(0, 0, g, t);
-#pragma unroll 4  // per-lane pointers plus constants; unroll 1 added an IADD and a LEA per load
-  for (int m = 0; m < kMaps3; ++m) {
-    const float* map = shared + C::d3 + m * kMap3P;
-    const float2* pairs = lane_pairs + c3_pair(m, 0, 0, 0);
+  constexpr int kMGroups = 2, kNGroups = kWarps / kMGroups, kWarpMTiles = kColumnMTiles / kMGroups;
+  constexpr int kWarpNTiles = (kColumnNTiles + kNGroups - 1) / kNGroups;  // 4
+  static_assert(kColumnMTiles % kMGroups == 0 && kC3ColumnMaps == 16, "5 m-tiles, 2 k-steps");
+  const int g = lane / 4, t = lane % 4, first_mtile = kWarpMTiles * (warp % kMGroups);
+  const int n_group = warp / kMGroups;
+  const float* d3 = shared + C::d3;
+  std::uint32_t b[kWarpNTiles][2][2];
 #pragma unroll
-    for (int j = 0; j < kTapSteps; ++j) {
-      const float2 pair = pairs[c3_pair(0, j, 0, 0)];
-      const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
+  for (int i = 0; i < kWarpNTiles; ++i) {
+    const int pos = min(8 * (n_group + kNGroups * i) + g, kC3Positions - 1);
 #pragma unroll
-      for (int i = 0; i < Tiles; ++i) {
-        const std::uint32_t a[4] = {__float_as_uint(map[row[i][0] - tap[j][0]]),
-                                    __float_as_uint(map[row[i][1] - tap[j][0]]),
-                                    __float_as_uint(map[row[i][0] - tap[j][1]]),
-                                    __float_as_uint(map[row[i][1] - tap[j][1]])};
-        Operands<R>::mma(acc[i], a, b);
-      }
+    for (int s = 0; s < 2; ++s) {
+      b[i][s][0] = __float_as_uint(d3[d3_at(8 * s + t, 0, pos)]);
+      b[i][s][1] = __float_as_uint(d3[d3_at(8 * s + t + 4, 0, pos)]);
     }
   }
-}
-
-// The same k-steps' sum with BF16 operands, from dL/dC3's and W3's BF16 pairs: 56 k-steps over
-// (output map pair p, tap step j), in which lane t's register holds maps 2 p and 2 p + 1 at tap
-// 4 j + t, one 32-bit word a row of A (d3_bf16) and one of B (c3_bf16_pair), where the float
-// operands took two loads a row and two conversions to BF16 pairs for each mma.sync.
-template <int Tiles>
-__device__ void c3_input_bf16_k_steps(const float* shared, const int (&row)[Tiles][2], int t, int g,
-                                      float (&acc)[Tiles][4]) {
-  namespace C = conv_layout;
-  int tap[kPairTapSteps];
-  pair_tap_offsets(t, kSide3P, tap);
-  const std::uint32_t* lane_weights =
-      reinterpret_cast<const std::uint32_t*>(shared + C::w3_bf16) + c3_bf16_pair(0, 0, g, t);
-#pragma unroll 2  // 14 k-steps a pass, as the float k-steps' 16
-  for (int p = 0; p < kMapPairs3; ++p) {
-    const std::uint32_t* maps =
-        reinterpret_cast<const std::uint32_t*>(shared + C::d3_bf16) + p * kMap3P;
-    const std::uint32_t* weights = lane_weights + c3_bf16_pair(p, 0, 0, 0);
+  const float4* w3 = reinterpret_cast<const float4*>(shared + C::w3_columns);
+  float* columns = shared + C::columns;
 #pragma unroll
-    for (int j = 0; j < kPairTapSteps; ++j) {
-      const std::uint32_t b = weights[c3_bf16_pair(0, j, 0, 0)];
+  for (int mt = 0; mt < kWarpMTiles; ++mt) {
+    const int row = 16 * (first_mtile + mt) + g;  // and row + 8
+    const float4 upper = w3[c3_column(row, t) / 4], lower = w3[c3_column(row + 8, t) / 4];
+    const std::uint32_t a[2][4] = {{__float_as_uint(upper.x), __float_as_uint(lower.x),
+                                    __float_as_uint(upper.y), __float_as_uint(lower.y)},
+                                   {__float_as_uint(upper.z), __float_as_uint(lower.z),
+                                    __float_as_uint(upper.w), __float_as_uint(lower.w)}};
 #pragma unroll
-      for (int i = 0; i < Tiles; ++i) {
-        const std::uint32_t a[2] = {maps[row[i][0] - tap[j]], maps[row[i][1] - tap[j]]};
-        mma::mma_bf16(acc[i], a, b);
-      }
+    for (int i = 0; i < kWarpNTiles; ++i) {
+      const int n = n_group + kNGroups * i;
+      if (n >= kColumnNTiles) continue;
+      float acc[4] = {};
+      Operands<R>::mma(acc, a[0], b[i][0]);
+      Operands<R>::mma(acc, a[1], b[i][1]);
+      float* at = columns + row * kColumnRow + 8 * n + 2 * t;
+      if (row < kC3ColumnRows) *reinterpret_cast<float2*>(at) = make_float2(acc[0], acc[1]);
+      if (row + 8 < kC3ColumnRows)
+        *reinterpret_cast<float2*>(at + 8 * kColumnRow) = make_float2(acc[2], acc[3]);
     }
   }
-}
-
-// dL/dz2 = (D3 W3) f'(S2) for Tiles m16 tiles of positions (first_tile, first_tile + 8), one
-// n-tile of maps (6 of 8): the k-steps of R (c3_input_k_steps, or c3_input_bf16_k_steps), then
-// each row's values times f'(S2).
-template <Precision R, Activation A, int Tiles>
-__device__ void c3_input_tiles(const float* shared, float* d2, int first_tile, int lane) {
-  namespace C = conv_layout;
-  const int g = lane / 4, t = lane % 4;
-  const float* a2 = shared + C::rec + record::a2;
-  int row[Tiles][2];  // rows g and g + 8: positions past the 196th read the last one's
-#pragma unroll
-  for (int i = 0; i < Tiles; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int pos = min(16 * (first_tile + 8 * i) + g + 8 * h, kWindows2 - 1);
-      row[i][h] = d3_at(0, pos / kSide2, pos % kSide2);
-    }
-  float acc[Tiles][4] = {};
-  if constexpr (R == Precision::bf16)
-    c3_input_bf16_k_steps<Tiles>(shared, row, t, g, acc);
-  else
-    c3_input_k_steps<R, Tiles>(shared, row, t, g, acc);
-#pragma unroll
-  for (int i = 0; i < Tiles; ++i)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int pos = 16 * (first_tile + 8 * i) + g + 8 * (r / 2), c = 2 * t + r % 2;
-      if (pos >= kWindows2 || c >= kMaps1) continue;
-      const int at = c * kWindows2 + pos;
-      d2[at] = acc[i][r] * activation_slope(A, a2[at]);
-    }
-}
-
-// C3's input gradient: the 13 m-tiles, warp w tiles w and w + 8.
-template <Precision R, Activation A>
-__device__ void c3_input_gradient(float* shared, int warp, int lane) {
-  constexpr int kMTiles = (kWindows2 + 15) / 16;
-  static_assert(kMTiles > kWarps && kMTiles <= 2 * kWarps, "one or two tiles a warp");
-  if (warp + kWarps < kMTiles)
-    c3_input_tiles<R, A, 2>(shared, shared + conv_layout::d2, warp, lane);
-  else
-    c3_input_tiles<R, A, 1>(shared, shared + conv_layout::d2, warp, lane);
 }
 
 // C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot: G3 (16
@@ -427,8 +343,7 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
   static_assert(kNTiles % kWarps == 0, "as many n-tiles for every warp");
   const int g = lane / 4, t = lane % 4;
   const bool next_row = t >= 2;  // where the step's first position is column 8 of its row
-  const float* a_row = shared + C::d3 + d3_at(g, 0, 0) + t;  // A's rows g and g + 8: maps
-  const float* a_next = a_row + (next_row ? kSide3P - kSide3 : 0);
+  const float* a_row = shared + C::d3 + d3_at(g, 0, t);  // A's rows g and g + 8: maps
   const int b_next = next_row ? kSide2 - kSide3 : 0;
   const float* b_row[kWarpTiles];
 #pragma unroll
@@ -447,9 +362,8 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
       if (k >= kC3Positions) continue;
       static_assert(kSide3 % 2 == 0, "a step's 4 lanes pass into the next row only from x = 8");
       const bool passes = x + 3 >= kSide3;
-      const float* a_at = (passes ? a_next : a_row) + y * kSide3P + x;
-      a[2 * h] = __float_as_uint(a_at[0]);
-      a[2 * h + 1] = __float_as_uint(a_at[8 * kMap3P]);
+      a[2 * h] = __float_as_uint(a_row[k]);
+      a[2 * h + 1] = __float_as_uint(a_row[d3_at(8, 0, k)]);
 #pragma unroll
       for (int i = 0; i < kWarpTiles; ++i)
         b[i][h] = __float_as_uint(b_row[i][(passes ? b_next : 0) + y * kSide2 + x]);
@@ -467,21 +381,33 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
     }
 }
 
-// dL/dC1 (6, 28, 28), stored for R's products (only C1's weight product reads it), from dL/dz2
-// through each 2x2 window (its average, or its first maximum), into C::c1_gradient, by the block:
-// each value computed once, where C1's weight product computed it for every read, in both of its
-// m-tiles' warps; a thread per window writes its four, reading its dL/dz2 and first maximum once
-// (a thread per value divided its index twice).
-template <Precision R, Subsampling P>
-__device__ void c1_gradient_maps(float* shared) {
+// C3's input gradient, by the block, a thread per window of S2 (input map c, position (u, v)):
+// dL/dS2[c][u][v], the sum over taps (p, q), p-major, of G[(c, 5 p + q)][(u - p, v - q)] where
+// that position is in C3 (col2im over c3_columns' G: a lane's reads are its pointer plus a
+// constant for each tap, consecutive lanes' positions consecutive columns); dL/dz2 = dL/dS2 f'(S2)
+// into C::d2, and dL/dC1 (6, 28, 28), stored for R's products (only C1's weight product reads it),
+// from it through the window (its average, or its first maximum) into C::c1_gradient: each value
+// computed once, the window's dL/dz2 and first maximum read once.
+template <Precision R, Activation A, Subsampling P>
+__device__ void c3_input_gradient(float* shared) {
   namespace C = conv_layout;
-  const float* d2 = shared + C::d2;
+  const float* a2 = shared + C::rec + record::a2;
   const std::uint8_t* which =
       reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
   for (int window = int(threadIdx.x); window < kMaps1 * kWindows2; window += kThreads) {
-    const int map = window / kWindows2, y = window % kWindows2 / kSide2, x = window % kSide2;
-    float* corner = shared + C::c1_gradient + map * C::c1_map + 2 * y * kSide1 + 2 * x;
-    const float dz = d2[window];
+    const int map = window / kWindows2, u = window % kWindows2 / kSide2, v = window % kSide2;
+    const float* column = shared + C::columns + map * kTaps * kColumnRow + d3_at(0, u, v);
+    float sum = 0.0f;
+#pragma unroll
+    for (int p = 0; p < kK; ++p) {
+      if (p > u || u - p >= kSide3) continue;
+#pragma unroll
+      for (int q = 0; q < kK; ++q)
+        if (q <= v && v - q < kSide3) sum += column[(kK * p + q) * kColumnRow - d3_at(0, p, q)];
+    }
+    const float dz = sum * activation_slope(A, a2[window]);
+    shared[C::d2 + window] = dz;
+    float* corner = shared + C::c1_gradient + map * C::c1_map + 2 * u * kSide1 + 2 * v;
     const int best = P == Subsampling::max ? which[window] : 0;
     corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
     corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
@@ -496,7 +422,7 @@ __device__ void c1_gradient_maps(float* shared) {
 // q, pos = 196 quarter + k) and b(k, map) = dL/dC1[map][pos], so the same bits, but each gather
 // at a per-lane pointer plus a constant of the unrolled k-steps: a quarter is 7 whole rows of C1
 // and a k-step's 4 lanes t never cross a row (28 and the steps' starts are multiples of 4). Both
-// operands are stored for R's products (the input field, and dL/dC1 by c1_gradient_maps), so the
+// operands are stored for R's products (the input field, and dL/dC1 by c3_input_gradient), so the
 // product takes their bits as they are; a row or column past the matrix reads a real element at a
 // clamped index and gives zero.
 template <Precision R>
@@ -563,22 +489,18 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   weights.read(args.in);
   SampleReads<P> reads;
   reads.read(args, sample);
-  if constexpr (R == Precision::bf16)
-    weights.write_c3_bf16_pairs(reinterpret_cast<std::uint32_t*>(shared + C::w3_bf16));
-  else
-    weights.write_c3_pairs(shared + C::w3_pairs);
+  weights.write_c3_columns(shared + C::w3_columns);
   reads.template write<R>(args, sample, shared);
-  zero_d3<R>(shared);
   __syncthreads();
   s4_backward<R, A, P>(reads.d4, shared);
   __syncthreads();
   map_sums(shared + C::a4, kMaps3, kWindows4, shared + C::bias4, warp, lane);
-  c3_input_gradient<R, A>(shared, warp, lane);
+  c3_columns<R>(shared, warp, lane);
   c3_weight_gradient<R>(shared, slot, warp, lane);
   __syncthreads();
-  map_sums(shared + C::d2, kMaps1, kWindows2, shared + C::bias2, warp, lane);
-  c1_gradient_maps<R, P>(shared);
+  c3_input_gradient<R, A, P>(shared);
   __syncthreads();
+  map_sums(shared + C::d2, kMaps1, kWindows2, shared + C::bias2, warp, lane);
   c1_weight_gradient<R>(shared, warp, lane);
   __syncthreads();
   for (int i = int(threadIdx.x); i < kW1; i += kThreads) {
@@ -630,11 +552,7 @@ void check_slot_covers(const ParamLayout& layout, const WholeStepOffsets& at) {
 
 constexpr std::size_t kForwardSharedBytes =
     sizeof(float) * std::size_t(forward_layout::scratch) + sizeof(AugmentScratch);
-// The backward kernel's shared memory for precision R's operands.
-std::size_t conv_shared_bytes(Precision precision) {
-  const int floats = precision == Precision::bf16 ? conv_layout::bf16_floats : conv_layout::floats;
-  return sizeof(float) * std::size_t(floats);
-}
+constexpr std::size_t kConvSharedBytes = sizeof(float) * std::size_t(conv_layout::floats);
 
 }  // namespace
 
@@ -649,8 +567,7 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
       m_records(Device::gpu, std::size_t(max_batch) * record::floats),
       m_partials(Device::gpu, std::size_t(max_batch) * partial::floats) {
   prepare_tile_kernel(kernel_for_training(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
-  prepare_tile_kernel(kernel_for_training(config, ConvKernels{}),
-                      conv_shared_bytes(config.precision), 1);
+  prepare_tile_kernel(kernel_for_training(config, ConvKernels{}), kConvSharedBytes, 1);
   check_slot_covers(layout, m_offsets);
 }
 
@@ -678,8 +595,7 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
   // where), and the dense blocks after them.
   const int blocks = n + (dense ? kDenseGradientBlocks : 0);
-  launch_kernel({dim3(unsigned(blocks)), dim3(kThreads), conv_shared_bytes(m_config.precision),
-                 stream, m_programmatic},
+  launch_kernel({dim3(unsigned(blocks)), dim3(kThreads), kConvSharedBytes, stream, m_programmatic},
                 kernel_for_training(m_config, ConvKernels{}), args);
 }
 

@@ -170,8 +170,7 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 
 // C1's and C3's weights (rounded for R's products, in their B layouts, the C3 table's
 // disconnected weights zero) and S2's and S4's biases into shared memory, by the whole block
-// (write); or C3's weights alone in C3's input gradient's layout (write_c3_pairs, or with BF16
-// operands write_c3_bf16_pairs).
+// (write); or C3's weights alone as the backward kernel's columns take them (write_c3_columns).
 // Lane k of warp w takes tap column k of B's rows w, w + 8, ...: C1's 8 maps, a row each, and
 // C3's 96 (output map, input map) rows, 12 each, whose weights and mask sit 25 floats a row
 // apart. A thread's reads are then a pointer plus constants, where an index divided by a row's
@@ -179,26 +178,19 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 // 32 are zeros of their own. Every read is issued before any write (read(), then write()): the
 // staging waits for one round trip to L2, where loops that wrote what they had just read waited
 // for up to five, and a kernel can issue its other reads between the two.
-// C3's weights as C3's input gradient takes its B fragments (tensor_conv_backward.cu's
-// c3_input_tiles): the float2 of output map m, k-step j, input map c (of the n-tile's 8) and lane
-// column t holds taps 8 j + t and 8 j + t + 4, so that lane 4 c + t reads its fragment with one
-// 64-bit load and each half of a warp reads 128 consecutive bytes, every bank once. (In the
-// forward layout a lane's input map is 32 floats from the next's, all six in one bank.)
-__host__ __device__ constexpr int c3_pair(int m, int j, int c, int t) {
-  return ((m * kTapSteps + j) * 8 + c) * 4 + t;
+// C3's weights as the backward kernel's C3 columns take their A fragments
+// (tensor_conv_backward.cu's c3_columns): row r = 25 c + tap (input map c; rows 150-159 zeros, the
+// last m-tile's padding) holds the 16 output maps' weights in 4 float4s, float4 t holding maps t, t
+// + 4, t + 8 and t + 12 (a lane's A values of both k-steps), so that lane (g, t) reads a row's
+// fragment values with one 128-bit load. The float4s of a row are swizzled, t at place t ^ ((r / 2)
+// % 4): each quarter of a warp still reads two whole rows (every bank once), and the staging's
+// writes, a lane a tap, meet 4-way bank conflicts where unswizzled rows 16 floats apart put them in
+// 2 banks.
+constexpr int kC3ColumnRows = kMaps1 * kTaps, kC3ColumnMaps = 16;  // 150 rows of 16 maps
+constexpr int kC3ColumnFloats = (kC3ColumnRows + 15) / 16 * 16 * kC3ColumnMaps;  // 10 m-tiles
+__host__ __device__ constexpr int c3_column(int row, int m) {
+  return row * kC3ColumnMaps + 4 * ((m % 4) ^ (row / 2 % 4)) + m / 4;
 }
-constexpr int kC3Pairs = 2 * c3_pair(kMaps3, 0, 0, 0);  // floats: 16 maps x 4 k-steps x 64
-
-// The same with BF16 operands (c3_input_tiles' BF16 k-steps, over output map pairs p and tap steps
-// j: lane t's two k's, the halves of its register, are maps 2 p and 2 p + 1 at tap 4 j + t, j =
-// 0-6, taps 25-27 zeros): the word of map pair p, tap step j, input map c and lane column t holds
-// maps 2 p's and 2 p + 1's weights rounded to BF16, 2 p's in the lower half, so that lane 4 c + t
-// reads its B register with one 32-bit load and a warp reads 32 consecutive words.
-constexpr int kMapPairs3 = kMaps3 / 2;
-__host__ __device__ constexpr int c3_bf16_pair(int p, int j, int c, int t) {
-  return ((p * kPairTapSteps + j) * 8 + c) * 4 + t;
-}
-constexpr int kC3Bf16Pairs = c3_bf16_pair(kMapPairs3, 0, 0, 0);  // words: 8 pairs x 7 steps x 32
 
 template <Precision R>
 struct ConvWeightReads {
@@ -295,61 +287,29 @@ struct ConvWeightReads {
       words[i / kPastTaps * kPairRow + kTaps + i % kPastTaps] = 0u;
   }
 
-  // C3's weights alone, in C3's input gradient's layout (c3_pair; the C3 table's disconnected
-  // weights and taps 25-31 zero, and input maps 6 and 7, the n-tile's padding, zeros): the
-  // backward kernel's. Rows warp + 8 s and warp + 8 (s + 3) are 4 maps apart, as in write().
-  __device__ void write_c3_pairs(float* pairs) const {
+  // C3's weights alone, as c3_column lays them out (the C3 table's disconnected weights and rows
+  // 150-159 zeros): the backward kernel's. Row (m, c)'s tap k goes to row 25 c + k at map m; rows
+  // warp + 8 s and warp + 8 (s + 3) are 4 output maps apart, the same input map, so that the
+  // second's place is the first's plus one (c3_column's m / 4): three pointers plus constants.
+  __device__ void write_c3_columns(float* columns) const {
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    const bool real_tap = lane < kTaps;
-    const int j = lane / 8, h = lane % 8 / 4, t = lane % 4;
     constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
+    static_assert(kMapsAPeriod == 4 && kRowsPerWarp % kPeriod == 0, "a period is 4 output maps");
+    const int tap = min(lane, kTaps - 1);
     float* row_at[kPeriod];
 #pragma unroll
     for (int r = 0; r < kPeriod; ++r) {
       const int row = warp + r * kWarps;  // (m, c) = 6 m + c
-      row_at[r] = pairs + 2 * c3_pair(row / kMaps1, j, row % kMaps1, t) + h;
-    }
-#pragma unroll
-    for (int s = 0; s < kRowsPerWarp; ++s)
-      row_at[s % kPeriod][s / kPeriod * 2 * c3_pair(kMapsAPeriod, 0, 0, 0)] =
-          Operands<R>::stored(real_tap && connected[s] != 0.0f ? weight[s] : 0.0f);
-    // Each (m, j)'s 32 float2s end with input maps 6 and 7's 8.
-    constexpr int kPadding = kMaps3 * kTapSteps * 16;
-    for (int i = int(threadIdx.x); i < kPadding; i += kThreads)
-      pairs[2 * c3_pair(0, i / 16, kMaps1, 0) + i % 16] = 0.0f;
-  }
-
-  // C3's weights alone, in C3's input gradient's BF16 layout (c3_bf16_pair; the C3 table's
-  // disconnected weights zero, and taps 25-27 and input maps 6 and 7, the products' padding,
-  // zeros). Lane k holds tap k of rows warp + 8 s, (m, c) = 6 m + c, which go to half m % 2 of word
-  // (m / 2, k / 4, c, k % 4); rows warp + 8 s and warp + 8 (s + 3) are 4 maps (2 pairs) apart.
-  __device__ void write_c3_bf16_pairs(std::uint32_t* words) const {
-    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    const int tap = min(lane, kTaps - 1), j = tap / 4, t = tap % 4;
-    constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
-    static_assert(kMapsAPeriod % 2 == 0, "a period is whole map pairs");
-    std::uint16_t* const halves = reinterpret_cast<std::uint16_t*>(words);
-    std::uint16_t* row_at[kPeriod];
-#pragma unroll
-    for (int r = 0; r < kPeriod; ++r) {
-      const int row = warp + r * kWarps, m = row / kMaps1;
-      row_at[r] = halves + 2 * c3_bf16_pair(m / 2, j, row % kMaps1, t) + m % 2;
+      row_at[r] = columns + c3_column(row % kMaps1 * kTaps + tap, row / kMaps1);
     }
     if (lane < kTaps)
 #pragma unroll
       for (int s = 0; s < kRowsPerWarp; ++s)
-        row_at[s % kPeriod][s / kPeriod * 2 * c3_bf16_pair(kMapsAPeriod / 2, 0, 0, 0)] =
-            mma::to_bf16(connected[s] != 0.0f ? weight[s] : 0.0f);
-    // Each (p, j)'s 32 words end with input maps 6 and 7's 8; the last tap step's taps 25-27
-    // (t = 1-3) of input maps 0-5 are 3 words of each map's 4.
-    constexpr int kMapPadding = kMapPairs3 * kPairTapSteps * 8;
-    for (int i = int(threadIdx.x); i < kMapPadding; i += kThreads)
-      words[c3_bf16_pair(0, i / 8, kMaps1, 0) + i % 8] = 0u;
-    constexpr int kPastTaps = 4 * kPairTapSteps - kTaps;  // 3
-    constexpr int kTapPadding = kMapPairs3 * kMaps1 * kPastTaps;
-    for (int i = int(threadIdx.x); i < kTapPadding; i += kThreads)
-      words[c3_bf16_pair(i / (kMaps1 * kPastTaps), kPairTapSteps - 1, i / kPastTaps % kMaps1,
-                         4 - kPastTaps + i % kPastTaps)] = 0u;
+        row_at[s % kPeriod][s / kPeriod] =
+            Operands<R>::stored(connected[s] != 0.0f ? weight[s] : 0.0f);
+    constexpr int kPadding = kC3ColumnFloats - kC3ColumnRows * kC3ColumnMaps;
+    for (int i = int(threadIdx.x); i < kPadding; i += kThreads)
+      columns[kC3ColumnRows * kC3ColumnMaps + i] = 0.0f;
   }
 };
 
