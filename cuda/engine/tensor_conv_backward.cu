@@ -17,18 +17,18 @@
 // forward pass, 8 samples a block: a batch of 128 filled 16 SMs), for its sample:
 //   dL/dz4 = dL/dS4 f'(S4), S4's bias gradient the sum of each map's dL/dz4;
 //   dL/dC3 = dL/dz4 sent back through each 2x2 window (pool_window.cuh's window_gradient);
-//   C3's columns G (150 x 100) = W3ᵀ (150 (input map c, tap) x 16 maps) dL/dC3 (16 x 100
-//     positions), W3 the C3 table's masked weights staged for this product
-//     (ConvWeightReads::write_c3_columns): what each position of C3 sends back through each tap,
-//     10 m-tiles x 13 n-tiles of two k-steps, where the transposed convolution as an implicit GEMM
-//     over dL/dC3's zero-bordered maps (196 x 400) took 832 mma.sync a sample, more than half of
-//     them on the border's zeros;
+//   C3's rows T (140 x 30): T[(u, v)][(c, p)] = sum over output maps m and tap columns q of
+//     W3[m][c][p][q] dL/dC3[m][u][v - q] (zero past the map's columns), for C3's rows u (0-9) and
+//     S2's columns v (0-13): the transposed convolution along each row alone, an implicit GEMM of
+//     9 m-tiles x 4 n-tiles x 10 k-steps, W3 the C3 table's masked weights staged for it
+//     (ConvWeightReads::write_c3_rows), where the whole transposed convolution over dL/dC3's
+//     zero-bordered maps (196 x 400) took 832 mma.sync a sample, more than half of them on the
+//     border's zeros;
 //   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
 //     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
-//   dL/dz2 = f'(S2) times G's columns gathered back onto S2's windows (col2im: dL/dS2[c][u][v] =
-//     sum over taps (p, q) of G[(c, 5 p + q)][(u - p, v - q)], in a fixed order), and dL/dC1 from
-//     it through each window (its average or first maximum), a thread per window; S2's bias
-//     gradient the sum of each map's dL/dz2;
+//   dL/dz2 = f'(S2) times the rows' sums down each column (dL/dS2[c][u][v] = the sum over tap rows
+//     p of T[(u - p, v)][(c, p)], in order), and dL/dC1 from it through each window (its average or
+//     first maximum), a thread per window; S2's bias gradient the sum of each map's dL/dz2;
 //   C1's weight gradient G1 (25 taps x 6 maps) = X (25 x 784 positions) dL/dC1 (784 x 6), where
 //     dL/dC1 is the one written with dL/dz2 (over dL/dC3's room, free by then) and X read from
 //     the input field: warp w takes m-tile w % 2 over the positions' quarter w / 2, and the
@@ -61,12 +61,20 @@ constexpr int kTapColumns = 8 * kTapSteps;          // 32: a map's taps in the p
 constexpr int kQuarters = kWarps / 2;               // C1's weight gradient: 2 m-tiles x 4 quarters
 constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
 static_assert(kC1Positions % kQuarters == 0, "whole quarters");
-// C3's columns G (c3_columns): rows (input map c, tap) of kColumnRow floats, a float for each of
-// C3's 100 positions and 4 past them (what the last n-tile writes), 104 = 8 (mod 32) so that each
-// half of a warp's 64-bit writes (rows g and positions 2 t) covers every bank once.
-constexpr int kColumnRow = 104, kColumnMTiles = kC3ColumnFloats / (16 * kC3ColumnMaps);  // 10
-constexpr int kColumnNTiles = (kC3Positions + 7) / 8;                                    // 13
-static_assert(kColumnRow % 32 == 8 && kColumnRow >= 8 * kColumnNTiles, "whole n-tiles a row");
+// dL/dC3's maps in the backward kernel: rows kD3Row floats apart after kD3Pad zeros, so that
+// each row's 4 zeros past its 10 values are the next row's 4 before them, and C3's rows read
+// dL/dC3[m][u][v - q] for every v (0-13) and q (0-4) without a bounds test; maps kD3Map floats
+// apart, 152 = 24 (mod 32), so that C3's rows' A loads (lane (g, t): position g, map t's) cover
+// every bank once.
+constexpr int kD3Pad = kK - 1, kD3Row = kSide3 + kD3Pad, kD3Map = 152;
+static_assert(kD3Map >= kD3Pad + kSide3 * kD3Row && kD3Map % 32 == 24, "a map's rows, banks");
+// C3's rows T (c3_rows), stored transposed: a row of kTRow floats for each column (c, p), one
+// for each (u, v) of the 9 m-tiles, 164 = 4 (mod 32) so that a warp's writes of one accumulator
+// register (columns 2 t, positions g) cover every bank once.
+constexpr int kRowPositions = kSide3 * kSide2, kRowColumns = kMaps1 * kK;  // 140, 30
+constexpr int kRowMTiles = (kRowPositions + 15) / 16, kTRow = 164;         // 9
+static_assert(kTRow >= 16 * kRowMTiles && kTRow % 32 == 4, "whole m-tiles a row, banks");
+static_assert(kRowMTiles == kWarps + 1 && kC3RowNTiles <= kWarps, "a warp's m-tile, and one more");
 
 // A sample's record in global memory, what the forward kernel keeps for the backward one, in
 // floats from its start (the first maxima as bytes; average subsampling writes and reads none).
@@ -101,33 +109,31 @@ static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 
 // The backward kernel's shared memory, in floats from its start.
 namespace conv_layout {
-constexpr int w3_columns = 0;  // C3's weights as c3_columns reads them (c3_column's layout)
+constexpr int w3_rows = 0;  // C3's weights as c3_rows reads them (c3_row_pair's layout)
 // The input field (32 x 32), stored for the products, its rows x_row floats apart: 40 = 8 (mod
 // 32), so that each of C1's weight gradient's A loads (a lane a tap of 8 consecutive ones, at 4
 // consecutive positions) finds its rows' values in distinct banks, where rows 32 floats apart put
 // taps (p, q) and (p + 1, q) in one bank: every load two wavefronts.
-constexpr int x = w3_columns + kC3ColumnFloats, x_row = kField + 8;
+constexpr int x = w3_rows + kC3RowFloats, x_row = kField + 8;
 constexpr int rec = x + kField * x_row;   // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;  // S4's activation, then dL/dz4 (400)
-// dL/dC3 (16, 100): maps 100 = 4 (mod 32) floats apart, so that C3's weight gradient's A loads (a
-// lane (g, t) map g and position k + t) cover every bank once.
-constexpr int d3 = a4 + kFlat4;
+constexpr int d3 =
+    a4 + kFlat4;  // dL/dC3 (16 maps of kD3Map floats, d3_at), stored for R's products
 constexpr int c1_gradient = d3;  // then dL/dC1 (6, 28, 28), stored for R's products, over dL/dC3
 // dL/dC1's maps c1_map floats apart: 804 = 4 (mod 32), so that the six maps' columns that C1's
 // weight gradient reads at once (B's, a lane per map and position) lie in banks 4 apart, where
 // 784 = 16 (mod 32) put maps 0, 2 and 4 in one bank.
 constexpr int c1_map = kC1Positions + 20;
-constexpr int d3_floats = kMaps3 * kC3Positions, c1_floats = kMaps1 * c1_map;
+constexpr int d3_floats = kMaps3 * kD3Map, c1_floats = kMaps1 * c1_map;
 constexpr int d2 = d3 + (d3_floats > c1_floats ? d3_floats : c1_floats);  // dL/dz2 (6, 14, 14)
 constexpr int bias2 = d2 + kWarpS2;                                       // s2.bias's gradient (6)
 constexpr int bias4 = bias2 + 8;                                          // s4.bias's (16)
-constexpr int columns = bias4 + kMaps3;  // C3's columns G (150 rows of kColumnRow)
-constexpr int g1 = columns;  // C1's weight gradient by quarter (4, 6, 25), over G once it is read
-constexpr int floats = columns + kC3ColumnRows * kColumnRow;
-static_assert(kC3Positions % 32 == 4, "the weight gradient's A rows in banks 4 apart");
+constexpr int rows = bias4 + kMaps3;  // C3's rows T, transposed (30 rows of kTRow)
+constexpr int g1 = rows;  // C1's weight gradient by quarter (4, 6, 25), over T once it is read
+constexpr int floats = rows + kRowColumns * kTRow;
 static_assert(c1_map % 32 == 4, "B's six map columns in banks 4 apart");
-static_assert(columns % 2 == 0, "G's rows take 64-bit writes");
-static_assert(kQuarters * kW1 <= kC3ColumnRows * kColumnRow, "G1's quarters fit where G was");
+static_assert(w3_rows % 2 == 0 && d3 % 2 == 0 && d3_floats % 2 == 0, "float2s");
+static_assert(kQuarters * kW1 <= kRowColumns * kTRow, "G1's quarters fit where T was");
 }  // namespace conv_layout
 
 struct ConvForwardArgs {
@@ -207,9 +213,16 @@ __device__ void map_sums(const float* values, int maps, int per_map, float* sums
   }
 }
 
-// Where dL/dC3[m][y][x] sits in its maps.
+// Where dL/dC3[m][y][x] sits in the backward kernel's maps (x from -4 to 13: the zeros past the
+// map's columns).
 __device__ inline int d3_at(int m, int y, int x) {
-  return m * kC3Positions + y * kSide3 + x;
+  return m * kD3Map + kD3Pad + y * kD3Row + x;
+}
+
+// count floats (even, from a float2's boundary) zeroed, two a write, by the block.
+__device__ void zero_floats(float* at, int count) {
+  float2* pairs = reinterpret_cast<float2*>(at);
+  for (int i = int(threadIdx.x); i < count / 2; i += kThreads) pairs[i] = make_float2(0.0f, 0.0f);
 }
 
 // What the backward kernel reads of its sample before its first barrier, read before any of it is
@@ -266,61 +279,81 @@ __device__ void s4_backward(const GlobalReads<kFlat4, kThreads>& d4, float* shar
     const int best = P == Subsampling::max ? which[i] : 0;
     corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
     corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
-    corner[kSide3] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
-    corner[kSide3 + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
+    corner[kD3Row] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
+    corner[kD3Row + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
   });
 }
 
-// C3's columns G (150 x 100) = W3ᵀ (150 x 16 maps) dL/dC3 (16 x 100 positions), by the block
-// into C::columns: 10 m-tiles of rows (input map c, tap) by 13 n-tiles of positions, two k-steps of
-// 8 output maps each, warp w the m-tiles 5 (w % 2) to 5 (w % 2) + 4 of n-tiles w / 2 + 4 i (four
-// for w < 2, three for the others). A lane loads its B fragments of dL/dC3 once (positions past
-// the 100th read the last one's: their columns are written past the rows' 100 positions and never
-// read) and each m-tile's A fragments of both k-steps with two 128-bit loads (c3_column's
-// layout); a tile's sum is its two k-steps in order, written as two float2s (rows 150-159, the
-// padding's, are not).
-template <Precision R>
-__device__ void c3_columns(float* shared, int warp, int lane) {
+// C3's rows T's k-steps for the warp's m-tile (rows at own[0] and own[1], positions as d3_at's
+// (u, v)) over the 4 n-tiles, and where TakesLast for n-tile `warp` of the last m-tile too (rows
+// at last[0] and last[1]): 10 k-steps of (tap column q = s / 2, output maps 8 (s % 2) to 8 (s % 2)
+// + 7) in order. Lane (g, t)'s A values are dL/dC3 at its rows' positions minus q, maps t and t + 4
+// of the step's 8: its pointer plus a constant for each k-step; its B fragment one float2
+// (c3_row_pair).
+template <Precision R, bool TakesLast>
+__device__ void c3_row_k_steps(const float* shared, const int (&own)[2], const int (&last)[2],
+                               int warp, int lane, float (&acc)[kC3RowNTiles][4],
+                               float (&last_acc)[4]) {
   namespace C = conv_layout;
-  constexpr int kMGroups = 2, kNGroups = kWarps / kMGroups, kWarpMTiles = kColumnMTiles / kMGroups;
-  constexpr int kWarpNTiles = (kColumnNTiles + kNGroups - 1) / kNGroups;  // 4
-  static_assert(kColumnMTiles % kMGroups == 0 && kC3ColumnMaps == 16, "5 m-tiles, 2 k-steps");
-  const int g = lane / 4, t = lane % 4, first_mtile = kWarpMTiles * (warp % kMGroups);
-  const int n_group = warp / kMGroups;
-  const float* d3 = shared + C::d3;
-  std::uint32_t b[kWarpNTiles][2][2];
+  const float* maps = shared + C::d3 + d3_at(lane % 4, 0, 0);
+  const float2* pairs = reinterpret_cast<const float2*>(shared + C::w3_rows) + lane;
 #pragma unroll
-  for (int i = 0; i < kWarpNTiles; ++i) {
-    const int pos = min(8 * (n_group + kNGroups * i) + g, kC3Positions - 1);
+  for (int s = 0; s < kC3RowKSteps; ++s) {
+    const int offset = 8 * (s % 2) * kD3Map - s / 2;  // maps 8 (s % 2) + t, tap column s / 2
+    const std::uint32_t a[4] = {__float_as_uint(maps[own[0] + offset]),
+                                __float_as_uint(maps[own[1] + offset]),
+                                __float_as_uint(maps[own[0] + offset + 4 * kD3Map]),
+                                __float_as_uint(maps[own[1] + offset + 4 * kD3Map])};
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      b[i][s][0] = __float_as_uint(d3[d3_at(8 * s + t, 0, pos)]);
-      b[i][s][1] = __float_as_uint(d3[d3_at(8 * s + t + 4, 0, pos)]);
+    for (int j = 0; j < kC3RowNTiles; ++j) {
+      const float2 pair = pairs[c3_row_pair(s, j, 0, 0)];
+      const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
+      Operands<R>::mma(acc[j], a, b);
+    }
+    if constexpr (TakesLast) {
+      const std::uint32_t a_last[4] = {__float_as_uint(maps[last[0] + offset]),
+                                       __float_as_uint(maps[last[1] + offset]),
+                                       __float_as_uint(maps[last[0] + offset + 4 * kD3Map]),
+                                       __float_as_uint(maps[last[1] + offset + 4 * kD3Map])};
+      const float2 pair = pairs[c3_row_pair(s, warp, 0, 0)];
+      const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
+      Operands<R>::mma(last_acc, a_last, b);
     }
   }
-  const float4* w3 = reinterpret_cast<const float4*>(shared + C::w3_columns);
-  float* columns = shared + C::columns;
+}
+
+// C3's rows T (140 x 30) by the block, transposed into C::rows (the file's plan): warp w m-tile w
+// over the 4 n-tiles, and warps 0-3 n-tile w of the last m-tile too (c3_row_k_steps). Positions
+// past the 140th read the last one's: their sums go to places that no window reads.
+template <Precision R>
+__device__ void c3_rows(float* shared, int warp, int lane) {
+  constexpr int kLast = kRowMTiles - 1;
+  const int g = lane / 4, t = lane % 4;
+  int own[2], last[2];  // rows g and g + 8
 #pragma unroll
-  for (int mt = 0; mt < kWarpMTiles; ++mt) {
-    const int row = 16 * (first_mtile + mt) + g;  // and row + 8
-    const float4 upper = w3[c3_column(row, t) / 4], lower = w3[c3_column(row + 8, t) / 4];
-    const std::uint32_t a[2][4] = {{__float_as_uint(upper.x), __float_as_uint(lower.x),
-                                    __float_as_uint(upper.y), __float_as_uint(lower.y)},
-                                   {__float_as_uint(upper.z), __float_as_uint(lower.z),
-                                    __float_as_uint(upper.w), __float_as_uint(lower.w)}};
-#pragma unroll
-    for (int i = 0; i < kWarpNTiles; ++i) {
-      const int n = n_group + kNGroups * i;
-      if (n >= kColumnNTiles) continue;
-      float acc[4] = {};
-      Operands<R>::mma(acc, a[0], b[i][0]);
-      Operands<R>::mma(acc, a[1], b[i][1]);
-      float* at = columns + row * kColumnRow + 8 * n + 2 * t;
-      if (row < kC3ColumnRows) *reinterpret_cast<float2*>(at) = make_float2(acc[0], acc[1]);
-      if (row + 8 < kC3ColumnRows)
-        *reinterpret_cast<float2*>(at + 8 * kColumnRow) = make_float2(acc[2], acc[3]);
-    }
+  for (int h = 0; h < 2; ++h) {
+    const int position = min(16 * warp + g + 8 * h, kRowPositions - 1);
+    const int last_position = min(16 * kLast + g + 8 * h, kRowPositions - 1);
+    own[h] = position / kSide2 * kD3Row + position % kSide2;
+    last[h] = last_position / kSide2 * kD3Row + last_position % kSide2;
   }
+  float acc[kC3RowNTiles][4] = {}, last_acc[4] = {};
+  const bool takes_last = warp < kC3RowNTiles;
+  if (takes_last)
+    c3_row_k_steps<R, true>(shared, own, last, warp, lane, acc, last_acc);
+  else
+    c3_row_k_steps<R, false>(shared, own, last, warp, lane, acc, last_acc);
+  float* rows = shared + conv_layout::rows;
+  const auto write = [rows, g, t](const float(&sums)[4], int m_tile, int n_tile) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int column = 8 * n_tile + 2 * t + r % 2, position = 16 * m_tile + g + 8 * (r / 2);
+      if (column < kRowColumns) rows[column * kTRow + position] = sums[r];
+    }
+  };
+#pragma unroll
+  for (int j = 0; j < kC3RowNTiles; ++j) write(acc[j], warp, j);
+  if (takes_last) write(last_acc, kLast, warp);
 }
 
 // C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot: G3 (16
@@ -344,6 +377,7 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
   const int g = lane / 4, t = lane % 4;
   const bool next_row = t >= 2;  // where the step's first position is column 8 of its row
   const float* a_row = shared + C::d3 + d3_at(g, 0, t);  // A's rows g and g + 8: maps
+  const float* a_next = a_row + (next_row ? kD3Row - kSide3 : 0);
   const int b_next = next_row ? kSide2 - kSide3 : 0;
   const float* b_row[kWarpTiles];
 #pragma unroll
@@ -362,8 +396,9 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
       if (k >= kC3Positions) continue;
       static_assert(kSide3 % 2 == 0, "a step's 4 lanes pass into the next row only from x = 8");
       const bool passes = x + 3 >= kSide3;
-      a[2 * h] = __float_as_uint(a_row[k]);
-      a[2 * h + 1] = __float_as_uint(a_row[d3_at(8, 0, k)]);
+      const float* a_at = (passes ? a_next : a_row) + y * kD3Row + x;
+      a[2 * h] = __float_as_uint(a_at[0]);
+      a[2 * h + 1] = __float_as_uint(a_at[8 * kD3Map]);
 #pragma unroll
       for (int i = 0; i < kWarpTiles; ++i)
         b[i][h] = __float_as_uint(b_row[i][(passes ? b_next : 0) + y * kSide2 + x]);
@@ -382,9 +417,8 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
 }
 
 // C3's input gradient, by the block, a thread per window of S2 (input map c, position (u, v)):
-// dL/dS2[c][u][v], the sum over taps (p, q), p-major, of G[(c, 5 p + q)][(u - p, v - q)] where
-// that position is in C3 (col2im over c3_columns' G: a lane's reads are its pointer plus a
-// constant for each tap, consecutive lanes' positions consecutive columns); dL/dz2 = dL/dS2 f'(S2)
+// dL/dS2[c][u][v], the sum over tap rows p, in order, of T[(u - p, v)][(c, p)] where row u - p is
+// one of C3's (c3_rows' T: consecutive lanes' windows consecutive places); dL/dz2 = dL/dS2 f'(S2)
 // into C::d2, and dL/dC1 (6, 28, 28), stored for R's products (only C1's weight product reads it),
 // from it through the window (its average, or its first maximum) into C::c1_gradient: each value
 // computed once, the window's dL/dz2 and first maximum read once.
@@ -395,19 +429,16 @@ __device__ void c3_input_gradient(float* shared) {
   const std::uint8_t* which =
       reinterpret_cast<const std::uint8_t*>(shared + C::rec + record::which2);
   for (int window = int(threadIdx.x); window < kMaps1 * kWindows2; window += kThreads) {
-    const int map = window / kWindows2, u = window % kWindows2 / kSide2, v = window % kSide2;
-    const float* column = shared + C::columns + map * kTaps * kColumnRow + d3_at(0, u, v);
+    const int map = window / kWindows2, position = window % kWindows2, u = position / kSide2;
+    const float* column = shared + C::rows + map * kK * kTRow + position;
     float sum = 0.0f;
 #pragma unroll
-    for (int p = 0; p < kK; ++p) {
-      if (p > u || u - p >= kSide3) continue;
-#pragma unroll
-      for (int q = 0; q < kK; ++q)
-        if (q <= v && v - q < kSide3) sum += column[(kK * p + q) * kColumnRow - d3_at(0, p, q)];
-    }
+    for (int p = 0; p < kK; ++p)
+      if (p <= u && u - p < kSide3) sum += column[p * (kTRow - kSide2)];
     const float dz = sum * activation_slope(A, a2[window]);
     shared[C::d2 + window] = dz;
-    float* corner = shared + C::c1_gradient + map * C::c1_map + 2 * u * kSide1 + 2 * v;
+    float* corner =
+        shared + C::c1_gradient + map * C::c1_map + 2 * u * kSide1 + 2 * (position % kSide2);
     const int best = P == Subsampling::max ? which[window] : 0;
     corner[0] = Operands<R>::stored(window_gradient<P>(dz, best, 0));
     corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
@@ -489,13 +520,14 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   weights.read(args.in);
   SampleReads<P> reads;
   reads.read(args, sample);
-  weights.write_c3_columns(shared + C::w3_columns);
+  weights.write_c3_rows(shared + C::w3_rows);
   reads.template write<R>(args, sample, shared);
+  zero_floats(shared + C::d3, C::d3_floats);  // the zeros between the rows (s4_backward: the rest)
   __syncthreads();
   s4_backward<R, A, P>(reads.d4, shared);
   __syncthreads();
   map_sums(shared + C::a4, kMaps3, kWindows4, shared + C::bias4, warp, lane);
-  c3_columns<R>(shared, warp, lane);
+  c3_rows<R>(shared, warp, lane);
   c3_weight_gradient<R>(shared, slot, warp, lane);
   __syncthreads();
   c3_input_gradient<R, A, P>(shared);

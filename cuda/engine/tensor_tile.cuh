@@ -170,7 +170,7 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 
 // C1's and C3's weights (rounded for R's products, in their B layouts, the C3 table's
 // disconnected weights zero) and S2's and S4's biases into shared memory, by the whole block
-// (write); or C3's weights alone as the backward kernel's columns take them (write_c3_columns).
+// (write); or C3's weights alone as the backward kernel's rows take them (write_c3_rows).
 // Lane k of warp w takes tap column k of B's rows w, w + 8, ...: C1's 8 maps, a row each, and
 // C3's 96 (output map, input map) rows, 12 each, whose weights and mask sit 25 floats a row
 // apart. A thread's reads are then a pointer plus constants, where an index divided by a row's
@@ -178,19 +178,16 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 // 32 are zeros of their own. Every read is issued before any write (read(), then write()): the
 // staging waits for one round trip to L2, where loops that wrote what they had just read waited
 // for up to five, and a kernel can issue its other reads between the two.
-// C3's weights as the backward kernel's C3 columns take their A fragments
-// (tensor_conv_backward.cu's c3_columns): row r = 25 c + tap (input map c; rows 150-159 zeros, the
-// last m-tile's padding) holds the 16 output maps' weights in 4 float4s, float4 t holding maps t, t
-// + 4, t + 8 and t + 12 (a lane's A values of both k-steps), so that lane (g, t) reads a row's
-// fragment values with one 128-bit load. The float4s of a row are swizzled, t at place t ^ ((r / 2)
-// % 4): each quarter of a warp still reads two whole rows (every bank once), and the staging's
-// writes, a lane a tap, meet 4-way bank conflicts where unswizzled rows 16 floats apart put them in
-// 2 banks.
-constexpr int kC3ColumnRows = kMaps1 * kTaps, kC3ColumnMaps = 16;  // 150 rows of 16 maps
-constexpr int kC3ColumnFloats = (kC3ColumnRows + 15) / 16 * 16 * kC3ColumnMaps;  // 10 m-tiles
-__host__ __device__ constexpr int c3_column(int row, int m) {
-  return row * kC3ColumnMaps + 4 * ((m % 4) ^ (row / 2 % 4)) + m / 4;
+// C3's weights as the backward kernel's C3 rows take their B fragments (tensor_conv_backward.cu's
+// c3_rows, k = 16 q + m over output map m and tap column q, n = 5 c + p over input map c and tap
+// row p): the float2 of k-step s, n-tile j and lane (g, t) holds B[8 s + t][8 j + g] and
+// B[8 s + t + 4][8 j + g], so that a lane reads its fragment with one 64-bit load and a warp 32
+// consecutive float2s. Columns 30 and 31 (input map 6, the last n-tile's padding) are zeros.
+constexpr int kC3RowKSteps = kMaps3 * kK / 8, kC3RowNTiles = (kMaps1 * kK + 7) / 8;  // 10, 4
+__host__ __device__ constexpr int c3_row_pair(int s, int j, int g, int t) {
+  return ((s * kC3RowNTiles + j) * 8 + g) * 4 + t;
 }
+constexpr int kC3RowFloats = 2 * c3_row_pair(kC3RowKSteps, 0, 0, 0);
 
 template <Precision R>
 struct ConvWeightReads {
@@ -287,29 +284,31 @@ struct ConvWeightReads {
       words[i / kPastTaps * kPairRow + kTaps + i % kPastTaps] = 0u;
   }
 
-  // C3's weights alone, as c3_column lays them out (the C3 table's disconnected weights and rows
-  // 150-159 zeros): the backward kernel's. Row (m, c)'s tap k goes to row 25 c + k at map m; rows
-  // warp + 8 s and warp + 8 (s + 3) are 4 output maps apart, the same input map, so that the
-  // second's place is the first's plus one (c3_column's m / 4): three pointers plus constants.
-  __device__ void write_c3_columns(float* columns) const {
+  // C3's weights alone, as c3_row_pair lays them out (the C3 table's disconnected weights and
+  // the padding's columns zeros): the backward kernel's. Row (m, c)'s tap (p, q) is B[16 q +
+  // m][5 c + p]; rows warp + 8 s and warp + 8 (s + 6) are 8 output maps apart, the same input map,
+  // so that the second's place is the first's one k-step on: six pointers plus constants.
+  __device__ void write_c3_rows(float* rows) const {
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-    constexpr int kPeriod = 3, kMapsAPeriod = kPeriod * kWarps / kMaps1;
-    static_assert(kMapsAPeriod == 4 && kRowsPerWarp % kPeriod == 0, "a period is 4 output maps");
-    const int tap = min(lane, kTaps - 1);
+    constexpr int kPeriod = 6;
+    static_assert(kPeriod * kWarps == 8 * kMaps1 && kRowsPerWarp % kPeriod == 0,
+                  "a period is 8 output maps");
+    const int tap = min(lane, kTaps - 1), p = tap / kK, q = tap % kK;
     float* row_at[kPeriod];
 #pragma unroll
     for (int r = 0; r < kPeriod; ++r) {
-      const int row = warp + r * kWarps;  // (m, c) = 6 m + c
-      row_at[r] = columns + c3_column(row % kMaps1 * kTaps + tap, row / kMaps1);
+      const int row = warp + r * kWarps, m = row / kMaps1, n = row % kMaps1 * kK + p;
+      row_at[r] = rows + 2 * c3_row_pair(2 * q, n / 8, n % 8, m % 4) + m / 4;
     }
     if (lane < kTaps)
 #pragma unroll
       for (int s = 0; s < kRowsPerWarp; ++s)
-        row_at[s % kPeriod][s / kPeriod] =
+        row_at[s % kPeriod][s / kPeriod * 2 * c3_row_pair(1, 0, 0, 0)] =
             Operands<R>::stored(connected[s] != 0.0f ? weight[s] : 0.0f);
-    constexpr int kPadding = kC3ColumnFloats - kC3ColumnRows * kC3ColumnMaps;
+    constexpr int kPadColumns = 8 * kC3RowNTiles - kMaps1 * kK;  // 2
+    constexpr int kPadding = kC3RowKSteps * kPadColumns * 8;     // floats: 2 columns x 4 t x 2
     for (int i = int(threadIdx.x); i < kPadding; i += kThreads)
-      columns[kC3ColumnRows * kC3ColumnMaps + i] = 0.0f;
+      rows[2 * c3_row_pair(i / 16, kC3RowNTiles - 1, 8 - kPadColumns, 0) + i % 16] = 0.0f;
   }
 };
 
