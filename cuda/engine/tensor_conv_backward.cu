@@ -64,10 +64,12 @@ static_assert(kC1Positions % kQuarters == 0, "whole quarters");
 // dL/dC3's maps in the backward kernel: rows kD3Row floats apart after kD3Pad zeros, so that
 // each row's 4 zeros past its 10 values are the next row's 4 before them, and C3's rows read
 // dL/dC3[m][u][v - q] for every v (0-13) and q (0-4) without a bounds test; maps kD3Map floats
-// apart, 152 = 24 (mod 32), so that C3's rows' A loads (lane (g, t): position g, map t's) cover
-// every bank once.
-constexpr int kD3Pad = kK - 1, kD3Row = kSide3 + kD3Pad, kD3Map = 152;
-static_assert(kD3Map >= kD3Pad + kSide3 * kD3Row && kD3Map % 32 == 24, "a map's rows, banks");
+// apart, 164 = 4 (mod 32), so that both products' A loads cover every bank once: C3's rows' (lane
+// (g, t) position g of maps 2 t and 2 t + 1, 8 t + g and 8 t + 4 + g) and C3's weight gradient's
+// (map g at position t, 4 g + t). With maps t and t + 4 a lane, as the fragment's k's come, 152 =
+// 24 (mod 32) served the first and only 164 the second.
+constexpr int kD3Pad = kK - 1, kD3Row = kSide3 + kD3Pad, kD3Map = 164;
+static_assert(kD3Map >= kD3Pad + kSide3 * kD3Row && kD3Map % 32 == 4, "a map's rows, banks");
 // C3's rows T (c3_rows), stored transposed: a row of kTRow floats for each column (c, p), one
 // for each (u, v) of the 9 m-tiles, 164 = 4 (mod 32) so that a warp's writes of one accumulator
 // register (columns 2 t, positions g) cover every bank once.
@@ -117,8 +119,8 @@ constexpr int w3_rows = 0;  // C3's weights as c3_rows reads them (c3_row_pair's
 constexpr int x = w3_rows + kC3RowFloats, x_row = kField + 8;
 constexpr int rec = x + kField * x_row;   // the sample's record, as record:: lays it out
 constexpr int a4 = rec + record::floats;  // S4's activation, then dL/dz4 (400)
-constexpr int d3 =
-    a4 + kFlat4;  // dL/dC3 (16 maps of kD3Map floats, d3_at), stored for R's products
+// dL/dC3 (16 maps of kD3Map floats, d3_at), stored for R's products.
+constexpr int d3 = a4 + kFlat4;
 constexpr int c1_gradient = d3;  // then dL/dC1 (6, 28, 28), stored for R's products, over dL/dC3
 // dL/dC1's maps c1_map floats apart: 804 = 4 (mod 32), so that the six maps' columns that C1's
 // weight gradient reads at once (B's, a lane per map and position) lie in banks 4 apart, where
@@ -287,23 +289,23 @@ __device__ void s4_backward(const GlobalReads<kFlat4, kThreads>& d4, float* shar
 // C3's rows T's k-steps for the warp's m-tile (rows at own[0] and own[1], positions as d3_at's
 // (u, v)) over the 4 n-tiles, and where TakesLast for n-tile `warp` of the last m-tile too (rows
 // at last[0] and last[1]): 10 k-steps of (tap column q = s / 2, output maps 8 (s % 2) to 8 (s % 2)
-// + 7) in order. Lane (g, t)'s A values are dL/dC3 at its rows' positions minus q, maps t and t + 4
-// of the step's 8: its pointer plus a constant for each k-step; its B fragment one float2
-// (c3_row_pair).
+// + 7) in order, column t of a step map 2 t of its 8 and column t + 4 map 2 t + 1 (c3_row_pair).
+// Lane (g, t)'s A values are dL/dC3 at its rows' positions minus q, those two maps: its pointer
+// plus a constant for each k-step; its B fragment one float2.
 template <Precision R, bool TakesLast>
 __device__ void c3_row_k_steps(const float* shared, const int (&own)[2], const int (&last)[2],
                                int warp, int lane, float (&acc)[kC3RowNTiles][4],
                                float (&last_acc)[4]) {
   namespace C = conv_layout;
-  const float* maps = shared + C::d3 + d3_at(lane % 4, 0, 0);
+  const float* maps = shared + C::d3 + d3_at(2 * (lane % 4), 0, 0);
   const float2* pairs = reinterpret_cast<const float2*>(shared + C::w3_rows) + lane;
 #pragma unroll
   for (int s = 0; s < kC3RowKSteps; ++s) {
-    const int offset = 8 * (s % 2) * kD3Map - s / 2;  // maps 8 (s % 2) + t, tap column s / 2
+    const int offset = 8 * (s % 2) * kD3Map - s / 2;  // maps 8 (s % 2) + 2 t, tap column s / 2
     const std::uint32_t a[4] = {__float_as_uint(maps[own[0] + offset]),
                                 __float_as_uint(maps[own[1] + offset]),
-                                __float_as_uint(maps[own[0] + offset + 4 * kD3Map]),
-                                __float_as_uint(maps[own[1] + offset + 4 * kD3Map])};
+                                __float_as_uint(maps[own[0] + offset + kD3Map]),
+                                __float_as_uint(maps[own[1] + offset + kD3Map])};
 #pragma unroll
     for (int j = 0; j < kC3RowNTiles; ++j) {
       const float2 pair = pairs[c3_row_pair(s, j, 0, 0)];
@@ -313,8 +315,8 @@ __device__ void c3_row_k_steps(const float* shared, const int (&own)[2], const i
     if constexpr (TakesLast) {
       const std::uint32_t a_last[4] = {__float_as_uint(maps[last[0] + offset]),
                                        __float_as_uint(maps[last[1] + offset]),
-                                       __float_as_uint(maps[last[0] + offset + 4 * kD3Map]),
-                                       __float_as_uint(maps[last[1] + offset + 4 * kD3Map])};
+                                       __float_as_uint(maps[last[0] + offset + kD3Map]),
+                                       __float_as_uint(maps[last[1] + offset + kD3Map])};
       const float2 pair = pairs[c3_row_pair(s, warp, 0, 0)];
       const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
       Operands<R>::mma(last_acc, a_last, b);

@@ -179,10 +179,11 @@ __device__ inline void keep_first_max(const float (&upper)[4], const float (&low
 // staging waits for one round trip to L2, where loops that wrote what they had just read waited
 // for up to five, and a kernel can issue its other reads between the two.
 // C3's weights as the backward kernel's C3 rows take their B fragments (tensor_conv_backward.cu's
-// c3_rows, k = 16 q + m over output map m and tap column q, n = 5 c + p over input map c and tap
-// row p): the float2 of k-step s, n-tile j and lane (g, t) holds B[8 s + t][8 j + g] and
-// B[8 s + t + 4][8 j + g], so that a lane reads its fragment with one 64-bit load and a warp 32
-// consecutive float2s. Columns 30 and 31 (input map 6, the last n-tile's padding) are zeros.
+// c3_rows: k-step s the tap column q = s / 2 and output maps 8 (s % 2) to 8 (s % 2) + 7, its k t
+// map 8 (s % 2) + 2 t and its k t + 4 map 8 (s % 2) + 2 t + 1; n = 5 c + p over input map c and tap
+// row p): the float2 of k-step s, n-tile j and lane (g, t) holds B[k t][8 j + g] and B[k t +
+// 4][8 j + g], so that a lane reads its fragment with one 64-bit load and a warp 32 consecutive
+// float2s. Columns 30 and 31 (input map 6, the last n-tile's padding) are zeros.
 constexpr int kC3RowKSteps = kMaps3 * kK / 8, kC3RowNTiles = (kMaps1 * kK + 7) / 8;  // 10, 4
 __host__ __device__ constexpr int c3_row_pair(int s, int j, int g, int t) {
   return ((s * kC3RowNTiles + j) * 8 + g) * 4 + t;
@@ -285,9 +286,10 @@ struct ConvWeightReads {
   }
 
   // C3's weights alone, as c3_row_pair lays them out (the C3 table's disconnected weights and
-  // the padding's columns zeros): the backward kernel's. Row (m, c)'s tap (p, q) is B[16 q +
-  // m][5 c + p]; rows warp + 8 s and warp + 8 (s + 6) are 8 output maps apart, the same input map,
-  // so that the second's place is the first's one k-step on: six pointers plus constants.
+  // the padding's columns zeros): the backward kernel's. Row (m, c)'s tap (p, q) is in k-step 2 q
+  // + m / 8, at k (m % 8) / 2, or 4 past it for odd m, and column 5 c + p; rows warp + 8 s and
+  // warp + 8 (s + 6) are 8 output maps apart, the same input map, so that the second's place is
+  // the first's one k-step on: six pointers plus constants.
   __device__ void write_c3_rows(float* rows) const {
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     constexpr int kPeriod = 6;
@@ -298,7 +300,7 @@ struct ConvWeightReads {
 #pragma unroll
     for (int r = 0; r < kPeriod; ++r) {
       const int row = warp + r * kWarps, m = row / kMaps1, n = row % kMaps1 * kK + p;
-      row_at[r] = rows + 2 * c3_row_pair(2 * q, n / 8, n % 8, m % 4) + m / 4;
+      row_at[r] = rows + 2 * c3_row_pair(2 * q, n / 8, n % 8, m / 2) + m % 2;
     }
     if (lane < kTaps)
 #pragma unroll
