@@ -21,9 +21,9 @@
 //     W3[m][c][p][q] dL/dC3[m][u][v - q] (zero past the map's columns), for C3's rows u (0-9) and
 //     S2's columns v (0-13): the transposed convolution along each row alone, an implicit GEMM of
 //     9 m-tiles x 4 n-tiles x 10 k-steps, W3 the C3 table's masked weights staged for it
-//     (ConvWeightReads::write_c3_rows), where the whole transposed convolution over dL/dC3's
-//     zero-bordered maps (196 x 400) took 832 mma.sync a sample, more than half of them on the
-//     border's zeros;
+//     (ConvWeightReads::write_c3_rows): a 2-D transposed convolution as one implicit GEMM
+//     (S2's 196 positions x 16 maps x 25 taps) spends most of its products on the zeros past
+//     dL/dC3's borders, this one only on the 4 columns past each row's ends;
 //   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
 //     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
 //   dL/dz2 = f'(S2) times the rows' sums down each column (dL/dS2[c][u][v] = the sum over tap rows
