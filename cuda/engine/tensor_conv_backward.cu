@@ -33,12 +33,13 @@
 //     dL/dC1 is the one written with dL/dz2 (over dL/dC3's room, free by then) and X read from
 //     the input field: warp w takes m-tile w % 2 over the positions' quarter w / 2, and the
 //     quarters are added in order.
-// The bias gradients are each map's values summed by one warp, in a fixed order. Every product
-// goes through gemm_tiles (tensor_tile.cuh). Each sample's gradients go to its own slot of partial
-// sums (tensor_tile.cuh's partial::), added in a fixed order by the step's gradient kernel
-// (tensor_backward.cu's tensor_step_gradient_kernel1): the same bits every run (in a training
-// step, that launch also applies SGD's update to the convolutions' parameters, and the dense
-// blocks of this one to the dense layers': TensorBackward::train_step).
+// The bias gradients are each map's values summed by one warp, in a fixed order. Every product is
+// m16n8k8 tiles of mma.sync through Operands<R> (tensor_mma.cuh), each tile's k-steps in order.
+// Each sample's gradients go to its own slot of partial sums (tensor_tile.cuh's partial::), added
+// in a fixed order by the step's gradient kernel (tensor_backward.cu's
+// tensor_step_gradient_kernel1): the same bits every run (in a training step, that launch also
+// applies SGD's update to the convolutions' parameters, and the dense blocks of this one to the
+// dense layers': TensorBackward::train_step).
 #include <string>
 
 #include "core/error.hpp"
@@ -302,10 +303,15 @@ __device__ void c3_row_k_steps(const float* shared, const int (&own)[2], const i
 #pragma unroll
   for (int s = 0; s < kC3RowKSteps; ++s) {
     const int offset = 8 * (s % 2) * kD3Map - s / 2;  // maps 8 (s % 2) + 2 t, tap column s / 2
-    const std::uint32_t a[4] = {__float_as_uint(maps[own[0] + offset]),
-                                __float_as_uint(maps[own[1] + offset]),
-                                __float_as_uint(maps[own[0] + offset + kD3Map]),
-                                __float_as_uint(maps[own[1] + offset + kD3Map])};
+    // The A fragment of rows at (upper, lower): their two maps at the step's tap column.
+    const auto fragment = [maps, offset](const int(&at)[2], std::uint32_t(&a)[4]) {
+      a[0] = __float_as_uint(maps[at[0] + offset]);
+      a[1] = __float_as_uint(maps[at[1] + offset]);
+      a[2] = __float_as_uint(maps[at[0] + offset + kD3Map]);
+      a[3] = __float_as_uint(maps[at[1] + offset + kD3Map]);
+    };
+    std::uint32_t a[4];
+    fragment(own, a);
 #pragma unroll
     for (int j = 0; j < kC3RowNTiles; ++j) {
       const float2 pair = pairs[c3_row_pair(s, j, 0, 0)];
@@ -313,10 +319,8 @@ __device__ void c3_row_k_steps(const float* shared, const int (&own)[2], const i
       Operands<R>::mma(acc[j], a, b);
     }
     if constexpr (TakesLast) {
-      const std::uint32_t a_last[4] = {__float_as_uint(maps[last[0] + offset]),
-                                       __float_as_uint(maps[last[1] + offset]),
-                                       __float_as_uint(maps[last[0] + offset + kD3Map]),
-                                       __float_as_uint(maps[last[1] + offset + kD3Map])};
+      std::uint32_t a_last[4];
+      fragment(last, a_last);
       const float2 pair = pairs[c3_row_pair(s, warp, 0, 0)];
       const std::uint32_t b[2] = {__float_as_uint(pair.x), __float_as_uint(pair.y)};
       Operands<R>::mma(last_acc, a_last, b);
@@ -331,13 +335,14 @@ template <Precision R>
 __device__ void c3_rows(float* shared, int warp, int lane) {
   constexpr int kLast = kRowMTiles - 1;
   const int g = lane / 4, t = lane % 4;
-  int own[2], last[2];  // rows g and g + 8
+  // Rows g and g + 8 of the warp's m-tile and of the last: a position (u, v) is also d3_at's
+  // offset of row u, column v, since dL/dC3's rows are S2's width apart.
+  static_assert(kD3Row == kSide2, "a position is its place in dL/dC3's rows");
+  int own[2], last[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int position = min(16 * warp + g + 8 * h, kRowPositions - 1);
-    const int last_position = min(16 * kLast + g + 8 * h, kRowPositions - 1);
-    own[h] = position / kSide2 * kD3Row + position % kSide2;
-    last[h] = last_position / kSide2 * kD3Row + last_position % kSide2;
+    own[h] = min(16 * warp + g + 8 * h, kRowPositions - 1);
+    last[h] = min(16 * kLast + g + 8 * h, kRowPositions - 1);
   }
   float acc[kC3RowNTiles][4] = {}, last_acc[4] = {};
   const bool takes_last = warp < kC3RowNTiles;
