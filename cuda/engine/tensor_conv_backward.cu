@@ -24,8 +24,8 @@
 //     (ConvWeightReads::write_c3_rows): a 2-D transposed convolution as one implicit GEMM
 //     (S2's 196 positions x 16 maps x 25 taps) spends most of its products on the zeros past
 //     dL/dC3's borders, this one only on the 4 columns past each row's ends;
-//   C3's weight gradient G3 (16 maps x 6 x 32 taps) = dL/dC3 (16 x 100) X2 (100 x 192), X2
-//     gathered from S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 24 n-tiles 3 a warp;
+//   C3's weight gradient G3 (16 maps x 150) = dL/dC3 (16 x 100) X2 (100 x 150), X2 gathered from
+//     S2 (X2[(y, x)][(c, 5 p + q)] = S2[c][y + p][x + q]), its 19 n-tiles 2 or 3 a warp;
 //   dL/dz2 = f'(S2) times the rows' sums down each column (dL/dS2[c][u][v] = the sum over tap rows
 //     p of T[(u - p, v)][(c, p)], in order), and dL/dC1 from it through each window (its average or
 //     first maximum), a thread per window; S2's bias gradient the sum of each map's dL/dz2;
@@ -58,7 +58,6 @@ using pool::window_gradient;
 constexpr int kSide1 = 2 * kSide2, kC1Positions = kSide1 * kSide1;  // C1: 28 x 28
 constexpr int kSide3 = 2 * kSide4, kC3Positions = kSide3 * kSide3;  // C3: 10 x 10
 constexpr int kW1 = kMaps1 * kTaps;                                 // C1's weights
-constexpr int kTapColumns = 8 * kTapSteps;          // 32: a map's taps in the products' k or n
 constexpr int kQuarters = kWarps / 2;               // C1's weight gradient: 2 m-tiles x 4 quarters
 constexpr int kQuarter = kC1Positions / kQuarters;  // 196 positions
 static_assert(kC1Positions % kQuarters == 0, "whole quarters");
@@ -363,40 +362,36 @@ __device__ void c3_rows(float* shared, int warp, int lane) {
   if (takes_last) write(last_acc, kLast, warp);
 }
 
-// C3's weight gradient of the sample, the block's 8 warps 3 n-tiles each, into its slot: G3 (16
-// maps x 6 x 32 taps) = dL/dC3 (16 x 100 positions) X2 (100 x 192). The tiles, k-steps, operands
-// and order of gemm_tiles<R, 16, 192, 100> with a(m, k) = dL/dC3[m][k / 10][k % 10] and b(k, n) =
-// S2[n / 32][k / 10 + p][k % 10 + q] (tap n % 32 = 5 p + q, taps 25-31 at the corner), so the same
-// bits, but each gather at a per-lane pointer plus a constant of the unrolled k-steps: lane t's
-// position in k-step s is 8 s + 4 h + t, whose row is (8 s + 4 h) / 10 but for lanes t >= 2 where
-// (8 s + 4 h) % 10 == 8, which have passed into the next row. The warp's three n-tiles take their
-// k-steps together, so that each k-step's A fragment (the same for every n-tile: the m-tile is
-// all 16 maps) is loaded once for the three, where a loop over the n-tiles loaded it three times
-// (4 of the 6 shared loads of each n-tile's k-step). Each n-tile still adds its k-steps in order.
-// Both operands are stored for R's products, so their bits go in as they are (gemm_tiles rounded
-// them again, to the same bits).
-template <Precision R>
-__device__ void c3_weight_gradient(const float* shared, float* slot, int warp, int lane) {
+// C3's weight gradient's n-tiles n_tile[0..Tiles) of the sample, by one warp, into its slot: G3 (16
+// maps x 150 (input map c, tap)) = dL/dC3 (16 x 100 positions) X2 (100 x 150), with a(m, k) =
+// dL/dC3[m][k / 10][k % 10] and b(k, n) = S2[n / 25][k / 10 + p][k % 10 + q] (tap n % 25 = 5 p +
+// q; columns 150 and 151, the last n-tile's padding, read column 149's and are dropped), each
+// gather at a per-lane pointer plus a constant of the unrolled k-steps: lane t's position in k-step
+// s is 8 s + 4 h + t, whose row is (8 s + 4 h) / 10 but for lanes t >= 2 where (8 s + 4 h) % 10 ==
+// 8, which have passed into the next row. The warp's n-tiles take their k-steps together, so that
+// each k-step's A fragment (the same for every n-tile: the m-tile is all 16 maps) is loaded once
+// for them all. Each n-tile adds its k-steps in order. Both operands are stored for R's products,
+// so their bits go in as they are.
+template <Precision R, int Tiles>
+__device__ void c3_weight_tiles(const float* shared, float* slot, const int (&n_tile)[Tiles],
+                                int lane) {
   namespace C = conv_layout;
-  constexpr int kSteps = (kC3Positions + 7) / 8, kNTiles = kMaps1 * kTapColumns / 8;  // 13, 24
-  constexpr int kWarpTiles = kNTiles / kWarps;  // n-tiles warp, warp + 8, warp + 16
-  static_assert(kNTiles % kWarps == 0, "as many n-tiles for every warp");
+  constexpr int kSteps = (kC3Positions + 7) / 8, kColumns = kMaps1 * kTaps;  // 13, 150
   const int g = lane / 4, t = lane % 4;
   const bool next_row = t >= 2;  // where the step's first position is column 8 of its row
   const float* a_row = shared + C::d3 + d3_at(g, 0, t);  // A's rows g and g + 8: maps
   const float* a_next = a_row + (next_row ? kD3Row - kSide3 : 0);
   const int b_next = next_row ? kSide2 - kSide3 : 0;
-  const float* b_row[kWarpTiles];
+  const float* b_row[Tiles];
 #pragma unroll
-  for (int i = 0; i < kWarpTiles; ++i) {
-    const int n = 8 * (warp + kWarps * i) + g, c = n / kTapColumns, tap = n % kTapColumns;
-    const int offset = tap < kTaps ? tap / kK * kSide2 + tap % kK : 0;  // 25-31: dropped
-    b_row[i] = shared + C::rec + record::a2 + c * kWindows2 + offset + t;
+  for (int i = 0; i < Tiles; ++i) {
+    const int n = min(8 * n_tile[i] + g, kColumns - 1), c = n / kTaps, tap = n % kTaps;
+    b_row[i] = shared + C::rec + record::a2 + c * kWindows2 + tap / kK * kSide2 + tap % kK + t;
   }
-  float acc[kWarpTiles][4] = {};
+  float acc[Tiles][4] = {};
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
-    std::uint32_t a[4] = {}, b[kWarpTiles][2] = {};  // positions past the 100th: zeros both sides
+    std::uint32_t a[4] = {}, b[Tiles][2] = {};  // positions past the 100th: zeros both sides
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int k = 8 * s + 4 * h, y = k / kSide3, x = k % kSide3;
@@ -407,20 +402,36 @@ __device__ void c3_weight_gradient(const float* shared, float* slot, int warp, i
       a[2 * h] = __float_as_uint(a_at[0]);
       a[2 * h + 1] = __float_as_uint(a_at[8 * kD3Map]);
 #pragma unroll
-      for (int i = 0; i < kWarpTiles; ++i)
+      for (int i = 0; i < Tiles; ++i)
         b[i][h] = __float_as_uint(b_row[i][(passes ? b_next : 0) + y * kSide2 + x]);
     }
 #pragma unroll
-    for (int i = 0; i < kWarpTiles; ++i) Operands<R>::mma(acc[i], a, b[i]);
+    for (int i = 0; i < Tiles; ++i) Operands<R>::mma(acc[i], a, b[i]);
   }
 #pragma unroll
-  for (int i = 0; i < kWarpTiles; ++i)
+  for (int i = 0; i < Tiles; ++i)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int m = g + 8 * (r / 2), n = 8 * (warp + kWarps * i) + 2 * t + r % 2;
-      const int cn = n / kTapColumns, tn = n % kTapColumns;
-      if (tn < kTaps) slot[partial::c3_weight + (m * kMaps1 + cn) * kTaps + tn] = acc[i][r];
+      const int m = g + 8 * (r / 2), n = 8 * n_tile[i] + 2 * t + r % 2;
+      if (n < kColumns) slot[partial::c3_weight + m * kColumns + n] = acc[i][r];
     }
+}
+
+// C3's weight gradient of the sample: its 19 n-tiles, two a warp (warp and warp + 8) and the last
+// three (16-18) for warps 4-6, which take no n-tile of C3's rows' last m-tile (c3_rows: warps 0-3
+// do), so that the phase's longest warp is as short as the shares allow.
+template <Precision R>
+__device__ void c3_weight_gradient(const float* shared, float* slot, int warp, int lane) {
+  constexpr int kNTiles = (kMaps1 * kTaps + 7) / 8, kThirds = kNTiles - 2 * kWarps;  // 19, 3
+  static_assert(kThirds > 0 && kC3RowNTiles + kThirds <= kWarps, "thirds for warps past c3_rows'");
+  const int third = warp - kC3RowNTiles;
+  if (third >= 0 && third < kThirds) {
+    const int tiles[3] = {warp, warp + kWarps, 2 * kWarps + third};
+    c3_weight_tiles<R, 3>(shared, slot, tiles, lane);
+  } else {
+    const int tiles[2] = {warp, warp + kWarps};
+    c3_weight_tiles<R, 2>(shared, slot, tiles, lane);
+  }
 }
 
 // C3's input gradient, by the block, a thread per window of S2 (input map c, position (u, v)):
