@@ -70,6 +70,11 @@ static_assert(kC1Positions % kQuarters == 0, "whole quarters");
 // 24 (mod 32) served the first and only 164 the second.
 constexpr int kD3Pad = kK - 1, kD3Row = kSide3 + kD3Pad, kD3Map = 164;
 static_assert(kD3Map >= kD3Pad + kSide3 * kD3Row && kD3Map % 32 == 4, "a map's rows, banks");
+// With BF16 operands C3's rows read dL/dC3 as BF16 words of two maps (d3_pair_at), word pairs
+// kD3PairMap words apart: 152 = 24 (mod 32), so that lane (g, t)'s A loads (position g of pair t)
+// cover every bank once (8 t + g).
+constexpr int kMapPairs3 = kMaps3 / 2, kD3PairMap = 152;
+static_assert(kD3PairMap >= kD3Pad + kSide3 * kD3Row && kD3PairMap % 32 == 24, "pairs, banks");
 // C3's rows T (c3_rows), stored transposed: a row of kTRow floats for each column (c, p), one
 // for each (u, v) of the 9 m-tiles, 164 = 4 (mod 32) so that a warp's writes of one accumulator
 // register (columns 2 t, positions g) cover every bank once.
@@ -127,6 +132,10 @@ constexpr int c1_gradient = d3;  // then dL/dC1 (6, 28, 28), stored for R's prod
 // 784 = 16 (mod 32) put maps 0, 2 and 4 in one bank.
 constexpr int c1_map = kC1Positions + 20;
 constexpr int d3_floats = kMaps3 * kD3Map, c1_floats = kMaps1 * c1_map;
+// With BF16 operands, dL/dC3 a second time after it, as BF16 words of output maps 2 P and 2 P + 1
+// (2 P's in the lower half), kD3PairMap words a pair, in the room dL/dC1 takes later.
+constexpr int d3_pairs = d3 + d3_floats, d3_pair_floats = kMapPairs3 * kD3PairMap;
+static_assert(d3_floats + d3_pair_floats <= c1_floats, "dL/dC3's BF16 words fit in the room");
 constexpr int d2 = d3 + (d3_floats > c1_floats ? d3_floats : c1_floats);  // dL/dz2 (6, 14, 14)
 constexpr int bias2 = d2 + kWarpS2;                                       // s2.bias's gradient (6)
 constexpr int bias4 = bias2 + 8;                                          // s4.bias's (16)
@@ -221,6 +230,12 @@ __device__ inline int d3_at(int m, int y, int x) {
   return m * kD3Map + kD3Pad + y * kD3Row + x;
 }
 
+// Where half m % 2 of dL/dC3's BF16 words (conv_layout::d3_pairs) holds dL/dC3[m][y][x], in
+// halves: word (m / 2, y, x), as d3_at places float (m, y, x).
+__device__ inline int d3_pair_half(int m, int y, int x) {
+  return 2 * (m / 2 * kD3PairMap + kD3Pad + y * kD3Row + x) + m % 2;
+}
+
 // count floats (even, from a float2's boundary) zeroed, two a write, by the block.
 __device__ void zero_floats(float* at, int count) {
   float2* pairs = reinterpret_cast<float2*>(at);
@@ -283,6 +298,14 @@ __device__ void s4_backward(const GlobalReads<kFlat4, kThreads>& d4, float* shar
     corner[1] = Operands<R>::stored(window_gradient<P>(dz, best, 1));
     corner[kD3Row] = Operands<R>::stored(window_gradient<P>(dz, best, 2));
     corner[kD3Row + 1] = Operands<R>::stored(window_gradient<P>(dz, best, 3));
+    if constexpr (R == Precision::bf16) {  // C3's rows' operands, rounded as mma would round them
+      std::uint16_t* half = reinterpret_cast<std::uint16_t*>(shared + C::d3_pairs) +
+                            d3_pair_half(m, 2 * (window / kSide4), 2 * (window % kSide4));
+      half[0] = mma::to_bf16(corner[0]);
+      half[2] = mma::to_bf16(corner[1]);
+      half[2 * kD3Row] = mma::to_bf16(corner[kD3Row]);
+      half[2 * kD3Row + 2] = mma::to_bf16(corner[kD3Row + 1]);
+    }
   });
 }
 
@@ -327,6 +350,33 @@ __device__ void c3_row_k_steps(const float* shared, const int (&own)[2], const i
   }
 }
 
+// The same k-steps with BF16 operands, from dL/dC3's and W3's BF16 words (d3_pairs, and
+// write_c3_rows' words): a lane's k's t and t + 4, maps 2 t and 2 t + 1 of the step's 8, are the
+// halves of one word, so that a row's A register is one 32-bit load and B's one, where the float
+// operands took two and one 64-bit load and three conversions to BF16 pairs for each mma.sync.
+// The same roundings (mma::to_bf16 is bf16_pair's), so the same bits.
+template <bool TakesLast>
+__device__ void c3_row_bf16_k_steps(const float* shared, const int (&own)[2], const int (&last)[2],
+                                    int warp, int lane, float (&acc)[kC3RowNTiles][4],
+                                    float (&last_acc)[4]) {
+  namespace C = conv_layout;
+  const std::uint32_t* maps =
+      reinterpret_cast<const std::uint32_t*>(shared + C::d3_pairs) + lane % 4 * kD3PairMap + kD3Pad;
+  const std::uint32_t* weights = reinterpret_cast<const std::uint32_t*>(shared + C::w3_rows) + lane;
+#pragma unroll
+  for (int s = 0; s < kC3RowKSteps; ++s) {
+    const int offset = 4 * (s % 2) * kD3PairMap - s / 2;  // pair 4 (s % 2) + t, tap column s / 2
+    const std::uint32_t a[2] = {maps[own[0] + offset], maps[own[1] + offset]};
+#pragma unroll
+    for (int j = 0; j < kC3RowNTiles; ++j)
+      mma::mma_bf16(acc[j], a, weights[c3_row_pair(s, j, 0, 0)]);
+    if constexpr (TakesLast) {
+      const std::uint32_t a_last[2] = {maps[last[0] + offset], maps[last[1] + offset]};
+      mma::mma_bf16(last_acc, a_last, weights[c3_row_pair(s, warp, 0, 0)]);
+    }
+  }
+}
+
 // C3's rows T (140 x 30) by the block, transposed into C::rows (the file's plan): warp w m-tile w
 // over the 4 n-tiles, and warps 0-3 n-tile w of the last m-tile too (c3_row_k_steps). Positions
 // past the 140th read the last one's: their sums go to places that no window reads.
@@ -345,10 +395,16 @@ __device__ void c3_rows(float* shared, int warp, int lane) {
   }
   float acc[kC3RowNTiles][4] = {}, last_acc[4] = {};
   const bool takes_last = warp < kC3RowNTiles;
-  if (takes_last)
+  if constexpr (R == Precision::bf16) {
+    if (takes_last)
+      c3_row_bf16_k_steps<true>(shared, own, last, warp, lane, acc, last_acc);
+    else
+      c3_row_bf16_k_steps<false>(shared, own, last, warp, lane, acc, last_acc);
+  } else if (takes_last) {
     c3_row_k_steps<R, true>(shared, own, last, warp, lane, acc, last_acc);
-  else
+  } else {
     c3_row_k_steps<R, false>(shared, own, last, warp, lane, acc, last_acc);
+  }
   float* rows = shared + conv_layout::rows;
   const auto write = [rows, g, t](const float(&sums)[4], int m_tile, int n_tile) {
 #pragma unroll
@@ -540,7 +596,9 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   reads.read(args, sample);
   weights.write_c3_rows(shared + C::w3_rows);
   reads.template write<R>(args, sample, shared);
-  zero_floats(shared + C::d3, C::d3_floats);  // the zeros between the rows (s4_backward: the rest)
+  // The zeros between the rows, and with BF16 operands between their words' (s4_backward: the
+  // rest).
+  zero_floats(shared + C::d3, C::d3_floats + (R == Precision::bf16 ? C::d3_pair_floats : 0));
   __syncthreads();
   s4_backward<R, A, P>(reads.d4, shared);
   __syncthreads();

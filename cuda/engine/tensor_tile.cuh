@@ -286,31 +286,40 @@ struct ConvWeightReads {
   }
 
   // C3's weights alone, as c3_row_pair lays them out (the C3 table's disconnected weights and
-  // the padding's columns zeros): the backward kernel's. Row (m, c)'s tap (p, q) is in k-step 2 q
-  // + m / 8, at k (m % 8) / 2, or 4 past it for odd m, and column 5 c + p; rows warp + 8 s and
-  // warp + 8 (s + 6) are 8 output maps apart, the same input map, so that the second's place is
-  // the first's one k-step on: six pointers plus constants.
+  // the padding's columns zeros): the backward kernel's; with BF16 operands each float2 of the
+  // layout a word of two BF16 halves in its place (the lower the float2's first), rounded as mma
+  // rounds them, so that a lane's B register is one 32-bit load. Row (m, c)'s tap (p, q) is in
+  // k-step 2 q + m / 8, at k (m % 8) / 2, or 4 past it for odd m, and column 5 c + p; rows warp + 8
+  // s and warp + 8 (s + 6) are 8 output maps apart, the same input map, so that the second's place
+  // is the first's one k-step on: six pointers plus constants.
   __device__ void write_c3_rows(float* rows) const {
+    using Element = std::conditional_t<R == Precision::bf16, std::uint16_t, float>;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     constexpr int kPeriod = 6;
     static_assert(kPeriod * kWarps == 8 * kMaps1 && kRowsPerWarp % kPeriod == 0,
                   "a period is 8 output maps");
     const int tap = min(lane, kTaps - 1), p = tap / kK, q = tap % kK;
-    float* row_at[kPeriod];
+    Element* const elements = reinterpret_cast<Element*>(rows);
+    Element* row_at[kPeriod];
 #pragma unroll
     for (int r = 0; r < kPeriod; ++r) {
       const int row = warp + r * kWarps, m = row / kMaps1, n = row % kMaps1 * kK + p;
-      row_at[r] = rows + 2 * c3_row_pair(2 * q, n / 8, n % 8, m / 2) + m % 2;
+      row_at[r] = elements + 2 * c3_row_pair(2 * q, n / 8, n % 8, m / 2) + m % 2;
     }
     if (lane < kTaps)
 #pragma unroll
-      for (int s = 0; s < kRowsPerWarp; ++s)
-        row_at[s % kPeriod][s / kPeriod * 2 * c3_row_pair(1, 0, 0, 0)] =
-            Operands<R>::stored(connected[s] != 0.0f ? weight[s] : 0.0f);
+      for (int s = 0; s < kRowsPerWarp; ++s) {
+        const float value = connected[s] != 0.0f ? weight[s] : 0.0f;
+        Element& at = row_at[s % kPeriod][s / kPeriod * 2 * c3_row_pair(1, 0, 0, 0)];
+        if constexpr (R == Precision::bf16)
+          at = mma::to_bf16(value);
+        else
+          at = Operands<R>::stored(value);
+      }
     constexpr int kPadColumns = 8 * kC3RowNTiles - kMaps1 * kK;  // 2
-    constexpr int kPadding = kC3RowKSteps * kPadColumns * 8;     // floats: 2 columns x 4 t x 2
+    constexpr int kPadding = kC3RowKSteps * kPadColumns * 8;     // 2 columns x 4 t x 2 halves
     for (int i = int(threadIdx.x); i < kPadding; i += kThreads)
-      rows[2 * c3_row_pair(i / 16, kC3RowNTiles - 1, 8 - kPadColumns, 0) + i % 16] = 0.0f;
+      elements[2 * c3_row_pair(i / 16, kC3RowNTiles - 1, 8 - kPadColumns, 0) + i % 16] = Element(0);
   }
 };
 
