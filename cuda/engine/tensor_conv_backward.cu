@@ -70,7 +70,7 @@ static_assert(kC1Positions % kQuarters == 0, "whole quarters");
 // 24 (mod 32) served the first and only 164 the second.
 constexpr int kD3Pad = kK - 1, kD3Row = kSide3 + kD3Pad, kD3Map = 164;
 static_assert(kD3Map >= kD3Pad + kSide3 * kD3Row && kD3Map % 32 == 4, "a map's rows, banks");
-// With BF16 operands C3's rows read dL/dC3 as BF16 words of two maps (d3_pair_at), word pairs
+// With BF16 operands C3's rows read dL/dC3 as BF16 words of two maps (d3_pair_half), word pairs
 // kD3PairMap words apart: 152 = 24 (mod 32), so that lane (g, t)'s A loads (position g of pair t)
 // cover every bank once (8 t + g).
 constexpr int kMapPairs3 = kMaps3 / 2, kD3PairMap = 152;
@@ -236,10 +236,18 @@ __device__ inline int d3_pair_half(int m, int y, int x) {
   return 2 * (m / 2 * kD3PairMap + kD3Pad + y * kD3Row + x) + m % 2;
 }
 
-// count floats (even, from a float2's boundary) zeroed, two a write, by the block.
-__device__ void zero_floats(float* at, int count) {
-  float2* pairs = reinterpret_cast<float2*>(at);
-  for (int i = int(threadIdx.x); i < count / 2; i += kThreads) pairs[i] = make_float2(0.0f, 0.0f);
+// The zeros that dL/dC3's rows need, in count maps map_floats floats apart (s4_backward writes the
+// rest): the kD3Pad floats before a map's first row and after each of its rows, gap k at k kD3Row,
+// two float2 writes a gap. Nothing reads the room past a map's last gap before it is written again.
+__device__ void zero_row_gaps(float* maps, int map_floats, int count) {
+  constexpr int kGaps = kSide3 + 1;
+  static_assert(kD3Pad == 4 && kD3Row % 2 == 0 && kD3Map % 2 == 0 && kD3PairMap % 2 == 0,
+                "a gap is two float2s from a float2's boundary");
+  for (int i = int(threadIdx.x); i < 2 * kGaps * count; i += kThreads) {
+    const int gap = i / 2, map = gap / kGaps;
+    float* at = maps + map * map_floats + gap % kGaps * kD3Row;
+    reinterpret_cast<float2*>(at)[i % 2] = make_float2(0.0f, 0.0f);
+  }
 }
 
 // What the backward kernel reads of its sample before its first barrier, read before any of it is
@@ -596,9 +604,8 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   reads.read(args, sample);
   weights.write_c3_rows(shared + C::w3_rows);
   reads.template write<R>(args, sample, shared);
-  // The zeros between the rows, and with BF16 operands between their words' (s4_backward: the
-  // rest).
-  zero_floats(shared + C::d3, C::d3_floats + (R == Precision::bf16 ? C::d3_pair_floats : 0));
+  zero_row_gaps(shared + C::d3, kD3Map, kMaps3);
+  if constexpr (R == Precision::bf16) zero_row_gaps(shared + C::d3_pairs, kD3PairMap, kMapPairs3);
   __syncthreads();
   s4_backward<R, A, P>(reads.d4, shared);
   __syncthreads();
