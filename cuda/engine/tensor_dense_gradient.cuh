@@ -39,7 +39,7 @@ static_assert(floats % 4 == 0, "rows of whole float4s");
 // measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
 // the launch that ran them to 190 registers a thread, one block an SM, and its blocks to two waves
 // over the H200's 132 SMs (two blocks an SM need at most 128 registers; the convolutions' backward
-// launch, which runs them now, has 194 blocks at batch 128).
+// launch, which runs them now, has 257 blocks at batch 128).
 template <Precision R>
 constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
 
@@ -75,7 +75,6 @@ constexpr int c5 = tiles(kC5, kFlat4 + 1);  // 408
 constexpr int f6 = tiles(kF6, kC5 + 1);     // 96
 constexpr int out = tiles(kOut, kF6 + 1);   // 11
 constexpr int all = c5 + f6 + out;
-constexpr int blocks = (all + kWarps - 1) / kWarps;
 }  // namespace products
 
 // dL/d[W | b] = dᵀ [x | 1] for a dense layer of Out outputs and In inputs: d a record's column
@@ -133,21 +132,25 @@ __device__ void dense_weight_gradient(int tile, const DenseGradientArgs& args,
 }
 
 // The blocks of kThreads threads that compute the dense weight gradients and the step's
-// statistics: block b of [0, products::blocks) takes the tiles 8 b to 8 b + 7 of the dense
-// products (a warp each, dense_weight_gradient), and block products::blocks adds the step's loss
-// sum and correct count to args.stats in sample order by one warp (block_reduce.cuh's
-// warp_add_sample_stats, as whole-step's update adds its).
-constexpr int kDenseGradientBlocks = products::blocks + 1;
+// statistics: block b takes the tiles kDenseTilesABlock b to kDenseTilesABlock (b + 1) - 1 of the
+// dense products (a warp each, dense_weight_gradient), and the next warp of block 0 adds the step's
+// loss sum and correct count to args.stats in sample order (block_reduce.cuh's
+// warp_add_sample_stats, as whole-step's update adds its). Four tiles a block, not eight: a block's
+// time is its reads of the records (a tile's warp reads its own operands), so that the blocks that
+// a batch of 256 leaves to a second wave of the convolutions' backward launch, where each has an
+// SM to itself, end in about half the time (docs/tensor-cores.md), and at 128 the samples' and the
+// dense blocks (257) still fit the H200's 264 places at once.
+constexpr int kDenseTilesABlock = 4;
+constexpr int kDenseGradientBlocks = (products::all + kDenseTilesABlock - 1) / kDenseTilesABlock;
+static_assert(kDenseTilesABlock < kWarps, "a warp for the statistics");
 template <Precision R>
 __device__ void dense_gradient_block(int block, const DenseGradientArgs& args,
                                      const SgdUpdate& update) {
-  const int lane = int(threadIdx.x) % 32;
-  if (block == products::blocks) {
-    if (threadIdx.x < 32 && args.stats)
-      warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
-    return;
-  }
-  dense_weight_gradient<R>(block * kWarps + int(threadIdx.x) / 32, args, update, lane);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (warp < kDenseTilesABlock)
+    dense_weight_gradient<R>(block * kDenseTilesABlock + warp, args, update, lane);
+  else if (block == 0 && warp == kDenseTilesABlock && args.stats)
+    warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
 }
 
 }  // namespace lenet5::cuda
