@@ -531,7 +531,7 @@ struct StepGradientArgs {
 // The step's last launch, once the convolutions' backward kernel has written its slots: its
 // kConvSlotBlocks blocks add the convolutions' slots (tensor_tile.cuh's sum_conv_slots), each
 // gradient written, and SGD's step taken with it, where it is final (TensorDenseBackward::
-// add_conv_slots). Where conv.slots is null, its kDenseGradientBlocks blocks compute the dense
+// add_conv_slots). Where conv.slots is null, its dense_gradient_blocks blocks compute the dense
 // weight gradients and the step's statistics instead (dense_gradient_block, which a training
 // step runs in the convolutions' backward launch: TensorDenseBackward::weight_gradients).
 // Two blocks an SM (at most 128 registers a thread, the dense blocks' chunk of k-steps).
@@ -745,7 +745,8 @@ void TensorDenseBackward::weight_gradients(int n, const float* s4_rows, float* g
                                            cudaStream_t stream, StepStats* stats) {
   const DenseGradientWork work = gradient_work(n, s4_rows, gradients, stats);
   const StepGradientArgs args{work.args, ConvPartials{}, ConvSlot::of(m_offsets), work.update};
-  launch_kernel({dim3(kDenseGradientBlocks), dim3(kThreads), 0, stream, m_programmatic},
+  launch_kernel({dim3(unsigned(dense_gradient_blocks(work.args.tiles_a_block))), dim3(kThreads), 0,
+                 stream, m_programmatic},
                 kernel_for_training(m_config, StepGradientKernels{}), args);
 }
 

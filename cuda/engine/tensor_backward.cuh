@@ -217,12 +217,18 @@ class TensorConvBackward {
                       const DenseGradientWork* dense = nullptr);
   ConvPartials partials() const { return {m_partials.data(), m_c3_mask.data()}; }
   bool launches_programmatic() const { return m_programmatic; }
+  // The dense products' tiles a block (tensor_dense_gradient.cuh's dense_gradient_block) where
+  // conv_gradients runs them beside n samples: eight where the samples' blocks and the dense ones
+  // fit the GPU at once, four where they do not, so that the second wave, which has the SMs to
+  // itself, spreads them over twice the SMs.
+  int dense_tiles_a_block(int n) const;
 
  private:
   NetConfig m_config;
   WholeStepOffsets m_offsets;
   int m_max_batch;
   bool m_programmatic;  // its launches programmatic (dependent_launch.cuh), where they may be
+  int m_resident_blocks = 0;  // the backward kernel's blocks the GPU holds at once
   Buffer<float> m_c3_mask;
   Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations
   Buffer<float> m_records;   // (max_batch, a record): S2's activations and the windows' maxima

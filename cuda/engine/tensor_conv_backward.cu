@@ -49,6 +49,7 @@
 #include "cuda/engine/tensor_tile.cuh"
 #include "cuda/kernels/gather_sample.cuh"
 #include "cuda/runtime/check.hpp"
+#include "cuda/runtime/runtime.hpp"
 
 namespace lenet5::cuda {
 namespace {
@@ -684,6 +685,14 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
   prepare_tile_kernel(kernel_for_training(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
   prepare_tile_kernel(kernel_for_training(config, ConvKernels{}), kConvSharedBytes, 1);
   check_slot_covers(layout, m_offsets);
+  int blocks_an_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks_an_sm, kernel_for_training(config, ConvKernels{}), kThreads, kConvSharedBytes));
+  m_resident_blocks = blocks_an_sm * current_multiprocessors();
+}
+
+int TensorConvBackward::dense_tiles_a_block(int n) const {
+  return n + dense_gradient_blocks(kWarps) <= m_resident_blocks ? kWarps : kWarps / 2;
 }
 
 void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const float* params,
@@ -705,11 +714,12 @@ void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const
   check_fits(n, m_max_batch);
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
-  const ConvBackwardArgs args{in, m_s4_rows.data(),  m_records.data(),
-                              d4, m_partials.data(), dense ? *dense : DenseGradientWork{}};
+  DenseGradientWork work = dense ? *dense : DenseGradientWork{};
+  work.args.tiles_a_block = dense_tiles_a_block(n);
+  const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data(), work};
   // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
   // where), and the dense blocks after them.
-  const int blocks = n + (dense ? kDenseGradientBlocks : 0);
+  const int blocks = n + (dense ? dense_gradient_blocks(work.args.tiles_a_block) : 0);
   launch_kernel({dim3(unsigned(blocks)), dim3(kThreads), kConvSharedBytes, stream, m_programmatic},
                 kernel_for_training(m_config, ConvKernels{}), args);
 }

@@ -39,7 +39,7 @@ static_assert(floats % 4 == 0, "rows of whole float4s");
 // measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
 // the launch that ran them to 190 registers a thread, one block an SM, and its blocks to two waves
 // over the H200's 132 SMs (two blocks an SM need at most 128 registers; the convolutions' backward
-// launch, which runs them now, has 257 blocks at batch 128).
+// launch, which runs them now, has 194 blocks at batch 128).
 template <Precision R>
 constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
 
@@ -52,6 +52,7 @@ struct DenseGradientArgs {
   const double* sample_loss;           // (n), from the forward kernel
   const std::int32_t* sample_correct;  // (n)
   StepStats* stats;                    // the step's statistics, added to; or null
+  int tiles_a_block = kWarps;          // the products' tiles a block (dense_gradient_block)
 };
 
 // The dense products' work where a launch runs it beside its own (the convolutions' backward
@@ -132,25 +133,32 @@ __device__ void dense_weight_gradient(int tile, const DenseGradientArgs& args,
 }
 
 // The blocks of kThreads threads that compute the dense weight gradients and the step's
-// statistics: block b takes the tiles kDenseTilesABlock b to kDenseTilesABlock (b + 1) - 1 of the
-// dense products (a warp each, dense_weight_gradient), and the next warp of block 0 adds the step's
-// loss sum and correct count to args.stats in sample order (block_reduce.cuh's
-// warp_add_sample_stats, as whole-step's update adds its). Four tiles a block, not eight: a block's
-// time is its reads of the records (a tile's warp reads its own operands), so that the blocks that
-// a batch of 256 leaves to a second wave of the convolutions' backward launch, where each has an
-// SM to itself, end in about half the time (docs/tensor-cores.md), and at 128 the samples' and the
-// dense blocks (257) still fit the H200's 264 places at once.
-constexpr int kDenseTilesABlock = 4;
-constexpr int kDenseGradientBlocks = (products::all + kDenseTilesABlock - 1) / kDenseTilesABlock;
-static_assert(kDenseTilesABlock < kWarps, "a warp for the statistics");
+// statistics: block b of the first dense_tile_blocks(tiles) takes the tiles `tiles` b to `tiles`
+// (b + 1) - 1 of the dense products (a warp each, dense_weight_gradient; tiles is 8 or 4,
+// args.tiles_a_block), and the last block adds the step's loss sum and correct count to args.stats
+// in sample order by one warp (block_reduce.cuh's warp_add_sample_stats, as whole-step's update
+// adds its). A block's time is its warps' chains of reads from L2 whichever its tile count (the
+// phase probe: a block of four tiles took about as long as one of eight), so where the blocks
+// start beside the samples' (the convolutions' backward launch, at batch 128) eight make fewer to
+// hold, and where a second wave runs them after the samples' end (at 256) four spread them over
+// twice the SMs (TensorConvBackward::dense_tiles_a_block; docs/tensor-cores.md).
+__host__ __device__ constexpr int dense_tile_blocks(int tiles_a_block) {
+  return (products::all + tiles_a_block - 1) / tiles_a_block;
+}
+__host__ __device__ constexpr int dense_gradient_blocks(int tiles_a_block) {
+  return dense_tile_blocks(tiles_a_block) + 1;
+}
 template <Precision R>
 __device__ void dense_gradient_block(int block, const DenseGradientArgs& args,
                                      const SgdUpdate& update) {
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  if (warp < kDenseTilesABlock)
-    dense_weight_gradient<R>(block * kDenseTilesABlock + warp, args, update, lane);
-  else if (block == 0 && warp == kDenseTilesABlock && args.stats)
-    warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
+  if (block == dense_tile_blocks(args.tiles_a_block)) {
+    if (warp == 0 && args.stats)
+      warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
+    return;
+  }
+  if (warp < args.tiles_a_block)
+    dense_weight_gradient<R>(block * args.tiles_a_block + warp, args, update, lane);
 }
 
 }  // namespace lenet5::cuda

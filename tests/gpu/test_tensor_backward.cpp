@@ -353,6 +353,35 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinItsPrecisionsRound
     }
 }
 
+// Beside a batch whose blocks leave no room for the dense ones (two an SM at most: 128 registers a
+// thread of 256), the dense products run four tiles a block, in a second wave
+// (TensorConvBackward::dense_tiles_a_block; eight beside a small batch): every gradient still
+// matches the CPU reference as at 64 and 37, in every precision (a tile that no block took would
+// stay the poisoned buffer's NaN).
+TEST(TensorBackward, DenseBlocksOfFourTilesBesideAFullBatchMatchTheCpuReference) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int n = 2 * sms;
+  for (const Precision precision : kPrecisions) {
+    NetConfig config;  // the book's network: smooth, so the close tolerance
+    config.precision = precision;
+    const ParamLayout layout = lenet5_layout(config);
+    const cuda::TensorConvBackward conv(config, layout, n);
+    const std::string what = std::string(to_string(precision)) + " n=" + std::to_string(n);
+    ASSERT_EQ(conv.dense_tiles_a_block(8), 8) << what << ": beside a small batch";
+    ASSERT_EQ(conv.dense_tiles_a_block(n), 4) << what;
+    const std::vector<float> params = parameters(config, 13);
+    const Batch batch = make_batch(n, 29);
+    const Reference want = reference(config, params, batch, n);
+    const std::vector<float> got = run_whole(config, params, batch, n, n);
+    RecordProperty(std::string(to_string(precision)) + "_n" + std::to_string(n),
+                   expect_every_tensor_within(layout, got, want.gradients,
+                                              smooth_tolerance(precision, kSmoothWhole), what));
+  }
+}
+
 // parameters(config, 13) with every unit of S2, S4, C5 and F6 driven into saturation: their
 // biases pushed by atanh(0.995) in z (over the scaled tanh's S), alternately up and down, so that
 // each sits at about 0.995 of the activation's bound; and the weights below the output layer a
