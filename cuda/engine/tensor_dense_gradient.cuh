@@ -132,16 +132,17 @@ __device__ void dense_weight_gradient(int tile, const DenseGradientArgs& args,
                                        update, lane);
 }
 
-// The blocks of kThreads threads that compute the dense weight gradients and the step's
-// statistics: block b of the first dense_tile_blocks(tiles) takes the tiles `tiles` b to `tiles`
-// (b + 1) - 1 of the dense products (a warp each, dense_weight_gradient; tiles is 8 or 4,
-// args.tiles_a_block), and the last block adds the step's loss sum and correct count to args.stats
-// in sample order by one warp (block_reduce.cuh's warp_add_sample_stats, as whole-step's update
-// adds its). A block's time is its warps' chains of reads from L2 whichever its tile count (the
-// phase probe: a block of four tiles took about as long as one of eight), so where the blocks
-// start beside the samples' (the convolutions' backward launch, at batch 128) eight make fewer to
-// hold, and where a second wave runs them after the samples' end (at 256) four spread them over
-// twice the SMs (TensorConvBackward::dense_tiles_a_block; docs/tensor-cores.md).
+// The blocks of kThreads threads that compute the dense weight gradients and the step's statistics:
+// the first block adds the step's loss sum and correct count to args.stats in sample order by one
+// warp (block_reduce.cuh's warp_add_sample_stats, as whole-step's update adds its), first so that
+// it starts with the launch's first wave, and block b of the next dense_tile_blocks(tiles) takes
+// the tiles `tiles` (b - 1) to `tiles` b - 1 of the dense products (a warp each,
+// dense_weight_gradient; tiles is 8 or 4, args.tiles_a_block). A block's time is its warps' chains
+// of reads from L2 whichever its tile count (the phase probe: a block of four tiles took about as
+// long as one of eight), so where the blocks start beside the samples' (the convolutions' backward
+// launch, at batch 128) eight make fewer to hold, and where a second wave runs them after the
+// samples' end (at 256) four spread them over twice the SMs
+// (TensorConvBackward::dense_tiles_a_block; docs/tensor-cores.md).
 __host__ __device__ constexpr int dense_tile_blocks(int tiles_a_block) {
   return (products::all + tiles_a_block - 1) / tiles_a_block;
 }
@@ -152,13 +153,13 @@ template <Precision R>
 __device__ void dense_gradient_block(int block, const DenseGradientArgs& args,
                                      const SgdUpdate& update) {
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  if (block == dense_tile_blocks(args.tiles_a_block)) {
+  if (block == 0) {
     if (warp == 0 && args.stats)
       warp_add_sample_stats(args.sample_loss, args.sample_correct, args.n, args.stats, lane);
     return;
   }
   if (warp < args.tiles_a_block)
-    dense_weight_gradient<R>(block * args.tiles_a_block + warp, args, update, lane);
+    dense_weight_gradient<R>((block - 1) * args.tiles_a_block + warp, args, update, lane);
 }
 
 }  // namespace lenet5::cuda

@@ -48,24 +48,38 @@ __device__ void block_add_stats(double loss, int correct, Stats* stats) {
 }
 
 // A step's statistics from its samples' losses and correct predictions, ADDED to *stats (a
-// StepStats) by one warp, which calls it with all 32 lanes: each round the lanes read 32 samples at
-// once, and every lane adds them in sample order (so the sum is the one a single thread would make
-// one sample after another, the same bits every run, with n / 32 reads' waits instead of n).
+// StepStats) by one warp, which calls it with all 32 lanes. The loss is the sum a single thread
+// would make one sample after another (the same bits every run): each round the lanes read 32
+// samples at once (the next round's read in flight during this round's adds), and every lane adds
+// them in sample order from shuffles taken eight at a time, so that a round waits for four
+// shuffles' latency, not 32 (a shuffle and an add a sample, in turn, made the tensor-core step's
+// statistics block the longest of its launch at batch 256: docs/tensor-cores.md). The count is an
+// integer's sum, the same in any order: each lane's samples', then a butterfly over the lanes.
 template <class Stats>
 __device__ void warp_add_sample_stats(const double* sample_loss, const std::int32_t* sample_correct,
                                       int n, Stats* stats, int lane) {
+  constexpr int kShuffles = 8;
   double loss = 0;
   int correct = 0;
+  double next_loss = n > 0 ? sample_loss[min(lane, n - 1)] : 0.0;
+  int next_correct = n > 0 ? sample_correct[min(lane, n - 1)] : 0;
   for (int base = 0; base < n; base += 32) {
-    const int s = min(base + lane, n - 1);
-    const double mine = sample_loss[s];
-    const int right = sample_correct[s];
-#pragma unroll 1  // one add after another, as the sum is: unrolled, its shuffles cost registers
-    for (int j = 0; j < 32 && base + j < n; ++j) {
-      loss += __shfl_sync(~0u, mine, j);
-      correct += __shfl_sync(~0u, right, j);
+    const double mine = next_loss;
+    if (base + lane < n) correct += next_correct;
+    next_loss = sample_loss[min(base + 32 + lane, n - 1)];
+    next_correct = sample_correct[min(base + 32 + lane, n - 1)];
+    const int count = n - base;
+#pragma unroll
+    for (int first = 0; first < 32; first += kShuffles) {
+      double value[kShuffles];
+#pragma unroll
+      for (int j = 0; j < kShuffles; ++j) value[j] = __shfl_sync(~0u, mine, first + j);
+#pragma unroll
+      for (int j = 0; j < kShuffles; ++j)
+        if (first + j < count) loss += value[j];
     }
   }
+  for (int offset = 16; offset > 0; offset /= 2) correct += __shfl_xor_sync(~0u, correct, offset);
   // Stream order makes this read-modify-write safe: the next step's kernel starts after this one.
   if (lane == 0) {
     stats->loss_sum += loss;
