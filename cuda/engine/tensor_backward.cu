@@ -358,7 +358,7 @@ __device__ void stage_late_weights(const float* params, const WholeStepOffsets& 
 // blocks: FP32 reads its 15 k-steps at once too (one round trip to L2 where 8 made two). BF16
 // keeps kGradientChunk's 8.
 template <Precision R>
-constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk<R> : 16;
+constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk : 16;
 
 // A block of kDenseWarps warps per tile of kTile samples: the dense layers' forward pass on the
 // tile's S4 rows (C5 by C5Tile, F6 and the output layer by f6_and_output_layers as the evaluation

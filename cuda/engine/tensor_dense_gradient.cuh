@@ -32,16 +32,14 @@ constexpr int floats = d5 + kC5 + 2;  // 420: two floats of padding keep rows 16
 static_assert(floats % 4 == 0, "rows of whole float4s");
 }  // namespace dense_record
 
-// k-steps whose operands a warp reads before their products, in the dense weight gradients (and in
-// dL/dS4's, kS4Chunk): in TF32 a warp's 6 reads a step, 96 in flight, so that dL/dS4's 120 outputs
-// (15 steps) and a batch of 128 (16) wait for one round trip to L2 (with 8, two). BF16 keeps 8:
-// packing its pairs needs registers of its own (146 a thread at 16, 80 at 8), and its epoch
-// measured shorter at 8 (docs/tensor-cores.md). FP32 keeps 8 too: its split operands at 16 took
-// the launch that ran them to 190 registers a thread, one block an SM, and its blocks to two waves
-// over the H200's 132 SMs (two blocks an SM need at most 128 registers; the convolutions' backward
-// launch, which runs them now, has 194 blocks at batch 128).
-template <Precision R>
-constexpr int kGradientChunk = R == Precision::tf32 ? 16 : 8;
+// k-steps whose operands a warp reads before their products in the dense weight gradients: 8 in
+// every precision, a lane's 48 reads in flight. BF16's packing needs registers of its own (146 a
+// thread at 16, 80 at 8) and its epoch measured shorter at 8; FP32's split operands at 16 took the
+// launch that ran them to 190 registers a thread, one block an SM (two blocks an SM need at most
+// 128); TF32's 16 (a batch of 128 in one round trip to L2 where 8 make two) measured longer than
+// 8 once the products ran in the convolutions' backward launch, whose TF32 kernel uses all of its
+// 128 registers a thread (docs/tensor-cores.md).
+constexpr int kGradientChunk = 8;
 
 struct DenseGradientArgs {
   const float* records;  // (tiles * kTile, dense_record::floats)
@@ -89,7 +87,7 @@ __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, in
   constexpr int kNTiles = products::n_tiles(In + 1);
   const float* records = args.records;
   float* gradients = args.gradients;
-  mma_tile<R, kGradientChunk<R>>(
+  mma_tile<R, kGradientChunk>(
       tile / kNTiles * 16, tile % kNTiles * 8, args.n,
       [records, d_at](int m, int k) {
         const float value = records[std::size_t(k) * dense_record::floats + d_at + min(m, Out - 1)];
