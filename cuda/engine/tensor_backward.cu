@@ -142,7 +142,8 @@ static_assert(kOut <= kLossLanes && 32 % kLossLanes == 0, "a sample's classes in
 static_assert(kTile * kLossLanes % 32 == 0 && kTile * kLossLanes <= kDenseThreads,
               "the tile's samples in whole warps of the block");
 
-// dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples, each sample's loss and
+// dL/dlogits = (softmax(z) - onehot(label)) / n for the tile's samples (stored for R's products,
+// which alone read it: tensor_dense_gradient.cuh's dense_record), each sample's loss and
 // whether its prediction (the first maximum) is its label (whole_step_forward.cuh's
 // loss_and_gradient's formula, in float as there: its sum of exponentials runs in class order
 // where there it is a butterfly, so the two agree to float's rounding, not to the bit), and zero
@@ -153,6 +154,7 @@ static_assert(kTile * kLossLanes % 32 == 0 && kTile * kLossLanes <= kDenseThread
 // chain is one exponential and one sum, not ten of each. `label` is the thread's sample's, read at
 // the kernel's start (thread_sample_label). Every block of a tile's cluster computes it; only one
 // (writes_loss) writes the loss and the correctness.
+template <Precision R>
 __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int first, int label,
                                 bool writes_loss) {
   namespace D = dense_layout;
@@ -182,7 +184,7 @@ __device__ void logits_gradient(float* shared, const DenseForwardArgs& args, int
     args.sample_loss[sample] = double(logf(sum) + top - z[label]);
     args.sample_correct[sample] = best == label;
   }
-  d7[k] = (exponential / sum - float(k == label)) / float(args.n);
+  d7[k] = Operands<R>::stored((exponential / sum - float(k == label)) / float(args.n));
 }
 
 // The label of the tile's sample that the calling thread's logits_gradient takes (threads 16 s to
@@ -206,7 +208,8 @@ constexpr int kDenseForwardChunk = R == Precision::tf32 ? 50 : 25;
 // dL/d(pre-activation) (rows of `Ld`) = (dL/dy W) f'(y) for a dense layer y = f(W x + b) whose
 // output gradient d_out (a row of LdOut per sample, Out wide) it reads, W (Out, In) row-major
 // (staged in shared memory), y (rows of LdY) the activation of the layer below, stored by the
-// forward pass. Warp `warp` of Warps takes the tiles warp, warp + Warps, ... (gemm_tiles).
+// forward pass; stored for R's products, which alone read it (dense_record). Warp `warp` of Warps
+// takes the tiles warp, warp + Warps, ... (gemm_tiles).
 template <Precision R, Activation A, int Out, int In, int LdOut, int Ld, int LdY, int Warps>
 __device__ void input_gradient(const float* d_out, const float* weight, const float* y, float* d,
                                int warp, int lane) {
@@ -217,7 +220,7 @@ __device__ void input_gradient(const float* d_out, const float* weight, const fl
         return n < In ? value : 0.0f;
       },
       [d, y](int m, int n, float value) {
-        d[m * Ld + n] = value * activation_slope(A, y[m * LdY + n]);
+        d[m * Ld + n] = Operands<R>::stored(value * activation_slope(A, y[m * LdY + n]));
       },
       warp, lane);
 }
@@ -392,7 +395,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   __syncthreads();
   f6_and_output_layers<R, A, kTile, kDenseForwardChunk<R>, kDenseWarps>(
       shared + D::a5, shared + D::a6, shared + D::z, params, at, warp, lane);
-  logits_gradient(shared, args, first, label, true);
+  logits_gradient<R>(shared, args, first, label, true);
   __syncthreads();
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(
       shared + D::d7, params + at.output_weight, shared + D::a6, shared + D::d6, warp, lane);
@@ -464,7 +467,7 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
   dense_tile<R, kF6, kOut, kA6Row, kZRow, kTile, false, false, A, kChunk, kDenseWarps>(
       shared + D::a6, shared + D::w7, shared + D::b7, shared + D::z, warp, lane);
   __syncthreads();
-  logits_gradient(shared, args, first, label, rank == 0);
+  logits_gradient<R>(shared, args, first, label, rank == 0);
   __syncthreads();
   rows_to_records<kOut, D::kD7Row, kDenseBlocks>(shared + D::d7, records, dense_record::d7, rank);
   input_gradient<R, A, kOut, kF6, D::kD7Row, kA6Row, kA6Row, kDenseWarps>(

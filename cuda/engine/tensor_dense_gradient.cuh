@@ -17,11 +17,13 @@
 namespace lenet5::cuda {
 
 // What the dense forward kernel keeps of each sample for the gradient kernel, a row of
-// dense_record::floats per sample in global memory: the activations of C5 and F6 (stored for the
-// products, as the forward pass stored them) and the output gradients of the output layer, F6 and
-// C5. The rows of a short last tile's missing samples are written too (zero gradients), so that a
-// product's operands are always finite; the gradient kernel reads only the rows of real samples as
-// k.
+// dense_record::floats per sample in global memory: the activations of C5 and F6 and the output
+// gradients of the output layer, F6 and C5, every value stored for R's products (Operands<R>::
+// stored, as S4's rows are), so that the weight gradients take their bits as operands with no
+// rounding at the load (TF32's rounding of each operand read was most of a dense block's time:
+// docs/tensor-cores.md). The rows of a short last tile's missing samples are written too
+// (zero gradients), so that a product's operands are always finite; the gradient kernel reads only
+// the rows of real samples as k.
 namespace dense_record {
 constexpr int a5 = 0;                 // C5's activation (120)
 constexpr int a6 = a5 + kC5;          // F6's activation (84)
@@ -37,8 +39,7 @@ static_assert(floats % 4 == 0, "rows of whole float4s");
 // thread at 16, 80 at 8) and its epoch measured shorter at 8; FP32's split operands at 16 took the
 // launch that ran them to 190 registers a thread, one block an SM (two blocks an SM need at most
 // 128); TF32's 16 (a batch of 128 in one round trip to L2 where 8 make two) measured longer than
-// 8 once the products ran in the convolutions' backward launch, whose TF32 kernel uses all of its
-// 128 registers a thread (docs/tensor-cores.md).
+// 8 in the convolutions' backward launch (docs/tensor-cores.md).
 constexpr int kGradientChunk = 8;
 
 struct DenseGradientArgs {
@@ -91,11 +92,11 @@ __device__ void weight_gradient_tile(int tile, const DenseGradientArgs& args, in
       tile / kNTiles * 16, tile % kNTiles * 8, args.n,
       [records, d_at](int m, int k) {
         const float value = records[std::size_t(k) * dense_record::floats + d_at + min(m, Out - 1)];
-        return m < Out ? value : 0.0f;
+        return __float_as_uint(m < Out ? value : 0.0f);  // stored for R's products: its operand
       },
       [x, x_ld](int k, int j) {
         const float value = x[std::size_t(k) * x_ld + min(j, In - 1)];
-        return j < In ? value : (j == In ? 1.0f : 0.0f);
+        return __float_as_uint(j < In ? value : (j == In ? 1.0f : 0.0f));  // the same, and 1 and 0
       },
       [gradients, weight_to, bias_to, &update](int m, int j, float value) {
         if (m >= Out || j > In) return;
