@@ -537,7 +537,7 @@ struct StepGradientArgs {
 // add_conv_slots). Where conv.slots is null, its dense_gradient_blocks blocks compute the dense
 // weight gradients and the step's statistics instead (dense_gradient_block, which a training
 // step runs in the convolutions' backward launch: TensorDenseBackward::weight_gradients).
-// Two blocks an SM (at most 128 registers a thread, the dense blocks' chunk of k-steps).
+// Two blocks an SM (at most 128 registers a thread).
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
   wait_for_previous_grid();

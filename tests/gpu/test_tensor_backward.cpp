@@ -353,8 +353,9 @@ TEST(TensorBackward, EveryGradientMatchesTheCpuReferenceWithinItsPrecisionsRound
     }
 }
 
-// Beside a batch whose blocks leave no room for the dense ones (two an SM at most: 128 registers a
-// thread of 256), the dense products run four tiles a block, in a second wave
+// Beside a batch whose blocks leave no room for the dense ones (two an SM: the convolutions'
+// backward kernel's registers and 65 KB of shared memory), the dense products run four tiles a
+// block, in a second wave
 // (TensorConvBackward::dense_tiles_a_block; eight beside a small batch): every gradient still
 // matches the CPU reference as at 64 and 37, in every precision (a tile that no block took would
 // stay the poisoned buffer's NaN).
