@@ -473,12 +473,19 @@ __device__ void c3_weight_tiles(const float* shared, float* slot, const int (&n_
 #pragma unroll
     for (int i = 0; i < Tiles; ++i) Operands<R>::mma(acc[i], a, b[i]);
   }
+  // A lane's places r and r + 1 are neighbours in a row (columns 2 t and 2 t + 1), both real or
+  // both padding: one 8-byte store for the pair, where two stores of 4 bytes wrote each sector
+  // twice.
+  static_assert(partial::floats % 2 == 0 && partial::c3_weight % 2 == 0 && kColumns % 2 == 0,
+                "a pair's place is 8-byte aligned in every sample's slot");
 #pragma unroll
   for (int i = 0; i < Tiles; ++i)
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int m = g + 8 * (r / 2), n = 8 * n_tile[i] + 2 * t + r % 2;
-      if (n < kColumns) slot[partial::c3_weight + m * kColumns + n] = acc[i][r];
+    for (int half = 0; half < 2; ++half) {
+      const int m = g + 8 * half, n = 8 * n_tile[i] + 2 * t;
+      if (n < kColumns)
+        *reinterpret_cast<float2*>(slot + partial::c3_weight + m * kColumns + n) =
+            make_float2(acc[i][2 * half], acc[i][2 * half + 1]);
     }
 }
 
