@@ -511,10 +511,11 @@ __global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4Grad
   const int n = args.n;
   mma_tile<R, kS4Chunk<R>>(
       tile / kS4Tiles * 16, tile % kS4Tiles * 8, std::integral_constant<int, kC5>{},
-      [records](int m, int k) {
-        return records[std::size_t(m) * dense_record::floats + dense_record::d5 + k];
+      [records](int m, int k) {  // dL/dC5, stored for R's products (dense_record): its operand
+        return __float_as_uint(
+            records[std::size_t(m) * dense_record::floats + dense_record::d5 + k]);
       },
-      [w5](int k, int j) { return w5[k * kFlat4 + j]; },
+      [w5](int k, int j) { return w5[k * kFlat4 + j]; },  // the parameters: rounded here
       [d4, n](int m, int j, float value) {
         if (m < n) d4[std::size_t(m) * kFlat4 + j] = value;
       },
