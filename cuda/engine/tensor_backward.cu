@@ -503,6 +503,11 @@ static_assert(kFlat4 % 8 == 0, "whole n-tiles");
 template <Precision R>
 __global__ void __launch_bounds__(kThreads, 1) tensor_s4_gradient_kernel1(S4GradientArgs args) {
   wait_for_previous_grid();
+  // The convolutions' backward may be scheduled now, beside this launch's few blocks: its samples'
+  // blocks read and stage what the forward kernels wrote meanwhile, and wait for this kernel's
+  // end before they read dL/dS4's rows (its dense blocks before anything: they write C5's weights,
+  // which this kernel reads).
+  allow_next_grid();
   const int tile = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   if (tile >= tiles_of(args.n, 16) * kS4Tiles) return;
   const float* records = args.records;
@@ -822,10 +827,12 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
                          const SgdStep* step, const GatherAhead* ahead) {
   // The dense weight gradients run in the convolutions' backward launch, on the SMs its samples
   // leave room on (they need nothing it computes), and the last launch only adds the slots.
-  // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it; each kernel
-  // waits for the one before as its first statement, and only the convolutions' backward calls
-  // allow_next_grid (for the slots' sum), so that the other kernels' blocks are scheduled as the
-  // last block of the kernel before exits: with every kernel released early, the step was longer
+  // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it. Two kernels
+  // call allow_next_grid after their wait: dL/dS4, so that the convolutions' backward's blocks
+  // read and stage the forward kernels' outputs while its products run, and the convolutions'
+  // backward, for the slots' sum. The others' next kernel is scheduled as their last block exits,
+  // and each kernel but the convolutions' backward waits as its first statement: with every kernel
+  // released early, or the slots' sum or the dense forward too, the step was longer
   // (docs/tensor-cores.md).
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);

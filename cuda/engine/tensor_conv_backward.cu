@@ -265,12 +265,19 @@ struct SampleReads {
   GlobalReads<kWarpX, kThreads> field;
   GlobalReads<kFlat4, kThreads> d4;
 
-  __device__ void read(const ConvBackwardArgs& args, int sample) {
+  // What the convolutions' forward kernel and the gather wrote, which completed before dL/dS4's
+  // wait returned (dL/dS4 lets this launch be scheduled only after it): issued before this
+  // kernel's own wait.
+  __device__ void read_forward(const ConvBackwardArgs& args, int sample) {
     const int thread = int(threadIdx.x);
     rec.read(args.records + std::size_t(sample) * record::floats, thread);
     a4.read(args.s4_rows + std::size_t(sample) * kFlat4, thread);
     if (args.in.field) field.read(args.in.field + std::size_t(sample) * kWarpX, thread);
-    d4.read(args.d4 + std::size_t(sample) * kFlat4, thread);
+  }
+
+  // dL/dS4's row: the kernel before's, read after the wait.
+  __device__ void read_d4(const ConvBackwardArgs& args, int sample) {
+    d4.read(args.d4 + std::size_t(sample) * kFlat4, int(threadIdx.x));
   }
 
   // The record, S4's row and the input field (rounded for R's products) into shared memory.
@@ -593,27 +600,35 @@ __device__ void c1_weight_gradient(float* shared, int warp, int lane) {
 // SMs with the samples' blocks, so that the step's last launch only adds the slots.
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(ConvBackwardArgs args) {
-  wait_for_previous_grid();
-  // The slots' sum may be scheduled now: its small blocks wait at their start for this kernel's
-  // end, where otherwise their launch would begin only as this kernel's last block exits.
-  allow_next_grid();
   namespace C = conv_layout;
   float* const shared = dynamic_shared_floats();
   const int sample = int(blockIdx.x);
   if (sample >= args.in.n) {
+    // The dense blocks write the dense layers' weights (SGD's step), which dL/dS4 reads: after
+    // the wait, every read and write.
+    wait_for_previous_grid();
+    allow_next_grid();
     dense_gradient_block<R>(sample - args.in.n, args.dense.args, args.dense.update);
     return;
   }
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   float* slot = args.partials + std::size_t(sample) * partial::floats;
+  // A sample's block reads and stages all but dL/dS4's row before its wait, so that these reads
+  // overlap dL/dS4's products (which let this launch be scheduled after their own wait): the
+  // weights, which the step before's update wrote, and what the forward kernels wrote.
   ConvWeightReads<R> weights;
   weights.read(args.in);
   SampleReads<P> reads;
-  reads.read(args, sample);
+  reads.read_forward(args, sample);
   weights.write_c3_rows(shared + C::w3_rows);
   reads.template write<R>(args, sample, shared);
   zero_row_gaps(shared + C::d3, kD3Map, kMaps3);
   if constexpr (R == Precision::bf16) zero_row_gaps(shared + C::d3_pairs, kD3PairMap, kMapPairs3);
+  wait_for_previous_grid();
+  // The slots' sum may be scheduled now: its small blocks wait at their start for this kernel's
+  // end, where otherwise their launch would begin only as this kernel's last block exits.
+  allow_next_grid();
+  reads.read_d4(args, sample);
   __syncthreads();
   s4_backward<R, A, P>(reads.d4, shared);
   __syncthreads();
