@@ -7,9 +7,9 @@
 // before the one before); the wait returns once the kernel before has completed and its writes
 // are visible, and that one waited likewise. What it hides is the launch's latency between one
 // kernel and the next. Inside a captured graph, the launch becomes a programmatic edge where the
-// node before it is a kernel. A kernel launched so must begin with the wait or have nothing to
-// wait for: has_programmatic_launch only tells that the build holds the instructions, not that a
-// kernel calls them.
+// node before it is a kernel. A kernel launched so must call the wait before any such read or
+// write, or have nothing to wait for: has_programmatic_launch only tells that the build holds the
+// instructions, not that a kernel calls them.
 #pragma once
 
 #include <cuda_runtime.h>
