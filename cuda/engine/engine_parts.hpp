@@ -219,6 +219,24 @@ class GraphExec {
     CUDA_CHECK(cudaGraphInstantiate(&m_exec, graph.get(), 0));
   }
   void launch(cudaStream_t stream) { CUDA_CHECK(cudaGraphLaunch(m_exec, stream)); }
+  // Runs what `enqueue` launches on `stream` by replaying the graph, captured the first time.
+  // With `launch_first`, that first time launches it directly, then captures it while the GPU
+  // runs those launches: where a step is a few launches, fewer host microseconds than the GPU's,
+  // the GPU no longer waits through the capture and the instantiation, which a run's first epoch,
+  // and so its time to an accuracy, paid in full (docs/performance.md). Where a step's launches
+  // take the host longer than the GPU, launching them directly would cost more than that.
+  template <class Enqueue>
+  void run(cudaStream_t stream, bool launch_first, Enqueue&& enqueue) {
+    if (!m_exec) {
+      if (launch_first) {
+        enqueue();
+        capture(stream, enqueue);
+        return;
+      }
+      capture(stream, enqueue);
+    }
+    launch(stream);
+  }
 
  private:
   cudaGraphExec_t m_exec = nullptr;

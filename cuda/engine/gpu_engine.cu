@@ -5,10 +5,13 @@
 //
 // A whole epoch of steps is captured once into a CUDA graph and replayed every epoch: launching
 // ~30 small kernels per step costs more host time than the GPU needs to run them, and a graph
-// removes that overhead. Replaying is valid because every argument of every launch is the same
-// each epoch: the buffers keep their addresses, the permutation and the per-step learning rates
-// are uploaded into the same buffers at the start of each epoch, and each step's rate is read
-// from memory by the update kernel. A partial epoch (a run resumed mid-epoch) runs step by step.
+// removes that overhead. The whole-step and tensor sets, whose steps are a few launches, run their
+// first epoch's steps directly and capture them while the GPU runs them (GraphExec::run), so that
+// the GPU does not wait for the capture. Replaying is valid because every argument of every launch
+// is the same each epoch: the buffers keep their addresses, the permutation and the per-step
+// learning rates are uploaded into the same buffers at the start of each epoch, and each step's
+// rate is read from memory by the update kernel. A partial epoch (a run resumed mid-epoch) runs
+// step by step.
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
@@ -120,9 +123,8 @@ class GpuEngine final : public NetworkEngine {
     // steps queued before) and copies it into the state buffer the update kernels read.
     estimate_curvature_before(first_step);
     if (m_use_graphs && first_step == 0 && end_step == steps) {
-      if (!m_epoch_graph)
-        m_epoch_graph.capture(cuda::kDefaultStream, [&] { enqueue_steps(0, steps); });
-      m_epoch_graph.launch(cuda::kDefaultStream);
+      m_epoch_graph.run(cuda::kDefaultStream, m_whole_step || m_tensor_backward,
+                        [&] { enqueue_steps(0, steps); });
     } else {
       enqueue_steps(first_step, end_step);
     }

@@ -266,14 +266,14 @@ class GpuEngineGroup final : public EngineGroup {
                           values.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
 
-  // A whole epoch is replayed as one graph (captured the first time), as the lone engine does;
+  // A whole epoch is replayed as one graph (the first time launched step by step, then captured
+  // while the GPU runs it), as the lone engine does with the whole-step kernels;
   // a partial one (a group resumed mid-epoch) is launched step by step.
   void run_steps(int first, int end) {
     forget_evaluations(-1);
     if (first == 0 && std::size_t(end) == m_steps) {
-      if (!m_epoch_graph)
-        m_epoch_graph.capture(cuda::kDefaultStream, [&] { enqueue_steps(0, end); });
-      m_epoch_graph.launch(cuda::kDefaultStream);
+      m_epoch_graph.run(cuda::kDefaultStream, /*launch_first=*/true,
+                        [&] { enqueue_steps(0, end); });
     } else {
       enqueue_steps(first, end);
     }
