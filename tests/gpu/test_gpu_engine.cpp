@@ -16,7 +16,9 @@
 #include "common/augment_tolerance.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "cuda/engine/engine_parts.hpp"
 #include "cuda/engine/gpu_engine.hpp"
+#include "cuda/kernels/optimizer.cuh"
 #include "cuda/runtime/runtime.hpp"
 #include "data/mnist.hpp"
 #include "engine/engine.hpp"
@@ -436,6 +438,37 @@ TEST_F(GpuEngine, EpochGraphMatchesDirectLaunchesBitForBit) {
   EXPECT_EQ(graphed->parameters(), direct->parameters());
   ASSERT_FALSE(velocity(*graphed).empty());
   EXPECT_EQ(velocity(*graphed), velocity(*direct));
+}
+
+// GraphExec::run, how an epoch is replayed: every call runs the work once, the first by launching
+// it directly and then capturing it (launch_first) or from the graph it captures first, the later
+// ones by replaying that graph without asking for the launches again. The work is an SGD step of
+// rate 1 on a gradient of -1, which adds exactly 1 to each value every time it runs.
+TEST(EpochGraph, RunsTheWorkOnceEachCallAndReplaysItsCapture) {
+  SKIP_WITHOUT_GPU();
+  for (const bool launch_first : {true, false}) {
+    SCOPED_TRACE(launch_first ? "launched, then captured" : "captured first");
+    constexpr std::size_t kCount = 5;
+    const std::vector<float> minus_one(kCount, -1.0f);
+    Buffer<float> gradients(Device::gpu, kCount), values(Device::gpu, kCount);
+    gradients.copy_from_host(minus_one.data());
+    values.zero();
+    int enqueued = 0;
+    const auto add_one = [&] {
+      ++enqueued;
+      cuda::sgd_step(SgdSettings{}, 1.0f, gradients.data(), values.data(), nullptr, kCount,
+                     cuda::kDefaultStream);
+    };
+    GraphExec graph;
+    for (int run = 1; run <= 3; ++run) {
+      graph.run(cuda::kDefaultStream, launch_first, add_one);
+      CUDA_CHECK(cudaStreamSynchronize(cuda::kDefaultStream));
+      EXPECT_TRUE(graph) << "run " << run;
+      // Launched directly, then captured: two calls; captured first: one. Never again after.
+      EXPECT_EQ(enqueued, launch_first ? 2 : 1) << "run " << run;
+      EXPECT_EQ(values.to_vector(), std::vector<float>(kCount, float(run))) << "run " << run;
+    }
+  }
 }
 
 // The two kernel sets compute the same network: from the same weights they classify the same way,
