@@ -7,8 +7,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -225,12 +227,19 @@ class GraphExec {
   // the GPU no longer waits through the capture and the instantiation, which a run's first epoch,
   // and so its time to an accuracy, paid in full (docs/performance.md). Where a step's launches
   // take the host longer than the GPU, launching them directly would cost more than that.
+  // The capture and the instantiation run on a second thread meanwhile, so that the GPU does not
+  // wait for a host that takes longer over the launches, the capture and the instantiation in a
+  // row than the GPU over the epoch: with `launch_first`, `enqueue` must launch on the calling
+  // thread's per-thread stream (cudaStreamPerThread, the kernels' kDefaultStream), which `stream`
+  // must then be, and two threads call it at once.
   template <class Enqueue>
   void run(cudaStream_t stream, bool launch_first, Enqueue&& enqueue) {
     if (!m_exec) {
       if (launch_first) {
-        enqueue();
-        capture(stream, enqueue);
+        if (stream != cudaStreamPerThread)
+          throw Error(
+              "internal: an epoch launched while it is captured runs on the per-thread stream");
+        launch_while_capturing(enqueue);
         return;
       }
       capture(stream, enqueue);
@@ -239,6 +248,29 @@ class GraphExec {
   }
 
  private:
+  template <class Enqueue>
+  void launch_while_capturing(Enqueue& enqueue) {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    std::exception_ptr failed;
+    std::thread capturer([&] {
+      try {
+        CUDA_CHECK(cudaSetDevice(device));
+        capture(cudaStreamPerThread, enqueue);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    try {
+      enqueue();
+    } catch (...) {
+      capturer.join();
+      throw;
+    }
+    capturer.join();
+    if (failed) std::rethrow_exception(failed);
+  }
+
   cudaGraphExec_t m_exec = nullptr;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -441,9 +442,9 @@ TEST_F(GpuEngine, EpochGraphMatchesDirectLaunchesBitForBit) {
 }
 
 // GraphExec::run, how an epoch is replayed: every call runs the work once, the first by launching
-// it directly and then capturing it (launch_first) or from the graph it captures first, the later
-// ones by replaying that graph without asking for the launches again. The work is an SGD step of
-// rate 1 on a gradient of -1, which adds exactly 1 to each value every time it runs.
+// it directly while another thread captures it (launch_first) or from the graph it captures
+// first, the later ones by replaying that graph without asking for the launches again. The work is
+// an SGD step of rate 1 on a gradient of -1, which adds exactly 1 to each value every time it runs.
 TEST(EpochGraph, RunsTheWorkOnceEachCallAndReplaysItsCapture) {
   SKIP_WITHOUT_GPU();
   for (const bool launch_first : {true, false}) {
@@ -453,7 +454,7 @@ TEST(EpochGraph, RunsTheWorkOnceEachCallAndReplaysItsCapture) {
     Buffer<float> gradients(Device::gpu, kCount), values(Device::gpu, kCount);
     gradients.copy_from_host(minus_one.data());
     values.zero();
-    int enqueued = 0;
+    std::atomic<int> enqueued = 0;  // launched and captured on two threads at once
     const auto add_one = [&] {
       ++enqueued;
       cuda::sgd_step(SgdSettings{}, 1.0f, gradients.data(), values.data(), nullptr, kCount,
@@ -465,7 +466,7 @@ TEST(EpochGraph, RunsTheWorkOnceEachCallAndReplaysItsCapture) {
       CUDA_CHECK(cudaStreamSynchronize(cuda::kDefaultStream));
       EXPECT_TRUE(graph) << "run " << run;
       // Launched directly, then captured: two calls; captured first: one. Never again after.
-      EXPECT_EQ(enqueued, launch_first ? 2 : 1) << "run " << run;
+      EXPECT_EQ(enqueued.load(), launch_first ? 2 : 1) << "run " << run;
       EXPECT_EQ(values.to_vector(), std::vector<float>(kCount, float(run))) << "run " << run;
     }
   }
