@@ -222,16 +222,15 @@ class GraphExec {
   }
   void launch(cudaStream_t stream) { CUDA_CHECK(cudaGraphLaunch(m_exec, stream)); }
   // Runs what `enqueue` launches on `stream` by replaying the graph, captured the first time.
-  // With `launch_first`, that first time launches it directly, then captures it while the GPU
-  // runs those launches: where a step is a few launches, fewer host microseconds than the GPU's,
-  // the GPU no longer waits through the capture and the instantiation, which a run's first epoch,
-  // and so its time to an accuracy, paid in full (docs/performance.md). Where a step's launches
-  // take the host longer than the GPU, launching them directly would cost more than that.
-  // The capture and the instantiation run on a second thread meanwhile, so that the GPU does not
-  // wait for a host that takes longer over the launches, the capture and the instantiation in a
-  // row than the GPU over the epoch: with `launch_first`, `enqueue` must launch on the calling
-  // thread's per-thread stream (cudaStreamPerThread, the kernels' kDefaultStream), which `stream`
-  // must then be, and two threads call it at once.
+  // With `launch_first`, that first time launches it directly while a second thread captures and
+  // instantiates it: where a step is a few launches, fewer host microseconds than the GPU's, the
+  // GPU no longer waits through the capture and the instantiation, which a run's first epoch, and
+  // so its time to an accuracy, paid in full (docs/performance.md); on one thread, a host slower
+  // over the launches, the capture and the instantiation in a row than the GPU over the epoch
+  // still kept it waiting. Where a step's launches take the host longer than the GPU, launching
+  // them directly would cost more than that. With `launch_first`, `enqueue` must launch on the
+  // calling thread's per-thread stream (cudaStreamPerThread, the kernels' kDefaultStream), which
+  // `stream` must then be, and two threads call it at once.
   template <class Enqueue>
   void run(cudaStream_t stream, bool launch_first, Enqueue&& enqueue) {
     if (!m_exec) {
