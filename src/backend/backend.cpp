@@ -60,9 +60,8 @@ Device DeviceStart::wait() {
   return m_device.get();
 }
 
-std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
-                                    int batch_size) {
-  if (device == Device::gpu) return make_gpu_engine(net, sgd, batch_size);
+void check_runs_on(Device device, const NetConfig& net) {
+  if (device == Device::gpu) return;
   // The CPU computes in float alone: a tf32 or bf16 run there would silently be an fp32 one.
   if (net.precision != Precision::fp32)
     throw UsageError(std::string("--precision ") + to_string(net.precision) +
@@ -73,6 +72,12 @@ std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const S
     throw UsageError(std::string("--kernels ") + to_string(net.kernels) +
                      " trains and evaluates on a GPU's tensor cores; this run is on the CPU: use "
                      "--kernels whole-step (or fast), or --device gpu on a machine with a GPU");
+}
+
+std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
+                                    int batch_size) {
+  if (device == Device::gpu) return make_gpu_engine(net, sgd, batch_size);
+  check_runs_on(device, net);
   return make_cpu_engine(net, sgd, batch_size);
 }
 

@@ -42,6 +42,11 @@ class DeviceStart {
   std::future<Device> m_device;
 };
 
+// Refuses (UsageError, naming the way out) a network that `device` cannot compute as asked: on the
+// CPU, a precision other than fp32 or the tensor-core kernel set, which would silently train in
+// fp32 there. make_engine asks it; so may a command before it reports anything.
+void check_runs_on(Device device, const NetConfig& net);
+
 std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
                                     int batch_size);
 

@@ -366,6 +366,9 @@ std::optional<Spread> spread_of(const std::vector<std::optional<double>>& values
 
 BenchReport run_benchmark(const TrainSettings& base, const std::vector<std::uint64_t>& seeds,
                           const JsonLineSink& emit) {
+  // A run the device refuses is refused before the setup line, as train refuses it before it
+  // reads any data.
+  check_runs_on(resolve_device(base.device, false), base.net_config());
   const nlohmann::json machine = machine_description(base);
   nlohmann::json setup = machine;
   setup["event"] = "setup";

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "data/datasets.hpp"
 #include "test_util.hpp"
 #include "tiny_mnist.hpp"
@@ -242,6 +243,35 @@ TEST(Bench, OnTheCpuEachSeedReportsEveryFieldAndTheSummarySpreadsThem) {
   EXPECT_TRUE(summary["over_seeds"]["final_test_accuracy"].is_null());
   EXPECT_TRUE(summary["over_seeds"]["peak_allocated_mb"].is_null());
   EXPECT_TRUE(summary["mean_final_test_accuracy"].is_null());
+}
+
+// A run the CPU cannot compute as asked (the tensor-core kernels, or a precision other than fp32,
+// which would silently train in fp32 there) is refused before bench writes its setup line, however
+// the run came to the CPU (here the settings name it; --device auto on a machine without a GPU
+// reaches the same check).
+TEST(Bench, RefusesARunTheCpuCannotComputeBeforeItsSetupLine) {
+  struct Case {
+    const char* kernels;
+    const char* precision;
+    const char* message;
+  };
+  for (const Case& c :
+       {Case{"tensor", "fp32", "--kernels tensor trains and evaluates on a GPU's"},
+        Case{"tensor", "bf16", "--precision bf16 runs on a GPU's tensor cores"},
+        Case{"whole-step", "tf32", "--precision tf32 runs on a GPU's tensor cores"}}) {
+    TrainSettings settings;
+    settings.device = "cpu";
+    settings.kernels = c.kernels;
+    settings.precision = c.precision;
+    std::vector<std::string> lines;
+    try {
+      run_benchmark(settings, {1}, [&lines](const std::string& line) { lines.push_back(line); });
+      ADD_FAILURE() << c.kernels << " " << c.precision << " ran on the CPU";
+    } catch (const UsageError& e) {
+      EXPECT_TRUE(mentions(e.what(), c.message)) << e.what();
+    }
+    EXPECT_TRUE(lines.empty()) << c.kernels << " " << c.precision << ": " << lines.front();
+  }
 }
 
 // One evaluated seed on 64 images (no accuracy target is reached), as a table; --table and
