@@ -5,6 +5,8 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/stop_signals.hpp"
@@ -57,10 +59,15 @@ std::string result_text(const TrainOutcome& outcome) {
 
 std::vector<SweepModelRun> prepare_sweep(const SweepSpec& spec, const SweepSettingsMaker& make) {
   std::vector<SweepModelRun> runs;
+  std::optional<Device> device;  // every model's (--device may not vary): resolved once
   for (const SweepModel& model : models_of_shard(spec)) {
     SweepModelRun run = make(model);
     try {
       run.settings.validate();
+      // A model the device cannot compute as asked (--device auto that puts --kernels tensor on
+      // the CPU) is refused here too, before the sweep's folder exists.
+      if (!device) device = resolve_device(run.settings.device, /*warn_on_cpu_fallback=*/false);
+      check_runs_on(*device, run.settings.net_config());
     } catch (const UsageError& e) {
       throw UsageError(fmt::format("model {} ({}): {}", model.index + 1, model.name, e.what()));
     }

@@ -461,6 +461,24 @@ TEST(SweepCli, TheFallbackToTheCpuIsSaidOnceNotOnceAModel) {
   EXPECT_EQ(said, 1) << swept.err;
 }
 
+// A sweep that --device auto puts on the CPU with a setting the CPU cannot compute as asked (the
+// tensor-core kernels) is refused before its folder exists, which would otherwise hold a sweep
+// that blocks the same --out and that --resume could not finish.
+TEST(SweepCli, ASweepTheCpuCannotComputeIsRefusedBeforeItsFolderExists) {
+  if (cuda::gpu_available_in_build() && cuda::device_count() > 0)
+    GTEST_SKIP() << "--device auto puts the sweep on the CPU only on a machine without a GPU";
+  TempDir dir;
+  const auto result = run_lenet5(
+      "sweep --device auto --kernels tensor --set lr=0.1,0.2 --validation 56 --epochs 1" +
+          data_flag() + " --out '" + (dir / "sweep").string() + "'",
+      dir);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(mentions(result.err, "model 1 (")) << result.err;
+  EXPECT_TRUE(mentions(result.err, "--kernels tensor trains and evaluates on a GPU's tensor cores"))
+      << result.err;
+  EXPECT_FALSE(fs::exists(dir / "sweep")) << "the refused sweep made its folder";
+}
+
 // SIGINT in mid-sweep: the model in training saves, the sweep stops (exit 130); --resume finishes
 // the sweep, and every model ends byte-identical to an uninterrupted sweep's.
 TEST(SweepCli, ResumeAfterSigintEqualsAnUninterruptedSweep) {
