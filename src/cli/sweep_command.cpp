@@ -174,6 +174,7 @@ int sweep(const GivenSettings& base, const SweepSpec& spec, const std::string& o
     return make_model_run(base, model);
   };
   const std::vector<SweepModelRun> runs = prepare_sweep(spec, make);  // before any folder exists
+  check_sweep_device(runs);
   const fs::path dir = out.empty() ? claim_dated_folder(kSweepFolderPrefix) : fs::path(out);
   if (runs.empty())
     spdlog::warn("shard {}/{} of this sweep holds no model (it has fewer models than shards)",

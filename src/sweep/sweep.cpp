@@ -5,8 +5,6 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
-#include <optional>
-
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/stop_signals.hpp"
@@ -41,6 +39,11 @@ FolderLock claim_sweep_dir(const fs::path& dir, bool resume) {
   return lock;
 }
 
+// A refusal of one model's settings, naming the model.
+UsageError about_model(const SweepModel& model, const UsageError& e) {
+  return UsageError(fmt::format("model {} ({}): {}", model.index + 1, model.name, e.what()));
+}
+
 // Whether the model's run folder holds a run that has trained all its epochs.
 bool finished(const SweepModelRun& run, const Checkpoint& last) {
   return last.position.epoch >= run.settings.epochs && last.position.step == 0;
@@ -59,21 +62,30 @@ std::string result_text(const TrainOutcome& outcome) {
 
 std::vector<SweepModelRun> prepare_sweep(const SweepSpec& spec, const SweepSettingsMaker& make) {
   std::vector<SweepModelRun> runs;
-  std::optional<Device> device;  // every model's (--device may not vary): resolved once
   for (const SweepModel& model : models_of_shard(spec)) {
     SweepModelRun run = make(model);
     try {
       run.settings.validate();
-      // A model the device cannot compute as asked (--device auto that puts --kernels tensor on
-      // the CPU) is refused here too, before the sweep's folder exists.
-      if (!device) device = resolve_device(run.settings.device, /*warn_on_cpu_fallback=*/false);
-      check_runs_on(*device, run.settings.net_config());
     } catch (const UsageError& e) {
-      throw UsageError(fmt::format("model {} ({}): {}", model.index + 1, model.name, e.what()));
+      throw about_model(model, e);
     }
     runs.push_back(std::move(run));
   }
   return runs;
+}
+
+void check_sweep_device(const std::vector<SweepModelRun>& runs) {
+  if (runs.empty()) return;
+  // --device may not vary: the first model's is every model's.
+  const Device device =
+      resolve_device(runs.front().settings.device, /*warn_on_cpu_fallback=*/false);
+  for (const SweepModelRun& run : runs) {
+    try {
+      check_runs_on(device, run.settings.net_config());
+    } catch (const UsageError& e) {
+      throw about_model(run.model, e);
+    }
+  }
 }
 
 namespace {

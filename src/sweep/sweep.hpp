@@ -41,6 +41,12 @@ using SweepSettingsMaker = std::function<SweepModelRun(const SweepModel&)>;
 // that a bad value is refused before anything trains.
 std::vector<SweepModelRun> prepare_sweep(const SweepSpec& spec, const SweepSettingsMaker& make);
 
+// Refuses (UsageError, naming the model) a sweep whose device cannot train its models as asked
+// (backend.hpp's check_runs_on: --device auto that puts --kernels tensor on the CPU), so that a
+// sweep that is to train is refused before its folder exists; merging shards trains nothing and
+// does not ask.
+void check_sweep_device(const std::vector<SweepModelRun>& runs);
+
 std::filesystem::path model_run_dir(const std::filesystem::path& sweep_dir,
                                     const SweepModel& model);
 
