@@ -39,9 +39,8 @@ nlohmann::json or_null(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
-nlohmann::json machine_description(const TrainSettings& settings) {
+nlohmann::json machine_description(const TrainSettings& settings, Device device) {
   nlohmann::json json{{"lenet5_version", LENET5_VERSION}, {"commit", git_commit()}};
-  const Device device = resolve_device(settings.device);
   json["device"] = to_string(device);
   if (device == Device::gpu) json["gpu"] = cuda::device_description();
   json["batch_size"] = settings.batch_size;
@@ -366,10 +365,11 @@ std::optional<Spread> spread_of(const std::vector<std::optional<double>>& values
 
 BenchReport run_benchmark(const TrainSettings& base, const std::vector<std::uint64_t>& seeds,
                           const JsonLineSink& emit) {
+  const Device device = resolve_device(base.device);
   // A run the device refuses is refused before the setup line, as train refuses it before it
   // reads any data.
-  check_runs_on(resolve_device(base.device, false), base.net_config());
-  const nlohmann::json machine = machine_description(base);
+  check_runs_on(device, base.net_config());
+  const nlohmann::json machine = machine_description(base, device);
   nlohmann::json setup = machine;
   setup["event"] = "setup";
   emit(setup.dump());
@@ -378,7 +378,7 @@ BenchReport run_benchmark(const TrainSettings& base, const std::vector<std::uint
   BenchReport report;
   report.heading = heading(machine);
   report.augments = augments(base);
-  report.on_gpu = resolve_device(base.device, false) == Device::gpu;
+  report.on_gpu = device == Device::gpu;
   TemporaryFolder scratch("lenet5-bench");
   for (const std::uint64_t seed : seeds) {
     report.seeds.push_back(bench_seed(base, seed, scratch, report.on_gpu, emit));

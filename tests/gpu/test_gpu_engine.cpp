@@ -465,7 +465,7 @@ TEST(EpochGraph, RunsTheWorkOnceEachCallAndReplaysItsCapture) {
       graph.run(cuda::kDefaultStream, launch_first, add_one);
       CUDA_CHECK(cudaStreamSynchronize(cuda::kDefaultStream));
       EXPECT_TRUE(graph) << "run " << run;
-      // Launched directly, then captured: two calls; captured first: one. Never again after.
+      // Launched directly and captured beside it: two calls; captured first: one. Never again.
       EXPECT_EQ(enqueued.load(), launch_first ? 2 : 1) << "run " << run;
       EXPECT_EQ(values.to_vector(), std::vector<float>(kCount, float(run))) << "run " << run;
     }
