@@ -76,8 +76,8 @@ void check_runs_on(Device device, const NetConfig& net) {
 
 std::unique_ptr<Engine> make_engine(Device device, const NetConfig& net, const SgdSettings& sgd,
                                     int batch_size) {
-  if (device == Device::gpu) return make_gpu_engine(net, sgd, batch_size);
   check_runs_on(device, net);
+  if (device == Device::gpu) return make_gpu_engine(net, sgd, batch_size);
   return make_cpu_engine(net, sgd, batch_size);
 }
 
