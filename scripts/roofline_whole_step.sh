@@ -324,7 +324,11 @@ for key, rs in groups.items():
                 f"| {show(mma, ',.0f')} | {show(tensor_flop/t/1e12, '.2f', ' TFLOP/s')} "
                 f"| {show(100*tensor_flop/t/tensor_peak, '.1f', ' %')} |")
     emit(row)
-images = int(setup["train_images"]) or 60000  # 0: the whole training set
+# An epoch trains the training set's 60,000 images less those held out (--validation, held out
+# first; a setup from before the field existed held out none or did not say), or the first
+# --train-limit of the rest.
+available = 60000 - int(setup.get("validation_images", 0))
+images = min(int(setup["train_images"]) or available, available)
 steps = -(-images // int(setup["batch_size"]))
 epoch_ms = 1e3 * seed["median_epoch_s"]
 kernels_ms = kernel_us * steps / 1e3

@@ -54,7 +54,19 @@ nlohmann::json machine_description(const TrainSettings& settings, Device device)
   json["augment"] = settings.augment_kind();
   json["parameters"] = lenet5_layout(settings.net_config()).trainable_count;
   json["train_images"] = settings.train_limit;
+  json["validation_images"] = settings.validation;  // held out first: an epoch trains the rest
   return json;
+}
+
+// Which training images an epoch trained on: those not held out (--validation; a setup from before
+// the field existed says nothing of it), or the first --train-limit of them.
+std::string trained_images(int limit, int held_out) {
+  const std::string held = std::to_string(held_out);
+  if (limit == 0)
+    return held_out == 0 ? "all training images"
+                         : "the training images less the " + held + " held out";
+  const std::string first = "the first " + std::to_string(limit) + " training images";
+  return held_out == 0 ? first : first + " of those not held out (" + held + ")";
 }
 
 // The table's first line: what ran, where, with which settings.
@@ -66,15 +78,14 @@ std::string heading(const nlohmann::json& machine) {
                                       machine["kernels"].get<std::string>() +
                                       (precision == "fp32" ? "" : " in " + precision)
                                 : "the " + machine["device"].get<std::string>();
-  const int images = machine["train_images"];
   return fmt::format(
       "lenet5 {} ({}) on {}: batch {}, {} epoch{}, {} lr {}, momentum {}, weight decay {}, "
-      "augment {}, {} training images, {} trainable parameters",
+      "augment {}, {}, {} trainable parameters",
       machine["lenet5_version"].get<std::string>(), machine["commit"].get<std::string>(), where,
       int(machine["batch_size"]), int(machine["epochs"]), int(machine["epochs"]) == 1 ? "" : "s",
       machine["schedule"].get<std::string>(), double(machine["lr"]), double(machine["momentum"]),
       double(machine["weight_decay"]), machine["augment"].get<std::string>(),
-      images == 0 ? std::string("all") : "the first " + std::to_string(images),
+      trained_images(machine["train_images"], machine.value("validation_images", 0)),
       machine.value("parameters", std::size_t(0)));
 }
 

@@ -215,6 +215,8 @@ TEST(Bench, OnTheCpuEachSeedReportsEveryFieldAndTheSummarySpreadsThem) {
   EXPECT_EQ(lines[0]["event"], "setup");
   EXPECT_EQ(lines[0]["augment"], "affine");
   EXPECT_EQ(lines[0]["parameters"], 61706);  // the book's network (core/layout.hpp's count)
+  // --validation's default, held out before --train-limit takes its first images.
+  EXPECT_EQ(lines[0]["validation_images"], 5000);
   for (const std::size_t at : {3u, 6u}) {
     const nlohmann::json& seed = lines[at];
     ASSERT_EQ(seed["event"], "seed") << seed;
@@ -297,6 +299,9 @@ TEST(Bench, TableIsTheSameReportAndExcludesLayers) {
   EXPECT_EQ(rows[3][0], "mean");
   EXPECT_EQ(rows[3][1], rows[2][1]);
   EXPECT_FALSE(mentions(result.out, "\"event\"")) << result.out;  // no JSON lines with --table
+  // The heading says which images an epoch trained on: the limit applies to those not held out.
+  EXPECT_TRUE(mentions(result.out, ", the first 64 training images of those not held out (500),"))
+      << result.out;
 
   const auto both = run_lenet5("bench --table --layers --device cpu" + data, dir);
   EXPECT_EQ(both.exit_code, 2) << both.err;

@@ -182,13 +182,31 @@ TEST(RooflineScript, WritesItsTablesIntoTheResultsBlockAndNothingElse) {
                                 "on the NVIDIA H200 at abc1234 "
                                 "(`scripts/roofline_whole_step.sh --batch-size 128`"))
       << results;
-  // 660 MFLOP in 40 us; 60k images at 128 a step are 469 steps; 50 us of kernels a step.
+  // 660 MFLOP in 40 us; 60k images at 128 a step (a setup line from before bench named the images
+  // held out) are 469 steps; 50 us of kernels a step.
   EXPECT_TRUE(testing::mentions(results, "| sample kernel | 40.0 µs | 16.50 TFLOP/s |")) << results;
   EXPECT_TRUE(testing::mentions(results, "| update kernel | 10.0 µs | 0.20 TFLOP/s |")) << results;
   EXPECT_TRUE(testing::mentions(results, "barrier 2.5, wait 1.5, not selected 1.2")) << results;
   EXPECT_TRUE(testing::mentions(results, "19.6 ms for 469 steps of 128")) << results;
   EXPECT_TRUE(testing::mentions(results, "50.0 µs a step, 23.4 ms an epoch")) << results;
   EXPECT_TRUE(testing::mentions(results, "The epoch is 16 % shorter")) << results;
+}
+
+// An epoch trains the images not held out (--validation, which bench's setup line names): 55,000
+// at 128 a step are 430 steps, and the kernels' 50 us a step make 21.5 ms an epoch.
+TEST(RooflineScript, CountsTheEpochsStepsOverTheImagesNotHeldOut) {
+  TempDir dir;
+  write_ncu_csv(dir / "measured" / "ncu.csv");
+  write_roofline_bench(dir, 128, "0.0196", ",\"validation_images\":5000");
+  write_results_with_block(dir, "roofline_whole_step.sh");
+  ASSERT_EQ(run_script("roofline_whole_step.sh",
+                       "--batch-size 128 " + from_measured_into_results(dir), dir),
+            0)
+      << testing::read_text(dir / "out.txt");
+  const std::string results = expect_block_rewritten(dir, "roofline_whole_step.sh");
+  EXPECT_TRUE(testing::mentions(results, "19.6 ms for 430 steps of 128, 45.6 µs a step"))
+      << results;
+  EXPECT_TRUE(testing::mentions(results, "50.0 µs a step, 21.5 ms an epoch")) << results;
 }
 
 // A measuring run keeps its command and date in run.txt beside its results: --from heads the
