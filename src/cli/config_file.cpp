@@ -63,16 +63,20 @@ std::string settings_file_problem(const std::string& path) {
   return {};
 }
 
-// A bare name that is no file of the working folder: the shipped config of that name, or an
-// error that says where it looked and what it found there.
+// A bare name that is no file of the working folder: the shipped config of that name (or of that
+// name and .toml, as `--config quick` means quick.toml), or an error that says where it looked and
+// what it found there.
 std::string shipped_config_problem(std::string& name) {
-  for (const fs::path& folder : shipped_config_folders()) {
-    std::error_code error;
-    if (fs::is_regular_file(folder / name, error)) {
-      name = (folder / name).string();
-      return settings_file_problem(name);
+  std::vector<std::string> spellings{name};
+  if (fs::path(name).extension().empty()) spellings.push_back(name + ".toml");
+  for (const fs::path& folder : shipped_config_folders())
+    for (const std::string& spelling : spellings) {
+      std::error_code error;
+      if (fs::is_regular_file(folder / spelling, error)) {
+        name = (folder / spelling).string();
+        return settings_file_problem(name);
+      }
     }
-  }
   std::error_code error;
   std::vector<std::string> looked{"the working folder (" + fs::current_path(error).string() + ")"};
   for (const fs::path& folder : config_folder_candidates()) looked.push_back(folder.string());
@@ -106,7 +110,8 @@ CLI::Option* add_config_option(CLI::App& app) {
   const std::string help =
       "TOML settings file; its [train] section sets train's options" +
       (shipped.empty() ? std::string()
-                       : ". A bare name that is no file here is a shipped config: " +
+                       : ". A bare name that is no file here (its .toml may be left off) is a "
+                         "shipped config: " +
                              joined(shipped));
   return app.set_config("--config", "", help)
       ->transform(CLI::Validator(resolve_config, ""))

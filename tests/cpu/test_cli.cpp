@@ -183,6 +183,12 @@ TEST(Cli, ABareConfigNameIsAShippedConfig) {
   TempDir dir;
   const auto found = run_lenet5("--config quick.toml train --help", dir);
   EXPECT_EQ(found.exit_code, 0) << found.err;
+  // The name without its .toml, as the shipped configs are spoken of.
+  const auto short_name = run_lenet5("--config quick train --help", dir);
+  EXPECT_EQ(short_name.exit_code, 0) << short_name.err;
+  const auto short_missing = run_lenet5("--config no-such train --device cpu", dir);
+  EXPECT_EQ(short_missing.exit_code, 2) << short_missing.err;
+  EXPECT_TRUE(mentions(short_missing.err, "no-such was found in none of")) << short_missing.err;
   const auto missing = run_lenet5("--config no-such.toml train --device cpu", dir);
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
   // The refusal names the file, where it looked and what it could have been.
