@@ -86,12 +86,18 @@ std::string shipped_config_problem(std::string& name) {
          ". Give one of those names or the path of a TOML settings file";
 }
 
-// --config's value, turned into the file it means (CLI11 reads the file the value names).
+// --config's value, turned into the file it means (CLI11 reads the file the value names): a file
+// of the working folder first, by its name or, for a bare name without extension, with .toml
+// (`--config fast` is a fast.toml of the working folder before the shipped one).
 std::string resolve_config(std::string& value) {
   std::error_code error;
   const bool bare =
       !value.empty() && value.find('/') == std::string::npos && value != "." && value != "..";
   if (!bare || fs::exists(value, error)) return settings_file_problem(value);
+  if (fs::path(value).extension().empty() && fs::exists(value + ".toml", error)) {
+    value += ".toml";
+    return settings_file_problem(value);
+  }
   return shipped_config_problem(value);
 }
 

@@ -189,6 +189,17 @@ TEST(Cli, ABareConfigNameIsAShippedConfig) {
   const auto short_missing = run_lenet5("--config no-such train --device cpu", dir);
   EXPECT_EQ(short_missing.exit_code, 2) << short_missing.err;
   EXPECT_TRUE(mentions(short_missing.err, "no-such was found in none of")) << short_missing.err;
+  // A quick.toml of the working folder comes before the shipped one, by either name: this one
+  // asks for 0 epochs, which the shipped quick.toml does not.
+  { std::ofstream(dir / "quick.toml") << "[train]\nepochs = 0\n"; }
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  for (const std::string name : {"quick", "quick.toml"}) {
+    const auto local = run_lenet5("--config " + name + " train --device cpu", dir);
+    EXPECT_EQ(local.exit_code, 2) << name << "\n" << local.err;
+    EXPECT_TRUE(mentions(local.err, "--epochs")) << name << "\n" << local.err;
+  }
+  std::filesystem::current_path(previous);
   const auto missing = run_lenet5("--config no-such.toml train --device cpu", dir);
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
   // The refusal names the file, where it looked and what it could have been.
