@@ -63,14 +63,19 @@ std::string settings_file_problem(const std::string& path) {
   return {};
 }
 
-// A bare name that is no file of the working folder: the shipped config of that name (or of that
-// name and .toml, as `--config quick` means quick.toml), or an error that says where it looked and
-// what it found there.
-std::string shipped_config_problem(std::string& name) {
+// The files a bare --config name may mean: the name itself and, where it has no extension, the
+// name with .toml (`--config quick` is quick.toml).
+std::vector<std::string> config_spellings(const std::string& name) {
   std::vector<std::string> spellings{name};
   if (fs::path(name).extension().empty()) spellings.push_back(name + ".toml");
+  return spellings;
+}
+
+// A bare name that is no file of the working folder: the shipped config of that name (by
+// config_spellings), or an error that says where it looked and what it found there.
+std::string shipped_config_problem(std::string& name) {
   for (const fs::path& folder : shipped_config_folders())
-    for (const std::string& spelling : spellings) {
+    for (const std::string& spelling : config_spellings(name)) {
       std::error_code error;
       if (fs::is_regular_file(folder / spelling, error)) {
         name = (folder / spelling).string();
@@ -86,17 +91,19 @@ std::string shipped_config_problem(std::string& name) {
          ". Give one of those names or the path of a TOML settings file";
 }
 
-// --config's value, turned into the file it means (CLI11 reads the file the value names): a file
-// of the working folder first, by its name or, for a bare name without extension, with .toml
-// (`--config fast` is a fast.toml of the working folder before the shipped one).
+// --config's value, turned into the file it means (CLI11 reads the file the value names): a bare
+// name is a file of the working folder first (by config_spellings: `--config fast` is a fast.toml
+// there before the shipped one), then a shipped config.
 std::string resolve_config(std::string& value) {
-  std::error_code error;
   const bool bare =
       !value.empty() && value.find('/') == std::string::npos && value != "." && value != "..";
-  if (!bare || fs::exists(value, error)) return settings_file_problem(value);
-  if (fs::path(value).extension().empty() && fs::exists(value + ".toml", error)) {
-    value += ".toml";
-    return settings_file_problem(value);
+  if (!bare) return settings_file_problem(value);
+  for (const std::string& spelling : config_spellings(value)) {
+    std::error_code error;
+    if (fs::exists(spelling, error)) {
+      value = spelling;
+      return settings_file_problem(value);
+    }
   }
   return shipped_config_problem(value);
 }
