@@ -15,12 +15,11 @@
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
-// stages; with --kernels tensor, a step is TensorBackward::train_step's five launches
-// (cuda/engine/tensor_backward.cuh: the gather in the first, or, for a step enqueued after another
-// (in an epoch's graph, every step but the first) where TensorBackward::gathers_ahead allows it, in
-// the second launch of the step before; each sample's loss in the dense forward kernel, their sum
-// and SGD's update in the last two), and evaluation runs the tensor cores' forward pass
-// (cuda/engine/tensor_forward.cuh).
+// stages; with --kernels tensor, the steps enqueued together (an epoch's, in its graph) have their
+// batches gathered in one launch before the first, and a step is then TensorBackward::train_step's
+// five launches over its batch (cuda/engine/tensor_backward.cuh: each sample's loss in the dense
+// forward kernel, their sum and SGD's update in the last two), and evaluation runs the tensor
+// cores' forward pass (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -74,8 +73,6 @@ class GpuEngine final : public NetworkEngine {
     if (gpu_kernel_set(net.kernels).tensor_gradient) {
       m_tensor_backward =
           std::make_unique<cuda::TensorBackward>(net, m_network.layout(), batch_size);
-      m_input_odd = Buffer<float>(Device::gpu, kInputFloats * m_network.max_batch());
-      m_labels_odd = Buffer<std::uint8_t>(Device::gpu, m_network.max_batch());
       // The padding between tensors, which the tensor cores never write and the update reads
       // (between the dense layers' tensors).
       m_network.gradients().zero();
@@ -103,6 +100,10 @@ class GpuEngine final : public NetworkEngine {
       m_permutation = Buffer<std::int32_t>(Device::gpu, permutation.size());
       m_learning_rates = Buffer<float>(Device::gpu, steps);
       m_step_stats = Buffer<cuda::StepStats>(Device::gpu, steps);
+      if (m_tensor_backward) {
+        m_epoch_field = Buffer<float>(Device::gpu, kInputFloats * permutation.size());
+        m_epoch_labels = Buffer<std::uint8_t>(Device::gpu, permutation.size());
+      }
     } else {
       m_step_stats.zero();
     }
@@ -141,13 +142,13 @@ class GpuEngine final : public NetworkEngine {
   // optimizer's update with the rate learning_rates[s], all queued on kDefaultStream. Nothing
   // waits for the device. The whole-step kernels take SGD's velocity (null without momentum).
   void enqueue_steps(int first_step, int end_step) {
+    if (m_tensor_backward) {
+      tensor_steps(first_step, end_step);
+      return;
+    }
     const int n = int(m_permutation.size());
     for (int step = first_step; step < end_step; ++step) {
       const int first = step * m_batch, count = std::min(m_batch, n - first);
-      if (m_tensor_backward) {
-        tensor_step(step, first_step, end_step);
-        continue;
-      }
       if (m_whole_step) {
         m_whole_step->train_step(
             m_train.images.data(), m_train.labels.data(), m_permutation.data() + first, count,
@@ -168,44 +169,47 @@ class GpuEngine final : public NetworkEngine {
     }
   }
 
-  // The step's samples from `first` of the permutation, augmented where the run asks, into m_input
-  // and m_labels (with odd, into m_input_odd and m_labels_odd: --kernels tensor's odd steps').
-  cuda::BatchGather batch_from(int first, bool odd = false) {
+  // The samples from `first` of the permutation, augmented where the run asks, into field and
+  // labels.
+  cuda::BatchGather batch_from(int first, float* field, std::uint8_t* labels) {
     return {m_train.images.data(),
             m_train.labels.data(),
             m_permutation.data() + first,
             m_augmentation,
             scaling(),
-            odd ? m_input_odd.data() : m_input.data(),
-            odd ? m_labels_odd.data() : m_labels.data()};
+            field,
+            labels};
   }
 
   void gather(int first, int count) {
-    cuda::gather_training_batch(batch_from(first), count, cuda::kDefaultStream);
+    cuda::gather_training_batch(batch_from(first, m_input.data(), m_labels.data()), count,
+                                cuda::kDefaultStream);
   }
 
-  // --kernels tensor's step s of the steps [first_step, end_step) enqueued together: the batch
-  // gathered as the layer-by-layer sets gather it (into the buffers of the step's parity), by the
-  // step before where it is one of them and TensorBackward::gathers_ahead allows it (its dense
-  // forward launch gathers the next step's batch on the SMs its tiles leave idle), else by the
-  // convolutions' forward kernel; its batch-mean gradient on the tensor cores with the step's loss
-  // statistics (counted from the same forward pass), and SGD's update in the gradient's last two
-  // launches (the whole-step set's rule: SGD only, which the constructor checked).
-  void tensor_step(int step, int first_step, int end_step) {
+  // --kernels tensor's steps [first_step, end_step): their samples gathered in one launch, each
+  // at its place in the permutation in m_epoch_field and m_epoch_labels, so that the gather runs on
+  // the whole GPU once rather than beside each step's kernels; then each step's batch-mean gradient
+  // on the tensor cores over its batch so gathered, with the step's loss statistics (counted from
+  // the same forward pass), and SGD's update in the gradient's last two launches (the whole-step
+  // set's rule: SGD only, which the constructor checked).
+  void tensor_steps(int first_step, int end_step) {
     const int n = int(m_permutation.size());
-    const auto count_of = [this, n](int s) { return std::min(m_batch, n - s * m_batch); };
-    // Whether step s's dense forward launch gathers step s + 1's batch.
-    const auto ahead = [&](int s) {
-      return s >= first_step && s + 1 < end_step &&
-             m_tensor_backward->gathers_ahead(count_of(s), count_of(s + 1));
-    };
-    cuda::StepBatches batches{batch_from(step * m_batch, step % 2 == 1), ahead(step - 1), {}};
-    if (ahead(step))
-      batches.next = {batch_from((step + 1) * m_batch, step % 2 == 0), count_of(step + 1)};
-    const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
-                            m_state.find(kMomentumState)};
-    m_tensor_backward->train_step(batches, count_of(step), sgd, m_network.gradients().data(),
-                                  cuda::kDefaultStream, m_step_stats.data() + step);
+    const int first = first_step * m_batch, end = std::min(n, end_step * m_batch);
+    cuda::gather_training_batch(epoch_batch(first), end - first, cuda::kDefaultStream);
+    for (int step = first_step; step < end_step; ++step) {
+      const cuda::StepBatches batches{epoch_batch(step * m_batch), /*gathered=*/true, {}};
+      const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
+                              m_state.find(kMomentumState)};
+      m_tensor_backward->train_step(batches, std::min(m_batch, n - step * m_batch), sgd,
+                                    m_network.gradients().data(), cuda::kDefaultStream,
+                                    m_step_stats.data() + step);
+    }
+  }
+
+  // The samples from `first` of the permutation at their place in the epoch's buffers.
+  cuda::BatchGather epoch_batch(int first) {
+    return batch_from(first, m_epoch_field.data() + std::size_t(first) * kInputFloats,
+                      m_epoch_labels.data() + first);
   }
 
   // The output layer's loss over the network's last forward pass (softmax_cross_entropy or the
@@ -245,8 +249,10 @@ class GpuEngine final : public NetworkEngine {
   PhaseMarks* m_marks;
   Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
-  Buffer<float> m_input_odd;  // --kernels tensor only: its odd steps' batch, gathered ahead
-  Buffer<std::uint8_t> m_labels_odd;
+  // --kernels tensor only: an epoch's samples in the permutation's order, as the steps read them
+  // (kInputFloats a sample: 225 MB for MNIST's 55,000 training images not held out).
+  Buffer<float> m_epoch_field;
+  Buffer<std::uint8_t> m_epoch_labels;
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;            // the whole-step kernel set only
   std::unique_ptr<cuda::TensorForward> m_tensor_forward;    // --kernels tensor only
