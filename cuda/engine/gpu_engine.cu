@@ -197,12 +197,12 @@ class GpuEngine final : public NetworkEngine {
     const int first = first_step * m_batch, end = std::min(n, end_step * m_batch);
     cuda::gather_training_batch(epoch_batch(first), end - first, cuda::kDefaultStream);
     for (int step = first_step; step < end_step; ++step) {
-      const cuda::StepBatches batches{epoch_batch(step * m_batch), /*gathered=*/true, {}};
+      const cuda::BatchGather batch = epoch_batch(step * m_batch);
       const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
                               m_state.find(kMomentumState)};
-      m_tensor_backward->train_step(batches, std::min(m_batch, n - step * m_batch), sgd,
-                                    m_network.gradients().data(), cuda::kDefaultStream,
-                                    m_step_stats.data() + step);
+      m_tensor_backward->train_step(
+          batch.field, batch.labels_out, std::min(m_batch, n - step * m_batch), sgd,
+          m_network.gradients().data(), cuda::kDefaultStream, m_step_stats.data() + step);
     }
   }
 

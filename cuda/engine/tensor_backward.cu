@@ -19,7 +19,6 @@
 #include "cuda/engine/tensor_dense_gradient.cuh"
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_tile.cuh"
-#include "cuda/kernels/gather_sample.cuh"
 #include "cuda/runtime/check.hpp"
 
 namespace lenet5::cuda {
@@ -71,8 +70,6 @@ static_assert(a4 % 4 == 0 && kS4Row % 32 == 16 && kFlat4 % 16 == 0,
 }  // namespace dense_layout
 
 struct DenseForwardArgs {
-  int tile_blocks;    // the blocks of the tiles; those past them gather `ahead`
-  GatherAhead ahead;  // the next step's batch, or none (ahead.n 0)
   const float* params;
   WholeStepOffsets at;
   int n;
@@ -82,36 +79,6 @@ struct DenseForwardArgs {
   double* sample_loss;           // (n): each sample's loss, for the step's statistics
   std::int32_t* sample_correct;  // (n): 1 where the sample's prediction is its label
 };
-
-// Two samples' augmentation scratch fit where a tile's rows go.
-static_assert(2 * sizeof(AugmentScratch) <= sizeof(float) * std::size_t(dense_layout::w6),
-              "a gathering block's two scratches in the forward kernel's shared memory");
-
-// Whether the calling block is one of those past the tiles' that gather the next step's batch
-// (GatherAhead), and if it is, its samples block, block + blocks, ... two at a time, side by side,
-// each by half the block with a barrier of its own (ThreadTeam), a last one alone by the whole
-// block; each through gather_batch_sample as the convolutions' forward kernel gathers its own (so
-// the same bits), the scratches at the start of the block's shared memory. Two samples side by
-// side end sooner than the same two one after the other by the whole block (docs/tensor-cores.md
-// times both). A kernel's blocks start in order, so the tiles' take their SMs first and these the
-// SMs the tiles leave idle.
-__device__ bool gathered_ahead(const DenseForwardArgs& args, float* shared) {
-  const int block = int(blockIdx.x) - args.tile_blocks, blocks = int(gridDim.x) - args.tile_blocks;
-  if (block < 0) return false;
-  AugmentScratch* const scratch = reinterpret_cast<AugmentScratch*>(shared);
-  constexpr int kHalf = kDenseThreads / 2;
-  static_assert(kHalf % 32 == 0, "halves of whole warps");
-  for (int first = block; first < args.ahead.n; first += 2 * blocks) {
-    const bool pair = first + blocks < args.ahead.n;
-    const int half = pair ? int(threadIdx.x) / kHalf : 0;
-    const ThreadTeam team =
-        pair ? ThreadTeam::part_of_block(half, kHalf) : ThreadTeam::whole_block(kDenseThreads);
-    gather_batch_sample(args.ahead.batch, first + half * blocks, scratch[half], team,
-                        [](int, float) {});
-    __syncthreads();  // every thread is done with the scratches before the next samples' draws
-  }
-  return true;
-}
 
 // The tile's S4 rows into shared memory, zero rows for a short last tile's missing samples. The
 // copy's time is its reads' latency: all of a thread's in flight at once, 16 bytes each (rows of
@@ -369,17 +336,13 @@ constexpr int kS4Chunk = R == Precision::bf16 ? kGradientChunk : 16;
 // cross-entropy's gradient and the input gradients of the output layer and F6 (products over the
 // tile, the weights read from L2), then the tile's records and each sample's loss and
 // correctness: what GPUs without thread block clusters run (compute capability 8.x), with
-// kernel3's bits. With Gathers, the blocks past the tiles' gather the next step's batch
-// (gathered_ahead).
-template <Precision R, Activation A, bool Gathers>
+// kernel3's bits.
+template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel2(DenseForwardArgs args) {
   wait_for_previous_grid();
   namespace D = dense_layout;
   float* const shared = dynamic_shared_floats();
-  if constexpr (Gathers) {
-    if (gathered_ahead(args, shared)) return;
-  }
   const int first = int(blockIdx.x) * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int label = thread_sample_label(args, first);
@@ -418,22 +381,15 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
 // tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
 // the products over the whole batch (the weight gradients) and the step's statistics are
-// tensor_step_gradient_kernel1's. With Gathers, the clusters past the tiles' gather the next
-// step's batch (gathered_ahead; a cluster's blocks all gather or all run a tile, so the cluster's
-// barriers are the tile's alone): a variant of its own, launched only by the steps that gather
-// ahead, since the augmentation inlined changes the kernel's registers, and the steps that do not
-// gather ran longer with it (docs/tensor-cores.md).
+// tensor_step_gradient_kernel1's.
 // Thread block clusters need compute capability 9.0: GPUs without them run kernel2.
-template <Precision R, Activation A, bool Gathers>
+template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
     tensor_dense_forward_kernel3(DenseForwardArgs args) {
   wait_for_previous_grid();
   namespace D = dense_layout;
   constexpr int kChunk = kDenseForwardChunk<R>;
   float* const shared = dynamic_shared_floats();
-  if constexpr (Gathers) {
-    if (gathered_ahead(args, shared)) return;
-  }
   const int rank = BlockCluster::rank(), first = int(blockIdx.x) / kDenseBlocks * kTile;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int cluster_warp = rank + kDenseBlocks * warp;
@@ -561,18 +517,13 @@ using S4Kernel = void (*)(S4GradientArgs);
 using GradientKernel = void (*)(StepGradientArgs);
 
 // kernel_for_training's kernels: the dense forward kernel (a cluster of blocks a tile, or a block
-// alone; gathering the next batch ahead, or not), whose layers have no subsampling, and the step
-// gradient kernel, which has no activation either.
+// alone), whose layers have no subsampling, and the step gradient kernel, which has no activation
+// either.
 struct DenseKernels {
   bool clusters;
-  bool gathers;
   template <Precision R, Activation A, Subsampling>
   ForwardKernel of() const {
-    if (gathers)
-      return clusters ? tensor_dense_forward_kernel3<R, A, true>
-                      : tensor_dense_forward_kernel2<R, A, true>;
-    return clusters ? tensor_dense_forward_kernel3<R, A, false>
-                    : tensor_dense_forward_kernel2<R, A, false>;
+    return clusters ? tensor_dense_forward_kernel3<R, A> : tensor_dense_forward_kernel2<R, A>;
   }
 };
 struct S4GradientKernels {
@@ -588,15 +539,14 @@ struct StepGradientKernels {
   }
 };
 
-ForwardKernel forward_kernel_for(const NetConfig& config, bool clusters, bool gathers) {
-  return kernel_for_training(config, DenseKernels{clusters, gathers});
+ForwardKernel forward_kernel_for(const NetConfig& config, bool clusters) {
+  return kernel_for_training(config, DenseKernels{clusters});
 }
 
 // Whether this GPU runs the cluster kernel: thread block clusters need compute capability 9.0, and
 // the kernel compiled for it (not the default build's compute_75 PTX, whose traps stand in).
 bool clusters_run(const NetConfig& config) {
-  return loaded_ptx_version(
-             reinterpret_cast<const void*>(forward_kernel_for(config, true, false))) >= 90;
+  return loaded_ptx_version(reinterpret_cast<const void*>(forward_kernel_for(config, true))) >= 90;
 }
 
 // The forward kernel's shared memory: kernel3's stages the later layers' weights past the rows.
@@ -609,44 +559,15 @@ int tile_blocks(int n, bool clusters) {
   return tiles_of(n, kTile) * (clusters ? kDenseBlocks : 1);
 }
 
-// The forward kernel's blocks that the GPU holds at once, where a block takes a whole SM: one an SM
-// without clusters; with them, the SMs that whole clusters fill (cudaOccupancyMaxActiveClusters),
-// fewer than the SMs where a GPC's SMs are not a multiple of the cluster's. The tiles' and the
-// gathering blocks of a launch are never more: blocks past them start only as the first ones end,
-// and with elastic augmentation those gathering blocks ran past the tiles (docs/tensor-cores.md).
-int blocks_held_at_once(ForwardKernel kernel, bool clusters) {
-  const int multiprocessors = current_multiprocessors();
-  if (!clusters) return multiprocessors;
-  cudaLaunchAttribute attributes[2]{};
-  const cudaLaunchConfig_t config =
-      launch_config({dim3(kDenseBlocks), dim3(kDenseThreads), forward_shared_bytes(true), nullptr,
-                     /*programmatic=*/false, kDenseBlocks},
-                    attributes);
-  int count = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&count, kernel, &config));
-  return std::min(multiprocessors / kDenseBlocks, count) * kDenseBlocks;
-}
-
-// The blocks that gather the next step's n samples past the tiles' blocks: one on each of the
-// `idle` SMs the tiles leave of those the GPU holds at once (TensorDenseBackward::idle_blocks), at
-// most one a sample, in whole clusters of blocks_a_tile (TensorDenseBackward::gathers_ahead keeps
-// it to two samples a block).
-int gather_blocks(int n, int idle, int blocks_a_tile) {
-  const int blocks = std::min(n, idle);
-  return (blocks + blocks_a_tile - 1) / blocks_a_tile * blocks_a_tile;
-}
-
-// The forward kernel over args.n samples (args.tile_blocks blocks) and the gather of args.ahead's
-// (gather_blocks more, on the `idle` SMs): a cluster of kDenseBlocks blocks per tile, or a block,
+// The forward kernel over args.n samples: a cluster of kDenseBlocks blocks per tile, or a block,
 // in one launch path (launch_kernel: the cluster's size where it has clusters, programmatic where
 // it may).
 void launch_dense_forward(ForwardKernel kernel, bool clusters, const DenseForwardArgs& args,
-                          int idle, cudaStream_t stream, bool programmatic) {
-  const int blocks_a_tile = clusters ? kDenseBlocks : 1;
-  const int gathering = args.ahead.n > 0 ? gather_blocks(args.ahead.n, idle, blocks_a_tile) : 0;
-  launch_kernel({dim3(unsigned(args.tile_blocks + gathering)), dim3(kDenseThreads),
-                 forward_shared_bytes(clusters), stream, programmatic, unsigned(blocks_a_tile)},
-                kernel, args);
+                          cudaStream_t stream, bool programmatic) {
+  launch_kernel(
+      {dim3(unsigned(tile_blocks(args.n, clusters))), dim3(kDenseThreads),
+       forward_shared_bytes(clusters), stream, programmatic, unsigned(clusters ? kDenseBlocks : 1)},
+      kernel, args);
 }
 
 }  // namespace
@@ -657,23 +578,13 @@ TensorDenseBackward::TensorDenseBackward(const NetConfig& config, const ParamLay
       m_offsets(offsets_of(layout)),
       m_max_batch(checked_batch(max_batch)),
       m_clusters(allow_clusters && clusters_run(config)),
-      m_programmatic(has_programmatic_launch(forward_kernel_for(config, m_clusters, false))),
+      m_programmatic(has_programmatic_launch(forward_kernel_for(config, m_clusters))),
       m_records(Device::gpu,
                 std::size_t(tiles_of(max_batch, kTile)) * kTile * dense_record::floats),
       m_sample_loss(Device::gpu, std::size_t(max_batch)),
       m_sample_correct(Device::gpu, std::size_t(max_batch)) {
-  for (const bool gathers : {false, true})
-    prepare_tile_kernel(forward_kernel_for(config, m_clusters, gathers),
-                        forward_shared_bytes(m_clusters), kTile);
-  m_resident_blocks = blocks_held_at_once(forward_kernel_for(config, m_clusters, true), m_clusters);
-}
-
-void TensorDenseBackward::check_ahead(int n, const GatherAhead& ahead) const {
-  check_fits(ahead.n, m_max_batch);
-  check_gathered_batch(ahead.batch, pixel_scaling(m_config.input_scaling));
-  if (!gathers_ahead(n, ahead.n))
-    throw Error("internal: the dense forward launch of " + std::to_string(n) +
-                " samples does not gather " + std::to_string(ahead.n) + " ahead (gathers_ahead)");
+  prepare_tile_kernel(forward_kernel_for(config, m_clusters), forward_shared_bytes(m_clusters),
+                      kTile);
 }
 
 void TensorDenseBackward::check_params(const float* params) const {
@@ -682,28 +593,16 @@ void TensorDenseBackward::check_params(const float* params) const {
     throw Error("internal: C5's weights for the tensor cores' dense part must be 16-byte aligned");
 }
 
-bool TensorDenseBackward::gathers_ahead(int n, int next) const {
-  return next <= 2 * idle_blocks(n);
-}
-
-int TensorDenseBackward::idle_blocks(int n) const {
-  return m_resident_blocks - tile_blocks(n, m_clusters);
-}
-
 void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float* params,
-                                  const float* s4_rows, float* d4, cudaStream_t stream,
-                                  const GatherAhead* ahead) {
+                                  const float* s4_rows, float* d4, cudaStream_t stream) {
   check_fits(n, m_max_batch);
-  if (ahead) check_ahead(n, *ahead);
   // The forward kernel copies S4's rows as float4s.
   if (!s4_rows || reinterpret_cast<std::uintptr_t>(s4_rows) % alignof(float4) != 0)
     throw Error(
         "internal: S4's rows for the tensor cores' dense part must be given, 16-byte "
         "aligned");
   check_params(params);
-  const DenseForwardArgs args{tile_blocks(n, m_clusters),
-                              ahead ? *ahead : GatherAhead{},
-                              params,
+  const DenseForwardArgs args{params,
                               m_offsets,
                               n,
                               labels,
@@ -711,8 +610,8 @@ void TensorDenseBackward::forward(const std::uint8_t* labels, int n, const float
                               m_records.data(),
                               m_sample_loss.data(),
                               m_sample_correct.data()};
-  launch_dense_forward(forward_kernel_for(m_config, m_clusters, ahead != nullptr), m_clusters, args,
-                       idle_blocks(n), stream, m_programmatic);
+  launch_dense_forward(forward_kernel_for(m_config, m_clusters), m_clusters, args, stream,
+                       m_programmatic);
   const S4GradientArgs s4_args{m_records.data(), params + m_offsets.c5_weight, n, d4};
   const int warps = tiles_of(n, 16) * kS4Tiles;
   launch_kernel(
@@ -778,19 +677,6 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, con
   weight_gradients(n, s4_rows, gradients, stream, stats);
 }
 
-namespace {
-
-// Whether the `count` values from a and the `other` values from b share any address.
-template <class T>
-bool overlap(const T* a, int count, const T* b, int other) {
-  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(a),
-                       other_from = reinterpret_cast<std::uintptr_t>(b);
-  return from < other_from + sizeof(T) * std::size_t(other) &&
-         other_from < from + sizeof(T) * std::size_t(count);
-}
-
-}  // namespace
-
 TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch)
     : m_dense(config, layout, max_batch),
       m_conv(config, layout, max_batch),
@@ -799,32 +685,20 @@ TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layou
 void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
                                const float* params, float* gradients, cudaStream_t stream,
                                const float* field, StepStats* stats) {
-  run(images, labels, n, params, gradients, stream, field, stats, nullptr, nullptr, nullptr);
+  run(images, labels, n, params, gradients, stream, field, stats, nullptr);
 }
 
-void TensorBackward::train_step(const StepBatches& batches, int n, const SgdStep& step,
-                                float* gradients, cudaStream_t stream, StepStats* stats) {
-  const BatchGather& batch = batches.batch;
-  const GatherAhead& next = batches.next;
-  // Every refusal before the first launch, so that a refused step queues nothing.
-  if (batches.gathered && (!batch.field || !batch.labels_out))
-    throw Error("internal: a batch gathered ahead needs its field and labels");
-  if (next.n > 0) {
-    m_dense.check_ahead(n, next);
-    if (overlap(next.batch.field, next.n * kField * kField, batch.field, n * kField * kField) ||
-        overlap(next.batch.labels_out, next.n, batch.labels_out, n))
-      throw Error(
-          "internal: the next step's batch is gathered ahead into the buffers this step reads; "
-          "give it the other field and labels");
-  }
-  run(nullptr, batch.labels_out, n, step.params, gradients, stream, batch.field, stats,
-      batches.gathered ? nullptr : &batch, &step, next.n > 0 ? &next : nullptr);
+void TensorBackward::train_step(const float* field, const std::uint8_t* labels, int n,
+                                const SgdStep& step, float* gradients, cudaStream_t stream,
+                                StepStats* stats) {
+  if (!field || !labels)
+    throw Error("internal: a training step needs its batch's field and labels");
+  run(nullptr, labels, n, step.params, gradients, stream, field, stats, &step);
 }
 
 void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels, int n,
                          const float* params, float* gradients, cudaStream_t stream,
-                         const float* field, StepStats* stats, const BatchGather* batch,
-                         const SgdStep* step, const GatherAhead* ahead) {
+                         const float* field, StepStats* stats, const SgdStep* step) {
   // The dense weight gradients run in the convolutions' backward launch, on the SMs its samples
   // leave room on (they need nothing it computes), and the last launch only adds the slots.
   // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it. Two kernels
@@ -837,8 +711,8 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
   m_dense.check_params(params);  // before the step's first launch
-  m_conv.conv_forward(images, n, params, stream, field, batch);
-  m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream, ahead);
+  m_conv.conv_forward(images, n, params, stream, field);
+  m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream);
   m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field, &dense);
   m_dense.add_conv_slots(n, gradients, stream, m_conv.partials(), step);
 }

@@ -5,22 +5,19 @@
 // TensorBackward::train_step).
 //
 //   tensor_conv_forward_kernel2<Precision, Activation, Subsampling> (tensor_conv_backward.cu): a
-//   block per sample (gathering it, in a training step whose batch the step before did not gather
-//   ahead) computes its C1, S2, C3 and S4 (the
-//   forward pass's own code and bits, its 8 warps sharing the window pairs out) and writes S4's
-//   activations, a row per sample, for the dense part, and S2's activations and each max window's
-//   first maximum for the convolutions' backward pass: the forward pass runs once per step;
-//   tensor_dense_forward_kernel3<Precision, Activation> (tensor_backward.cu): a cluster of 4
-//   blocks of 16 warps per tile of TensorDenseBackward::kTile samples (compute capability 9.0;
-//   older GPUs run kernel2, a block a tile, with the same bits) runs the dense layers' forward pass
-//   on those S4 rows (C5 with its own order of k, reading its weights as float4s, the later
-//   layers by tensor_tile.cuh's dense_tile as the evaluation does; C5's and F6's output
-//   tiles shared out over the cluster, each block sending its columns to the others' shared
-//   memory), the softmax cross-entropy's gradient dL/dlogits = (softmax - onehot) / n, and the
-//   input gradients as GEMMs over the tile, dL/dF6 = (dL/dlogits W7) f'(F6) and dL/dC5 = (dL/dF6
-//   W6) f'(C5); it writes each sample's activations and output gradients to its record, and its
-//   loss and whether its prediction is its label; in a training step, the blocks past the tiles'
-//   (on the SMs the tiles leave idle) gather the next step's batch (GatherAhead);
+//   block per sample computes its C1, S2, C3 and S4 (the forward pass's own code and bits, its 8
+//   warps sharing the window pairs out) and writes S4's activations, a row per sample, for the
+//   dense part, and S2's activations and each max window's first maximum for the convolutions'
+//   backward pass: the forward pass runs once per step; tensor_dense_forward_kernel3<Precision,
+//   Activation> (tensor_backward.cu): a cluster of 4 blocks of 16 warps per tile of
+//   TensorDenseBackward::kTile samples (compute capability 9.0; older GPUs run kernel2, a block a
+//   tile, with the same bits) runs the dense layers' forward pass on those S4 rows (C5 with its own
+//   order of k, reading its weights as float4s, the later layers by tensor_tile.cuh's dense_tile as
+//   the evaluation does; C5's and F6's output tiles shared out over the cluster, each block sending
+//   its columns to the others' shared memory), the softmax cross-entropy's gradient dL/dlogits =
+//   (softmax - onehot) / n, and the input gradients as GEMMs over the tile, dL/dF6 = (dL/dlogits
+//   W7) f'(F6) and dL/dC5 = (dL/dF6 W6) f'(C5); it writes each sample's activations and output
+//   gradients to its record, and its loss and whether its prediction is its label;
 //   tensor_s4_gradient_kernel1<Precision> (tensor_backward.cu): a warp per m16n8 tile over the
 //   batch of dL/dS4 = dL/dC5 W5 (S4's activation's gradient, one row per sample, where the
 //   convolutions' backward pass starts);
@@ -62,7 +59,6 @@
 #include "core/net_config.hpp"
 #include "core/sgd.hpp"
 #include "cuda/engine/whole_step.cuh"
-#include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/loss.cuh"
 #include "cuda/runtime/buffer.hpp"
 
@@ -89,24 +85,6 @@ struct ConvPartials {
 // (tensor_dense_gradient.cuh).
 struct DenseGradientWork;
 
-// The next step's batch, gathered by the dense forward launch of this one (TensorBackward's
-// train_step): blocks numbered after the dense tiles' take the SMs those leave idle, each gathering
-// samples of `batch` (BatchGather: augmented where it augments) one after the other into its field
-// and labels, which must not be the step's own.
-struct GatherAhead {
-  BatchGather batch;
-  int n = 0;  // its samples; 0: nothing to gather
-};
-
-// A training step's batches: its own, gathered by its convolutions' forward kernel unless the step
-// before gathered it ahead (then its field and labels are read as they are), and the next step's,
-// gathered ahead where next.n is not 0.
-struct StepBatches {
-  BatchGather batch;
-  bool gathered = false;
-  GatherAhead next;
-};
-
 class TensorDenseBackward {
  public:
   static constexpr int kTile = 16;  // the tile the forward pass measured fastest at
@@ -123,25 +101,11 @@ class TensorDenseBackward {
   // activations s4_rows (n, 400; TensorConvBackward::conv_forward's s4_rows(), 16-byte aligned:
   // read as float4s), and the backward pass through the output layer, F6 and C5: writes each
   // sample's dL/d(S4's activation) to d4 (n, 400), and keeps what weight_gradients needs (each
-  // sample's activations, output gradients, loss and correctness). With ahead not null, the same
-  // launch gathers the next step's batch (GatherAhead), which gathers_ahead(n, ahead->n) must
-  // allow. params' C5 weights must be 16-byte aligned (check_params). Nothing waits for the
-  // device.
+  // sample's activations, output gradients, loss and correctness). params' C5 weights must be
+  // 16-byte aligned (check_params). Nothing waits for the device.
   void forward(const std::uint8_t* labels, int n, const float* params, const float* s4_rows,
-               float* d4, cudaStream_t stream, const GatherAhead* ahead = nullptr);
+               float* d4, cudaStream_t stream);
 
-  // Whether forward of n samples gathers a next batch of `next` samples: where the blocks its tiles
-  // leave of resident_blocks() take at most two samples each (where they would take more, the
-  // gather outlasts the tiles and the step is longer than with each step gathering its own:
-  // docs/tensor-cores.md), in every precision (the resampling's products fused alike in every
-  // kernel: multiply_add, core/augment.hpp).
-  bool gathers_ahead(int n, int next) const;
-  // The forward kernel's blocks that the GPU holds at once, a block an SM (with clusters, the SMs
-  // that whole clusters fill): a launch's tiles and gathering blocks are never more.
-  int resident_blocks() const { return m_resident_blocks; }
-  // Refuses (Error) a next batch that forward of n samples cannot gather ahead: more samples than
-  // its room, a batch check_gathered_batch refuses, or one gathers_ahead does not allow.
-  void check_ahead(int n, const GatherAhead& ahead) const;
   // Refuses params whose C5 weights are not 16-byte aligned (the forward kernels read them as
   // float4s).
   void check_params(const float* params) const;
@@ -181,11 +145,6 @@ class TensorDenseBackward {
   Buffer<float> m_records;  // (tiles * kTile, a record): dense activations and output gradients
   Buffer<double> m_sample_loss;           // (max_batch): each sample's loss ...
   Buffer<std::int32_t> m_sample_correct;  // ... and whether it was classified right
-  int m_resident_blocks = 0;              // the forward kernel's blocks the GPU holds at once
-
-  // The blocks of resident_blocks() that the tiles of n samples leave idle: those that gather the
-  // next batch ahead.
-  int idle_blocks(int n) const;
 };
 
 // The convolutions' part of the training step: their forward pass before TensorDenseBackward, their
@@ -195,14 +154,12 @@ class TensorConvBackward {
   TensorConvBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
 
   // C1, S2, C3 and S4 of images[0..n) (with field not null, the samples' input is its rows (n, 1,
-  // 32, 32), already gathered and normalised as cuda/kernels/batch.cuh does, and images is not
-  // read; a training step's come from batch, below): writes each sample's S4 activations to
-  // s4_rows() (n, 400; stored for the products, as the dense part reads them) and
-  // keeps what conv_gradients needs (S2's activations, each max window's first maximum). With
-  // batch not null, the kernel gathers the samples itself (BatchGather), and images and field are
-  // not read. Nothing waits for the device.
+  // 32, 32), already gathered and normalised as cuda/kernels/batch.cuh does (a training step's
+  // batch), and images is not read): writes each sample's S4 activations to s4_rows() (n, 400;
+  // stored for the products, as the dense part reads them) and keeps what conv_gradients needs
+  // (S2's activations, each max window's first maximum). Nothing waits for the device.
   void conv_forward(const std::uint8_t* images, int n, const float* params, cudaStream_t stream,
-                    const float* field = nullptr, const BatchGather* batch = nullptr);
+                    const float* field = nullptr);
   const float* s4_rows() const { return m_s4_rows.data(); }
 
   // After conv_forward of the same samples and parameters: from each sample's dL/d(S4's
@@ -251,21 +208,16 @@ class TensorBackward {
                  float* gradients, cudaStream_t stream, const float* field = nullptr,
                  StepStats* stats = nullptr);
 
-  // A training step of n samples: the batch (batches.batch) gathered by the convolutions' forward
-  // kernel, or by the step before (batches.gathered), the gradient as gradients() computes it from
-  // that field and those labels, and SGD's step of step.params with it, each parameter's where its
+  // A training step of n samples over their batch, already gathered (field (n, 1, 32, 32) and
+  // labels (n), as cuda/kernels/batch.cuh's gather_training_batch gathers them): the gradient as
+  // gradients() computes it, and SGD's step of step.params with it, each parameter's where its
   // gradient is written (the dense layers' in the convolutions' backward launch, the
-  // convolutions' in the last): the same bits as gather_batch or gather_augmented_batch, then
-  // gradients(), then cuda/kernels/optimizer.cu's sgd_step (tested), in five launches where those
-  // make seven, where the padding between tensors is zero in the parameters, the velocity and
-  // `gradients` (the engine's buffers are: SGD's kernel keeps it zero, and this step leaves it
-  // alone). Where batches.next has samples, the dense forward launch gathers them too, the same
-  // bits as the next step's gathering them itself (tested). Nothing waits for the device.
-  void train_step(const StepBatches& batches, int n, const SgdStep& step, float* gradients,
-                  cudaStream_t stream, StepStats* stats = nullptr);
-  // Whether a step of n samples gathers a next one of `next` (TensorDenseBackward::gathers_ahead);
-  // where it does not, the next step gathers its own.
-  bool gathers_ahead(int n, int next) const { return m_dense.gathers_ahead(n, next); }
+  // convolutions' in the last): the same bits as gradients(), then cuda/kernels/optimizer.cu's
+  // sgd_step (tested), in five launches where those make six, where the padding between tensors
+  // is zero in the parameters, the velocity and `gradients` (the engine's buffers are: SGD's kernel
+  // keeps it zero, and this step leaves it alone). Nothing waits for the device.
+  void train_step(const float* field, const std::uint8_t* labels, int n, const SgdStep& step,
+                  float* gradients, cudaStream_t stream, StepStats* stats = nullptr);
   // Whether each of its launches is a programmatic dependent launch of the one before
   // (dependent_launch.cuh): where its kernels were built for compute capability 9.0.
   bool launches_programmatic() const {
@@ -273,11 +225,10 @@ class TensorBackward {
   }
 
  private:
-  // The five kernels; the first gathers `batch` and the last two apply `step` where they are not
-  // null, and the second gathers `ahead` where it is not null.
+  // The five kernels; the last two apply `step` where it is not null.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
-           const BatchGather* batch, const SgdStep* step, const GatherAhead* ahead);
+           const SgdStep* step);
 
   TensorDenseBackward m_dense;
   TensorConvBackward m_conv;

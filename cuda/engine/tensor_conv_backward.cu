@@ -3,15 +3,14 @@
 // from dL/dS4 down to C1's weight gradient, a block per sample, after it; that launch also runs
 // the dense layers' weight gradients (tensor_dense_gradient.cuh) in blocks after the samples'.
 //
-// tensor_conv_forward_kernel2 (kernel1 read its sample's field from a separate gather's launch;
-// this one gathers the step's sample itself where it is given a BatchGather, writing its field and
-// label for the later kernels): the block's 8 warps share the sample's C1-S2 window pairs out
-// (tensor_tile.cuh's c1_s2, pairs warp, warp + 8, ...), then one (window pair, n-tile) of C3-S4
-// each (c3_s4): the forward pass's own code, so in TF32 the same bits as the evaluation's (with
-// BF16 operands, C3 reads S2 as BF16 pairs, pair_s2, written where the field was). S4's
-// activations go to the sample's row for the dense part; S2's activations and each max window's
-// first maximum to the sample's record in global memory (about 6 KB a sample: a batch's records
-// stay in L2 until the backward kernel reads them).
+// tensor_conv_forward_kernel2, for its sample (its field read from the batch gathered before the
+// step, or, given no field, its image read and normalised): the block's 8 warps share the sample's
+// C1-S2 window pairs out (tensor_tile.cuh's c1_s2, pairs warp, warp + 8, ...), then one (window
+// pair, n-tile) of C3-S4 each (c3_s4): the forward pass's own code, so in TF32 the same bits as the
+// evaluation's (with BF16 operands, C3 reads S2 as BF16 pairs, pair_s2, written where the field
+// was). S4's activations go to the sample's row for the dense part; S2's activations and each max
+// window's first maximum to the sample's record in global memory (about 6 KB a sample: a batch's
+// records stay in L2 until the backward kernel reads them).
 //
 // tensor_conv_backward_kernel2 (kernel1, in the history, ran a sample per warp and recomputed the
 // forward pass, 8 samples a block: a batch of 128 filled 16 SMs), for its sample:
@@ -47,7 +46,6 @@
 #include "cuda/engine/tensor_backward.cuh"
 #include "cuda/engine/tensor_dense_gradient.cuh"
 #include "cuda/engine/tensor_tile.cuh"
-#include "cuda/kernels/gather_sample.cuh"
 #include "cuda/runtime/check.hpp"
 #include "cuda/runtime/runtime.hpp"
 
@@ -100,8 +98,7 @@ static_assert(kWarpS2 % 4 == 0 && kFlat4 % 4 == 0, "whole floats of bytes");
 // keeps S2 unpadded.
 constexpr int kS2Row = 22;
 
-// The forward kernel's shared memory, in floats from its start (then, at `scratch`, the
-// augmentation's AugmentScratch, where the kernel gathers its sample itself).
+// The forward kernel's shared memory, in floats from its start.
 namespace forward_layout {
 constexpr int w1 = 0;                // C1's B layout, as the forward pass stages it
 constexpr int w3 = w1 + 8 * kW1Row;  // C3's B layout
@@ -111,8 +108,6 @@ constexpr int x = s4_bias + kMaps3;  // the input field (32 x 32), stored for th
 constexpr int a2 = x + kWarpX;       // S2's activation (6, 14, 14), the same, rows kS2Row apart
 constexpr int floats = a2 + kMaps1 * kSide2 * kS2Row;
 static_assert(kMapPairs1 * kSide2 * kS2Row <= kWarpX, "S2's BF16 pairs fit where the field was");
-constexpr int scratch = (floats + 3) / 4 * 4;  // 16-byte aligned: AugmentScratch holds doubles
-static_assert(alignof(AugmentScratch) <= 16, "the scratch's alignment");
 }  // namespace forward_layout
 
 // The backward kernel's shared memory, in floats from its start.
@@ -152,7 +147,6 @@ struct ConvForwardArgs {
   TileInputs in;
   float* s4_rows;  // (n, 400)
   float* records;  // (n, record::floats)
-  BatchGather batch;  // gathered by the kernel where batch.indices is not null
 };
 
 struct ConvBackwardArgs {
@@ -174,23 +168,14 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   float* rec = args.records + std::size_t(sample) * record::floats;
   std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
   std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
-  // The weights' reads are issued first and written after the sample is gathered, so that the
-  // gather's own reads (and the augmentation) run while they are in flight; a field gathered
-  // before (by the step before's dense forward launch) is read with them, all at once.
+  // The weights' reads are issued first and the sample's field with them, all at once, and
+  // written after.
   ConvWeightReads<R> weights;
   weights.read(args.in);
-  const bool gathers = args.batch.indices != nullptr, reads_field = !gathers && args.in.field;
+  const bool reads_field = args.in.field != nullptr;
   GlobalReads<kWarpX, kThreads> field;
   if (reads_field) field.read(args.in.field + std::size_t(sample) * kWarpX, int(threadIdx.x));
-  // Where it gathers, the field goes rounded for R's products into x (as load_sample stores a row
-  // of a field) and as it is to batch.field for the backward kernel, as each value is gathered (a
-  // second pass over x took a barrier and about 500 instructions).
-  if (gathers)
-    gather_batch_sample(args.batch, sample, *reinterpret_cast<AugmentScratch*>(shared + F::scratch),
-                        ThreadTeam::whole_block(kThreads), [x = shared + F::x](int i, float value) {
-                          x[i] = Operands<R>::stored(value);
-                        });
-  else if (reads_field)
+  if (reads_field)
     field.each(int(threadIdx.x),
                [shared](int i, float value) { shared[F::x + i] = Operands<R>::stored(value); });
   else
@@ -688,8 +673,7 @@ void check_slot_covers(const ParamLayout& layout, const WholeStepOffsets& at) {
                                         : " has no gradient slot in the tensor-core step"));
 }
 
-constexpr std::size_t kForwardSharedBytes =
-    sizeof(float) * std::size_t(forward_layout::scratch) + sizeof(AugmentScratch);
+constexpr std::size_t kForwardSharedBytes = sizeof(float) * std::size_t(forward_layout::floats);
 constexpr std::size_t kConvSharedBytes = sizeof(float) * std::size_t(conv_layout::floats);
 
 }  // namespace
@@ -718,14 +702,11 @@ int TensorConvBackward::dense_tiles_a_block(int n) const {
 }
 
 void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const float* params,
-                                      cudaStream_t stream, const float* field,
-                                      const BatchGather* batch) {
+                                      cudaStream_t stream, const float* field) {
   check_fits(n, m_max_batch);
-  const PixelScaling scaling = pixel_scaling(m_config.input_scaling);
-  if (batch) check_gathered_batch(*batch, scaling);
-  const TileInputs in{images, n, scaling, params, m_offsets, m_c3_mask.data(), field};
-  const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data(),
-                             batch ? *batch : BatchGather{}};
+  const TileInputs in{
+      images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
+  const ConvForwardArgs args{in, m_s4_rows.data(), m_records.data()};
   launch_kernel({dim3(unsigned(n)), dim3(kThreads), kForwardSharedBytes, stream, m_programmatic},
                 kernel_for_training(m_config, ConvForwardKernels{}), args);
 }

@@ -52,7 +52,6 @@
 #include "cuda/engine/tensor_forward.cuh"
 #include "cuda/engine/tensor_mma.cuh"
 #include "cuda/engine/whole_step.cuh"
-#include "cuda/kernels/batch.cuh"
 #include "cuda/kernels/pixel.cuh"
 #include "cuda/kernels/sgd_element.cuh"
 #include "cuda/runtime/buffer.hpp"
@@ -131,8 +130,8 @@ struct SharedLayout {
 // scaled as the network's input is; one model's parameters, where its layout puts each tensor; the
 // C3 table's mask (16, 6, 5, 5), 0 where a weight is disconnected; and, where field is not null,
 // the n samples' input already gathered (n, 1, 32, 32), read instead of the images (a batch
-// through a permutation and the augmentation, as cuda/kernels/batch.cuh gathers it; in a
-// training step, the convolutions' forward kernel's, for its backward kernel).
+// through a permutation and the augmentation, as cuda/kernels/batch.cuh gathers it: a training
+// step's batch).
 struct TileInputs {
   const std::uint8_t* images;
   int n;
@@ -930,18 +929,6 @@ inline void check_fits(int n, int max_batch) {
   if (n < 1 || n > max_batch)
     throw Error("internal: a tensor-core backward pass of " + std::to_string(n) +
                 " samples, room for " + std::to_string(max_batch));
-}
-
-// Refuses a training step's batch that a kernel cannot gather: it needs the images, the indices,
-// the labels, room for the field and the labels, an augmentation's epoch where it augments, and
-// the network's input scaling.
-inline void check_gathered_batch(const BatchGather& batch, PixelScaling scaling) {
-  if (!batch.images || !batch.indices || !batch.field || !batch.labels || !batch.labels_out ||
-      (batch.augmentation.enabled() && !batch.augmentation.epoch) ||
-      batch.scaling.mean != scaling.mean || batch.scaling.std != scaling.std)
-    throw Error(
-        "internal: a gathered batch needs images, indices, labels, room for the field "
-        "and the labels, an augmentation's epoch, and the network's input scaling");
 }
 
 // The settings as they are, once they are known to be what the kernels compute (before the

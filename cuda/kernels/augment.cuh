@@ -1,10 +1,10 @@
 // The augmentation on the device (core/augment.hpp says what it is; data/augment.hpp holds the
-// double reference it is tested against). One team of threads (the block, or half of it:
+// double reference it is tested against). One team of threads (the block:
 // cuda/kernels/thread_team.cuh) augments one sample: the same draws from the
 // same keys, the affine map in double as on the host, the elastic field and the resampling in
 // float. Two callers share it: the whole-step kernels fold it into their input gather, and
-// gather_sample (cuda/kernels/gather_sample.cuh) into gather_augmented_batch's (the book and fast
-// kernel sets) and the tensor-core convolutions' forward kernel's.
+// gather_sample (cuda/kernels/gather_sample.cuh) into gather_augmented_batch's (the book, fast and
+// tensor-core kernel sets).
 #pragma once
 
 #include <cstdint>

@@ -33,8 +33,7 @@ void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labe
 
 // A training step's batch: the samples images[indices[i]] of the training set and their labels,
 // augmented where `augmentation` is enabled, into `field` (n, 1, 32, 32) and `labels_out` (n).
-// gather_training_batch gathers it; the tensor-core convolutions' forward kernel gathers it itself,
-// a block a sample (TensorBackward::train_step), the same bits.
+// gather_training_batch gathers it (for --kernels tensor, an epoch's batches in one launch).
 struct BatchGather {
   const std::uint8_t* images;
   const std::uint8_t* labels;

@@ -1,13 +1,10 @@
-// One sample of a training batch as the network's input field, by one team of threads (a block, or
-// half of one): the code path of the
-// kernels that gather an augmented batch (gather_augmented_batch's kernel, cuda/kernels/batch.cu;
-// the tensor-core convolutions' forward kernel, cuda/engine/tensor_conv_backward.cu, which gathers
-// its step's batch itself; the tensor-core dense forward kernel's blocks past its tiles, which
-// gather the next step's, cuda/engine/tensor_backward.cu), so that they give the same bits
-// (tested). gather_batch's kernel, which never augments and so has no scratch, calls
-// fill_input_field alone, as this does without an augmentation. Whole-step's load_image
-// (cuda/engine/whole_step_forward.cuh) spells the same two calls out: calling this from it made its
-// sample kernels, whose registers are capped at 64, spill more (nvcc for sm_90, -Xptxas -v).
+// One sample of a training batch as the network's input field, by one team of threads (a block):
+// the code path of gather_augmented_batch's kernel (cuda/kernels/batch.cu), which gathers every
+// training batch that the layer-by-layer and tensor-core kernel sets read. gather_batch's kernel,
+// which never augments and so has no scratch, calls fill_input_field alone, as this does without an
+// augmentation. Whole-step's load_image (cuda/engine/whole_step_forward.cuh) spells the same two
+// calls out: calling this from it made its sample kernels, whose registers are capped at 64, spill
+// more (nvcc for sm_90, -Xptxas -v).
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,6 @@
 // MNIST pixel normalisation and the padded input field on the device, shared by the batch gathers
 // (cuda/kernels/batch.cu, cuda/kernels/gather_sample.cuh) and the whole-step kernels
-// (cuda/engine/whole_step.cu), which gather their sample themselves, as the tensor-core
-// convolutions' forward kernel does through gather_sample.
+// (cuda/engine/whole_step.cu), which gather their sample themselves.
 #pragma once
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 // dL/d(S4's activation), the other tensors untouched) and the whole pass (the batch-mean gradient
 // of every tensor, none at the C3 table's disconnected weights), for the default config's network
 // and the book's, at whole tiles and with a short last tile, and with every unit driven into
-// saturation; the same bits on every run; and the training step, which gathers its batch and
-// applies SGD's update inside its launches, against the separate gather and SGD kernels.
+// saturation; the same bits on every run; and the training step, which applies SGD's update
+// inside its launches, against the separate SGD kernel.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/augment_tolerance.hpp"
 #include "core/activation_math.hpp"
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
@@ -535,8 +534,8 @@ TEST(TensorBackward, ShortBatchesMatchTheCpuReference) {
   }
 }
 
-// The network of the training-step tests (the train step's and the gather-ahead ones), in
-// `precision`: ReLU and max subsampling, whose first maxima the convolutions' kernels keep.
+// The network of the training-step test, in `precision`: ReLU and max subsampling, whose first
+// maxima the convolutions' kernels keep.
 NetConfig step_network(Precision precision) {
   NetConfig config;
   config.activation = Activation::relu;
@@ -545,32 +544,28 @@ NetConfig step_network(Precision precision) {
   return config;
 }
 
-// What a training step leaves on the device, downloaded: the gathered input field and labels, and
-// the parameters, velocity and gradient after SGD's update.
+// What a training step leaves on the device, downloaded: the parameters, velocity and gradient
+// after SGD's update.
 struct StepOutcome {
-  std::vector<float> field;
-  std::vector<std::uint8_t> labels;
   std::vector<float> params, velocity, gradients;
 };
 
-// A case of the train-step test and its inputs: the network, SGD's settings, the augmentation, a
-// batch of n gathered through a permutation, the parameters, a velocity that is not zero on any
-// tensor (as after a few steps) and zero in the padding, as the engine keeps it, and the rate.
+// A case of the train-step test and its inputs: the network, SGD's settings, a batch of n, the
+// parameters, a velocity that is not zero on any tensor (as after a few steps) and zero in the
+// padding, as the engine keeps it, and the rate.
 struct StepCase {
   NetConfig config;
   SgdSettings settings;
-  cuda::DeviceAugmentation augmentation;
   int n;
   ParamLayout layout = lenet5_layout(config);
   std::vector<float> params = parameters(config, 23);
   std::vector<float> velocity = starting_velocity(layout);
   Batch batch = make_batch(n, 29);
-  Buffer<std::int32_t> indices = permutation(n);
   Buffer<float> lr = test::upload({0.07f});
 
   std::string what() const {
     return std::string(to_string(config.precision)) + " momentum " +
-           std::to_string(settings.momentum) + (augmentation.enabled() ? " elastic" : "") +
+           std::to_string(settings.momentum) + (settings.nesterov ? " nesterov" : "") +
            " n=" + std::to_string(n);
   }
   float* velocity_or_null(Buffer<float>& buffer) const {
@@ -584,75 +579,64 @@ struct StepCase {
         velocity[spec.offset + i] = 1e-3f * float(int(i % 11) - 5);
     return velocity;
   }
-  // A stride prime to n, not its own inverse (as a reversal is): a kernel that wrote sample i's
-  // field and label to row indices[i] would fail.
-  static Buffer<std::int32_t> permutation(int n) {
-    std::vector<std::int32_t> order(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) order[std::size_t(i)] = (7 * i + 3) % n;
-    Buffer<std::int32_t> indices(Device::gpu, order.size());
-    indices.copy_from_host(order.data());
-    return indices;
+};
+
+// The case's batch as the engine gives a step its own: gathered (gather_training_batch) into a
+// field (n, 1, 32, 32) and labels.
+struct GatheredBatch {
+  Buffer<float> field;
+  Buffer<std::uint8_t> labels;
+  explicit GatheredBatch(const StepCase& c)
+      : field(Device::gpu, std::size_t(c.n) * kInputFloats), labels(Device::gpu, std::size_t(c.n)) {
+    const DeviceInputs in(c.batch, c.params);
+    cuda::gather_training_batch({in.pixels.data(),
+                                 in.labels.data(),
+                                 nullptr,
+                                 {},
+                                 pixel_scaling(c.config.input_scaling),
+                                 field.data(),
+                                 labels.data()},
+                                c.n, cudaStreamPerThread);
   }
 };
 
-StepOutcome download(const Buffer<float>& field, const Buffer<std::uint8_t>& labels,
-                     const Buffer<float>& params, const Buffer<float>& velocity,
+StepOutcome download(const Buffer<float>& params, const Buffer<float>& velocity,
                      const Buffer<float>& gradients) {
   CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
-  std::vector<std::uint8_t> label_bytes(labels.size());
-  labels.copy_to_host(label_bytes.data());
-  return {test::download(field), std::move(label_bytes), test::download(params),
-          test::download(velocity), test::download(gradients)};
+  return {test::download(params), test::download(velocity), test::download(gradients)};
 }
 
-// The step as every other kernel set takes it, in separate launches: gather_batch or
-// gather_augmented_batch (gather_training_batch), the gradient, then cuda/kernels/optimizer.cu's
-// SGD kernel.
-StepOutcome separate_step(const StepCase& c, cuda::TensorBackward& backward) {
-  DeviceInputs in(c.batch, c.params);  // its parameters take the step
-  Buffer<float> field(Device::gpu, std::size_t(c.n) * kInputFloats);
-  Buffer<std::uint8_t> labels(Device::gpu, std::size_t(c.n));
+// The step as every other kernel set takes it, in separate launches: the gradient, then
+// cuda/kernels/optimizer.cu's SGD kernel.
+StepOutcome separate_step(const StepCase& c, const GatheredBatch& batch,
+                          cuda::TensorBackward& backward) {
+  DeviceInputs in(c.batch, c.params);                            // its parameters take the step
   Buffer<float> gradients(Device::gpu, c.layout.buffer_floats);  // zeroed
   Buffer<float> velocity = test::upload(c.velocity);
-  cuda::gather_training_batch({in.pixels.data(), in.labels.data(), c.indices.data(), c.augmentation,
-                               pixel_scaling(c.config.input_scaling), field.data(), labels.data()},
-                              c.n, cudaStreamPerThread);
-  backward.gradients(nullptr, labels.data(), c.n, in.params.data(), gradients.data(),
-                     cudaStreamPerThread, field.data());
+  backward.gradients(nullptr, batch.labels.data(), c.n, in.params.data(), gradients.data(),
+                     cudaStreamPerThread, batch.field.data());
   cuda::sgd_step(c.settings, c.lr.data(), gradients.data(), in.params.data(),
                  c.velocity_or_null(velocity), c.layout.buffer_floats, cudaStreamPerThread);
-  return download(field, labels, in.params, velocity, gradients);
+  return download(in.params, velocity, gradients);
 }
 
-// The step as train_step takes it: the gather in the convolutions' forward kernel, SGD's update
-// in the gradient's last launch. The field starts poisoned, so a place it does not write fails.
-StepOutcome fused_step(const StepCase& c, cuda::TensorBackward& backward) {
-  DeviceInputs in(c.batch, c.params);  // its parameters take the step
-  Buffer<float> field = test::poisoned(std::size_t(c.n) * kInputFloats);
-  Buffer<std::uint8_t> labels(Device::gpu, std::size_t(c.n));
+// The step as train_step takes it: SGD's update in the gradient's last two launches.
+StepOutcome fused_step(const StepCase& c, const GatheredBatch& batch,
+                       cuda::TensorBackward& backward) {
+  DeviceInputs in(c.batch, c.params);                            // its parameters take the step
   Buffer<float> gradients(Device::gpu, c.layout.buffer_floats);  // zeroed
   Buffer<float> velocity = test::upload(c.velocity);
-  const cuda::BatchGather gathered{in.pixels.data(),
-                                   in.labels.data(),
-                                   c.indices.data(),
-                                   c.augmentation,
-                                   pixel_scaling(c.config.input_scaling),
-                                   field.data(),
-                                   labels.data()};
-  backward.train_step({gathered, false, {}}, c.n,
+  backward.train_step(batch.field.data(), batch.labels.data(), c.n,
                       {c.settings, c.lr.data(), in.params.data(), c.velocity_or_null(velocity)},
                       gradients.data(), cudaStreamPerThread);
-  return download(field, labels, in.params, velocity, gradients);
+  return download(in.params, velocity, gradients);
 }
 
-// train_step gathers its batch in the convolutions' forward kernel and folds SGD's update into the
-// gradient's last launch: its parameters, velocity and gradient, and the input field and labels
-// it writes, must be, bit for bit, those of the separate launches every other kernel set makes:
-// for plain SGD, momentum, and Nesterov momentum with weight decay, without and with elastic
-// augmentation, through a permutation, with a whole and a short batch, in every precision (each
-// its own instance of the convolutions' forward kernel, whose copy of the augmentation must round
-// as gather_augmented_batch's does); with the full C3 table every c3.weight is updated.
-TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
+// train_step folds SGD's update into the gradient's last two launches: its parameters, velocity
+// and gradient must be, bit for bit, those of the separate launches every other kernel set makes,
+// for plain SGD, momentum, and Nesterov momentum with weight decay, with a whole and a short
+// batch, in every precision; with the full C3 table every c3.weight is updated.
+TEST(TensorBackward, TrainStepIsTheGradientThenTheSgdKernel) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
   SgdSettings plain, momentum, nesterov;
@@ -660,293 +644,39 @@ TEST(TensorBackward, TrainStepIsTheGatherTheGradientThenTheSgdKernel) {
   nesterov.momentum = 0.85;
   nesterov.nesterov = true;
   nesterov.weight_decay = 5e-4;
-  const Buffer<std::uint32_t> epoch = test::upload<std::uint32_t>({2});  // the third epoch
-  const cuda::DeviceAugmentation none{};
-  const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 31,
-                                         epoch.data()};
   for (const Precision precision : kPrecisions)
     for (const SgdSettings& settings : {plain, momentum, nesterov})
-      for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
-        for (const int n : {64, 37}) {
-          const NetConfig config = step_network(precision);
-          const StepCase c{config, settings, augmentation, n};
-          cuda::TensorBackward backward(config, c.layout, 64);
-          const StepOutcome want = separate_step(c, backward);
-          const StepOutcome got = fused_step(c, backward);
-          EXPECT_NE(want.params, c.params) << c.what() << ": the separate step moved nothing";
-          EXPECT_EQ(got.field, want.field) << c.what();
-          EXPECT_EQ(got.labels, want.labels) << c.what();
-          EXPECT_EQ(got.params, want.params) << c.what();
-          EXPECT_EQ(got.gradients, want.gradients) << c.what();
-          EXPECT_EQ(got.velocity, want.velocity) << c.what();
-        }
-}
-
-// Two training steps of `first` then `second` samples through one permutation of their
-// first + second images, each step's batch into a field and labels of its own (both poisoned, so a
-// place no kernel writes fails): each step gathering its own batch, or with ahead, the first
-// step's dense forward launch gathering the second's. What the second step leaves: its field and
-// labels, the parameters, the velocity and the gradient.
-StepOutcome two_steps(const NetConfig& config, const cuda::DeviceAugmentation& augmentation,
-                      int first, int second, bool ahead) {
-  const int n = first + second;
-  const ParamLayout layout = lenet5_layout(config);
-  const Batch batch = make_batch(n, 41);
-  DeviceInputs in(batch, parameters(config, 43));
-  const Buffer<std::int32_t> indices = StepCase::permutation(n);
-  Buffer<float> velocity = test::upload(StepCase::starting_velocity(layout));
-  Buffer<float> gradients(Device::gpu, layout.buffer_floats);  // zeroed
-  const Buffer<float> lr = test::upload({0.07f});
-  Buffer<float> fields[2] = {test::poisoned(std::size_t(first) * kInputFloats),
-                             test::poisoned(std::size_t(second) * kInputFloats)};
-  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, std::size_t(first)),
-                                    Buffer<std::uint8_t>(Device::gpu, std::size_t(second))};
-  const auto batch_of = [&](int step) {
-    return cuda::BatchGather{in.pixels.data(),
-                             in.labels.data(),
-                             indices.data() + (step == 0 ? 0 : first),
-                             augmentation,
-                             pixel_scaling(config.input_scaling),
-                             fields[step].data(),
-                             labels[step].data()};
-  };
-  SgdSettings settings;
-  settings.momentum = 0.9;
-  const cuda::SgdStep sgd{settings, lr.data(), in.params.data(), velocity.data()};
-  cuda::TensorBackward backward(config, layout, std::max(first, second));
-  cuda::StepBatches one{batch_of(0), false, {}};
-  if (ahead) one.next = {batch_of(1), second};
-  backward.train_step(one, first, sgd, gradients.data(), cudaStreamPerThread);
-  backward.train_step({batch_of(1), ahead, {}}, second, sgd, gradients.data(), cudaStreamPerThread);
-  return download(fields[1], labels[1], in.params, velocity, gradients);
-}
-
-// The engine gathers each step's batch but an epoch's first in the dense forward launch of the
-// step before (on the SMs its tiles leave idle) where TensorBackward::gathers_ahead allows it:
-// the second step must see the same field and labels, and leave the same parameters, velocity and
-// gradient, bit for bit, as when it gathers its batch itself, with and without elastic
-// augmentation, for a short batch after a longer one (37 then 27 samples: 12 tile blocks and a
-// gathering block for every resident block left, more than the batch), and for 128 then 128 (32
-// tile blocks; where fewer than 128 resident blocks are left, as on the H200, some gathering
-// blocks take two samples, a half-block each), in every precision.
-TEST(TensorBackward, GatheringTheNextBatchAheadIsTheNextStepsOwnGather) {
-  LENET5_REQUIRE_GPU();
-  LENET5_REQUIRE_TF32();
-  const Buffer<std::uint32_t> epoch = test::upload<std::uint32_t>({1});  // the second epoch
-  const cuda::DeviceAugmentation none{};
-  const cuda::DeviceAugmentation elastic{test::moderate_augmentation(AugmentKind::elastic), 37,
-                                         epoch.data()};
-  int compared = 0;
-  for (const Precision precision : kPrecisions)
-    for (const cuda::DeviceAugmentation& augmentation : {none, elastic})
-      for (const auto [first, second] : {std::pair{37, 27}, std::pair{128, 128}}) {
-        const NetConfig config = step_network(precision);
-        const std::string what = std::string(to_string(precision)) +
-                                 (augmentation.enabled() ? " elastic " : " ") +
-                                 std::to_string(first) + " then " + std::to_string(second);
-        if (!cuda::TensorBackward(config, lenet5_layout(config), std::max(first, second))
-                 .gathers_ahead(first, second)) {
-          EXPECT_NE(first, 37) << what << ": 27 samples fit any GPU's idle SMs";
-          continue;
-        }
-        const StepOutcome want = two_steps(config, augmentation, first, second, false);
-        const StepOutcome got = two_steps(config, augmentation, first, second, true);
-        EXPECT_EQ(got.field, want.field) << what;
-        EXPECT_EQ(got.labels, want.labels) << what;
-        EXPECT_EQ(got.params, want.params) << what;
-        EXPECT_EQ(got.velocity, want.velocity) << what;
-        EXPECT_EQ(got.gradients, want.gradients) << what;
-        ++compared;
+      for (const int n : {64, 37}) {
+        const StepCase c{step_network(precision), settings, n};
+        const GatheredBatch batch(c);
+        cuda::TensorBackward backward(c.config, c.layout, 64);
+        const StepOutcome want = separate_step(c, batch, backward);
+        const StepOutcome got = fused_step(c, batch, backward);
+        EXPECT_NE(want.params, c.params) << c.what() << ": the separate step moved nothing";
+        EXPECT_EQ(got.params, want.params) << c.what();
+        EXPECT_EQ(got.gradients, want.gradients) << c.what();
+        EXPECT_EQ(got.velocity, want.velocity) << c.what();
       }
-  EXPECT_GE(compared, 6) << "the short batches were compared in every precision, both ways";
 }
 
-// The most samples that a step of 16 gathers ahead (TensorDenseBackward::gathers_ahead): two for
-// each of the resident blocks its tile leaves.
-int most_gathered_ahead(const NetConfig& config, const ParamLayout& layout, bool clusters) {
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const cuda::TensorDenseBackward dense(config, layout, 16, clusters);
-  int most = 0;
-  while (most < 2 * sms && dense.gathers_ahead(16, most + 1)) ++most;
-  return most;
-}
-
-// The next batch as the dense forward kernels gather it ahead (with clusters, and without: the
-// kernel GPUs without thread block clusters run), against gather_training_batch's, for every kind
-// of augmentation the kernels run (none, affine, elastic, and elastic seen at a low resolution,
-// whose area means and enlargement are code of their own: for every sample, and for about half,
-// so that the two samples of a gathering block take different barriers), at 37 samples after 16
-// (every gathering block one sample, by the whole block), 128 after 128 (where the resident
-// blocks left number fewer than 128, as the H200's 120 less 32, some take two, side by side, a
-// half-block each with a barrier of its own), and after 16 the most it gathers ahead (every
-// gathering block two, on any GPU), in every precision: the same field and labels, bit for bit,
-// since a batch must have the same bits whichever kernel gathers it.
-TEST(TensorDenseBackward, ForwardKernelsGatherTheNextBatchAsTheGatherKernelDoes) {
+// A step given no batch is refused before anything is launched.
+TEST(TensorBackward, TrainStepWithoutItsBatchIsRefused) {
   LENET5_REQUIRE_GPU();
   LENET5_REQUIRE_TF32();
-  const Buffer<std::uint32_t> epoch = test::upload<std::uint32_t>({2});  // the third epoch
-  AugmentSettings low = test::moderate_augmentation(AugmentKind::elastic);
-  low.low_resolution = 1;
-  AugmentSettings half_low = low;
-  half_low.low_resolution = 0.5;
-  const cuda::DeviceAugmentation augmentations[] = {
-      {},
-      {test::moderate_augmentation(AugmentKind::affine), 43, epoch.data()},
-      {test::moderate_augmentation(AugmentKind::elastic), 47, epoch.data()},
-      {low, 53, epoch.data()},
-      {half_low, 59, epoch.data()}};
-  for (const Precision precision : kPrecisions)
-    for (const bool clusters : {true, false}) {
-      const NetConfig config = step_network(precision);
-      const ParamLayout layout = lenet5_layout(config);
-      const int most = most_gathered_ahead(config, layout, clusters);
-      for (const cuda::DeviceAugmentation& augmentation : augmentations)
-        for (const auto [n, next] : {std::pair{16, 37}, std::pair{128, 128}, std::pair{16, most}}) {
-          const std::string what = std::string(to_string(precision)) +
-                                   (clusters ? " clusters " : " blocks ") + "augmentation " +
-                                   std::to_string(int(augmentation.settings.kind)) + " low " +
-                                   std::to_string(augmentation.settings.low_resolution) + " " +
-                                   std::to_string(n) + " then " + std::to_string(next);
-          const int max_batch = std::max(n, next);
-          cuda::TensorConvBackward convolutions(config, layout, max_batch);
-          cuda::TensorDenseBackward dense(config, layout, max_batch, clusters);
-          if (!dense.gathers_ahead(n, next)) {
-            EXPECT_NE(n, 16) << what << ": 37 samples fit any GPU's idle SMs";
-            continue;
-          }
-          const Batch batch = make_batch(n + next, 67);
-          const DeviceInputs in(batch, parameters(config, 71));
-          const Buffer<std::int32_t> indices = StepCase::permutation(n + next);
-          const cuda::BatchGather want_batch{in.pixels.data(),
-                                             in.labels.data(),
-                                             indices.data() + n,
-                                             augmentation,
-                                             pixel_scaling(config.input_scaling),
-                                             nullptr,
-                                             nullptr};
-          Buffer<float> want_field(Device::gpu, std::size_t(next) * kInputFloats);
-          Buffer<std::uint8_t> want_labels(Device::gpu, std::size_t(next));
-          cuda::BatchGather gather = want_batch;
-          gather.field = want_field.data();
-          gather.labels_out = want_labels.data();
-          cuda::gather_training_batch(gather, next, cudaStreamPerThread);
-          Buffer<float> got_field = test::poisoned(std::size_t(next) * kInputFloats);
-          Buffer<std::uint8_t> got_labels(Device::gpu, std::size_t(next));
-          cuda::GatherAhead ahead{want_batch, next};
-          ahead.batch.field = got_field.data();
-          ahead.batch.labels_out = got_labels.data();
-          Buffer<float> d4(Device::gpu, std::size_t(n) * 400);
-          convolutions.conv_forward(in.pixels.data(), n, in.params.data(), cudaStreamPerThread);
-          dense.forward(in.labels.data(), n, in.params.data(), convolutions.s4_rows(), d4.data(),
-                        cudaStreamPerThread, &ahead);
-          CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
-          EXPECT_EQ(test::download(got_field), test::download(want_field)) << what;
-          std::vector<std::uint8_t> got(static_cast<std::size_t>(next)), want(got.size());
-          got_labels.copy_to_host(got.data());
-          want_labels.copy_to_host(want.data());
-          EXPECT_EQ(got, want) << what;
-        }
-    }
-}
-
-// The dense forward launch's tiles and gathering blocks are never more than the GPU holds at once
-// (a block an SM; with clusters, the SMs that whole clusters of 4 fill): blocks past them would
-// start only as the first ones end, after the tiles where the gather augments. So a batch of one
-// tile (a block, or a cluster of 4) gathers ahead exactly the samples that the resident blocks it
-// leaves take two at a time, in both kernels.
-TEST(TensorDenseBackward, GathersAheadOnlyOnTheBlocksTheGpuHoldsAtOnce) {
-  LENET5_REQUIRE_GPU();
-  LENET5_REQUIRE_TF32();
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const NetConfig config = step_network(Precision::tf32);
-  for (const bool clusters : {true, false}) {
-    const cuda::TensorDenseBackward dense(config, lenet5_layout(config), 2 * sms, clusters);
-    const int resident = dense.resident_blocks();
-    const std::string what = clusters ? "clusters allowed" : "blocks";
-    EXPECT_GT(resident, 4) << what;
-    EXPECT_LE(resident, sms) << what << ": a block takes a whole SM";
-    if (!clusters) EXPECT_EQ(resident, sms) << what;
-    const int most = most_gathered_ahead(config, lenet5_layout(config), clusters);
-    ASSERT_EQ(most % 2, 0) << what << ": two samples a gathering block";
-    const int tile_blocks = resident - most / 2;
-    EXPECT_TRUE(tile_blocks == 1 || (clusters && tile_blocks == 4))
-        << what << ": the tile's blocks " << tile_blocks << " of " << resident;
-    EXPECT_EQ(resident % tile_blocks, 0) << what << ": whole clusters";
-  }
-}
-
-// Where a step gathers the next batch ahead: where the resident blocks its tiles leave take at most
-// two samples each (a batch of 8 after one of 8 everywhere; the GPU's SMs over again after a batch
-// whose tiles fill them all, never), in every precision; a step asked to gather ahead where it
-// does not is refused.
-TEST(TensorBackward, GathersAheadWhereTheIdleSmsTakeTwoSamplesEach) {
-  LENET5_REQUIRE_GPU();
-  LENET5_REQUIRE_TF32();
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int filling = 16 * sms;  // tiles of 16 (a block each, or 4 in a cluster) on every SM
-  for (const Precision precision : kPrecisions) {
-    const NetConfig config = step_network(precision);
-    const cuda::TensorBackward backward(config, lenet5_layout(config), filling);
-    EXPECT_TRUE(backward.gathers_ahead(8, 8)) << to_string(precision);
-    EXPECT_FALSE(backward.gathers_ahead(filling, sms)) << to_string(precision);
-  }
-  // A step of `filling` samples asked to gather the next `sms` ahead.
-  const NetConfig config = step_network(Precision::tf32);
-  const ParamLayout layout = lenet5_layout(config);
-  const Batch batch = make_batch(filling + sms, 59);
-  DeviceInputs in(batch, parameters(config, 61));
-  const Buffer<std::int32_t> indices = StepCase::permutation(filling + sms);
-  Buffer<float> fields[2] = {Buffer<float>(Device::gpu, std::size_t(filling) * kInputFloats),
-                             Buffer<float>(Device::gpu, std::size_t(sms) * kInputFloats)};
-  Buffer<std::uint8_t> labels[2] = {Buffer<std::uint8_t>(Device::gpu, std::size_t(filling)),
-                                    Buffer<std::uint8_t>(Device::gpu, std::size_t(sms))};
-  Buffer<float> gradients(Device::gpu, layout.buffer_floats);
-  const Buffer<float> lr = test::upload({0.07f});
-  const auto batch_of = [&](int step) {
-    return cuda::BatchGather{in.pixels.data(),
-                             in.labels.data(),
-                             indices.data() + (step == 0 ? 0 : filling),
-                             {},
-                             pixel_scaling(config.input_scaling),
-                             fields[step].data(),
-                             labels[step].data()};
-  };
-  const SgdSettings settings;
-  cuda::TensorBackward backward(config, layout, filling);
-  EXPECT_THROW(backward.train_step({batch_of(0), false, {batch_of(1), sms}}, filling,
-                                   {settings, lr.data(), in.params.data(), nullptr},
-                                   gradients.data(), cudaStreamPerThread),
+  const StepCase c{step_network(Precision::tf32), SgdSettings{}, 8};
+  const GatheredBatch batch(c);
+  DeviceInputs in(c.batch, c.params);
+  Buffer<float> gradients(Device::gpu, c.layout.buffer_floats);
+  cuda::TensorBackward backward(c.config, c.layout, 8);
+  const cuda::SgdStep step{c.settings, c.lr.data(), in.params.data(), nullptr};
+  EXPECT_THROW(backward.train_step(nullptr, batch.labels.data(), 8, step, gradients.data(),
+                                   cudaStreamPerThread),
                Error);
-}
-
-// Gathering the next batch into the buffers the step itself reads would overwrite its batch while
-// its kernels read it: refused before anything is launched.
-TEST(TensorBackward, GatheringAheadIntoTheStepsOwnBuffersIsRefused) {
-  LENET5_REQUIRE_GPU();
-  LENET5_REQUIRE_TF32();
-  const NetConfig config = step_network(Precision::fp32);
-  const ParamLayout layout = lenet5_layout(config);
-  const Batch batch = make_batch(8, 47);
-  DeviceInputs in(batch, parameters(config, 53));
-  const Buffer<std::int32_t> indices = StepCase::permutation(8);
-  Buffer<float> field(Device::gpu, 8 * kInputFloats), gradients(Device::gpu, layout.buffer_floats);
-  Buffer<std::uint8_t> labels(Device::gpu, 8);
-  const Buffer<float> lr = test::upload({0.07f});
-  const cuda::BatchGather own{
-      in.pixels.data(), in.labels.data(), indices.data(), {}, pixel_scaling(config.input_scaling),
-      field.data(),     labels.data()};
-  const SgdSettings settings;
-  cuda::TensorBackward backward(config, layout, 8);
-  const std::vector<float> before = test::download(in.params);
-  EXPECT_THROW(backward.train_step({own, false, {own, 8}}, 8,
-                                   {settings, lr.data(), in.params.data(), nullptr},
-                                   gradients.data(), cudaStreamPerThread),
+  EXPECT_THROW(backward.train_step(batch.field.data(), nullptr, 8, step, gradients.data(),
+                                   cudaStreamPerThread),
                Error);
   CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
-  EXPECT_EQ(test::download(in.params), before) << "a refused step changed the parameters";
+  EXPECT_EQ(test::download(in.params), c.params) << "a refused step changed the parameters";
 }
 
 // The pass as a CUDA graph captures it (as an epoch's graph does, capture_graph): its five kernels
