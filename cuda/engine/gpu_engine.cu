@@ -16,10 +16,11 @@
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
 // stages; with --kernels tensor, the steps enqueued together (an epoch's, in its graph) have their
-// batches gathered in one launch before the first, and a step is then TensorBackward::train_step's
-// five launches over its batch (cuda/engine/tensor_backward.cuh: each sample's loss in the dense
-// forward kernel, their sum and SGD's update in the last two), and evaluation runs the tensor
-// cores' forward pass (cuda/engine/tensor_forward.cuh).
+// batches gathered a few steps' in a launch, each launch on a side stream beside the steps before
+// (tensor_steps), and a step is TensorBackward::train_step's five launches over its batch
+// (cuda/engine/tensor_backward.cuh: each sample's loss in the dense forward kernel, their sum and
+// SGD's update in the last two), and evaluation runs the tensor cores' forward pass
+// (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -37,12 +38,22 @@
 #include "cuda/kernels/rbf.cuh"
 #include "cuda/runtime/buffer.hpp"
 #include "cuda/runtime/check.hpp"
+#include "cuda/runtime/streams.hpp"
 #include "engine/network.hpp"
 #include "engine/network_engine.hpp"
 #include "engine/optimizers.hpp"
 
 namespace lenet5 {
 namespace {
+
+// --kernels tensor's steps a gather launch gathers, the next chunk's beside the chunk before's
+// steps: fewer steps a launch put less of the gather before the epoch's first step and spread the
+// rest thinner beside the steps, more steps fewer launches and joins (docs/tensor-cores.md, "The
+// batches gathered beside the steps", compares the sizes).
+constexpr int kGatherChunkSteps = 4;
+// The chunks' slots: chunk k's batches go to slot k % 2, which chunk k + 2's gather writes again
+// only after chunk k's steps (it is branched from the main stream after them).
+constexpr int kGatherSlots = 2;
 
 class GpuEngine final : public NetworkEngine {
  public:
@@ -73,6 +84,10 @@ class GpuEngine final : public NetworkEngine {
     if (gpu_kernel_set(net.kernels).tensor_gradient) {
       m_tensor_backward =
           std::make_unique<cuda::TensorBackward>(net, m_network.layout(), batch_size);
+      for (auto& stream : m_gather_streams) stream = std::make_unique<cuda::SideStream>();
+      const std::size_t samples = std::size_t(kGatherSlots) * kGatherChunkSteps * batch_size;
+      m_chunk_field = Buffer<float>(Device::gpu, kInputFloats * samples);
+      m_chunk_labels = Buffer<std::uint8_t>(Device::gpu, samples);
       // The padding between tensors, which the tensor cores never write and the update reads
       // (between the dense layers' tensors).
       m_network.gradients().zero();
@@ -100,10 +115,6 @@ class GpuEngine final : public NetworkEngine {
       m_permutation = Buffer<std::int32_t>(Device::gpu, permutation.size());
       m_learning_rates = Buffer<float>(Device::gpu, steps);
       m_step_stats = Buffer<cuda::StepStats>(Device::gpu, steps);
-      if (m_tensor_backward) {
-        m_epoch_field = Buffer<float>(Device::gpu, kInputFloats * permutation.size());
-        m_epoch_labels = Buffer<std::uint8_t>(Device::gpu, permutation.size());
-      }
     } else {
       m_step_stats.zero();
     }
@@ -186,30 +197,55 @@ class GpuEngine final : public NetworkEngine {
                                 cuda::kDefaultStream);
   }
 
-  // --kernels tensor's steps [first_step, end_step): their samples gathered in one launch, each
-  // at its place in the permutation in m_epoch_field and m_epoch_labels, so that the gather runs on
-  // the whole GPU once rather than beside each step's kernels; then each step's batch-mean gradient
-  // on the tensor cores over its batch so gathered, with the step's loss statistics (counted from
-  // the same forward pass), and SGD's update in the gradient's last two launches (the whole-step
-  // set's rule: SGD only, which the constructor checked).
+  // --kernels tensor's steps [first_step, end_step), in chunks of kGatherChunkSteps steps: each
+  // chunk's samples gathered in one launch into its slot of m_chunk_field and m_chunk_labels, the
+  // first chunk's before its steps, each later one's on a side stream beside the chunk before's
+  // steps (in an epoch's graph, a parallel branch), so that the gathers run on the SMs the steps
+  // leave idle; then each step's batch-mean gradient on the tensor cores over its batch so
+  // gathered, with the step's loss statistics (counted from the same forward pass), and SGD's
+  // update in the gradient's last two launches (the whole-step set's rule: SGD only, which the
+  // constructor checked).
   void tensor_steps(int first_step, int end_step) {
     const int n = int(m_permutation.size());
-    const int first = first_step * m_batch, end = std::min(n, end_step * m_batch);
-    cuda::gather_training_batch(epoch_batch(first), end - first, cuda::kDefaultStream);
-    for (int step = first_step; step < end_step; ++step) {
-      const cuda::BatchGather batch = epoch_batch(step * m_batch);
-      const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
-                              m_state.find(kMomentumState)};
-      m_tensor_backward->train_step(
-          batch.field, batch.labels_out, std::min(m_batch, n - step * m_batch), sgd,
-          m_network.gradients().data(), cuda::kDefaultStream, m_step_stats.data() + step);
+    constexpr int chunk = kGatherChunkSteps;
+    // Step s's batch: chunk k = (s - first_step) / chunk's slot, at the step's place in the chunk.
+    const auto batch_of = [&](int step) {
+      const int k = step - first_step;
+      const std::size_t sample =
+          std::size_t(k / chunk % kGatherSlots * chunk + k % chunk) * m_batch;
+      return batch_from(step * m_batch, m_chunk_field.data() + sample * kInputFloats,
+                        m_chunk_labels.data() + sample);
+    };
+    const auto gather_chunk = [&](int from, cudaStream_t stream) {
+      const int end = std::min(n, std::min(end_step, from + chunk) * m_batch);
+      cuda::gather_training_batch(batch_of(from), end - from * m_batch, stream);
+    };
+    cuda::SideStream& side = gather_stream();
+    gather_chunk(first_step, cuda::kDefaultStream);
+    for (int from = first_step; from < end_step; from += chunk) {
+      const int to = std::min(end_step, from + chunk);
+      if (to < end_step) {
+        side.branch_from(cuda::kDefaultStream);
+        gather_chunk(to, side.get());
+      }
+      for (int step = from; step < to; ++step) {
+        const cuda::BatchGather batch = batch_of(step);
+        const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step,
+                                m_network.parameters().data(), m_state.find(kMomentumState)};
+        m_tensor_backward->train_step(
+            batch.field, batch.labels_out, std::min(m_batch, n - step * m_batch), sgd,
+            m_network.gradients().data(), cuda::kDefaultStream, m_step_stats.data() + step);
+      }
+      if (to < end_step) side.join_into(cuda::kDefaultStream);
     }
   }
 
-  // The samples from `first` of the permutation at their place in the epoch's buffers.
-  cuda::BatchGather epoch_batch(int first) {
-    return batch_from(first, m_epoch_field.data() + std::size_t(first) * kInputFloats,
-                      m_epoch_labels.data() + first);
+  // The calling thread's gather stream: GraphExec::run has one thread launch a first epoch while
+  // another captures it, each on its own per-thread stream, so each takes a side stream of its own.
+  cuda::SideStream& gather_stream() {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(cuda::kDefaultStream, &status));
+    return *m_gather_streams[status == cudaStreamCaptureStatusActive ? 1 : 0];
   }
 
   // The output layer's loss over the network's last forward pass (softmax_cross_entropy or the
@@ -249,10 +285,11 @@ class GpuEngine final : public NetworkEngine {
   PhaseMarks* m_marks;
   Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
-  // --kernels tensor only: an epoch's samples in the permutation's order, as the steps read them
-  // (kInputFloats a sample: 225 MB for MNIST's 55,000 training images not held out).
-  Buffer<float> m_epoch_field;
-  Buffer<std::uint8_t> m_epoch_labels;
+  // --kernels tensor only: the gathered batches of kGatherSlots chunks of steps (tensor_steps), and
+  // the side streams that gather them (gather_stream()).
+  Buffer<float> m_chunk_field;
+  Buffer<std::uint8_t> m_chunk_labels;
+  std::unique_ptr<cuda::SideStream> m_gather_streams[2];
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;            // the whole-step kernel set only
   std::unique_ptr<cuda::TensorForward> m_tensor_forward;    // --kernels tensor only
