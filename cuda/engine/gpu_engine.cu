@@ -54,6 +54,9 @@ constexpr int kGatherChunkSteps = 4;
 // The chunks' slots: chunk k's batches go to slot k % 2, which chunk k + 2's gather writes again
 // only after chunk k's steps (it is branched from the main stream after them).
 constexpr int kGatherSlots = 2;
+// The threads that enqueue an epoch's steps at once (GraphExec::run: the one that launches a first
+// epoch and the one that captures it), each with a gather stream of its own.
+constexpr int kEnqueuingThreads = 2;
 
 class GpuEngine final : public NetworkEngine {
  public:
@@ -206,6 +209,7 @@ class GpuEngine final : public NetworkEngine {
   // update in the gradient's last two launches (the whole-step set's rule: SGD only, which the
   // constructor checked).
   void tensor_steps(int first_step, int end_step) {
+    if (first_step >= end_step) return;  // no steps, no batch to gather
     const int n = int(m_permutation.size());
     constexpr int chunk = kGatherChunkSteps;
     // Step s's batch: chunk k = (s - first_step) / chunk's slot, at the step's place in the chunk.
@@ -289,7 +293,7 @@ class GpuEngine final : public NetworkEngine {
   // the side streams that gather them (gather_stream()).
   Buffer<float> m_chunk_field;
   Buffer<std::uint8_t> m_chunk_labels;
-  std::unique_ptr<cuda::SideStream> m_gather_streams[2];
+  std::unique_ptr<cuda::SideStream> m_gather_streams[kEnqueuingThreads];
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;            // the whole-step kernel set only
   std::unique_ptr<cuda::TensorForward> m_tensor_forward;    // --kernels tensor only

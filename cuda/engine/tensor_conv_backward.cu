@@ -168,8 +168,9 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   float* rec = args.records + std::size_t(sample) * record::floats;
   std::uint8_t* which2 = reinterpret_cast<std::uint8_t*>(rec + record::which2);
   std::uint8_t* which4 = reinterpret_cast<std::uint8_t*>(rec + record::which4);
-  // The weights' reads are issued first and the sample's field with them, all at once, and
-  // written after.
+  // The weights' reads are issued first and the sample's field with them, all in flight at once,
+  // so that the kernel waits for one round trip to L2 where reads one after another waited for
+  // several; each is written to shared memory after.
   ConvWeightReads<R> weights;
   weights.read(args.in);
   const bool reads_field = args.in.field != nullptr;

@@ -33,7 +33,7 @@ void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labe
 
 // A training step's batch: the samples images[indices[i]] of the training set and their labels,
 // augmented where `augmentation` is enabled, into `field` (n, 1, 32, 32) and `labels_out` (n).
-// gather_training_batch gathers it (for --kernels tensor, an epoch's batches in one launch).
+// gather_training_batch gathers it (for --kernels tensor, a few steps' batches in a launch).
 struct BatchGather {
   const std::uint8_t* images;
   const std::uint8_t* labels;

@@ -20,7 +20,7 @@ namespace lenet5::cuda {
 // images[source] (28 x 28 bytes) normalised under `scaling` and padded by 2 (fill_input_field),
 // augmented first where `augmentation` is enabled (augment_sample, keyed by `source`, its scratch
 // in shared memory): store(i, value) for each of the field's 32 x 32 values, by `team` (the whole
-// block, or a part of it with its own barrier: cuda/kernels/thread_team.cuh).
+// block: cuda/kernels/thread_team.cuh).
 template <class Store>
 __device__ void gather_sample(const std::uint8_t* images, std::uint32_t source,
                               const DeviceAugmentation& augmentation, PixelScaling scaling,
@@ -37,9 +37,8 @@ __device__ void gather_sample(const std::uint8_t* images, std::uint32_t source,
 
 // batch's sample `sample` (BatchGather) by `team`: its field through
 // gather_sample into its row of batch.field, where also(i, value) sees each value as it is stored
-// (the convolutions' forward kernel keeps a rounded copy for its products), and its label into
-// batch.labels_out where both label pointers are set. The one body of every kernel that gathers a
-// training batch's augmented samples, so that they give the same bits.
+// (for a kernel that would keep a copy; gather_augmented_batch's keeps none), and its label into
+// batch.labels_out where both label pointers are set.
 template <class Also>
 __device__ void gather_batch_sample(const BatchGather& batch, int sample, AugmentScratch& scratch,
                                     const ThreadTeam& team, Also also) {

@@ -1,5 +1,5 @@
-// The layers' current stream (per thread) and the side stream that Network::backward branches the
-// weight gradients onto (streams.hpp).
+// The layers' current stream (per thread) and the side streams that work branches onto
+// (streams.hpp): Network::backward's weight gradients, the tensor-core engine's gathers.
 #include "cuda/runtime/streams.hpp"
 
 #include "cuda/runtime/check.hpp"

@@ -597,6 +597,7 @@ struct GatheredBatch {
                                  field.data(),
                                  labels.data()},
                                 c.n, cudaStreamPerThread);
+    CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));  // before `in` is freed
   }
 };
 
