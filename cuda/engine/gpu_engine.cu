@@ -48,9 +48,9 @@ namespace {
 
 // --kernels tensor's steps a gather launch gathers, the next chunk's beside the chunk before's
 // steps: fewer steps a launch put less of the gather before the epoch's first step and spread the
-// rest thinner beside the steps, more steps fewer launches and joins (docs/tensor-cores.md, "The
-// batches gathered beside the steps", compares the sizes).
-constexpr int kGatherChunkSteps = 4;
+// rest thinner beside the steps, more steps fewer launches and joins. One step a chunk measured
+// shortest (docs/tensor-cores.md, "The batches gathered beside the steps", compares the sizes).
+constexpr int kGatherChunkSteps = 1;
 // The chunks' slots: chunk k's batches go to slot k % 2, which chunk k + 2's gather writes again
 // only after chunk k's steps (it is branched from the main stream after them).
 constexpr int kGatherSlots = 2;

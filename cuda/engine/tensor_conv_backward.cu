@@ -175,12 +175,13 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvF
   weights.read(args.in);
   const bool reads_field = args.in.field != nullptr;
   GlobalReads<kWarpX, kThreads> field;
-  if (reads_field) field.read(args.in.field + std::size_t(sample) * kWarpX, int(threadIdx.x));
-  if (reads_field)
+  if (reads_field) {
+    field.read(args.in.field + std::size_t(sample) * kWarpX, int(threadIdx.x));
     field.each(int(threadIdx.x),
                [shared](int i, float value) { shared[F::x + i] = Operands<R>::stored(value); });
-  else
+  } else {
     load_sample<R>(args.in, sample, shared + F::x, int(threadIdx.x), kThreads);
+  }
   weights.write(shared, F::w1, F::w3, F::s2_bias, F::s4_bias);
   __syncthreads();
   c1_s2<R, A, P, kS2Row>(shared + F::x, shared + F::w1, shared + F::s2_bias, shared + F::a2, lane,

@@ -1,6 +1,6 @@
 // The augmentation on the device (core/augment.hpp says what it is; data/augment.hpp holds the
 // double reference it is tested against). One team of threads (the block:
-// cuda/kernels/thread_team.cuh) augments one sample: the same draws from the
+// cuda/kernels/block_team.cuh) augments one sample: the same draws from the
 // same keys, the affine map in double as on the host, the elastic field and the resampling in
 // float. Two callers share it: the whole-step kernels fold it into their input gather, and
 // gather_sample (cuda/kernels/gather_sample.cuh) into gather_augmented_batch's (the book, fast and
@@ -11,7 +11,7 @@
 
 #include "core/augment.hpp"
 #include "core/shapes.hpp"
-#include "cuda/kernels/thread_team.cuh"
+#include "cuda/kernels/block_team.cuh"
 
 namespace lenet5::cuda {
 
@@ -125,9 +125,8 @@ __device__ constexpr int item_first(int item) {
 }
 
 // Along x: rows of `noise` into `along_x` (both kAugmentRowStride apart), by `team`.
-template <class Team>
-__device__ void smooth_along_x(const float* noise, float* along_x, const float* taps, int radius,
-                               const Team& team) {
+__device__ inline void smooth_along_x(const float* noise, float* along_x, const float* taps,
+                                      int radius, const BlockTeam& team) {
   for (int item = team.thread(); item < kPassItems; item += team.size) {
     const int line = item_line(item), first = item_first(item);
     const int row_start = line / kImageSide * kAugmentPlane + line % kImageSide * kAugmentRowStride;
@@ -139,9 +138,8 @@ __device__ void smooth_along_x(const float* noise, float* along_x, const float* 
 }
 
 // Along y: columns of `along_x` into `field` (rows kImageSide apart), by `team`.
-template <class Team>
-__device__ void smooth_along_y(const float* along_x, float* field, const float* taps, int radius,
-                               const Team& team) {
+__device__ inline void smooth_along_y(const float* along_x, float* field, const float* taps,
+                                      int radius, const BlockTeam& team) {
   for (int item = team.thread(); item < kPassItems; item += team.size) {
     const int line = item_line(item), first = item_first(item);
     const int axis = line / kImageSide, column = line % kImageSide;
@@ -158,18 +156,18 @@ __device__ void smooth_along_y(const float* along_x, float* field, const float* 
 
 // Augments `image` (28 x 28 bytes in global memory), sample `sample` of the current epoch, and
 // calls store(p, grey) for every pixel p of the 28 x 28 result (grey in [0, 255], not rounded),
-// by `team` (the block, or a part of it: cuda/kernels/thread_team.cuh; "the block" below is the
-// team). Every thread of the team must call it (it synchronises the team). aug must be enabled.
+// by `team` (the block: cuda/kernels/block_team.cuh). Every thread of the block must call it (it
+// synchronises the block). aug must be enabled.
 // The serial parts run beside the parallel ones: the affine map's six terms on lane 0 of the
 // block's first six warps at once (fewer warps take several) beside the noise's draws (with 12
 // warps or more, drawn by the warps past those six only) and the taps (on the last threads); then
 // the map (and the resolution stage's side) and the field's scale each on one thread of the last
 // two warps, while the rest smooth the field (with 512 threads those two have no smoothing of
 // their own; with 256 they have one run each). Each value is the same whatever the team's size.
-// The index arithmetic keeps the team's own types (signed or unsigned: thread_team.cuh says why).
-template <class Team, class Store>
+// The index arithmetic keeps the team's unsigned types (block_team.cuh says why).
+template <class Store>
 __device__ void augment_sample(const std::uint8_t* image, const DeviceAugmentation& aug,
-                               std::uint32_t sample, AugmentScratch& scratch, const Team& team,
+                               std::uint32_t sample, AugmentScratch& scratch, const BlockTeam& team,
                                Store store) {
   const AugmentSettings& s = aug.settings;
   const AugmentRandom random(aug.seed, *aug.epoch, sample);

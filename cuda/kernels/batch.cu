@@ -25,7 +25,7 @@ __global__ void gather_batch_kernel1(const std::uint8_t* images, const std::uint
   const std::size_t source = indices ? std::size_t(indices[i]) : std::size_t(i);
   const std::uint8_t* image = images + source * kImageBytes;
   float* field = out + std::size_t(i) * kFieldPixels;  // (1, 32, 32)
-  fill_input_field(image, /*border_only=*/false, scaling, ThreadTeam::whole_block(int(blockDim.x)),
+  fill_input_field(image, /*border_only=*/false, scaling, BlockTeam{blockDim.x},
                    [field](int p, float value) { field[p] = value; });
   if (threadIdx.x == 0 && labels && labels_out) labels_out[i] = labels[source];
 }
@@ -43,7 +43,7 @@ __global__ void gather_augmented_batch_kernel(BatchGather batch) {
   // Raw storage: the struct's default member initialisers cannot run for __shared__ memory.
   __shared__ alignas(16) unsigned char storage[sizeof(AugmentScratch)];
   gather_batch_sample(batch, int(blockIdx.x), *reinterpret_cast<AugmentScratch*>(storage),
-                      ThreadTeam::whole_block(int(blockDim.x)), [](int, float) {});
+                      BlockTeam{blockDim.x});
 }
 
 void gather_augmented_batch(const std::uint8_t* images, const std::uint8_t* labels,

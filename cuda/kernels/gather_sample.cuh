@@ -20,11 +20,11 @@ namespace lenet5::cuda {
 // images[source] (28 x 28 bytes) normalised under `scaling` and padded by 2 (fill_input_field),
 // augmented first where `augmentation` is enabled (augment_sample, keyed by `source`, its scratch
 // in shared memory): store(i, value) for each of the field's 32 x 32 values, by `team` (the whole
-// block: cuda/kernels/thread_team.cuh).
+// block: cuda/kernels/block_team.cuh).
 template <class Store>
 __device__ void gather_sample(const std::uint8_t* images, std::uint32_t source,
                               const DeviceAugmentation& augmentation, PixelScaling scaling,
-                              AugmentScratch& scratch, const ThreadTeam& team, Store store) {
+                              AugmentScratch& scratch, const BlockTeam& team, Store store) {
   const std::uint8_t* image = images + std::size_t(source) * kImageBytes;
   const bool augmented = augmentation.enabled();
   fill_input_field(image, /*border_only=*/augmented, scaling, team, store);
@@ -35,20 +35,14 @@ __device__ void gather_sample(const std::uint8_t* images, std::uint32_t source,
                    });
 }
 
-// batch's sample `sample` (BatchGather) by `team`: its field through
-// gather_sample into its row of batch.field, where also(i, value) sees each value as it is stored
-// (for a kernel that would keep a copy; gather_augmented_batch's keeps none), and its label into
-// batch.labels_out where both label pointers are set.
-template <class Also>
-__device__ void gather_batch_sample(const BatchGather& batch, int sample, AugmentScratch& scratch,
-                                    const ThreadTeam& team, Also also) {
+// batch's sample `sample` (BatchGather) by `team`: its field through gather_sample into its row of
+// batch.field, and its label into batch.labels_out where both label pointers are set.
+__device__ inline void gather_batch_sample(const BatchGather& batch, int sample,
+                                           AugmentScratch& scratch, const BlockTeam& team) {
   const std::uint32_t source = std::uint32_t(batch.indices[sample]);
   float* row = batch.field + std::size_t(sample) * kInputFloats;
   gather_sample(batch.images, source, batch.augmentation, batch.scaling, scratch, team,
-                [row, &also](int i, float value) {
-                  row[i] = value;
-                  also(i, value);
-                });
+                [row](int i, float value) { row[i] = value; });
   if (team.thread() == 0 && batch.labels && batch.labels_out)
     batch.labels_out[sample] = batch.labels[source];
 }

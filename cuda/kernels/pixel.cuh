@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "core/shapes.hpp"
-#include "cuda/kernels/thread_team.cuh"
+#include "cuda/kernels/block_team.cuh"
 
 namespace lenet5::cuda {
 
@@ -31,8 +31,8 @@ __device__ inline int field_index(int image_pixel) {
 // 240 values) through store(i, background), by a team's threads (thread t takes values t,
 // t + team.size, ...): each border value found from its own index, where a walk over the 1,024
 // tested each whether it was inside.
-template <class Team, class Store>
-__device__ void fill_field_border(float background, const Team& team, Store store) {
+template <class Store>
+__device__ void fill_field_border(float background, const BlockTeam& team, Store store) {
   constexpr int kBandValues = 2 * kPad * kInputSide;  // rows 0-1 and 30-31
   constexpr int kSideValues = kImageSide * 2 * kPad;  // rows 2-29's four border columns
   for (int b = int(team.thread()); b < kBandValues + kSideValues; b += int(team.size)) {
@@ -53,9 +53,9 @@ __device__ void fill_field_border(float background, const Team& team, Store stor
 // A team's threads (thread t takes pixels t, t + team.size, ...) write the padded input field
 // through store(i, value): the background in the border and, unless the caller writes the image
 // itself (an augmented one, through field_index), the normalised image inside it.
-template <class Team, class Store>
+template <class Store>
 __device__ void fill_input_field(const std::uint8_t* image, bool border_only, PixelScaling scaling,
-                                 const Team& team, Store store) {
+                                 const BlockTeam& team, Store store) {
   const float background = normalise_pixel_device(0, scaling);
   if (border_only) {
     fill_field_border(background, team, store);
