@@ -16,10 +16,10 @@
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
 // stages; with --kernels tensor, the steps enqueued together (an epoch's, in its graph) have their
-// batches gathered a few steps' in a launch, each launch on a side stream beside the steps before
-// (tensor_steps), and a step is TensorBackward::train_step's five launches over its batch
-// (cuda/engine/tensor_backward.cuh: each sample's loss in the dense forward kernel, their sum and
-// SGD's update in the last two), and evaluation runs the tensor cores' forward pass
+// batches gathered a chunk of kGatherChunkSteps steps' in a launch, each launch on a side stream
+// beside the steps before (tensor_steps), and a step is TensorBackward::train_step's five launches
+// over its batch (cuda/engine/tensor_backward.cuh: each sample's loss in the dense forward kernel,
+// their sum and SGD's update in the last two), and evaluation runs the tensor cores' forward pass
 // (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <string>
@@ -48,8 +48,8 @@ namespace {
 
 // --kernels tensor's steps a gather launch gathers, the next chunk's beside the chunk before's
 // steps: fewer steps a launch put less of the gather before the epoch's first step and spread the
-// rest thinner beside the steps, more steps fewer launches and joins. One step a chunk measured
-// shortest (docs/tensor-cores.md, "The batches gathered beside the steps", compares the sizes).
+// rest thinner beside the steps, more steps fewer launches and joins (docs/tensor-cores.md, "The
+// batches gathered beside the steps", compares the sizes).
 constexpr int kGatherChunkSteps = 1;
 // The chunks' slots: chunk k's batches go to slot k % 2, which chunk k + 2's gather writes again
 // only after chunk k's steps (it is branched from the main stream after them).

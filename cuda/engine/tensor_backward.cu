@@ -381,7 +381,8 @@ __global__ void __launch_bounds__(kDenseThreads, 1)
 // tile; C5's weights read from L2, the later layers' staged in shared memory meanwhile), then the
 // tile's records and each sample's loss and correctness. dL/dS4 is tensor_s4_gradient_kernel1's;
 // the products over the whole batch (the weight gradients) and the step's statistics are
-// tensor_step_gradient_kernel1's.
+// dense_gradient_block's (tensor_dense_gradient.cuh: in a training step, blocks of the
+// convolutions' backward launch).
 // Thread block clusters need compute capability 9.0: GPUs without them run kernel2.
 template <Precision R, Activation A>
 __global__ void __launch_bounds__(kDenseThreads, 1)
