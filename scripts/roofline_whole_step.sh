@@ -105,7 +105,8 @@ case "$kernels" in
   tensor)
     # 6 a step (gpu_engine.cu's tensor_steps, TensorBackward::train_step): the batch's gather
     # (gather_augmented_batch_kernel or gather_batch_kernel1, a launch a step on a side stream
-    # since kGatherChunkSteps is 1; a launch every four steps from be7527b to f1555f7), then
+    # since f1555f7, since 2026-12-02 behind the step before's tensor_conv_forward_kernel2; a
+    # launch every four steps from be7527b to f1555f7), then
     # tensor_conv_forward_kernel2 (which gathered the batch itself from 42b16b6 to 60291af; before
     # it, tensor_conv_forward_kernel1 read a field that gather_batch_kernel1 or
     # gather_augmented_batch_kernel had written, a launch of its own), tensor_dense_forward_kernel3 (a cluster of 4 blocks a tile; kernel2, a block a

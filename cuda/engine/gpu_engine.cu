@@ -15,13 +15,14 @@
 //
 // With the whole-step kernel set a step is two launches instead (cuda/engine/whole_step.cuh): the
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
-// stages; with --kernels tensor, the steps enqueued together (an epoch's, in its graph) have their
-// batches gathered a chunk of kGatherChunkSteps steps' in a launch, each launch on a side stream
-// beside the steps before (tensor_steps), and a step is TensorBackward::train_step's five launches
+// stages; with --kernels tensor, the steps enqueued together (an epoch's, in its graph) have each
+// batch gathered in a launch on a side stream beside the step before (tensor_steps), and a step is
+// TensorBackward::train_step's five launches
 // over its batch (cuda/engine/tensor_backward.cuh: each sample's loss in the dense forward kernel,
 // their sum and SGD's update in the last two), and evaluation runs the tensor cores' forward pass
 // (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,13 +47,9 @@
 namespace lenet5 {
 namespace {
 
-// --kernels tensor's steps a gather launch gathers, the next chunk's beside the chunk before's
-// steps: fewer steps a launch put less of the gather before the epoch's first step and spread the
-// rest thinner beside the steps, more steps fewer launches and joins (docs/tensor-cores.md, "The
-// batches gathered beside the steps", compares the sizes).
-constexpr int kGatherChunkSteps = 1;
-// The chunks' slots: chunk k's batches go to slot k % 2, which chunk k + 2's gather writes again
-// only after chunk k's steps (it is branched from the main stream after them).
+// --kernels tensor's gathered batches: step k of the steps enqueued together takes slot k % 2,
+// which step k + 2's gather writes again only after step k's launches (it is branched from the main
+// stream after them).
 constexpr int kGatherSlots = 2;
 // The threads that enqueue an epoch's steps at once (GraphExec::run: the one that launches a first
 // epoch and the one that captures it), each with a gather stream of its own.
@@ -88,9 +85,9 @@ class GpuEngine final : public NetworkEngine {
       m_tensor_backward =
           std::make_unique<cuda::TensorBackward>(net, m_network.layout(), batch_size);
       for (auto& stream : m_gather_streams) stream = std::make_unique<cuda::SideStream>();
-      const std::size_t samples = std::size_t(kGatherSlots) * kGatherChunkSteps * batch_size;
-      m_chunk_field = Buffer<float>(Device::gpu, kInputFloats * samples);
-      m_chunk_labels = Buffer<std::uint8_t>(Device::gpu, samples);
+      const std::size_t samples = std::size_t(kGatherSlots) * batch_size;
+      m_gathered_field = Buffer<float>(Device::gpu, kInputFloats * samples);
+      m_gathered_labels = Buffer<std::uint8_t>(Device::gpu, samples);
       // The padding between tensors, which the tensor cores never write and the update reads
       // (between the dense layers' tensors).
       m_network.gradients().zero();
@@ -200,47 +197,41 @@ class GpuEngine final : public NetworkEngine {
                                 cuda::kDefaultStream);
   }
 
-  // --kernels tensor's steps [first_step, end_step), in chunks of kGatherChunkSteps steps: each
-  // chunk's samples gathered in one launch into its slot of m_chunk_field and m_chunk_labels, the
-  // first chunk's before its steps, each later one's on a side stream beside the chunk before's
-  // steps (in an epoch's graph, a parallel branch), so that the gathers run on the SMs the steps
-  // leave idle; then each step's batch-mean gradient on the tensor cores over its batch so
-  // gathered, with the step's loss statistics (counted from the same forward pass), and SGD's
-  // update in the gradient's last two launches (the whole-step set's rule: SGD only, which the
-  // constructor checked).
+  // --kernels tensor's steps [first_step, end_step): each step's samples gathered in one launch
+  // into its slot of m_gathered_field and m_gathered_labels, the first step's before it, each later
+  // one's on a side stream branched from the main stream once the step before has launched its
+  // convolutions' forward kernel (in an epoch's graph, a parallel branch), so that the gather runs
+  // on the SMs the rest of that step leaves idle rather than beside the one kernel that takes them
+  // all (docs/tensor-cores.md, "The next batch's gather behind the convolutions' forward kernel");
+  // then each step's batch-mean gradient on the tensor cores over its batch so gathered, with the
+  // step's loss statistics (counted from the same forward pass), and SGD's update in the
+  // gradient's last two launches (the whole-step set's rule: SGD only, which the constructor
+  // checked).
   void tensor_steps(int first_step, int end_step) {
     if (first_step >= end_step) return;  // no steps, no batch to gather
     const int n = int(m_permutation.size());
-    constexpr int chunk = kGatherChunkSteps;
-    // Step s's batch: chunk k = (s - first_step) / chunk's slot, at the step's place in the chunk.
+    const auto samples_of = [&](int step) { return std::min(m_batch, n - step * m_batch); };
     const auto batch_of = [&](int step) {
-      const int k = step - first_step;
-      const std::size_t sample =
-          std::size_t(k / chunk % kGatherSlots * chunk + k % chunk) * m_batch;
-      return batch_from(step * m_batch, m_chunk_field.data() + sample * kInputFloats,
-                        m_chunk_labels.data() + sample);
-    };
-    const auto gather_chunk = [&](int from, cudaStream_t stream) {
-      const int end = std::min(n, std::min(end_step, from + chunk) * m_batch);
-      cuda::gather_training_batch(batch_of(from), end - from * m_batch, stream);
+      const std::size_t sample = std::size_t((step - first_step) % kGatherSlots) * m_batch;
+      return batch_from(step * m_batch, m_gathered_field.data() + sample * kInputFloats,
+                        m_gathered_labels.data() + sample);
     };
     cuda::SideStream& side = gather_stream();
-    gather_chunk(first_step, cuda::kDefaultStream);
-    for (int from = first_step; from < end_step; from += chunk) {
-      const int to = std::min(end_step, from + chunk);
-      if (to < end_step) {
+    cuda::gather_training_batch(batch_of(first_step), samples_of(first_step), cuda::kDefaultStream);
+    for (int step = first_step; step < end_step; ++step) {
+      const int next = step + 1;
+      const auto gather_next = [&] {
         side.branch_from(cuda::kDefaultStream);
-        gather_chunk(to, side.get());
-      }
-      for (int step = from; step < to; ++step) {
-        const cuda::BatchGather batch = batch_of(step);
-        const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step,
-                                m_network.parameters().data(), m_state.find(kMomentumState)};
-        m_tensor_backward->train_step(
-            batch.field, batch.labels_out, std::min(m_batch, n - step * m_batch), sgd,
-            m_network.gradients().data(), cuda::kDefaultStream, m_step_stats.data() + step);
-      }
-      if (to < end_step) side.join_into(cuda::kDefaultStream);
+        cuda::gather_training_batch(batch_of(next), samples_of(next), side.get());
+      };
+      const cuda::BatchGather batch = batch_of(step);
+      const cuda::SgdStep sgd{m_sgd, m_learning_rates.data() + step, m_network.parameters().data(),
+                              m_state.find(kMomentumState)};
+      m_tensor_backward->train_step(batch.field, batch.labels_out, samples_of(step), sgd,
+                                    m_network.gradients().data(), cuda::kDefaultStream,
+                                    m_step_stats.data() + step,
+                                    next < end_step ? gather_next : std::function<void()>{});
+      if (next < end_step) side.join_into(cuda::kDefaultStream);
     }
   }
 
@@ -289,10 +280,10 @@ class GpuEngine final : public NetworkEngine {
   PhaseMarks* m_marks;
   Buffer<float> m_input;
   Buffer<std::uint8_t> m_labels;
-  // --kernels tensor only: the gathered batches of kGatherSlots chunks of steps (tensor_steps), and
-  // the side streams that gather them (gather_stream()).
-  Buffer<float> m_chunk_field;
-  Buffer<std::uint8_t> m_chunk_labels;
+  // --kernels tensor only: the gathered batches of kGatherSlots steps (tensor_steps), and the side
+  // streams that gather them (gather_stream()).
+  Buffer<float> m_gathered_field;
+  Buffer<std::uint8_t> m_gathered_labels;
   std::unique_ptr<cuda::SideStream> m_gather_streams[kEnqueuingThreads];
   Buffer<float> m_dL_dlogits;
   std::unique_ptr<cuda::WholeStep> m_whole_step;            // the whole-step kernel set only

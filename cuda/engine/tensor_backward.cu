@@ -691,15 +691,16 @@ void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* l
 
 void TensorBackward::train_step(const float* field, const std::uint8_t* labels, int n,
                                 const SgdStep& step, float* gradients, cudaStream_t stream,
-                                StepStats* stats) {
+                                StepStats* stats, const std::function<void()>& after_conv_forward) {
   if (!field || !labels)
     throw Error("internal: a training step needs its batch's field and labels");
-  run(nullptr, labels, n, step.params, gradients, stream, field, stats, &step);
+  run(nullptr, labels, n, step.params, gradients, stream, field, stats, &step, after_conv_forward);
 }
 
 void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels, int n,
                          const float* params, float* gradients, cudaStream_t stream,
-                         const float* field, StepStats* stats, const SgdStep* step) {
+                         const float* field, StepStats* stats, const SgdStep* step,
+                         const std::function<void()>& after_conv_forward) {
   // The dense weight gradients run in the convolutions' backward launch, on the SMs its samples
   // leave room on (they need nothing it computes), and the last launch only adds the slots.
   // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it. Two kernels
@@ -713,6 +714,7 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
   m_dense.check_params(params);  // before the step's first launch
   m_conv.conv_forward(images, n, params, stream, field);
+  if (after_conv_forward) after_conv_forward();
   m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream);
   m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field, &dense);
   m_dense.add_conv_slots(n, gradients, stream, m_conv.partials(), step);

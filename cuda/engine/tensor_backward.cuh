@@ -54,6 +54,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "core/layout.hpp"
 #include "core/net_config.hpp"
@@ -216,8 +217,12 @@ class TensorBackward {
   // sgd_step (tested), in five launches where those make six, where the padding between tensors
   // is zero in the parameters, the velocity and `gradients` (the engine's buffers are: SGD's kernel
   // keeps it zero, and this step leaves it alone). Nothing waits for the device.
+  // after_conv_forward, where given, is called once the convolutions' forward kernel is launched
+  // and before the next launch: where work queued on another stream should start behind that
+  // kernel, which takes every SM, rather than beside it (the engine's gather of the next batch).
   void train_step(const float* field, const std::uint8_t* labels, int n, const SgdStep& step,
-                  float* gradients, cudaStream_t stream, StepStats* stats = nullptr);
+                  float* gradients, cudaStream_t stream, StepStats* stats = nullptr,
+                  const std::function<void()>& after_conv_forward = {});
   // Whether each of its launches is a programmatic dependent launch of the one before
   // (dependent_launch.cuh): where its kernels were built for compute capability 9.0.
   bool launches_programmatic() const {
@@ -225,10 +230,11 @@ class TensorBackward {
   }
 
  private:
-  // The five kernels; the last two apply `step` where it is not null.
+  // The five kernels; the last two apply `step` where it is not null. after_conv_forward as
+  // train_step takes it.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
-           const SgdStep* step);
+           const SgdStep* step, const std::function<void()>& after_conv_forward = {});
 
   TensorDenseBackward m_dense;
   TensorConvBackward m_conv;

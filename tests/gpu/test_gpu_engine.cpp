@@ -616,10 +616,10 @@ TEST_F(GpuEngine, ShortLastBatchTrainsLikeTheCpuEngine) {
 //    must read 1 from the buffer: a value frozen at capture would give epoch 0's images);
 //  - an epoch 1 that repeats epoch 0's key with epoch 1's order ends elsewhere (the images
 //    differ, not only the order), and so does a run without augmentation.
-// For the tensor-core set the graph's epoch gathers its steps' batches a chunk of steps a launch
-// (gpu_engine.cu's kGatherChunkSteps), each chunk's but the first on a side stream beside the
-// chunk before's steps, into two chunks' slots that the chunks take in turn, and the direct one
-// each step's before the step: the same bits too.
+// For the tensor-core set the graph's epoch gathers each step's batch in a launch (gpu_engine.cu's
+// tensor_steps), each but the first's on a side stream beside the step before (behind its
+// convolutions' forward kernel), into two steps' slots that the steps take in turn, and the direct
+// one each step's before the step: the same bits too.
 class AugmentedGpuEngine : public GpuEngine, public testing::WithParamInterface<GpuKernels> {
  protected:
   void SetUp() override {
