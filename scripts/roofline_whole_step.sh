@@ -117,8 +117,11 @@ case "$kernels" in
     # the convolutions' parameters as each gradient is written; before it,
     # tensor_dense_gradient_kernel1 computed the dense weight gradients and dL/dS4 before the
     # convolutions' backward and tensor_gradient_sum_kernel3 summed and updated after it, and
-    # before 46a6f72 sgd_step_kernel1 made another launch, which the filter still catches). Any
-    # tensor_ kernel is caught, so that a kernel renamed or split in cuda/engine/ still shows.
+    # before 46a6f72 sgd_step_kernel1 made another launch, which the filter still catches). Where
+    # the batch has more samples than the GPU has SMs, 5 a step: tensor_conv_backward_kernel2 adds
+    # the slots itself (TensorBackward's SlotSum), and the profile's window, counted in launches
+    # of 6, holds whole steps and a part, which the counting below rounds down. Any tensor_ kernel
+    # is caught, so that a kernel renamed or split in cuda/engine/ still shows.
     marker=roofline_tensor per_step=6
     filter='regex:tensor_|gather_(augmented_)?batch_kernel|sgd_step_kernel'
     ;;

@@ -17,9 +17,9 @@
 // gather, forward, loss, backward and SGD all happen inside them, and evaluation runs their forward
 // stages; with --kernels tensor, the steps enqueued together (an epoch's, in its graph) have each
 // batch gathered in a launch on a side stream beside the step before (tensor_steps), and a step is
-// TensorBackward::train_step's five launches
-// over its batch (cuda/engine/tensor_backward.cuh: each sample's loss in the dense forward kernel,
-// their sum and SGD's update in the last two), and evaluation runs the tensor cores' forward pass
+// TensorBackward::train_step's five launches over its batch (four at batches larger than the GPU's
+// SMs; cuda/engine/tensor_backward.cuh: each sample's loss in the dense forward kernel, their sum
+// and SGD's update in the last two), and evaluation runs the tensor cores' forward pass
 // (cuda/engine/tensor_forward.cuh).
 #include <algorithm>
 #include <functional>

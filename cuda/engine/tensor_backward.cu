@@ -505,10 +505,11 @@ template <Precision R>
 __global__ void __launch_bounds__(kThreads, 2) tensor_step_gradient_kernel1(StepGradientArgs args) {
   wait_for_previous_grid();
   static_assert(kSumWarps == kWarps, "the slots' sum takes the kernel's block");
+  __shared__ float warp_sums[kSumWarps][32];
   const int block = int(blockIdx.x);
   if (args.conv.slots)
     sum_conv_slots(args.conv.slots, args.dense.n, args.slot, args.conv.c3_mask,
-                   args.dense.gradients, args.update, block);
+                   args.dense.gradients, args.update, block, warp_sums);
   else
     dense_gradient_block<R>(block, args.dense, args.update);
 }
@@ -678,10 +679,30 @@ void TensorDenseBackward::dense_gradients(const std::uint8_t* labels, int n, con
   weight_gradients(n, s4_rows, gradients, stream, stats);
 }
 
-TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch)
+TensorBackward::TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch,
+                               SlotSum slot_sum)
     : m_dense(config, layout, max_batch),
       m_conv(config, layout, max_batch),
-      m_d4(Device::gpu, std::size_t(max_batch) * kFlat4) {}
+      m_d4(Device::gpu, std::size_t(max_batch) * kFlat4),
+      m_slot_sum(slot_sum),
+      m_multiprocessors(current_multiprocessors()) {
+  if (slot_sum == SlotSum::in_backward_launch && !m_conv.can_add_slots())
+    throw Error(
+        "internal: this GPU holds too few of the convolutions' backward blocks at once for them "
+        "to add the slots");
+}
+
+bool TensorBackward::adds_slots_in_backward(int n) const {
+  switch (m_slot_sum) {
+    case SlotSum::own_launch:
+      return false;
+    case SlotSum::in_backward_launch:
+      return true;
+    case SlotSum::by_batch:
+      return n > m_multiprocessors && m_conv.can_add_slots();
+  }
+  return false;
+}
 
 void TensorBackward::gradients(const std::uint8_t* images, const std::uint8_t* labels, int n,
                                const float* params, float* gradients, cudaStream_t stream,
@@ -702,11 +723,13 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
                          const float* field, StepStats* stats, const SgdStep* step,
                          const std::function<void()>& after_conv_forward) {
   // The dense weight gradients run in the convolutions' backward launch, on the SMs its samples
-  // leave room on (they need nothing it computes), and the last launch only adds the slots.
+  // leave room on (they need nothing it computes), and the last launch only adds the slots (where
+  // that launch does not: adds_slots_in_backward).
   // Each launch is programmatic (dependent_launch.cuh) where the kernels allow it. Two kernels
   // call allow_next_grid after their wait: dL/dS4, so that the convolutions' backward's blocks
   // read and stage the forward kernels' outputs while its products run, and the convolutions'
-  // backward, for the slots' sum. The others' next kernel is scheduled as their last block exits,
+  // backward, for the slots' sum (not where it adds them). The others' next kernel is scheduled
+  // as their last block exits,
   // and each kernel but the convolutions' backward waits as its first statement: with every kernel
   // released early, or the slots' sum or the dense forward too, the step was longer
   // (docs/tensor-cores.md).
@@ -716,8 +739,9 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
   m_conv.conv_forward(images, n, params, stream, field);
   if (after_conv_forward) after_conv_forward();
   m_dense.forward(labels, n, params, m_conv.s4_rows(), m_d4.data(), stream);
-  m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field, &dense);
-  m_dense.add_conv_slots(n, gradients, stream, m_conv.partials(), step);
+  const bool in_backward = adds_slots_in_backward(n);
+  m_conv.conv_gradients(images, n, params, m_d4.data(), stream, field, &dense, in_backward);
+  if (!in_backward) m_dense.add_conv_slots(n, gradients, stream, m_conv.partials(), step);
 }
 
 }  // namespace lenet5::cuda

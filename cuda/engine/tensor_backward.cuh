@@ -35,8 +35,10 @@
 //     column of ones' product),
 //   and in one more block the step's loss sum and correct count, in sample order;
 //   tensor_step_gradient_kernel1<Precision> (tensor_backward.cu): the convolutions' slots added
-//   in a fixed order, a block per 32 floats of a slot, or, where it is launched alone after
-//   TensorDenseBackward::forward, the dense products and the statistics above;
+//   in a fixed order, a block per 32 floats of a slot (where the batch has more samples than the
+//   GPU has SMs, the convolutions' backward kernel's last samples' blocks add them instead, the
+//   same sums in the same order, and a step is four kernels: SlotSum), or, where it is launched
+//   alone after TensorDenseBackward::forward, the dense products and the statistics above;
 //   each gradient written, and SGD's step taken with it, where it is final. Every run gives the
 //   same bits (no atomics). c3.weight's gradient is zero where the C3 table disconnects a weight,
 //   as whole-step's.
@@ -168,11 +170,16 @@ class TensorConvBackward {
   // c1.weight, s2.bias, c3.weight and s4.bias to its slot of partials(), which
   // TensorDenseBackward::weight_gradients (or add_conv_slots) adds. images and field as
   // conv_forward took them. With dense not null, the same launch runs that work too
-  // (TensorDenseBackward::gradient_work), in blocks after the samples'. Nothing waits for the
-  // device.
+  // (TensorDenseBackward::gradient_work), in blocks after the samples'. With add_slots (dense not
+  // null, can_add_slots()), the samples' blocks also add the slots once all are written, and write
+  // each gradient and take SGD's step with dense's, as add_conv_slots would (the same bits): the
+  // last ones to finish, while the others leave. Nothing waits for the device.
   void conv_gradients(const std::uint8_t* images, int n, const float* params, const float* d4,
                       cudaStream_t stream, const float* field = nullptr,
-                      const DenseGradientWork* dense = nullptr);
+                      const DenseGradientWork* dense = nullptr, bool add_slots = false);
+  // Whether conv_gradients may add the slots: the blocks that add them wait for the others, so
+  // the GPU must hold more of the kernel's blocks at once than ever wait.
+  bool can_add_slots() const;
   ConvPartials partials() const { return {m_partials.data(), m_c3_mask.data()}; }
   bool launches_programmatic() const { return m_programmatic; }
   // The dense products' tiles a block (tensor_dense_gradient.cuh's dense_gradient_block) where
@@ -191,13 +198,24 @@ class TensorConvBackward {
   Buffer<float> m_s4_rows;   // (max_batch, 400): S4's activations
   Buffer<float> m_records;   // (max_batch, a record): S2's activations and the windows' maxima
   Buffer<float> m_partials;  // (max_batch, the convolutions' parameters): each sample's gradients
+  Buffer<int> m_slot_counts;  // conv_gradients' with add_slots (ConvBackwardArgs::slot_counts)
 };
+
+// Where a step adds the convolutions' slots: in a launch of its own after the convolutions'
+// backward, in that launch (TensorConvBackward::conv_gradients' add_slots: a launch fewer), or by
+// the batch: in that launch where the batch has more samples than the GPU has SMs, so that some SM
+// holds two, in a launch of its own where it has at most one an SM, each the shorter epoch where
+// measured (docs/tensor-cores.md). The same bits every way.
+enum class SlotSum { own_launch, in_backward_launch, by_batch };
 
 // The whole backward pass on the tensor cores: a drop-in gradient for whole-step's update.
 class TensorBackward {
  public:
   // Room for batches of up to max_batch samples. Throws UsageError as TensorForward does.
-  TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch);
+  // in_backward_launch needs a GPU where TensorConvBackward::can_add_slots (internal Error
+  // otherwise); by_batch adds them in a launch of their own where it cannot.
+  TensorBackward(const NetConfig& config, const ParamLayout& layout, int max_batch,
+                 SlotSum slot_sum = SlotSum::by_batch);
 
   // OVERWRITES the batch-mean gradient (of the softmax cross-entropy averaged over the n samples)
   // of every parameter tensor, c1.weight to output.bias, in `gradients` (layout offsets; the
@@ -228,10 +246,12 @@ class TensorBackward {
   bool launches_programmatic() const {
     return m_dense.launches_programmatic() && m_conv.launches_programmatic();
   }
+  // Whether a step of n samples adds the slots in the convolutions' backward launch (SlotSum).
+  bool adds_slots_in_backward(int n) const;
 
  private:
-  // The five kernels; the last two apply `step` where it is not null. after_conv_forward as
-  // train_step takes it.
+  // The five kernels (four where adds_slots_in_backward); the last two apply `step` where it is
+  // not null. after_conv_forward as train_step takes it.
   void run(const std::uint8_t* images, const std::uint8_t* labels, int n, const float* params,
            float* gradients, cudaStream_t stream, const float* field, StepStats* stats,
            const SgdStep* step, const std::function<void()>& after_conv_forward = {});
@@ -239,6 +259,8 @@ class TensorBackward {
   TensorDenseBackward m_dense;
   TensorConvBackward m_conv;
   Buffer<float> m_d4;  // (max_batch, 400): dL/d(S4's activation), between the two parts
+  SlotSum m_slot_sum;
+  int m_multiprocessors;
 };
 
 }  // namespace lenet5::cuda

@@ -156,7 +156,57 @@ struct ConvBackwardArgs {
   const float* d4;       // (n, 400): dL/d(S4's activation)
   float* partials;       // (n, partial::floats)
   DenseGradientWork dense;  // run by the blocks past the samples' (none where the grid has n)
+  // Where not null, the samples' blocks add the slots themselves (add_slots_once_written), with
+  // dense's gradients and update: [0] counts the slots written, [1] the blocks done adding; zero
+  // before the launch, and left zero by it.
+  int* slot_counts;
+  ConvSlot slot;  // where the slots' floats go in the layout
 };
+
+// A gpu-scope acquire load: what the writers released before their count is visible after it.
+__device__ inline int load_acquire(const int* at) {
+  int value;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(value) : "l"(at) : "memory");
+  return value;
+}
+
+// After a sample's block has written its slot: the block counts it, and the last kConvSlotBlocks
+// blocks to count (or all n, where fewer) each add a share of the slots' 32-float chunks, as the
+// slots' own launch does (sum_conv_slots: the same bits), once the count reaches n; the last to
+// finish sets the counts back to zero. The others leave at once. Those that wait hold an SM each
+// while the blocks they wait for run: the owner launches this only where the GPU holds more of the
+// kernel's blocks at once than ever wait (TensorConvBackward::can_add_slots). The count is a grid
+// barrier's: the block's writes, a barrier, then one thread's fence and atomic add.
+static_assert(conv_layout::floats > kSumWarps * 32,
+              "room for warp_sums and the place in the count");
+// The sample's block's shared memory, no longer read, holds the block's place in the count and the
+// sums' warp_sums (as static shared memory they would take room from every launch's blocks).
+__device__ void add_slots_once_written(const ConvBackwardArgs& args, float* shared) {
+  float(*warp_sums)[32] = reinterpret_cast<float(*)[32]>(shared);
+  int* place_in_count = reinterpret_cast<int*>(shared + kSumWarps * 32);
+  __syncthreads();  // every thread's slot writes, and its last read of `shared`, before the count
+  if (threadIdx.x == 0) {
+    __threadfence();
+    *place_in_count = atomicAdd(args.slot_counts, 1);
+  }
+  __syncthreads();
+  const int n = args.in.n, adders = min(n, kConvSlotBlocks);
+  const int adder = *place_in_count - (n - adders);
+  if (adder < 0) return;
+  if (threadIdx.x == 0)
+    while (load_acquire(args.slot_counts) < n) {
+    }
+  __syncthreads();
+  for (int chunk = adder; chunk < kConvSlotBlocks; chunk += adders) {
+    sum_conv_slots<true>(args.partials, n, args.slot, args.in.c3_mask, args.dense.args.gradients,
+                         args.dense.update, chunk, warp_sums);
+    __syncthreads();  // warp_sums read before the next chunk writes them
+  }
+  if (threadIdx.x == 0 && atomicAdd(args.slot_counts + 1, 1) == adders - 1) {
+    args.slot_counts[0] = 0;  // every adder is past its wait: the next step's launch counts anew
+    args.slot_counts[1] = 0;
+  }
+}
 
 template <Precision R, Activation A, Subsampling P>
 __global__ void __launch_bounds__(kThreads, 2) tensor_conv_forward_kernel2(ConvForwardArgs args) {
@@ -594,7 +644,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
     // The dense blocks write the dense layers' weights (SGD's step), which dL/dS4 reads: after
     // the wait, every read and write.
     wait_for_previous_grid();
-    allow_next_grid();
+    if (!args.slot_counts) allow_next_grid();
     dense_gradient_block<R>(sample - args.in.n, args.dense.args, args.dense.update);
     return;
   }
@@ -613,8 +663,10 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
   if constexpr (R == Precision::bf16) zero_row_gaps(shared + C::d3_pairs, kD3PairMap, kMapPairs3);
   wait_for_previous_grid();
   // The slots' sum may be scheduled now: its small blocks wait at their start for this kernel's
-  // end, where otherwise their launch would begin only as this kernel's last block exits.
-  allow_next_grid();
+  // end, where otherwise their launch would begin only as this kernel's last block exits. Where
+  // this launch adds the slots itself, the next launch is the next step's first, and released
+  // early the step was longer (docs/tensor-cores.md).
+  if (!args.slot_counts) allow_next_grid();
   reads.read_d4(args, sample);
   __syncthreads();
   s4_backward<R, A, P>(reads.d4, shared);
@@ -637,6 +689,7 @@ __global__ void __launch_bounds__(kThreads, 2) tensor_conv_backward_kernel2(Conv
     slot[partial::s2_bias + i] = shared[C::bias2 + i];
   for (int i = int(threadIdx.x); i < kMaps3; i += kThreads)
     slot[partial::s4_bias + i] = shared[C::bias4 + i];
+  if (args.slot_counts) add_slots_once_written(args, shared);
 }
 
 using ConvForwardKernel = void (*)(ConvForwardArgs);
@@ -689,7 +742,8 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
       m_c3_mask(c3_mask_on_device(config)),
       m_s4_rows(Device::gpu, std::size_t(max_batch) * kFlat4),
       m_records(Device::gpu, std::size_t(max_batch) * record::floats),
-      m_partials(Device::gpu, std::size_t(max_batch) * partial::floats) {
+      m_partials(Device::gpu, std::size_t(max_batch) * partial::floats),
+      m_slot_counts(Device::gpu, 2) {  // zeroed
   prepare_tile_kernel(kernel_for_training(config, ConvForwardKernels{}), kForwardSharedBytes, 1);
   prepare_tile_kernel(kernel_for_training(config, ConvKernels{}), kConvSharedBytes, 1);
   check_slot_covers(layout, m_offsets);
@@ -697,6 +751,10 @@ TensorConvBackward::TensorConvBackward(const NetConfig& config, const ParamLayou
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       &blocks_an_sm, kernel_for_training(config, ConvKernels{}), kThreads, kConvSharedBytes));
   m_resident_blocks = blocks_an_sm * current_multiprocessors();
+}
+
+bool TensorConvBackward::can_add_slots() const {
+  return m_resident_blocks > kConvSlotBlocks;
 }
 
 int TensorConvBackward::dense_tiles_a_block(int n) const {
@@ -715,13 +773,24 @@ void TensorConvBackward::conv_forward(const std::uint8_t* images, int n, const f
 
 void TensorConvBackward::conv_gradients(const std::uint8_t* images, int n, const float* params,
                                         const float* d4, cudaStream_t stream, const float* field,
-                                        const DenseGradientWork* dense) {
+                                        const DenseGradientWork* dense, bool add_slots) {
   check_fits(n, m_max_batch);
+  if (add_slots && (!dense || !can_add_slots()))
+    throw Error(
+        "internal: the convolutions' backward adds the slots only with the dense work's gradients "
+        "and update, on a GPU that holds more of its blocks at once than add them");
   const TileInputs in{
       images, n, pixel_scaling(m_config.input_scaling), params, m_offsets, m_c3_mask.data(), field};
   DenseGradientWork work = dense ? *dense : DenseGradientWork{};
   work.args.tiles_a_block = dense_tiles_a_block(n);
-  const ConvBackwardArgs args{in, m_s4_rows.data(), m_records.data(), d4, m_partials.data(), work};
+  const ConvBackwardArgs args{in,
+                              m_s4_rows.data(),
+                              m_records.data(),
+                              d4,
+                              m_partials.data(),
+                              work,
+                              add_slots ? m_slot_counts.data() : nullptr,
+                              ConvSlot::of(m_offsets)};
   // The samples' blocks first: blocks start in order, most likely an SM each (nothing guarantees
   // where), and the dense blocks after them.
   const int blocks = n + (dense ? dense_gradient_blocks(work.args.tiles_a_block) : 0);

@@ -822,13 +822,16 @@ struct SgdUpdate {
 // added in a fixed order (the same bits every run, no atomics), written where the layout keeps
 // them, with SGD's step where `update` asks for it, by a block of 8 warps: warp w adds slots [w
 // per, (w + 1) per) in order (each slot's 32 floats one coalesced read), and lane i of warp 0 adds
-// the 8 warps' sums in warp order. (A thread per float over all the slots, a batch of 128 samples
-// 128 slots, waited on one load after another.)
+// the 8 warps' sums in warp order, through `warp_sums` (kSumWarps rows of 32 floats of the block's
+// shared memory). (A thread per float over all the slots, a batch of 128 samples 128 slots, waited
+// on one load after another.) kWrittenThisLaunch: the slots were written by other blocks of the
+// calling kernel's own launch, so they are read from L2, never from an SM's L1 (which other SMs'
+// writes do not reach).
 constexpr int kSumWarps = 8;
+template <bool kWrittenThisLaunch = false>
 __device__ inline void sum_conv_slots(const float* partials, int samples, const ConvSlot& slot,
                                       const float* c3_mask, float* gradients,
-                                      const SgdUpdate& update, int block) {
-  __shared__ float warp_sums[kSumWarps][32];
+                                      const SgdUpdate& update, int block, float (*warp_sums)[32]) {
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int i = block * 32 + lane;
   const int per = (samples + kSumWarps - 1) / kSumWarps;
@@ -850,7 +853,10 @@ __device__ inline void sum_conv_slots(const float* partials, int samples, const 
   float sum = 0.0f;
   if (i < partial::floats) {
 #pragma unroll 16  // the loads of 16 slots in flight at once; the additions stay in slot order
-    for (int s = begin; s < end; ++s) sum += partials[std::size_t(s) * partial::floats + i];
+    for (int s = begin; s < end; ++s) {
+      const float* at = partials + std::size_t(s) * partial::floats + i;
+      sum += kWrittenThisLaunch ? __ldcg(at) : *at;
+    }
   }
   warp_sums[warp][lane] = sum;
   __syncthreads();

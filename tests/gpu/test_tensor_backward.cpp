@@ -660,6 +660,62 @@ TEST(TensorBackward, TrainStepIsTheGradientThenTheSgdKernel) {
       }
 }
 
+// Two training steps in a row on the same batch by `backward` (the second from the first's
+// parameters and velocity), and then the gradient alone at the parameters they reached.
+struct TwoSteps {
+  StepOutcome steps;
+  std::vector<float> gradient;
+};
+TwoSteps two_steps_then_the_gradient(const StepCase& c, const GatheredBatch& batch,
+                                     cuda::TensorBackward& backward) {
+  DeviceInputs in(c.batch, c.params);
+  Buffer<float> gradients(Device::gpu, c.layout.buffer_floats);  // zeroed
+  Buffer<float> velocity = test::upload(c.velocity);
+  const cuda::SgdStep step{c.settings, c.lr.data(), in.params.data(), c.velocity_or_null(velocity)};
+  for (int s = 0; s < 2; ++s)
+    backward.train_step(batch.field.data(), batch.labels.data(), c.n, step, gradients.data(),
+                        cudaStreamPerThread);
+  TwoSteps got{download(in.params, velocity, gradients), {}};
+  backward.gradients(nullptr, batch.labels.data(), c.n, in.params.data(), gradients.data(),
+                     cudaStreamPerThread, batch.field.data());
+  got.gradient = download(in.params, velocity, gradients).gradients;
+  return got;
+}
+
+// The convolutions' slots added in their backward launch (SlotSum::in_backward_launch: the last
+// samples' blocks to finish, once every slot is written) leave the parameters, velocity and
+// gradients of a launch of their own, bit for bit: over two steps in a row (the second finds the
+// counts that the first set back) and the gradient alone after them, in every precision, with
+// fewer samples than blocks that add (37: each adds several chunks) and with more samples than the
+// GPU has SMs, where SlotSum::by_batch adds them so (and below, in a launch of their own).
+TEST(TensorBackward, SlotsAddedInTheBackwardLaunchAreThoseOfTheirOwnLaunch) {
+  LENET5_REQUIRE_GPU();
+  LENET5_REQUIRE_TF32();
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  SgdSettings momentum;
+  momentum.momentum = 0.9;
+  momentum.weight_decay = 5e-4;
+  for (const Precision precision : kPrecisions)
+    for (const int n : {37, sms + 5}) {
+      const StepCase c{step_network(precision), momentum, n};
+      const GatheredBatch batch(c);
+      cuda::TensorBackward own(c.config, c.layout, n, cuda::SlotSum::own_launch);
+      cuda::TensorBackward in_backward(c.config, c.layout, n, cuda::SlotSum::in_backward_launch);
+      const cuda::TensorBackward by_batch(c.config, c.layout, n);
+      EXPECT_FALSE(own.adds_slots_in_backward(n)) << c.what();
+      EXPECT_TRUE(in_backward.adds_slots_in_backward(n)) << c.what();
+      EXPECT_EQ(by_batch.adds_slots_in_backward(n), n > sms) << c.what();
+      const TwoSteps want = two_steps_then_the_gradient(c, batch, own);
+      const TwoSteps got = two_steps_then_the_gradient(c, batch, in_backward);
+      EXPECT_NE(want.steps.params, c.params) << c.what() << ": the steps moved nothing";
+      EXPECT_EQ(got.steps.params, want.steps.params) << c.what();
+      EXPECT_EQ(got.steps.velocity, want.steps.velocity) << c.what();
+      EXPECT_EQ(got.steps.gradients, want.steps.gradients) << c.what();
+      EXPECT_EQ(got.gradient, want.gradient) << c.what() << ": the gradient alone";
+    }
+}
+
 // A step given no batch is refused before anything is launched.
 TEST(TensorBackward, TrainStepWithoutItsBatchIsRefused) {
   LENET5_REQUIRE_GPU();
