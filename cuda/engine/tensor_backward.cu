@@ -729,10 +729,9 @@ void TensorBackward::run(const std::uint8_t* images, const std::uint8_t* labels,
   // call allow_next_grid after their wait: dL/dS4, so that the convolutions' backward's blocks
   // read and stage the forward kernels' outputs while its products run, and the convolutions'
   // backward, for the slots' sum (not where it adds them). The others' next kernel is scheduled
-  // as their last block exits,
-  // and each kernel but the convolutions' backward waits as its first statement: with every kernel
-  // released early, or the slots' sum or the dense forward too, the step was longer
-  // (docs/tensor-cores.md).
+  // as their last block exits, and each kernel but the convolutions' backward waits as its first
+  // statement: with every kernel released early, or the slots' sum or the dense forward too, the
+  // step was longer (docs/tensor-cores.md).
   const DenseGradientWork dense =
       m_dense.gradient_work(n, m_conv.s4_rows(), gradients, stats, step);
   m_dense.check_params(params);  // before the step's first launch
