@@ -104,24 +104,24 @@ case "$kernels" in
     ;;
   tensor)
     # 6 a step (gpu_engine.cu's tensor_steps, TensorBackward::train_step): the batch's gather
-    # (gather_augmented_batch_kernel or gather_batch_kernel1, a launch a step on a side stream
-    # since f1555f7, since 2026-12-02 behind the step before's tensor_conv_forward_kernel2; a
-    # launch every four steps from be7527b to f1555f7), then
-    # tensor_conv_forward_kernel2 (which gathered the batch itself from 42b16b6 to 60291af; before
-    # it, tensor_conv_forward_kernel1 read a field that gather_batch_kernel1 or
-    # gather_augmented_batch_kernel had written, a launch of its own), tensor_dense_forward_kernel3 (a cluster of 4 blocks a tile; kernel2, a block a
-    # tile, before), tensor_s4_gradient_kernel1 (dL/dS4), tensor_conv_backward_kernel2 (with the
-    # dense weight gradients, their SGD update and the step's loss statistics in blocks after its
-    # samples' since 288afed; before, tensor_step_gradient_kernel1 ran them),
-    # tensor_step_gradient_kernel1 (the convolutions' per-sample slots summed, with SGD's update of
-    # the convolutions' parameters as each gradient is written; before it,
-    # tensor_dense_gradient_kernel1 computed the dense weight gradients and dL/dS4 before the
-    # convolutions' backward and tensor_gradient_sum_kernel3 summed and updated after it, and
-    # before 46a6f72 sgd_step_kernel1 made another launch, which the filter still catches). Where
-    # the batch has more samples than the GPU has SMs, 5 a step: tensor_conv_backward_kernel2 adds
-    # the slots itself (TensorBackward's SlotSum), and the profile's window, counted in launches
-    # of 6, holds whole steps and a part, which the counting below rounds down. Any tensor_ kernel
-    # is caught, so that a kernel renamed or split in cuda/engine/ still shows.
+    # (gather_augmented_batch_kernel or gather_batch_kernel1, a launch a step on a side stream since
+    # f1555f7, since 2026-12-02 behind the step before's tensor_conv_forward_kernel2; a launch every
+    # four steps from be7527b to f1555f7), then tensor_conv_forward_kernel2 (which gathered the
+    # batch itself from 42b16b6 to 60291af; before it, tensor_conv_forward_kernel1 read a field that
+    # gather_batch_kernel1 or gather_augmented_batch_kernel had written, a launch of its own),
+    # tensor_dense_forward_kernel3 (a cluster of 4 blocks a tile; kernel2, a block a tile, before),
+    # tensor_s4_gradient_kernel1 (dL/dS4), tensor_conv_backward_kernel2 (with the dense weight
+    # gradients, their SGD update and the step's loss statistics in blocks after its samples' since
+    # 288afed; before, tensor_step_gradient_kernel1 ran them), tensor_step_gradient_kernel1 (the
+    # convolutions' per-sample slots summed, with SGD's update of the convolutions' parameters as
+    # each gradient is written; before it, tensor_dense_gradient_kernel1 computed the dense weight
+    # gradients and dL/dS4 before the convolutions' backward and tensor_gradient_sum_kernel3 summed
+    # and updated after it, and before 46a6f72 sgd_step_kernel1 made another launch, which the
+    # filter still catches). Where the batch has more samples than the GPU has SMs, 5 a step:
+    # tensor_conv_backward_kernel2 adds the slots itself (TensorBackward's SlotSum), and the
+    # profile's window, counted in launches of 6, holds whole steps and a part, which the counting
+    # below rounds down. Any tensor_ kernel is caught, so that a kernel renamed or split in
+    # cuda/engine/ still shows.
     marker=roofline_tensor per_step=6
     filter='regex:tensor_|gather_(augmented_)?batch_kernel|sgd_step_kernel'
     ;;
